@@ -1,0 +1,136 @@
+// Package client is the typed Go client of the jq API, used by the admin,
+// producer and worker roles, by examples and by applications. It speaks gRPC
+// (HTTP/2: h2c in plaintext, or TLS/mTLS), so it also works through any gRPC
+// proxy.
+package client
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+)
+
+// Options select the server and the transport security.
+type Options struct {
+	// Addr is host:port, or a URL (http://… for plaintext, https://… for TLS).
+	Addr string
+	// CAFile verifies the server certificate; setting it (or CertFile) turns on TLS.
+	CAFile string
+	// CertFile and KeyFile are the client certificate for mTLS (FR-048).
+	CertFile string
+	KeyFile  string
+	// Interceptors run on every call (logging, auth, tracing).
+	Interceptors []connect.Interceptor
+}
+
+// Client holds one connect client per service, sharing one HTTP transport.
+type Client struct {
+	Jobs    jqv1connect.JobServiceClient
+	Queues  jqv1connect.QueueServiceClient
+	Workers jqv1connect.WorkerServiceClient
+	Admin   jqv1connect.AdminServiceClient
+
+	baseURL string
+	http    *http.Client
+}
+
+// New builds a client; it does not dial until the first call.
+func New(opts Options) (*Client, error) {
+	baseURL, useTLS, err := baseURL(opts)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		Proxy:             http.ProxyFromEnvironment,
+		DialContext:       (&net.Dialer{}).DialContext,
+		ForceAttemptHTTP2: true,
+		MaxIdleConns:      16,
+	}
+	p := new(http.Protocols)
+	if useTLS {
+		tc, err := clientTLS(opts)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = tc
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	tr.Protocols = p
+	hc := &http.Client{Transport: tr}
+	copts := []connect.ClientOption{connect.WithGRPC(), connect.WithInterceptors(opts.Interceptors...)}
+	return &Client{
+		Jobs:    jqv1connect.NewJobServiceClient(hc, baseURL, copts...),
+		Queues:  jqv1connect.NewQueueServiceClient(hc, baseURL, copts...),
+		Workers: jqv1connect.NewWorkerServiceClient(hc, baseURL, copts...),
+		Admin:   jqv1connect.NewAdminServiceClient(hc, baseURL, copts...),
+		baseURL: baseURL,
+		http:    hc,
+	}, nil
+}
+
+// BaseURL is the URL the client calls.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+func baseURL(opts Options) (string, bool, error) {
+	addr := strings.TrimSpace(opts.Addr)
+	if addr == "" {
+		return "", false, errors.New("client: server address is empty")
+	}
+	wantTLS := opts.CAFile != "" || opts.CertFile != ""
+	switch {
+	case strings.HasPrefix(addr, "https://"):
+		return strings.TrimSuffix(addr, "/"), true, nil
+	case strings.HasPrefix(addr, "http://"):
+		if wantTLS {
+			return "", false, fmt.Errorf("client: %s is plaintext but TLS files were given", addr)
+		}
+		return strings.TrimSuffix(addr, "/"), false, nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", false, fmt.Errorf("client: server address %q: want host:port", addr)
+	}
+	if wantTLS {
+		return "https://" + addr, true, nil
+	}
+	return "http://" + addr, false, nil
+}
+
+func clientTLS(opts Options) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: tls ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client: tls ca: no PEM certificates in %s", opts.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if (opts.CertFile == "") != (opts.KeyFile == "") {
+		return nil, errors.New("client: --tls-cert and --tls-key go together")
+	}
+	if opts.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: tls client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+type adminService struct {
+	store   store.Store
+	version buildinfo.Info
+	status  func(ctx context.Context) []health.Result
+}
+
+func (s *adminService) GetVersion(context.Context, *connect.Request[jqv1.GetVersionRequest]) (*connect.Response[jqv1.GetVersionResponse], error) {
+	v := s.version
+	return connect.NewResponse(&jqv1.GetVersionResponse{Version: v.Version, Commit: v.Commit, GoVersion: v.GoVersion, BuildTime: v.BuildTime}), nil
+}
+
+// GetStatus reports dependency health in the response rather than failing:
+// the operator wants the whole picture, especially when something is down.
+func (s *adminService) GetStatus(ctx context.Context, _ *connect.Request[jqv1.GetStatusRequest]) (*connect.Response[jqv1.GetStatusResponse], error) {
+	out := &jqv1.GetStatusResponse{ServerVersion: s.version.Version}
+	var results []health.Result
+	if s.status != nil {
+		results = s.status(ctx)
+	}
+	for _, r := range results {
+		out.Components = append(out.Components, &jqv1.ComponentHealth{
+			Name: r.Name, Healthy: r.Healthy, Detail: r.Detail, Latency: durationpb.New(r.Latency),
+			Degraded: !r.Healthy && !r.Critical,
+		})
+	}
+	out.Healthy = health.Ready(results)
+	if !out.Healthy {
+		return connect.NewResponse(out), nil
+	}
+	workers, err := s.store.WorkerList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range workers {
+		if w.Status == queue.WorkerOnline || w.Status == queue.WorkerDraining {
+			out.ActiveWorkers++
+		}
+	}
+	qs, err := s.store.QueueList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		st, err := s.store.QueueStats(ctx, q.Name)
+		if err != nil {
+			return nil, err
+		}
+		out.Queues = append(out.Queues, &jqv1.QueueDepth{
+			Queue: q.Name, Pending: st.Pending, Assigned: st.Assigned, Running: st.Running,
+			Failed: st.Failed, DeadLettered: st.DeadLettered,
+		})
+	}
+	return connect.NewResponse(out), nil
+}
+
+// GetStats, PeekQueue and PurgeDeadLetters arrive with the operator CLI issue
+// (they read Redis dispatch structures that the core loop introduces).
+
+func (s *adminService) GetStats(context.Context, *connect.Request[jqv1.GetStatsRequest]) (*connect.Response[jqv1.GetStatsResponse], error) {
+	return nil, unimplemented("GetStats")
+}
+
+func (s *adminService) PeekQueue(context.Context, *connect.Request[jqv1.PeekQueueRequest]) (*connect.Response[jqv1.PeekQueueResponse], error) {
+	return nil, unimplemented("PeekQueue")
+}
+
+func (s *adminService) PurgeDeadLetters(context.Context, *connect.Request[jqv1.PurgeDeadLettersRequest]) (*connect.Response[jqv1.PurgeDeadLettersResponse], error) {
+	return nil, unimplemented("PurgeDeadLetters")
+}

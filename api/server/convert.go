@@ -1,0 +1,169 @@
+package server
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+)
+
+// Conversions between the domain (queue) and the wire (jqv1). Zero times and
+// durations become absent fields.
+
+func ts(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func dur(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+var stateToProto = map[queue.State]jqv1.JobState{
+	queue.StatePending:      jqv1.JobState_JOB_STATE_PENDING,
+	queue.StateAssigned:     jqv1.JobState_JOB_STATE_ASSIGNED,
+	queue.StateRunning:      jqv1.JobState_JOB_STATE_RUNNING,
+	queue.StateDone:         jqv1.JobState_JOB_STATE_DONE,
+	queue.StateFailed:       jqv1.JobState_JOB_STATE_FAILED,
+	queue.StateDeadLettered: jqv1.JobState_JOB_STATE_DEAD_LETTERED,
+}
+
+func stateFromProto(s jqv1.JobState) (queue.State, bool) {
+	for k, v := range stateToProto {
+		if v == s {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func queueToProto(q *queue.Queue) *jqv1.Queue {
+	w := make(map[int32]int32, len(q.PriorityWeights))
+	for k, v := range q.PriorityWeights {
+		w[int32(k)] = int32(v) //nolint:gosec // priorities are 0-9, weights validated on create
+	}
+	return &jqv1.Queue{
+		Name:            q.Name,
+		MaxRetries:      int32(q.MaxRetries), //nolint:gosec // bounded on create
+		Ttl:             dur(q.TTL),
+		PriorityWeights: w,
+		BackoffBase:     dur(q.BackoffBase),
+		BackoffMax:      dur(q.BackoffMax),
+		Paused:          q.Paused,
+		CreatedAt:       ts(q.CreatedAt),
+		UpdatedAt:       ts(q.UpdatedAt),
+	}
+}
+
+func queueStatsToProto(s *queue.QueueStats) *jqv1.QueueStats {
+	return &jqv1.QueueStats{
+		Queue:             s.Queue,
+		Pending:           s.Pending,
+		Assigned:          s.Assigned,
+		Running:           s.Running,
+		Done:              s.Done,
+		Failed:            s.Failed,
+		DeadLettered:      s.DeadLettered,
+		TotalProcessed:    s.TotalProcessed,
+		AvgProcessingTime: durationpb.New(s.AvgProcessingTime),
+		ErrorRate:         s.ErrorRate,
+		OldestPendingAge:  durationpb.New(s.OldestPendingAge),
+	}
+}
+
+func jobToProto(j *queue.Job) *jqv1.Job {
+	p := &jqv1.Job{
+		Id:             j.ID,
+		Queue:          j.Queue,
+		Type:           j.Type,
+		Payload:        j.Payload,
+		Priority:       int32(j.Priority), //nolint:gosec // 0-9
+		State:          stateToProto[j.State],
+		MaxRetries:     int32(j.MaxRetries), //nolint:gosec // bounded on submit
+		RetryCount:     int32(j.RetryCount), //nolint:gosec // ≤ max_retries
+		Attempt:        int32(j.Attempt),    //nolint:gosec // small
+		Ttl:            dur(j.TTL),
+		NotBefore:      ts(j.NotBefore),
+		Timeout:        dur(j.Timeout),
+		IdempotencyKey: j.IdempotencyKey,
+		Labels:         j.Labels,
+		KeepResult:     j.KeepResult,
+		TraceContext:   j.TraceContext,
+		WorkerId:       j.WorkerID,
+		LastError:      j.LastError,
+		FailureReason:  j.FailureReason,
+		CreatedAt:      ts(j.CreatedAt),
+		UpdatedAt:      ts(j.UpdatedAt),
+		StartedAt:      ts(j.StartedAt),
+		CompletedAt:    ts(j.CompletedAt),
+	}
+	if j.State == queue.StateDone && (j.Result != nil || j.ResultChecksum != "") {
+		p.Result = &jqv1.JobResult{Data: j.Result, ChecksumSha256: j.ResultChecksum, CompletedAt: ts(j.CompletedAt)}
+		if !j.StartedAt.IsZero() && !j.CompletedAt.IsZero() {
+			p.Result.Runtime = durationpb.New(j.CompletedAt.Sub(j.StartedAt))
+		}
+	}
+	return p
+}
+
+func eventToProto(e *queue.Event) *jqv1.JobEvent {
+	return &jqv1.JobEvent{
+		JobId:     e.JobID,
+		Queue:     e.Queue,
+		Seq:       e.Seq,
+		FromState: stateToProto[e.From],
+		ToState:   stateToProto[e.To],
+		Timestamp: ts(e.At),
+		WorkerId:  e.WorkerID,
+		Reason:    e.Reason,
+		Attempt:   int32(e.Attempt), //nolint:gosec // small
+		Type:      e.Type,
+	}
+}
+
+func workerToProto(w *queue.Worker) *jqv1.Worker {
+	status := jqv1.WorkerStatus_WORKER_STATUS_UNSPECIFIED
+	switch w.Status {
+	case queue.WorkerOnline:
+		status = jqv1.WorkerStatus_WORKER_STATUS_ONLINE
+	case queue.WorkerDraining:
+		status = jqv1.WorkerStatus_WORKER_STATUS_DRAINING
+	case queue.WorkerOffline:
+		status = jqv1.WorkerStatus_WORKER_STATUS_OFFLINE
+	}
+	return &jqv1.Worker{
+		Id:              w.ID,
+		Hostname:        w.Hostname,
+		Status:          status,
+		Concurrency:     int32(w.Concurrency), //nolint:gosec // validated on register
+		Queues:          w.Queues,
+		RunningJobs:     int32(w.RunningJobs), //nolint:gosec // ≤ concurrency
+		Version:         w.Version,
+		StartedAt:       ts(w.StartedAt),
+		LastHeartbeatAt: ts(w.LastHeartbeatAt),
+	}
+}
+
+// durationField checks a non-negative duration of at most a year and stores it.
+func durationField(name string, d *durationpb.Duration, dst *time.Duration) error {
+	if d == nil {
+		return nil
+	}
+	if err := d.CheckValid(); err != nil {
+		return invalid(name + ": " + err.Error())
+	}
+	v := d.AsDuration()
+	if v < 0 || v > 366*24*time.Hour {
+		return invalid(name + " " + v.String() + ": want 0..8784h")
+	}
+	*dst = v
+	return nil
+}

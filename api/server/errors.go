@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"connectrpc.com/connect"
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// codeOf is the one mapping from jq's sentinel errors to gRPC codes.
+func codeOf(err error) connect.Code {
+	switch {
+	case errors.Is(err, queue.ErrInvalidArgument):
+		return connect.CodeInvalidArgument
+	case errors.Is(err, queue.ErrJobNotFound), errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, queue.ErrWorkerNotFound):
+		return connect.CodeNotFound
+	case errors.Is(err, queue.ErrQueueExists):
+		return connect.CodeAlreadyExists
+	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrIllegalTransition),
+		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt):
+		return connect.CodeFailedPrecondition
+	case errors.Is(err, queue.ErrShutdown):
+		return connect.CodeUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.CodeDeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return connect.CodeCanceled
+	}
+	return connect.CodeUnknown
+}
+
+// toConnect converts a handler error into a connect error with a one-line,
+// human-readable message. Unexpected errors are logged in full and reach the
+// client as UNAVAILABLE (retryable: the request changed nothing or is safe to
+// repeat) without internals.
+func toConnect(log *zap.Logger, procedure string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	code := codeOf(err)
+	if code == connect.CodeUnknown {
+		log.Error("request failed", zap.String("procedure", procedure), zap.Error(err))
+		return connect.NewError(connect.CodeUnavailable, errors.New("the server could not complete the request; retry"))
+	}
+	return connect.NewError(code, errors.New(firstLine(err.Error())))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// errorInterceptor applies toConnect to every unary and streaming handler, so
+// handlers return plain errors and no code mapping is repeated.
+func errorInterceptor(log *zap.Logger) connect.Interceptor {
+	return &errInterceptor{log: log}
+}
+
+type errInterceptor struct{ log *zap.Logger }
+
+func (i *errInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		resp, err := next(ctx, req)
+		return resp, toConnect(i.log, req.Spec().Procedure, err)
+	}
+}
+
+func (i *errInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i *errInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		return toConnect(i.log, conn.Spec().Procedure, next(ctx, conn))
+	}
+}
+
+// invalid builds an INVALID_ARGUMENT error from a format.
+func invalid(msg string) error {
+	return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
+}
+
+// unimplemented marks an RPC whose behaviour arrives with a later issue.
+func unimplemented(what string) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not implemented yet"))
+}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// maxPageSize bounds ListJobs pages.
+const (
+	defaultPageSize = 20
+	maxPageSize     = 1000
+)
+
+type jobService struct {
+	store store.Store
+}
+
+// The submit, cancel, retry and result paths arrive with the issues "The core
+// loop" and "Failure paths"; the read paths work now.
+
+func (s *jobService) SubmitJob(context.Context, *connect.Request[jqv1.SubmitJobRequest]) (*connect.Response[jqv1.SubmitJobResponse], error) {
+	return nil, unimplemented("SubmitJob")
+}
+
+func (s *jobService) SubmitJobs(context.Context, *connect.Request[jqv1.SubmitJobsRequest]) (*connect.Response[jqv1.SubmitJobsResponse], error) {
+	return nil, unimplemented("SubmitJobs")
+}
+
+func (s *jobService) CancelJob(context.Context, *connect.Request[jqv1.CancelJobRequest]) (*connect.Response[jqv1.CancelJobResponse], error) {
+	return nil, unimplemented("CancelJob")
+}
+
+func (s *jobService) RetryJob(context.Context, *connect.Request[jqv1.RetryJobRequest]) (*connect.Response[jqv1.RetryJobResponse], error) {
+	return nil, unimplemented("RetryJob")
+}
+
+func (s *jobService) GetJobResult(context.Context, *connect.Request[jqv1.GetJobResultRequest]) (*connect.Response[jqv1.GetJobResultResponse], error) {
+	return nil, unimplemented("GetJobResult")
+}
+
+func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJobRequest]) (*connect.Response[jqv1.GetJobResponse], error) {
+	if err := validJobID(req.Msg.GetJobId()); err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobGet(ctx, req.Msg.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.GetJobResponse{Job: jobToProto(j)}), nil
+}
+
+func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.ListJobsRequest]) (*connect.Response[jqv1.ListJobsResponse], error) {
+	m := req.Msg
+	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize())}
+	if p.Queue != "" {
+		if err := queue.ValidateQueueName(p.Queue); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case p.Limit == 0:
+		p.Limit = defaultPageSize
+	case p.Limit < 0 || p.Limit > maxPageSize:
+		return nil, invalid(fmt.Sprintf("page_size %d: want 1..%d", p.Limit, maxPageSize))
+	}
+	for _, st := range m.GetStates() {
+		s, ok := stateFromProto(st)
+		if !ok {
+			return nil, invalid(fmt.Sprintf("states: unknown job state %v", st))
+		}
+		p.States = append(p.States, s)
+	}
+	res, err := s.store.JobList(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*jqv1.Job, len(res.Jobs))
+	for i, j := range res.Jobs {
+		out[i] = jobToProto(j)
+	}
+	return connect.NewResponse(&jqv1.ListJobsResponse{Jobs: out, NextPageToken: res.NextCursor}), nil
+}
+
+func (s *jobService) ListJobEvents(ctx context.Context, req *connect.Request[jqv1.ListJobEventsRequest]) (*connect.Response[jqv1.ListJobEventsResponse], error) {
+	if err := validJobID(req.Msg.GetJobId()); err != nil {
+		return nil, err
+	}
+	evs, err := s.store.JobEvents(ctx, req.Msg.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*jqv1.JobEvent, len(evs))
+	for i := range evs {
+		out[i] = eventToProto(&evs[i])
+	}
+	return connect.NewResponse(&jqv1.ListJobEventsResponse{Events: out}), nil
+}
+
+func validJobID(id string) error {
+	if _, err := uuid.Parse(id); err != nil {
+		return invalid(fmt.Sprintf("job_id %q is not a UUID", id))
+	}
+	return nil
+}

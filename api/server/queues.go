@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+type queueService struct {
+	store store.Store
+}
+
+func (s *queueService) CreateQueue(ctx context.Context, req *connect.Request[jqv1.CreateQueueRequest]) (*connect.Response[jqv1.CreateQueueResponse], error) {
+	m := req.Msg
+	if err := queue.ValidateQueueName(m.GetName()); err != nil {
+		return nil, err
+	}
+	p := store.QueueCreateParams{Name: m.GetName()}
+	if m.MaxRetries != nil {
+		if m.GetMaxRetries() < 0 || m.GetMaxRetries() > 1000 {
+			return nil, invalid(fmt.Sprintf("max_retries %d: want 0..1000", m.GetMaxRetries()))
+		}
+		n := int(m.GetMaxRetries())
+		p.MaxRetries = &n
+	}
+	if err := durationField("ttl", m.GetTtl(), &p.TTL); err != nil {
+		return nil, err
+	}
+	if err := durationField("backoff_base", m.GetBackoffBase(), &p.BackoffBase); err != nil {
+		return nil, err
+	}
+	if err := durationField("backoff_max", m.GetBackoffMax(), &p.BackoffMax); err != nil {
+		return nil, err
+	}
+	if len(m.GetPriorityWeights()) > 0 {
+		p.PriorityWeights = map[int]int{}
+		for prio, w := range m.GetPriorityWeights() {
+			if prio < queue.MinPriority || prio > queue.MaxPriority || w < 1 || w > 1000 {
+				return nil, invalid(fmt.Sprintf("priority_weights %d=%d: want priority 0..9 and weight 1..1000", prio, w))
+			}
+			p.PriorityWeights[int(prio)] = int(w)
+		}
+	}
+	q, err := s.store.QueueCreate(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.CreateQueueResponse{Queue: queueToProto(q)}), nil
+}
+
+func (s *queueService) DeleteQueue(ctx context.Context, req *connect.Request[jqv1.DeleteQueueRequest]) (*connect.Response[jqv1.DeleteQueueResponse], error) {
+	if err := queue.ValidateQueueName(req.Msg.GetName()); err != nil {
+		return nil, err
+	}
+	n, err := s.store.QueueDelete(ctx, store.QueueDeleteParams{Name: req.Msg.GetName(), Force: req.Msg.GetForce()})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.DeleteQueueResponse{DeletedJobs: n}), nil
+}
+
+func (s *queueService) ListQueues(ctx context.Context, _ *connect.Request[jqv1.ListQueuesRequest]) (*connect.Response[jqv1.ListQueuesResponse], error) {
+	qs, err := s.store.QueueList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*jqv1.Queue, len(qs))
+	for i, q := range qs {
+		out[i] = queueToProto(q)
+	}
+	return connect.NewResponse(&jqv1.ListQueuesResponse{Queues: out}), nil
+}
+
+func (s *queueService) GetQueue(ctx context.Context, req *connect.Request[jqv1.GetQueueRequest]) (*connect.Response[jqv1.GetQueueResponse], error) {
+	if err := queue.ValidateQueueName(req.Msg.GetName()); err != nil {
+		return nil, err
+	}
+	q, err := s.store.QueueGet(ctx, req.Msg.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.GetQueueResponse{Queue: queueToProto(q)}), nil
+}
+
+func (s *queueService) GetQueueStats(ctx context.Context, req *connect.Request[jqv1.GetQueueStatsRequest]) (*connect.Response[jqv1.GetQueueStatsResponse], error) {
+	if err := queue.ValidateQueueName(req.Msg.GetName()); err != nil {
+		return nil, err
+	}
+	st, err := s.store.QueueStats(ctx, req.Msg.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.GetQueueStatsResponse{Stats: queueStatsToProto(st)}), nil
+}
+
+func (s *queueService) PauseQueue(ctx context.Context, req *connect.Request[jqv1.PauseQueueRequest]) (*connect.Response[jqv1.PauseQueueResponse], error) {
+	q, err := s.setPaused(ctx, req.Msg.GetName(), true)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.PauseQueueResponse{Queue: q}), nil
+}
+
+func (s *queueService) ResumeQueue(ctx context.Context, req *connect.Request[jqv1.ResumeQueueRequest]) (*connect.Response[jqv1.ResumeQueueResponse], error) {
+	q, err := s.setPaused(ctx, req.Msg.GetName(), false)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.ResumeQueueResponse{Queue: q}), nil
+}
+
+func (s *queueService) setPaused(ctx context.Context, name string, paused bool) (*jqv1.Queue, error) {
+	if err := queue.ValidateQueueName(name); err != nil {
+		return nil, err
+	}
+	q, err := s.store.QueueSetPaused(ctx, store.QueueSetPausedParams{Name: name, Paused: paused})
+	if err != nil {
+		return nil, err
+	}
+	return queueToProto(q), nil
+}

@@ -1,0 +1,65 @@
+// Package server holds the connect handlers of the jq API: proto ↔ queue
+// conversion, request validation, and the one place where errors become
+// gRPC/Connect codes. It sees the store through its interfaces only; it never
+// imports a backend (internal/archtest enforces that).
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/store"
+)
+
+// Limits bound what a request may carry.
+type Limits struct {
+	MaxPayloadBytes int
+}
+
+// Options configure the API handlers.
+type Options struct {
+	Store   store.Store
+	Log     *zap.Logger
+	Version buildinfo.Info
+	// Status runs the dependency checks (the same ones as /readyz).
+	Status func(ctx context.Context) []health.Result
+	Limits Limits
+	// HandlerOptions are added to every service (interceptors, codecs).
+	HandlerOptions []connect.HandlerOption
+}
+
+// services lists the fully qualified names served, for reflection and the
+// gRPC health service.
+var services = []string{
+	jqv1connect.JobServiceName,
+	jqv1connect.QueueServiceName,
+	jqv1connect.WorkerServiceName,
+	jqv1connect.AdminServiceName,
+}
+
+// New returns one handler serving every jq service over gRPC, gRPC-Web and
+// Connect, plus gRPC reflection (v1 and v1alpha) and grpc.health.v1.
+func New(opts Options) http.Handler {
+	mux := http.NewServeMux()
+	hopts := append([]connect.HandlerOption{connect.WithInterceptors(errorInterceptor(opts.Log))}, opts.HandlerOptions...)
+
+	mux.Handle(jqv1connect.NewJobServiceHandler(&jobService{store: opts.Store}, hopts...))
+	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store}, hopts...))
+	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{store: opts.Store}, hopts...))
+	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status}, hopts...))
+
+	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, services...)...)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	checker := grpchealth.NewStaticChecker(services...)
+	mux.Handle(grpchealth.NewHandler(checker))
+	return mux
+}

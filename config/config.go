@@ -1,0 +1,341 @@
+// Package config is jq's configuration: one tree of plain structs, every
+// default in Default, layered loading (flags > JQ_ environment variables >
+// YAML file > defaults) in Load, and a single Validate pass that reports every
+// problem at once. A loaded Config is read-only; Redacted and YAML print it
+// with secrets hidden for --print-config.
+//
+// Key paths are the snake_case `koanf` tags joined with "." (db.pool_size).
+// The environment variable for a key is JQ_ plus the key path upper-cased with
+// "." replaced by "_" (JQ_DB_POOL_SIZE). Durations are integer keys whose name
+// carries the unit (_ms, _s, _h); use the Duration helper methods instead of
+// multiplying by hand.
+package config
+
+import (
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Config is the whole configuration tree. Every role reads the sections it
+// needs; unused sections are still validated so a typo never hides.
+type Config struct {
+	GRPC      GRPC      `koanf:"grpc"`
+	Server    Server    `koanf:"server"`
+	DB        DB        `koanf:"db"`
+	Redis     Redis     `koanf:"redis"`
+	Kafka     Kafka     `koanf:"kafka"`
+	Scheduler Scheduler `koanf:"scheduler"`
+	Metrics   Metrics   `koanf:"metrics"`
+	Health    Health    `koanf:"health"`
+	Logging   Logging   `koanf:"logging"`
+	Tracing   Tracing   `koanf:"tracing"`
+	Worker    Worker    `koanf:"worker"`
+}
+
+// GRPC is the server's API listener.
+type GRPC struct {
+	Port            int       `koanf:"port"`
+	Host            string    `koanf:"host"` // "" listens on all interfaces
+	TLS             ServerTLS `koanf:"tls"`
+	MaxMessageBytes int       `koanf:"max_message_bytes"`
+}
+
+// Addr is the listen address, host:port.
+func (g GRPC) Addr() string { return net.JoinHostPort(g.Host, strconv.Itoa(g.Port)) }
+
+// ServerTLS configures TLS on the API listener; ClientCAPath turns on mTLS.
+type ServerTLS struct {
+	Enabled      bool   `koanf:"enabled"`
+	CertPath     string `koanf:"cert_path"`
+	KeyPath      string `koanf:"key_path"`
+	ClientCAPath string `koanf:"client_ca_path"`
+}
+
+// Server holds server-role limits and switches.
+type Server struct {
+	ShutdownGraceS  int  `koanf:"shutdown_grace_s"`
+	MaxPayloadBytes int  `koanf:"max_payload_bytes"`
+	MaxResultBytes  int  `koanf:"max_result_bytes"`
+	DryRun          bool `koanf:"dry_run"`
+}
+
+// ShutdownGrace is how long in-flight requests may drain on stop.
+func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceS) }
+
+// DB is the PostgreSQL connection. When URL is set it wins over the discrete
+// fields (see DSN).
+type DB struct {
+	URL              string `koanf:"url" secret:"url"`
+	Host             string `koanf:"host"`
+	Port             int    `koanf:"port"`
+	Name             string `koanf:"name"`
+	User             string `koanf:"user"`
+	Password         string `koanf:"password" secret:"true"`
+	SSLMode          string `koanf:"sslmode"`
+	PoolSize         int    `koanf:"pool_size"`
+	ConnectTimeoutMS int    `koanf:"connect_timeout_ms"`
+}
+
+// ConnectTimeout bounds establishing one connection.
+func (d DB) ConnectTimeout() time.Duration { return millis(d.ConnectTimeoutMS) }
+
+// DSN returns a pgx-compatible postgres:// URL. With URL set it is returned
+// as given, except that Password is filled in when the URL carries none (so
+// the URL can live in a file and the password in JQ_DB_PASSWORD). Otherwise
+// it is built from the discrete fields with sslmode and connect_timeout
+// (whole seconds, rounded up). PoolSize is not part of the DSN: pass it to
+// the pool config.
+func (d DB) DSN() string {
+	if d.URL != "" {
+		return d.urlWithPassword()
+	}
+	u := url.URL{
+		Scheme: "postgres",
+		Host:   net.JoinHostPort(d.Host, strconv.Itoa(d.Port)),
+		Path:   "/" + d.Name,
+	}
+	switch {
+	case d.Password != "":
+		u.User = url.UserPassword(d.User, d.Password)
+	case d.User != "":
+		u.User = url.User(d.User)
+	}
+	q := url.Values{}
+	q.Set("sslmode", d.SSLMode)
+	if d.ConnectTimeoutMS > 0 {
+		q.Set("connect_timeout", strconv.Itoa(int(math.Ceil(float64(d.ConnectTimeoutMS)/1000))))
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (d DB) urlWithPassword() string {
+	if d.Password == "" {
+		return d.URL
+	}
+	u, err := url.Parse(d.URL)
+	if err != nil || u.Query().Has("password") {
+		return d.URL
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			return d.URL
+		}
+		u.User = url.UserPassword(u.User.Username(), d.Password)
+	} else {
+		u.User = url.UserPassword(d.User, d.Password)
+	}
+	return u.String()
+}
+
+// Redis is the dispatch store.
+type Redis struct {
+	Addr             string `koanf:"addr"`
+	Password         string `koanf:"password" secret:"true"`
+	DB               int    `koanf:"db"`
+	ConnectTimeoutMS int    `koanf:"connect_timeout_ms"`
+	KeyPrefix        string `koanf:"key_prefix"`
+}
+
+// ConnectTimeout bounds dialling Redis.
+func (r Redis) ConnectTimeout() time.Duration { return millis(r.ConnectTimeoutMS) }
+
+// Kafka is the event stream; off by default.
+type Kafka struct {
+	Enabled         bool          `koanf:"enabled"`
+	Brokers         []string      `koanf:"brokers"`
+	TopicEvents     string        `koanf:"topic_events"`
+	TopicDeadLetter string        `koanf:"topic_dead_letter"`
+	Producer        KafkaProducer `koanf:"producer"`
+	Consumer        KafkaConsumer `koanf:"consumer"`
+	SASL            KafkaSASL     `koanf:"sasl"`
+	TLS             KafkaTLS      `koanf:"tls"`
+	RetentionH      int           `koanf:"retention_h"`
+}
+
+// Retention is the retention asked for when jq creates its topics.
+func (k Kafka) Retention() time.Duration { return time.Duration(k.RetentionH) * time.Hour }
+
+// KafkaProducer tunes publishing. Acks is all|one|none; Compression is
+// none|gzip|snappy|lz4|zstd.
+type KafkaProducer struct {
+	Acks        string `koanf:"acks"`
+	Compression string `koanf:"compression"`
+	BatchSize   int    `koanf:"batch_size"`
+	LingerMS    int    `koanf:"linger_ms"`
+}
+
+// Linger is how long the producer waits to fill a batch.
+func (p KafkaProducer) Linger() time.Duration { return millis(p.LingerMS) }
+
+// KafkaConsumer tunes consuming. AutoOffsetReset is earliest|latest.
+type KafkaConsumer struct {
+	GroupID         string `koanf:"group_id"`
+	AutoOffsetReset string `koanf:"auto_offset_reset"`
+}
+
+// KafkaSASL authenticates to the brokers. Mechanism is "" (off), plain,
+// scram-sha-256 or scram-sha-512.
+type KafkaSASL struct {
+	Mechanism string `koanf:"mechanism"`
+	Username  string `koanf:"username"`
+	Password  string `koanf:"password" secret:"true"`
+}
+
+// KafkaTLS turns on TLS to the brokers; an empty CAPath uses system roots.
+type KafkaTLS struct {
+	Enabled bool   `koanf:"enabled"`
+	CAPath  string `koanf:"ca_path"`
+}
+
+// Scheduler tunes the server's dispatch loop.
+type Scheduler struct {
+	IntervalMS              int `koanf:"interval_ms"`
+	BatchSize               int `koanf:"batch_size"`
+	AssignmentTimeoutS      int `koanf:"assignment_timeout_s"`
+	WorkerHeartbeatTimeoutS int `koanf:"worker_heartbeat_timeout_s"`
+}
+
+// Interval is the pause between scheduler cycles.
+func (s Scheduler) Interval() time.Duration { return millis(s.IntervalMS) }
+
+// AssignmentTimeout is how long an assigned job may wait to start before it
+// is taken back.
+func (s Scheduler) AssignmentTimeout() time.Duration { return seconds(s.AssignmentTimeoutS) }
+
+// HeartbeatTimeout is how long a silent worker is trusted before its jobs
+// are recovered.
+func (s Scheduler) HeartbeatTimeout() time.Duration { return seconds(s.WorkerHeartbeatTimeoutS) }
+
+// LockTTL is the lifetime of a dispatch lock; it equals AssignmentTimeout so
+// a lock never outlives the assignment it protects.
+func (s Scheduler) LockTTL() time.Duration { return s.AssignmentTimeout() }
+
+// Metrics is the server's Prometheus endpoint.
+type Metrics struct {
+	Enabled bool `koanf:"enabled"`
+	Port    int  `koanf:"port"`
+}
+
+// Health is the server's /healthz and /readyz endpoint.
+type Health struct {
+	Port int `koanf:"port"`
+}
+
+// Logging selects level (trace|debug|info|warn|error) and format (json|text).
+type Logging struct {
+	Level  string `koanf:"level"`
+	Format string `koanf:"format"`
+}
+
+// Tracing is the OTLP exporter; off by default. An empty Endpoint leaves the
+// exporter's own default (OTEL_EXPORTER_OTLP_ENDPOINT, else localhost).
+type Tracing struct {
+	Enabled     bool    `koanf:"enabled"`
+	Endpoint    string  `koanf:"endpoint"`
+	Protocol    string  `koanf:"protocol"`
+	SampleRatio float64 `koanf:"sample_ratio"`
+	Insecure    bool    `koanf:"insecure"`
+}
+
+// Worker configures the worker role.
+type Worker struct {
+	ServerAddr         string    `koanf:"server_addr"`
+	ID                 string    `koanf:"id"` // "" = hostname-PID, resolved by the worker
+	Concurrency        int       `koanf:"concurrency"`
+	Queues             []string  `koanf:"queues"`
+	HeartbeatIntervalS int       `koanf:"heartbeat_interval_s"`
+	ShutdownGraceS     int       `koanf:"shutdown_grace_s"`
+	MetricsPort        int       `koanf:"metrics_port"`
+	HealthPort         int       `koanf:"health_port"`
+	TLS                WorkerTLS `koanf:"tls"`
+}
+
+// HeartbeatInterval is the pause between worker heartbeats.
+func (w Worker) HeartbeatInterval() time.Duration { return seconds(w.HeartbeatIntervalS) }
+
+// ShutdownGrace is how long running jobs may finish on stop.
+func (w Worker) ShutdownGrace() time.Duration { return seconds(w.ShutdownGraceS) }
+
+// WorkerTLS is the worker's client side of the API connection: CAPath
+// verifies the server, CertPath/KeyPath present a client certificate (mTLS).
+type WorkerTLS struct {
+	CertPath string `koanf:"cert_path"`
+	KeyPath  string `koanf:"key_path"`
+	CAPath   string `koanf:"ca_path"`
+}
+
+// Default returns the built-in configuration; it is the only place defaults
+// live.
+func Default() Config {
+	return Config{
+		GRPC: GRPC{
+			Port:            50051,
+			MaxMessageBytes: 4 << 20,
+		},
+		Server: Server{
+			ShutdownGraceS:  30,
+			MaxPayloadBytes: 1 << 20,
+			MaxResultBytes:  256 << 10,
+		},
+		DB: DB{
+			Host:             "localhost",
+			Port:             5432,
+			Name:             "jobqueue",
+			User:             "jq",
+			SSLMode:          "disable",
+			PoolSize:         10,
+			ConnectTimeoutMS: 3000,
+		},
+		Redis: Redis{
+			Addr:             "localhost:6379",
+			ConnectTimeoutMS: 1000,
+			KeyPrefix:        "jq",
+		},
+		Kafka: Kafka{
+			Brokers:         []string{"localhost:9092"},
+			TopicEvents:     "jq.job-events",
+			TopicDeadLetter: "job.dead-lettered",
+			Producer: KafkaProducer{
+				Acks:        "all",
+				Compression: "snappy",
+				BatchSize:   100,
+				LingerMS:    10,
+			},
+			Consumer: KafkaConsumer{
+				GroupID:         "jq-server",
+				AutoOffsetReset: "earliest",
+			},
+			RetentionH: 168,
+		},
+		Scheduler: Scheduler{
+			IntervalMS:              500,
+			BatchSize:               100,
+			AssignmentTimeoutS:      60,
+			WorkerHeartbeatTimeoutS: 30,
+		},
+		Metrics: Metrics{Enabled: true, Port: 9090},
+		Health:  Health{Port: 8080},
+		Logging: Logging{Level: "info", Format: "json"},
+		Tracing: Tracing{
+			Protocol:    "grpc",
+			SampleRatio: 1.0,
+			Insecure:    true,
+		},
+		Worker: Worker{
+			ServerAddr:         "localhost:50051",
+			Concurrency:        4,
+			Queues:             []string{"default"},
+			HeartbeatIntervalS: 5,
+			ShutdownGraceS:     60,
+			MetricsPort:        9091,
+			HealthPort:         8081,
+		},
+	}
+}
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+func millis(n int) time.Duration  { return time.Duration(n) * time.Millisecond }

@@ -1,0 +1,273 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalid matches (errors.Is) every problem with a configuration value.
+var ErrInvalid = errors.New("invalid configuration")
+
+// FieldError is one configuration problem, tied to its key path. Source is
+// set when a value could not be read ("env JQ_GRPC_PORT", "file x.yaml",
+// "flag") and empty for rules checked on the merged result.
+type FieldError struct {
+	Key    string
+	Source string
+	Msg    string
+}
+
+func (e *FieldError) Error() string {
+	if e.Source != "" {
+		return e.Key + " (" + e.Source + "): " + e.Msg
+	}
+	return e.Key + ": " + e.Msg
+}
+
+// Is reports true for ErrInvalid.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+const (
+	maxBatch       = 10000
+	maxConcurrency = 10000
+)
+
+var (
+	queueNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+	topicRE      = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+	keyPrefixRE  = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	workerIDRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$`)
+	logLevels    = []string{"trace", "debug", "info", "warn", "error"}
+	logFormats   = []string{"json", "text"}
+	sslModes     = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+	kafkaAcks    = []string{"all", "one", "none"}
+	compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+	offsetResets = []string{"earliest", "latest"}
+	saslMechs    = []string{"", "plain", "scram-sha-256", "scram-sha-512"}
+	otlpProtos   = []string{"grpc", "http"}
+)
+
+// Validate checks the whole tree and returns every problem joined
+// (errors.Join), one line each, prefixed by its key path; every problem
+// matches ErrInvalid. It does no I/O: file paths and addresses are checked
+// for shape, not reachability.
+func (c *Config) Validate() error { return errors.Join(c.problems()...) }
+
+func (c *Config) problems() []error {
+	var p checker
+
+	p.port("grpc.port", c.GRPC.Port)
+	p.positive("grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
+	if c.GRPC.TLS.Enabled {
+		p.required("grpc.tls.cert_path", c.GRPC.TLS.CertPath, "when grpc.tls.enabled is true")
+		p.required("grpc.tls.key_path", c.GRPC.TLS.KeyPath, "when grpc.tls.enabled is true")
+	} else if c.GRPC.TLS.ClientCAPath != "" {
+		p.add("grpc.tls.client_ca_path", "mTLS needs grpc.tls.enabled: true")
+	}
+
+	p.positive("server.shutdown_grace_s", c.Server.ShutdownGraceS)
+	p.positive("server.max_payload_bytes", c.Server.MaxPayloadBytes)
+	p.positive("server.max_result_bytes", c.Server.MaxResultBytes)
+	if c.GRPC.MaxMessageBytes > 0 {
+		p.atMost("server.max_payload_bytes", c.Server.MaxPayloadBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
+		p.atMost("server.max_result_bytes", c.Server.MaxResultBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
+	}
+
+	c.validateDB(&p)
+
+	p.hostPort("redis.addr", c.Redis.Addr)
+	if c.Redis.DB < 0 {
+		p.add("redis.db", "must not be negative, got %d", c.Redis.DB)
+	}
+	p.positive("redis.connect_timeout_ms", c.Redis.ConnectTimeoutMS)
+	p.match("redis.key_prefix", c.Redis.KeyPrefix, keyPrefixRE)
+
+	c.validateKafka(&p)
+
+	p.positive("scheduler.interval_ms", c.Scheduler.IntervalMS)
+	p.between("scheduler.batch_size", c.Scheduler.BatchSize, 1, maxBatch)
+	p.positive("scheduler.assignment_timeout_s", c.Scheduler.AssignmentTimeoutS)
+	p.positive("scheduler.worker_heartbeat_timeout_s", c.Scheduler.WorkerHeartbeatTimeoutS)
+
+	p.port("metrics.port", c.Metrics.Port)
+	p.port("health.port", c.Health.Port)
+	p.distinctPorts(map[string]int{"grpc.port": c.GRPC.Port, "metrics.port": c.Metrics.Port, "health.port": c.Health.Port})
+
+	p.oneOf("logging.level", c.Logging.Level, logLevels)
+	p.oneOf("logging.format", c.Logging.Format, logFormats)
+
+	p.oneOf("tracing.protocol", c.Tracing.Protocol, otlpProtos)
+	if !(c.Tracing.SampleRatio >= 0 && c.Tracing.SampleRatio <= 1) {
+		p.add("tracing.sample_ratio", "must be between 0 and 1, got %v", c.Tracing.SampleRatio)
+	}
+
+	c.validateWorker(&p)
+	return p.errs
+}
+
+func (c *Config) validateDB(p *checker) {
+	d := c.DB
+	if d.URL != "" {
+		u, err := url.Parse(d.URL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			p.add("db.url", "must be a postgres:// or postgresql:// URL")
+		}
+	} else {
+		p.required("db.host", d.Host, "when db.url is empty")
+		p.port("db.port", d.Port)
+		p.required("db.name", d.Name, "when db.url is empty")
+		p.required("db.user", d.User, "when db.url is empty")
+		p.oneOf("db.sslmode", d.SSLMode, sslModes)
+	}
+	if d.PoolSize < 1 {
+		p.add("db.pool_size", "must be at least 1, got %d", d.PoolSize)
+	}
+	p.positive("db.connect_timeout_ms", d.ConnectTimeoutMS)
+}
+
+func (c *Config) validateKafka(p *checker) {
+	k := c.Kafka
+	p.oneOf("kafka.producer.acks", k.Producer.Acks, kafkaAcks)
+	p.oneOf("kafka.producer.compression", k.Producer.Compression, compressions)
+	p.between("kafka.producer.batch_size", k.Producer.BatchSize, 1, maxBatch)
+	if k.Producer.LingerMS < 0 {
+		p.add("kafka.producer.linger_ms", "must not be negative, got %d", k.Producer.LingerMS)
+	}
+	p.oneOf("kafka.consumer.auto_offset_reset", k.Consumer.AutoOffsetReset, offsetResets)
+	p.oneOf("kafka.sasl.mechanism", k.SASL.Mechanism, saslMechs)
+	p.match("kafka.topic_events", k.TopicEvents, topicRE)
+	p.match("kafka.topic_dead_letter", k.TopicDeadLetter, topicRE)
+	p.positive("kafka.retention_h", k.RetentionH)
+	if !k.Enabled {
+		return
+	}
+	if len(k.Brokers) == 0 {
+		p.add("kafka.brokers", "must list at least one broker when kafka.enabled is true")
+	}
+	for i, b := range k.Brokers {
+		p.hostPort("kafka.brokers["+strconv.Itoa(i)+"]", b)
+	}
+	p.required("kafka.consumer.group_id", k.Consumer.GroupID, "when kafka.enabled is true")
+	if k.SASL.Mechanism != "" {
+		p.required("kafka.sasl.username", k.SASL.Username, "when kafka.sasl.mechanism is set")
+		p.required("kafka.sasl.password", k.SASL.Password, "when kafka.sasl.mechanism is set (use "+EnvVar("kafka.sasl.password")+")")
+	}
+}
+
+func (c *Config) validateWorker(p *checker) {
+	w := c.Worker
+	p.hostPort("worker.server_addr", w.ServerAddr)
+	if w.ID != "" {
+		p.match("worker.id", w.ID, workerIDRE)
+	}
+	p.between("worker.concurrency", w.Concurrency, 1, maxConcurrency)
+	if len(w.Queues) == 0 {
+		p.add("worker.queues", "must name at least one queue")
+	}
+	for i, q := range w.Queues {
+		key := "worker.queues[" + strconv.Itoa(i) + "]"
+		if !queueNameRE.MatchString(q) {
+			p.add(key, "%q is not a valid queue name (want %s)", q, queueNameRE)
+		} else if slices.Index(w.Queues, q) < i {
+			p.add(key, "%q is listed twice", q)
+		}
+	}
+	p.positive("worker.heartbeat_interval_s", w.HeartbeatIntervalS)
+	if w.HeartbeatIntervalS > 0 && c.Scheduler.WorkerHeartbeatTimeoutS > 0 &&
+		w.HeartbeatIntervalS >= c.Scheduler.WorkerHeartbeatTimeoutS {
+		p.add("worker.heartbeat_interval_s", "must be less than scheduler.worker_heartbeat_timeout_s (%d), got %d",
+			c.Scheduler.WorkerHeartbeatTimeoutS, w.HeartbeatIntervalS)
+	}
+	p.positive("worker.shutdown_grace_s", w.ShutdownGraceS)
+	p.port("worker.metrics_port", w.MetricsPort)
+	p.port("worker.health_port", w.HealthPort)
+	p.distinctPorts(map[string]int{"worker.metrics_port": w.MetricsPort, "worker.health_port": w.HealthPort})
+	if (w.TLS.CertPath == "") != (w.TLS.KeyPath == "") {
+		p.add("worker.tls", "cert_path and key_path must be set together")
+	}
+}
+
+type checker struct{ errs []error }
+
+func (p *checker) add(key, format string, args ...any) {
+	p.errs = append(p.errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *checker) port(key string, v int) {
+	if v < 1 || v > 65535 {
+		p.add(key, "must be a port between 1 and 65535, got %d", v)
+	}
+}
+
+func (p *checker) positive(key string, v int) {
+	if v <= 0 {
+		p.add(key, "must be positive, got %d", v)
+	}
+}
+
+func (p *checker) between(key string, v, lo, hi int) {
+	if v < lo || v > hi {
+		p.add(key, "must be between %d and %d, got %d", lo, hi, v)
+	}
+}
+
+func (p *checker) atMost(key string, v int, limitKey string, limit int) {
+	if v > limit {
+		p.add(key, "must not exceed %s (%d), got %d", limitKey, limit, v)
+	}
+}
+
+func (p *checker) required(key, v, when string) {
+	if strings.TrimSpace(v) == "" {
+		p.add(key, "is required %s", when)
+	}
+}
+
+func (p *checker) oneOf(key, v string, allowed []string) {
+	if slices.Contains(allowed, v) {
+		return
+	}
+	opts := make([]string, len(allowed))
+	for i, a := range allowed {
+		opts[i] = strconv.Quote(a)
+	}
+	p.add(key, "must be one of %s, got %q", strings.Join(opts, ", "), v)
+}
+
+func (p *checker) match(key, v string, re *regexp.Regexp) {
+	if !re.MatchString(v) {
+		p.add(key, "%q does not match %s", v, re)
+	}
+}
+
+func (p *checker) hostPort(key, v string) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil || host == "" {
+		p.add(key, "must be host:port, got %q", v)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		p.add(key, "port must be between 1 and 65535, got %q", port)
+	}
+}
+
+func (p *checker) distinctPorts(ports map[string]int) {
+	names := make([]string, 0, len(ports))
+	for k := range ports {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			if ports[a] == ports[b] {
+				p.add(b, "port %d is already used by %s", ports[b], a)
+			}
+		}
+	}
+}

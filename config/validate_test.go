@@ -1,0 +1,146 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/config"
+)
+
+func TestMultipleProblemsReportedTogether(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "scheduler:\n  batch_size: 0\n")
+	err := loadErr(t, config.LoadOptions{
+		File:    path,
+		Environ: []string{"JQ_GRPC_PORT=70000"},
+	})
+	require.ErrorContains(t, err, "scheduler.batch_size: must be between 1 and 10000, got 0")
+	require.ErrorContains(t, err, "grpc.port: must be a port between 1 and 65535, got 70000")
+	require.Len(t, strings.Split(err.Error(), "\n"), 2, "one line per problem")
+}
+
+func TestValidateRules(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(c *config.Config)
+		want   []string
+	}{
+		{"ports", func(c *config.Config) {
+			c.GRPC.Port, c.Metrics.Port, c.Health.Port = 0, 65536, -1
+			c.Worker.MetricsPort, c.Worker.HealthPort = 0, 100000
+		}, []string{"grpc.port:", "metrics.port:", "health.port:", "worker.metrics_port:", "worker.health_port:"}},
+		{"port clash", func(c *config.Config) {
+			c.Metrics.Port = c.GRPC.Port
+			c.Worker.HealthPort = c.Worker.MetricsPort
+		}, []string{"metrics.port: port 50051 is already used by grpc.port", "worker.metrics_port: port 9091 is already used by worker.health_port"}},
+		{"grpc tls", func(c *config.Config) { c.GRPC.TLS.Enabled = true },
+			[]string{"grpc.tls.cert_path: is required when grpc.tls.enabled is true", "grpc.tls.key_path: is required"}},
+		{"mtls without tls", func(c *config.Config) { c.GRPC.TLS.ClientCAPath = "/ca.pem" },
+			[]string{"grpc.tls.client_ca_path: mTLS needs grpc.tls.enabled: true"}},
+		{"sizes", func(c *config.Config) {
+			c.GRPC.MaxMessageBytes = 1024
+			c.Server.MaxResultBytes = 0
+		}, []string{"server.max_payload_bytes: must not exceed grpc.max_message_bytes (1024), got 1048576", "server.max_result_bytes: must be positive"}},
+		{"timeouts", func(c *config.Config) {
+			c.Server.ShutdownGraceS = 0
+			c.Scheduler.IntervalMS = -1
+			c.Scheduler.AssignmentTimeoutS = 0
+			c.Scheduler.WorkerHeartbeatTimeoutS = 0
+			c.Worker.ShutdownGraceS = 0
+			c.Worker.HeartbeatIntervalS = 0
+			c.DB.ConnectTimeoutMS = 0
+			c.Redis.ConnectTimeoutMS = 0
+		}, []string{"server.shutdown_grace_s:", "scheduler.interval_ms:", "scheduler.assignment_timeout_s:",
+			"scheduler.worker_heartbeat_timeout_s:", "worker.shutdown_grace_s:", "worker.heartbeat_interval_s:",
+			"db.connect_timeout_ms:", "redis.connect_timeout_ms:"}},
+		{"counts", func(c *config.Config) {
+			c.Scheduler.BatchSize = 10001
+			c.Worker.Concurrency = 0
+			c.DB.PoolSize = 0
+			c.Kafka.Producer.BatchSize = 0
+			c.Kafka.Producer.LingerMS = -1
+			c.Kafka.RetentionH = 0
+			c.Redis.DB = -1
+		}, []string{"scheduler.batch_size: must be between 1 and 10000, got 10001", "worker.concurrency: must be between 1 and 10000, got 0",
+			"db.pool_size: must be at least 1, got 0", "kafka.producer.batch_size:", "kafka.producer.linger_ms:", "kafka.retention_h:", "redis.db:"}},
+		{"enums", func(c *config.Config) {
+			c.Logging.Level, c.Logging.Format = "verbose", "xml"
+			c.DB.SSLMode = "on"
+			c.Kafka.Producer.Acks, c.Kafka.Producer.Compression = "2", "brotli"
+			c.Kafka.Consumer.AutoOffsetReset = "newest"
+			c.Kafka.SASL.Mechanism = "oauth"
+			c.Tracing.Protocol = "udp"
+		}, []string{`logging.level: must be one of "trace", "debug", "info", "warn", "error", got "verbose"`, "logging.format:", "db.sslmode:",
+			"kafka.producer.acks:", "kafka.producer.compression:", "kafka.consumer.auto_offset_reset:", "kafka.sasl.mechanism:", "tracing.protocol:"}},
+		{"heartbeat order", func(c *config.Config) { c.Worker.HeartbeatIntervalS = 30 },
+			[]string{"worker.heartbeat_interval_s: must be less than scheduler.worker_heartbeat_timeout_s (30), got 30"}},
+		{"queues", func(c *config.Config) { c.Worker.Queues = []string{"ok", "Bad", "_x", "ok", strings.Repeat("a", 65)} },
+			[]string{`worker.queues[1]: "Bad" is not a valid queue name`, "worker.queues[2]:", `worker.queues[3]: "ok" is listed twice`, "worker.queues[4]:"}},
+		{"no queues", func(c *config.Config) { c.Worker.Queues = nil }, []string{"worker.queues: must name at least one queue"}},
+		{"sample ratio", func(c *config.Config) { c.Tracing.SampleRatio = 1.5 }, []string{"tracing.sample_ratio: must be between 0 and 1, got 1.5"}},
+		{"kafka enabled", func(c *config.Config) {
+			c.Kafka.Enabled = true
+			c.Kafka.Brokers = []string{"nohost", "h:0"}
+			c.Kafka.Consumer.GroupID = ""
+			c.Kafka.SASL.Mechanism = "plain"
+		}, []string{`kafka.brokers[0]: must be host:port, got "nohost"`, `kafka.brokers[1]: port must be between 1 and 65535, got "0"`,
+			"kafka.consumer.group_id: is required", "kafka.sasl.username: is required", "kafka.sasl.password: is required when kafka.sasl.mechanism is set (use JQ_KAFKA_SASL_PASSWORD)"}},
+		{"kafka no brokers", func(c *config.Config) { c.Kafka.Enabled, c.Kafka.Brokers = true, nil },
+			[]string{"kafka.brokers: must list at least one broker"}},
+		{"topics", func(c *config.Config) { c.Kafka.TopicEvents, c.Kafka.TopicDeadLetter = "", "a b" },
+			[]string{"kafka.topic_events:", "kafka.topic_dead_letter:"}},
+		{"db discrete", func(c *config.Config) { c.DB.Host, c.DB.Name, c.DB.User, c.DB.Port = "", " ", "", 0 },
+			[]string{"db.host: is required when db.url is empty", "db.name:", "db.user:", "db.port:"}},
+		{"db url", func(c *config.Config) { c.DB.URL = "mysql://x" }, []string{"db.url: must be a postgres:// or postgresql:// URL"}},
+		{"redis", func(c *config.Config) { c.Redis.Addr, c.Redis.KeyPrefix = "localhost", "jq {x}" },
+			[]string{"redis.addr: must be host:port", "redis.key_prefix:"}},
+		{"worker", func(c *config.Config) {
+			c.Worker.ServerAddr = ":50051"
+			c.Worker.ID = "has space"
+			c.Worker.TLS.CertPath = "/cert.pem"
+		}, []string{"worker.server_addr:", "worker.id:", "worker.tls: cert_path and key_path must be set together"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := config.Default()
+			tc.mutate(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			require.ErrorIs(t, err, config.ErrInvalid)
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+			// One line per problem, each starting with a key path.
+			for line := range strings.SplitSeq(err.Error(), "\n") {
+				require.Regexp(t, `^[a-z_.]+(\[\d+\])?: `, line)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsVariants(t *testing.T) {
+	t.Parallel()
+	c := config.Default()
+	c.DB.URL = "postgresql://u@h/d"
+	c.DB.Host, c.DB.SSLMode = "", "" // ignored when the URL is set
+	c.GRPC.TLS = config.ServerTLS{Enabled: true, CertPath: "/c", KeyPath: "/k", ClientCAPath: "/ca"}
+	c.Kafka.Enabled = true
+	c.Kafka.SASL = config.KafkaSASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}
+	c.Worker.ID = "host-1234"
+	c.Worker.TLS = config.WorkerTLS{CertPath: "/c", KeyPath: "/k", CAPath: "/ca"}
+	c.Tracing.SampleRatio = 0
+	require.NoError(t, c.Validate())
+}
+
+func TestFieldError(t *testing.T) {
+	t.Parallel()
+	e := &config.FieldError{Key: "grpc.port", Msg: "bad"}
+	require.Equal(t, "grpc.port: bad", e.Error())
+	require.ErrorIs(t, e, config.ErrInvalid)
+	require.NotErrorIs(t, e, errors.New("other"))
+}

@@ -1,0 +1,168 @@
+// Package archtest makes the import rules of docs/architecture.md executable:
+// the domain depends on nothing, only roles/wire.go picks concrete backends,
+// and the API layer never reaches a backend, not even transitively.
+package archtest
+
+import (
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/jq-dev/jq"
+
+// backends are the concrete store implementations and the drivers they wrap.
+var backends = []string{
+	module + "/store/postgres",
+	module + "/store/redis",
+	module + "/store/kafka",
+	module + "/store/sqlite",
+	module + "/store/memory",
+	module + "/migrations",
+	"github.com/jackc/pgx",
+	"github.com/redis/go-redis",
+	"github.com/segmentio/kafka-go",
+	"github.com/golang-migrate/migrate",
+}
+
+func isBackend(path string) bool {
+	for _, b := range backends {
+		if path == b || strings.HasPrefix(path, b+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	return root
+}
+
+// sourceFiles maps each non-test, non-generated .go file (relative path) to
+// its imports.
+func sourceFiles(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "tools" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			out[filepath.ToSlash(rel)] = append(out[filepath.ToSlash(rel)], p)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func TestDomainImportsNothingOfTheProject(t *testing.T) {
+	t.Parallel()
+	for file, imps := range sourceFiles(t, repoRoot(t)) {
+		if filepath.Dir(file) != "queue" {
+			continue
+		}
+		for _, p := range imps {
+			require.Falsef(t, strings.HasPrefix(p, module), "%s imports %s: package queue must import nothing of the project", file, p)
+			require.Falsef(t, strings.Contains(p, "."), "%s imports %s: package queue uses the standard library only", file, p)
+		}
+	}
+}
+
+// allowedBackendImporters may import a concrete backend or driver directly.
+func allowedBackendImporter(file string) bool {
+	switch {
+	case file == "roles/wire.go":
+		return true
+	case strings.HasPrefix(file, "store/"), strings.HasPrefix(file, "migrations/"):
+		return true // the backends themselves (cross-backend imports are checked below)
+	case strings.HasPrefix(file, "internal/testenv/"):
+		return true // test infrastructure
+	case strings.HasPrefix(file, "examples/"):
+		return true // runnable programs are free to wire their own
+	}
+	return false
+}
+
+func TestOnlyWireImportsBackends(t *testing.T) {
+	t.Parallel()
+	for file, imps := range sourceFiles(t, repoRoot(t)) {
+		for _, p := range imps {
+			if isBackend(p) {
+				require.Truef(t, allowedBackendImporter(file), "%s imports backend %s; only roles/wire.go may", file, p)
+			}
+		}
+	}
+}
+
+func TestBackendsDoNotImportEachOther(t *testing.T) {
+	t.Parallel()
+	for file, imps := range sourceFiles(t, repoRoot(t)) {
+		dir := filepath.Dir(file)
+		if !strings.HasPrefix(dir, "store/") || dir == "store/storetest" {
+			continue
+		}
+		for _, p := range imps {
+			if strings.HasPrefix(p, module+"/store/") && p != module+"/store/"+strings.TrimPrefix(dir, "store/") {
+				require.Failf(t, "backends import each other", "%s imports %s", file, p)
+			}
+		}
+	}
+}
+
+// TestAPINeverReachesABackend checks the transitive closure, so a helper
+// package cannot smuggle a driver into the API layer.
+func TestAPINeverReachesABackend(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath", "./api/...", "./queue", "./store")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", exitErr(err))
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	n := 0
+	for dec.More() {
+		var p struct{ ImportPath string }
+		require.NoError(t, dec.Decode(&p))
+		require.Falsef(t, isBackend(p.ImportPath), "api/, queue or store depends on backend %s", p.ImportPath)
+		n++
+	}
+	require.Greater(t, n, 10, "go list returned too few packages; the check would prove nothing")
+}
+
+func exitErr(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}

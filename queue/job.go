@@ -1,0 +1,77 @@
+package queue
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// Priority bounds (FR-002): 9 is dispatched first; the default is 0.
+const (
+	MinPriority = 0
+	MaxPriority = 9
+)
+
+// DefaultJobTimeout is a job's execution limit when the submitter sets none.
+const DefaultJobTimeout = 30 * time.Second
+
+// Job is one unit of work and everything the system records about it. Time fields are zero when unset.
+type Job struct {
+	ID       string // UUID v4
+	Queue    string
+	Type     string // the handler name
+	Payload  []byte // opaque (FR-007)
+	Priority int    // MinPriority..MaxPriority, higher first
+	State    State
+
+	MaxRetries int // automatic retries allowed after the first attempt
+	RetryCount int // automatic retries used so far (see FAILED→PENDING)
+	Attempt    int // dispatch count; the fencing token of the current assignment
+
+	TTL       time.Duration // 0: never expires while PENDING
+	Timeout   time.Duration // execution limit
+	NotBefore time.Time     // not dispatched earlier: run_at, or the retry backoff
+	ExpiresAt time.Time     // NotBefore+TTL while PENDING; zero without a TTL
+
+	IdempotencyKey string
+	Labels         map[string]string
+	KeepResult     bool
+	TraceContext   map[string]string // W3C trace context carried from the submitter
+
+	WorkerID      string // the worker holding (or last holding) the job
+	LastError     string
+	FailureReason string // error | timeout | cancelled | worker_lost | ...
+
+	Result         []byte
+	ResultChecksum string // lowercase hex SHA-256 of Result
+
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   time.Time // start of the latest RUNNING
+	CompletedAt time.Time // reaching DONE or DEAD_LETTERED
+}
+
+// RetriesLeft reports whether an automatic retry is still allowed (FR-033/FR-034).
+func (j *Job) RetriesLeft() bool { return j.RetryCount < j.MaxRetries }
+
+// Event is one immutable state change of a job (FR-011); it is also the outbox record published to
+// Kafka.
+type Event struct {
+	JobID    string
+	Seq      int64 // 1..n per job, in order
+	Queue    string
+	Type     string
+	From     State // empty for the first event (submission)
+	To       State
+	Reason   string
+	Error    string // the failure message, for events into FAILED or DEAD_LETTERED
+	WorkerID string
+	Attempt  int
+	At       time.Time
+}
+
+// Checksum returns the lowercase hex SHA-256 of a result, as stored in Job.ResultChecksum.
+func Checksum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

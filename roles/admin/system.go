@@ -1,0 +1,102 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"connectrpc.com/connect"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/internal/buildinfo"
+)
+
+// errUnhealthy makes `status` exit non-zero after printing the report.
+var errUnhealthy = errors.New("the system is unhealthy")
+
+// Run prints the client's and the server's versions. The client line is
+// printed even when the server cannot be reached.
+func (c *VersionCmd) Run(re *runEnv) error {
+	local := buildinfo.Get()
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, callErr := cl.Admin.GetVersion(ctx, connect.NewRequest(&jqv1.GetVersionRequest{}))
+	out := &jqv1.GetVersionResponse{}
+	if callErr == nil {
+		out = resp.Msg
+	}
+	if re.globals.Output != "table" {
+		if callErr != nil {
+			return callErr
+		}
+		return re.printMessage(out, nil)
+	}
+	fmt.Fprintf(re.Stdout, "client: %s\n", local)
+	if callErr != nil {
+		return callErr
+	}
+	fmt.Fprintf(re.Stdout, "server: %s\n", buildinfo.Info{Version: out.GetVersion(), Commit: out.GetCommit(), BuildTime: out.GetBuildTime(), GoVersion: out.GetGoVersion()})
+	return nil
+}
+
+// Run prints the system health summary (FR-042) and fails when anything is
+// unhealthy, so scripts and probes can rely on the exit code.
+func (c *StatusCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Admin.GetStatus(ctx, connect.NewRequest(&jqv1.GetStatusRequest{}))
+	if err != nil {
+		if re.globals.Output == "table" {
+			fmt.Fprintf(re.Stdout, "server  %s  unreachable\n", re.globals.ServerAddr)
+		}
+		return err
+	}
+	st := resp.Msg
+	if err := re.printMessage(st, func(w io.Writer) error { return statusTable(w, re.globals.ServerAddr, st) }); err != nil {
+		return err
+	}
+	for _, c := range st.GetComponents() {
+		if !c.GetHealthy() {
+			return fmt.Errorf("%w: %s: %s", errUnhealthy, c.GetName(), c.GetDetail())
+		}
+	}
+	if !st.GetHealthy() {
+		return errUnhealthy
+	}
+	return nil
+}
+
+func statusTable(w io.Writer, addr string, st *jqv1.GetStatusResponse) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "server\t%s\treachable\tversion %s\n", addr, st.GetServerVersion())
+	for _, c := range st.GetComponents() {
+		state := "ok"
+		if !c.GetHealthy() {
+			state = "FAILING"
+			if c.GetDegraded() {
+				state = "DEGRADED"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t\t%s\t%s (%s)\n", c.GetName(), state, c.GetDetail(), c.GetLatency().AsDuration())
+	}
+	fmt.Fprintf(tw, "workers\t\t%d active\t\n", st.GetActiveWorkers())
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "QUEUE\tPENDING\tASSIGNED\tRUNNING\tFAILED\tDEAD_LETTERED\t")
+	for _, q := range st.GetQueues() {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", q.GetQueue(), q.GetPending(), q.GetAssigned(), q.GetRunning(), q.GetFailed(), q.GetDeadLettered())
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,232 @@
+package roles
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/jq-dev/jq/roles/admin"
+)
+
+// Role selects which components one jq process runs.
+type Role string
+
+// The roles of SPEC §1.
+const (
+	RoleServer   Role = "server"
+	RoleWorker   Role = "worker"
+	RoleProducer Role = "producer"
+	RoleAdmin    Role = "admin"
+	RoleAll      Role = "all"
+)
+
+// allRoles is in the order --help lists them.
+var allRoles = []Role{RoleServer, RoleWorker, RoleProducer, RoleAdmin, RoleAll}
+
+// ParseRole accepts one of the role names.
+func ParseRole(s string) (Role, error) {
+	for _, r := range allRoles {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("unknown role %q (want server, worker, producer, admin or all)", s)
+}
+
+// roleFromArgs finds --role before kong parses, because the role decides which
+// grammar (and which --help) applies. Precedence: flag > JQ_ROLE > "all".
+func roleFromArgs(args []string, getenv func(string) string) (Role, error) {
+	val, found := "", false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--role="); ok {
+			val, found = v, true
+			continue
+		}
+		if a == "--role" {
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("--role needs a value (server, worker, producer, admin or all)")
+			}
+			val, found = args[i+1], true
+			i++
+		}
+	}
+	if !found {
+		val = getenv("JQ_ROLE")
+	}
+	if val == "" {
+		return RoleAll, nil
+	}
+	return ParseRole(val)
+}
+
+// globalFlags are accepted by every role.
+type globalFlags struct {
+	Role        string           `help:"What this process runs: server, worker, producer, admin or all (server + worker in one process)." enum:"server,worker,producer,admin,all" default:"all" env:"JQ_ROLE"`
+	Config      string           `help:"Path to the YAML configuration file (see examples/config.yaml). Every key can also be set with a JQ_ environment variable, e.g. JQ_DB_PASSWORD for db.password." type:"path" placeholder:"PATH" env:"JQ_CONFIG"`
+	LogLevel    *string          `help:"Log level: trace, debug, info, warn or error (logging.level, default info)." placeholder:"LEVEL"`
+	LogFormat   *string          `help:"Log format: json or text (logging.format, default json)." placeholder:"FORMAT"`
+	PrintConfig bool             `help:"Print the merged configuration (defaults < file < JQ_ env < flags) with secrets redacted, and exit."`
+	Version     kong.VersionFlag `help:"Print the version and build commit, and exit."`
+}
+
+func (g *globalFlags) overrides(m map[string]any) {
+	setIf(m, "logging.level", g.LogLevel)
+	setIf(m, "logging.format", g.LogFormat)
+}
+
+// serverFlags are seed 002's jq-server flags.
+type serverFlags struct {
+	GRPCPort    *int `name:"grpc-port" help:"API listen port: gRPC, gRPC-Web and Connect on one port (grpc.port, default 50051)." placeholder:"PORT"`
+	MetricsPort *int `help:"Prometheus /metrics port of the server (metrics.port, default 9090)." placeholder:"PORT"`
+	HealthPort  *int `help:"/healthz and /readyz port of the server (health.port, default 8080)." placeholder:"PORT"`
+	DryRun      bool `help:"Validate the configuration, check that Postgres, Redis and Kafka are reachable, print a summary and exit (0 when all pass, 1 otherwise)."`
+}
+
+func (s *serverFlags) overrides(m map[string]any) {
+	setIf(m, "grpc.port", s.GRPCPort)
+	setIf(m, "metrics.port", s.MetricsPort)
+	setIf(m, "health.port", s.HealthPort)
+	if s.DryRun {
+		m["server.dry_run"] = true
+	}
+}
+
+// workerIdentityFlags are shared by --role=worker and --role=all.
+type workerIdentityFlags struct {
+	WorkerID    *string   `help:"Unique worker id (worker.id, default <hostname>-<pid>)." placeholder:"ID"`
+	Concurrency *int      `help:"Most jobs this worker runs at once (worker.concurrency, default 4)." placeholder:"N"`
+	Queues      *[]string `help:"Comma-separated queues to take jobs from (worker.queues, default default)." placeholder:"Q1,Q2"`
+}
+
+func (w *workerIdentityFlags) overrides(m map[string]any) {
+	setIf(m, "worker.id", w.WorkerID)
+	setIf(m, "worker.concurrency", w.Concurrency)
+	setIf(m, "worker.queues", w.Queues)
+}
+
+// workerFlags are seed 002's jq-worker flags.
+type workerFlags struct {
+	ServerAddr *string `help:"Address of the jq server's API (worker.server_addr, default localhost:50051)." placeholder:"HOST:PORT"`
+	workerIdentityFlags
+	MetricsPort *int `help:"Prometheus /metrics port of the worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
+	HealthPort  *int `help:"/healthz and /readyz port of the worker (worker.health_port, default 8081)." placeholder:"PORT"`
+}
+
+func (w *workerFlags) overrides(m map[string]any) {
+	setIf(m, "worker.server_addr", w.ServerAddr)
+	w.workerIdentityFlags.overrides(m)
+	setIf(m, "worker.metrics_port", w.MetricsPort)
+	setIf(m, "worker.health_port", w.HealthPort)
+}
+
+// ServerCLI is the grammar of --role=server.
+type ServerCLI struct {
+	globalFlags
+	serverFlags
+}
+
+// WorkerCLI is the grammar of --role=worker.
+type WorkerCLI struct {
+	globalFlags
+	workerFlags
+}
+
+// AllCLI is the grammar of --role=all: the server's flags plus the worker's
+// identity; the in-process worker's own ports are --worker-metrics-port and
+// --worker-health-port so they cannot clash with the server's.
+type AllCLI struct {
+	globalFlags
+	serverFlags
+	workerIdentityFlags
+	WorkerMetricsPort *int `help:"Prometheus /metrics port of the in-process worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
+	WorkerHealthPort  *int `help:"/healthz and /readyz port of the in-process worker (worker.health_port, default 8081)." placeholder:"PORT"`
+}
+
+// ProducerCLI is the grammar of --role=producer.
+type ProducerCLI struct {
+	globalFlags
+}
+
+// AdminCLI is the grammar of --role=admin: jq-ctl's command tree.
+type AdminCLI struct {
+	globalFlags
+	admin.Commands
+}
+
+// flagOverrides turns the flags the user set into config key paths; it is the
+// top layer of the configuration (flags > env > file > defaults).
+func flagOverrides(cli any) map[string]any {
+	m := map[string]any{}
+	switch c := cli.(type) {
+	case *ServerCLI:
+		c.globalFlags.overrides(m)
+		c.serverFlags.overrides(m)
+	case *WorkerCLI:
+		c.globalFlags.overrides(m)
+		c.workerFlags.overrides(m)
+	case *AllCLI:
+		c.globalFlags.overrides(m)
+		c.serverFlags.overrides(m)
+		c.workerIdentityFlags.overrides(m)
+		setIf(m, "worker.metrics_port", c.WorkerMetricsPort)
+		setIf(m, "worker.health_port", c.WorkerHealthPort)
+	case *ProducerCLI:
+		c.globalFlags.overrides(m)
+	case *AdminCLI:
+		c.globalFlags.overrides(m)
+	}
+	return m
+}
+
+func setIf[T any](m map[string]any, key string, v *T) {
+	if v != nil {
+		m[key] = *v
+	}
+}
+
+func (g *globalFlags) global() *globalFlags { return g }
+
+// grammar returns the kong grammar for a role.
+func grammar(r Role) any {
+	switch r {
+	case RoleServer:
+		return &ServerCLI{}
+	case RoleWorker:
+		return &WorkerCLI{}
+	case RoleProducer:
+		return &ProducerCLI{}
+	case RoleAdmin:
+		return &AdminCLI{}
+	default:
+		return &AllCLI{}
+	}
+}
+
+var roleDescriptions = map[Role]string{
+	RoleServer:   "the API (gRPC, gRPC-Web, Connect), scheduler, reaper, outbox relay and maintenance",
+	RoleWorker:   "registers with a server, receives jobs over a stream and runs their handlers",
+	RoleProducer: "scans a directory and submits one job per file",
+	RoleAdmin:    "operator commands that talk to a server through its API",
+	RoleAll:      "server and worker in one process, for local use",
+}
+
+func description(r Role) string {
+	var b strings.Builder
+	b.WriteString("jq is a distributed job queue: Postgres is the system of record, Redis carries dispatch, Kafka receives every lifecycle event.\n\n")
+	fmt.Fprintf(&b, "This is --role=%s: %s.\n\nRoles (select with --role or JQ_ROLE; `jq --role=<role> --help` shows that role's flags and commands):\n", r, roleDescriptions[r])
+	for _, x := range allRoles {
+		fmt.Fprintf(&b, "  %-9s %s\n", x, roleDescriptions[x])
+	}
+	b.WriteString("\nConfiguration precedence: flags > JQ_ environment variables > --config file > defaults.")
+	if r == RoleAdmin {
+		b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage, 3 not found.")
+	} else {
+		b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage.")
+	}
+	return b.String()
+}

@@ -1,0 +1,140 @@
+package roles_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/roles"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runJQ runs roles.Main in-process with a controlled environment.
+func runJQ(t *testing.T, environ []string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := roles.Main(context.Background(), args, environ, roles.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := runJQ(t, nil, "--version")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, buildinfo.Get().Version)
+	require.Contains(t, r.stdout, "commit ")
+}
+
+func TestHelpPerRole(t *testing.T) {
+	t.Parallel()
+	cases := map[string][]string{
+		"":                {"--grpc-port", "--concurrency", "--queues", "--worker-metrics-port", "--dry-run", "--role", "--config", "--log-level", "--print-config", "Roles"},
+		"--role=server":   {"--grpc-port", "--metrics-port", "--health-port", "--dry-run", "--log-level"},
+		"--role=worker":   {"--server-addr", "--worker-id", "--concurrency", "--queues", "--metrics-port", "--health-port"},
+		"--role=producer": {"--config"},
+		"--role=admin": {"job", "queue", "worker", "status", "version", "stats", "peek", "purge-dlq", "bench", "events",
+			"--server-addr", "--tls-cert", "--tls-key", "--tls-ca", "--output", "--timeout", "Exit codes: 0 ok, 1 error, 2 usage, 3 not found"},
+	}
+	for role, want := range cases {
+		args := []string{"--help"}
+		if role != "" {
+			args = append([]string{role}, args...)
+		}
+		r := runJQ(t, nil, args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		for _, w := range want {
+			require.Contains(t, r.stdout, w, "%v --help lacks %q", args, w)
+		}
+	}
+	// The worker's grammar has no server flags and vice versa.
+	require.NotContains(t, runJQ(t, nil, "--role=worker", "--help").stdout, "--grpc-port")
+	require.NotContains(t, runJQ(t, nil, "--role=server", "--help").stdout, "--concurrency")
+	// Subcommand help lists its flags.
+	r := runJQ(t, nil, "--role=admin", "job", "submit", "--help")
+	require.Equal(t, 0, r.code)
+	for _, w := range []string{"--queue", "--payload", "--priority", "--max-retries", "--ttl", "--run-at", "--delay", "--idempotency-key", "--label", "--job-timeout"} {
+		require.Contains(t, r.stdout, w)
+	}
+}
+
+func TestUsageErrorsExit2WithOneLine(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--role=bogus"},
+		{"--role", "bogus", "--help"},
+		{"--role"},
+		{"--role=server", "--no-such-flag"},
+		{"--role=server", "--grpc-port=abc"},
+		{"--role=admin", "no-such-command"},
+		{"--role=admin"},
+	} {
+		r := runJQ(t, nil, args...)
+		require.Equal(t, roles.ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), "%v: want one line, got %q", args, r.stderr)
+		require.True(t, strings.HasPrefix(r.stderr, "jq: "), r.stderr)
+		require.Empty(t, r.stdout)
+	}
+	r := runJQ(t, nil, "--role=bogus")
+	require.Equal(t, "jq: unknown role \"bogus\" (want server, worker, producer, admin or all)\n", r.stderr)
+	// JQ_ROLE selects the role when no flag does, and is validated the same way.
+	r = runJQ(t, []string{"JQ_ROLE=nope"})
+	require.Equal(t, roles.ExitUsage, r.code)
+	require.Contains(t, r.stderr, `unknown role "nope"`)
+	r = runJQ(t, []string{"JQ_ROLE=admin"}, "--help")
+	require.Contains(t, r.stdout, "purge-dlq")
+}
+
+func TestNotYetImplementedCommandsSaySo(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--role=admin", "job", "cancel", "0b0e7f5e-6a53-4b0e-9f0a-3d4b8a3b1c2d"},
+		{"--role=admin", "bench"},
+		{"--role=admin", "purge-dlq", "--yes"},
+	} {
+		r := runJQ(t, nil, args...)
+		require.Equal(t, roles.ExitError, r.code, "%v", args)
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+		require.Contains(t, r.stderr, "not implemented yet")
+	}
+	r := runJQ(t, nil, "--role=admin", "job", "cancel", "x")
+	require.Equal(t, "jq: job cancel: not implemented yet\n", r.stderr)
+}
+
+func TestPrintConfigRedactsAndLayers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jq.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("grpc:\n  port: 6000\nscheduler:\n  batch_size: 50\n"), 0o600))
+	r := runJQ(t, []string{"JQ_DB_PASSWORD=s3cret-canary", "JQ_SCHEDULER_BATCH_SIZE=70"},
+		"--role=server", "--config", file, "--print-config", "--grpc-port=7000")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "s3cret-canary")
+	require.Contains(t, r.stdout, "[REDACTED]")
+	require.Contains(t, r.stdout, "port: 7000", "flag beats file")
+	require.Contains(t, r.stdout, "batch_size: 70", "env beats file")
+}
+
+func TestInvalidConfigReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	r := runJQ(t, []string{"JQ_SCHEDULER_BATCH_SIZE=0", "JQ_GRPC_PORT=70000"}, "--role=server", "--print-config")
+	require.Equal(t, roles.ExitError, r.code)
+	require.Contains(t, r.stderr, "scheduler.batch_size")
+	require.Contains(t, r.stderr, "grpc.port")
+}
+
+func TestWorkerRoleNotYetAvailable(t *testing.T) {
+	t.Parallel()
+	r := runJQ(t, nil, "--role=worker", "--log-level=error")
+	require.Equal(t, roles.ExitError, r.code)
+	require.Contains(t, r.stderr, "worker component is not implemented yet")
+}

@@ -1,0 +1,227 @@
+// Package roles turns a command line into running components: it parses the
+// role's grammar, loads the configuration once, builds the logger, and starts
+// the components the role table names, stopping them in reverse order.
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/alecthomas/kong"
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/roles/admin"
+	"github.com/jq-dev/jq/roles/telemetry"
+)
+
+// Exit codes of the jq binary (documented in --help).
+const (
+	ExitOK       = 0
+	ExitError    = 1
+	ExitUsage    = 2
+	ExitNotFound = 3
+)
+
+// component is one long-running part of a process.
+type component string
+
+const (
+	componentServer   component = "server"
+	componentWorker   component = "worker"
+	componentProducer component = "producer"
+)
+
+// roleTable is the role graph as data (STYLE item 4): the components each
+// role runs, in start order; they stop in reverse. `all` is the union.
+var roleTable = map[Role][]component{
+	RoleServer:   {componentServer},
+	RoleWorker:   {componentWorker},
+	RoleProducer: {componentProducer},
+	RoleAll:      {componentServer, componentWorker},
+}
+
+// IO is where a run reads and writes; tests pass buffers.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Main runs jq with args (without the program name) and returns the exit code.
+// Only main handles signals: ctx is cancelled on SIGINT/SIGTERM.
+func Main(ctx context.Context, args, environ []string, stdio IO) int {
+	getenv := envLookup(environ)
+	role, err := roleFromArgs(args, getenv)
+	if err != nil {
+		fmt.Fprintf(stdio.Stderr, "jq: %v\n", err)
+		return ExitUsage
+	}
+	cli := grammar(role)
+	exitCode := -1
+	parser, err := kong.New(cli,
+		kong.Name("jq"),
+		kong.Description(description(role)),
+		kong.Vars{"version": buildinfo.Get().String()},
+		kong.Writers(stdio.Stdout, stdio.Stderr),
+		kong.Exit(func(code int) { exitCode = code }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
+		kong.Resolvers(envResolver(getenv)),
+	)
+	if err != nil {
+		fmt.Fprintf(stdio.Stderr, "jq: internal error: %v\n", err)
+		return ExitError
+	}
+	kctx, err := parser.Parse(args)
+	if exitCode >= 0 { // --help or --version printed and asked to exit
+		return exitCode
+	}
+	if err != nil {
+		fmt.Fprintf(stdio.Stderr, "jq: %s\n", oneLine(err.Error()))
+		return ExitUsage
+	}
+
+	g := cli.(interface{ global() *globalFlags }).global()
+	cfg, warnings, err := config.Load(config.LoadOptions{File: g.Config, Environ: environ, Flags: flagOverrides(cli)})
+	if err != nil {
+		fmt.Fprintf(stdio.Stderr, "jq: %s\n", configErrorText(err))
+		return ExitError
+	}
+	if g.PrintConfig {
+		red := cfg.Redacted()
+		out, err := red.YAML()
+		if err != nil {
+			fmt.Fprintf(stdio.Stderr, "jq: print config: %v\n", err)
+			return ExitError
+		}
+		_, _ = stdio.Stdout.Write(out)
+		return ExitOK
+	}
+
+	if role == RoleAdmin {
+		return admin.Run(ctx, kctx, admin.Env{Config: cfg, Stdin: stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr, Getenv: getenv})
+	}
+
+	log, err := telemetry.NewLogger(telemetry.LoggerOptions{
+		Level: cfg.Logging.Level, Format: cfg.Logging.Format, Service: serviceName(role), Out: stdio.Stdout,
+	})
+	if err != nil {
+		fmt.Fprintf(stdio.Stderr, "jq: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = log.Sync() }()
+	for _, w := range warnings {
+		log.Warn("configuration warning", zap.String("detail", w))
+	}
+
+	if cfg.Server.DryRun {
+		if role != RoleServer && role != RoleAll {
+			fmt.Fprintf(stdio.Stderr, "jq: --dry-run applies to --role=server or --role=all\n")
+			return ExitUsage
+		}
+		return dryRun(ctx, cfg, stdio.Stdout)
+	}
+
+	if err := run(ctx, role, cfg, log); err != nil {
+		log.Error("exiting with error", zap.Error(err))
+		fmt.Fprintf(stdio.Stderr, "jq: %s\n", oneLine(err.Error()))
+		return ExitError
+	}
+	return ExitOK
+}
+
+func serviceName(r Role) string {
+	if r == RoleAll {
+		return "jq"
+	}
+	return "jq-" + string(r)
+}
+
+// run starts the role's components in table order and stops them in reverse.
+// When one component fails, or ctx ends, every component is stopped: later
+// ones first, each one only after the ones started after it have returned.
+func run(ctx context.Context, role Role, cfg *config.Config, log *zap.Logger) error {
+	comps := roleTable[role]
+	type running struct {
+		name   component
+		cancel context.CancelFunc
+		done   chan error
+	}
+	var started []running
+	failed := make(chan struct{}, len(comps))
+	var firstErr error
+	for _, c := range comps {
+		runFn, err := build(ctx, c, cfg, log)
+		if err != nil {
+			firstErr = fmt.Errorf("start %s: %w", c, err)
+			break
+		}
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		r := running{name: c, cancel: cancel, done: make(chan error, 1)}
+		go func() {
+			err := runFn(cctx)
+			r.done <- err
+			failed <- struct{}{}
+		}()
+		started = append(started, r)
+	}
+	if firstErr == nil {
+		select {
+		case <-ctx.Done():
+			log.Info("shutdown requested")
+		case <-failed:
+		}
+	}
+	for i := len(started) - 1; i >= 0; i-- {
+		r := started[i]
+		r.cancel()
+		if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) && firstErr == nil {
+			firstErr = fmt.Errorf("%s: %w", r.name, err)
+		}
+	}
+	return firstErr
+}
+
+// envLookup reads from the environ slice given to Main, not from os.Getenv,
+// so tests control the environment completely.
+func envLookup(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+// envResolver feeds kong's `env:"…"` tags from the environ slice.
+func envResolver(getenv func(string) string) kong.Resolver {
+	return kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
+		for _, name := range flag.Envs {
+			if v := getenv(name); v != "" {
+				return v, nil
+			}
+		}
+		return nil, nil
+	})
+}
+
+func configErrorText(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return "invalid configuration:\n  " + strings.Join(lines, "\n  ")
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

@@ -1,0 +1,242 @@
+// Package server is the server component: it migrates the schema, ensures the
+// default queue, serves the API on one h2c (or TLS) port — gRPC, gRPC-Web and
+// Connect at once — and serves /healthz and /readyz. On shutdown /readyz turns
+// 503 first, then intake stops and in-flight RPCs finish within the grace
+// period (NFR-014).
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Deps is what the server component needs; roles/wire.go builds it.
+type Deps struct {
+	Config *config.Config
+	Log    *zap.Logger
+	Store  store.Store
+	// Migrate applies the embedded schema migrations (safe when several
+	// servers start at once).
+	Migrate func(ctx context.Context) error
+	// Checks are the dependency probes behind /readyz and GetStatus.
+	Checks []health.Check
+}
+
+// Server is the running server component.
+type Server struct {
+	deps     Deps
+	log      *zap.Logger
+	draining atomic.Bool
+	ready    atomic.Bool
+
+	// Bound addresses, known once Run has started listening (for tests that
+	// ask for port 0).
+	apiAddr    atomic.Pointer[string]
+	healthAddr atomic.Pointer[string]
+	listening  chan struct{}
+}
+
+// New validates deps.
+func New(deps Deps) (*Server, error) {
+	if deps.Config == nil || deps.Log == nil || deps.Store == nil || deps.Migrate == nil {
+		return nil, errors.New("server: config, logger, store and migrate are required")
+	}
+	return &Server{deps: deps, log: deps.Log, listening: make(chan struct{})}, nil
+}
+
+// Listening is closed once both listeners are bound.
+func (s *Server) Listening() <-chan struct{} { return s.listening }
+
+// APIAddr is the bound API address (valid after Listening).
+func (s *Server) APIAddr() string { return deref(s.apiAddr.Load()) }
+
+// HealthAddr is the bound health address (valid after Listening).
+func (s *Server) HealthAddr() string { return deref(s.healthAddr.Load()) }
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	cfg := s.deps.Config
+	if err := s.deps.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	s.log.Info("schema migrated")
+	q, created, err := s.deps.Store.QueueEnsure(ctx, store.QueueCreateParams{Name: queue.DefaultQueue})
+	if err != nil {
+		return fmt.Errorf("ensure default queue: %w", err)
+	}
+	if created {
+		s.log.Info("queue created", zap.String("queue", q.Name))
+	}
+
+	api := apiserver.New(apiserver.Options{
+		Store:   s.deps.Store,
+		Log:     s.log,
+		Version: buildinfo.Get(),
+		Status:  s.status,
+		Limits:  apiserver.Limits{MaxPayloadBytes: cfg.Server.MaxPayloadBytes},
+	})
+	tlsCfg, err := serverTLS(cfg.GRPC.TLS)
+	if err != nil {
+		return err
+	}
+	apiSrv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		Protocols:         apiProtocols(tlsCfg != nil),
+		TLSConfig:         tlsCfg,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	}
+	healthSrv := &http.Server{Handler: s.healthMux(), ReadHeaderTimeout: 5 * time.Second}
+
+	apiLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.GRPC.Port)))
+	if err != nil {
+		return fmt.Errorf("listen api: %w", err)
+	}
+	healthLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Health.Port)))
+	if err != nil {
+		_ = apiLn.Close()
+		return fmt.Errorf("listen health: %w", err)
+	}
+	apiAddr, healthAddr := apiLn.Addr().String(), healthLn.Addr().String()
+	s.apiAddr.Store(&apiAddr)
+	s.healthAddr.Store(&healthAddr)
+
+	errc := make(chan error, 2)
+	go func() {
+		var err error
+		if tlsCfg != nil {
+			err = apiSrv.ServeTLS(apiLn, "", "")
+		} else {
+			err = apiSrv.Serve(apiLn)
+		}
+		errc <- err
+	}()
+	go func() { errc <- healthSrv.Serve(healthLn) }()
+	s.ready.Store(true)
+	close(s.listening)
+	s.log.Info("server started",
+		zap.String("api_addr", apiAddr), zap.String("health_addr", healthAddr),
+		zap.Bool("tls", tlsCfg != nil), zap.String("version", buildinfo.Get().Version))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+
+	// Readiness goes first so load balancers stop sending work, then intake
+	// stops and in-flight RPCs get the grace period.
+	s.draining.Store(true)
+	grace := cfg.Server.ShutdownGrace()
+	s.log.Info("server stopping", zap.Duration("grace", grace))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := apiSrv.Shutdown(sctx); err != nil {
+		s.log.Warn("api shutdown incomplete; closing connections", zap.Error(err))
+		_ = apiSrv.Close()
+	}
+	_ = healthSrv.Shutdown(sctx)
+	s.log.Info("server stopped")
+	return runErr
+}
+
+// status runs the dependency checks for GetStatus.
+func (s *Server) status(ctx context.Context) []health.Result {
+	return health.Run(ctx, 2*time.Second, s.deps.Checks)
+}
+
+func (s *Server) healthMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() || !s.ready.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		res := s.status(r.Context())
+		code := http.StatusOK
+		if !health.Ready(res) {
+			code = http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		for _, c := range res {
+			state := "ok"
+			if !c.Healthy {
+				state = "degraded"
+				if c.Critical {
+					state = "failing"
+				}
+			}
+			fmt.Fprintf(w, "%s %s: %s\n", c.Name, state, c.Detail)
+		}
+	})
+	return mux
+}
+
+// apiProtocols enables HTTP/1.1 (Connect, gRPC-Web) and HTTP/2 (gRPC); without
+// TLS, HTTP/2 is h2c.
+func apiProtocols(tls bool) *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	if tls {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	return p
+}
+
+// serverTLS builds the API's TLS config; with a client CA it requires and
+// verifies client certificates (mTLS, FR-047).
+func serverTLS(c config.ServerTLS) (*tls.Config, error) {
+	if !c.Enabled {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
+	if err != nil {
+		return nil, fmt.Errorf("grpc.tls: load certificate: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.ClientCAPath != "" {
+		pem, err := os.ReadFile(c.ClientCAPath)
+		if err != nil {
+			return nil, fmt.Errorf("grpc.tls.client_ca_path: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("grpc.tls.client_ca_path: no PEM certificates in %s", c.ClientCAPath)
+		}
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

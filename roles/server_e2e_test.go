@@ -1,0 +1,322 @@
+package roles_test
+
+// End-to-end tests of the real jq binary against the real Postgres and Redis:
+// start-up on an empty database, the API over three protocols, reflection and
+// the gRPC health service (checked with grpc-go, an independent
+// implementation), the admin CLI, --dry-run, and SIGTERM.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+
+	"github.com/jq-dev/jq/internal/testenv"
+)
+
+var jqBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "jq-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	jqBin = filepath.Join(dir, "jq")
+	build := exec.Command("go", "build", "-race", "-o", jqBin, "../")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build jq:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	return port
+}
+
+// jqProcess is a running jq binary whose stdout lines are collected.
+type jqProcess struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{}
+	err   error
+}
+
+func startJQ(t *testing.T, env []string, args ...string) *jqProcess {
+	t.Helper()
+	cmd := exec.Command(jqBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	p := &jqProcess{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+func (p *jqProcess) output() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// waitLog waits until a JSON log line with this message appears.
+func (p *jqProcess) waitLog(t *testing.T, message string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	testenv.Eventually(t, 60*time.Second, func() error {
+		exited := false
+		select {
+		case <-p.done: // all output has been read once done is closed
+			exited = true
+		default:
+		}
+		for _, l := range p.output() {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["message"] == message {
+				found = m
+				return nil
+			}
+		}
+		if exited {
+			t.Fatalf("jq exited (%v) without logging %q:\n%s", p.err, message, strings.Join(p.output(), "\n"))
+		}
+		return fmt.Errorf("no %q log line yet", message)
+	})
+	return found
+}
+
+type serverEnv struct {
+	dsn        string
+	grpcPort   int
+	healthPort int
+	env        []string
+}
+
+func newServerEnv(t *testing.T, dsn string) serverEnv {
+	t.Helper()
+	s := serverEnv{dsn: dsn, grpcPort: freePort(t), healthPort: freePort(t)}
+	s.env = []string{
+		"JQ_DB_URL=" + dsn,
+		"JQ_REDIS_ADDR=" + testenv.RedisAddr(),
+		"JQ_GRPC_HOST=127.0.0.1",
+		"JQ_GRPC_PORT=" + strconv.Itoa(s.grpcPort),
+		"JQ_HEALTH_PORT=" + strconv.Itoa(s.healthPort),
+		"JQ_METRICS_PORT=" + strconv.Itoa(freePort(t)),
+	}
+	return s
+}
+
+func (s serverEnv) addr() string { return "127.0.0.1:" + strconv.Itoa(s.grpcPort) }
+
+func TestServerStartsServesAndStops(t *testing.T) {
+	t.Parallel()
+	se := newServerEnv(t, testenv.NewDatabase(t))
+	srv := startJQ(t, se.env, "--role=server")
+	started := srv.waitLog(t, "server started")
+	for _, k := range []string{"timestamp", "level", "service", "message"} {
+		require.Contains(t, started, k)
+	}
+	require.Equal(t, "jq-server", started["service"])
+	srv.waitLog(t, "queue created") // `default`, on the first start only
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// The schema is migrated and `default` exists.
+	conn, err := pgx.Connect(ctx, se.dsn)
+	require.NoError(t, err)
+	var version int
+	var dirty bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT version, dirty FROM schema_migrations").Scan(&version, &dirty))
+	require.False(t, dirty)
+	require.GreaterOrEqual(t, version, 1)
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM queues WHERE name = 'default'").Scan(&n))
+	require.Equal(t, 1, n)
+	require.NoError(t, conn.Close(ctx))
+
+	// gRPC (grpc-go): the standard health service and reflection.
+	cc, err := grpc.NewClient(se.addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	hresp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	require.NoError(t, err)
+	require.Equal(t, healthpb.HealthCheckResponse_SERVING, hresp.GetStatus())
+	hresp, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: "jq.v1.JobService"})
+	require.NoError(t, err)
+	require.Equal(t, healthpb.HealthCheckResponse_SERVING, hresp.GetStatus())
+
+	stream, err := reflectpb.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&reflectpb.ServerReflectionRequest{MessageRequest: &reflectpb.ServerReflectionRequest_ListServices{}}))
+	rresp, err := stream.Recv()
+	require.NoError(t, err)
+	var names []string
+	for _, s := range rresp.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
+	}
+	require.Subset(t, names, []string{"jq.v1.JobService", "jq.v1.QueueService", "jq.v1.WorkerService", "jq.v1.AdminService", "grpc.health.v1.Health"})
+	require.NoError(t, stream.CloseSend())
+
+	// Connect protocol: JSON over HTTP/1.1.
+	resp, err := http.Post("http://"+se.addr()+"/jq.v1.QueueService/ListQueues", "application/json", strings.NewReader("{}"))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), `"name":"default"`)
+
+	// Bad input: one clear line with the right code, and nothing changes.
+	resp, err = http.Post("http://"+se.addr()+"/jq.v1.QueueService/CreateQueue", "application/json", strings.NewReader(`{"name":"Bad Name!"}`))
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, string(body), `"code":"invalid_argument"`)
+	require.Contains(t, string(body), "Bad Name!")
+
+	// Health endpoints.
+	hz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", se.healthPort))
+	require.NoError(t, err)
+	_ = hz.Body.Close()
+	require.Equal(t, http.StatusOK, hz.StatusCode)
+	rz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", se.healthPort))
+	require.NoError(t, err)
+	rbody, _ := io.ReadAll(rz.Body)
+	_ = rz.Body.Close()
+	require.Equal(t, http.StatusOK, rz.StatusCode, string(rbody))
+	require.Contains(t, string(rbody), "postgres ok")
+
+	// The admin CLI talks to it through the API.
+	out, err := exec.Command(jqBin, "--role=admin", "--server-addr", se.addr(), "status").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "reachable")
+	require.Contains(t, string(out), "default")
+	out, err = exec.Command(jqBin, "--role=admin", "--server-addr", se.addr(), "--output=json", "version").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), `"go_version"`)
+
+	// SIGTERM: a clean exit 0 well within the 30 s grace period.
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-srv.done:
+		require.NoError(t, srv.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not exit within 30 s of SIGTERM")
+	}
+	srv.waitLog(t, "server stopped")
+}
+
+// Two servers starting at once against one empty database both come up: the
+// migration is serialised by golang-migrate's advisory lock and `default` is
+// created exactly once.
+func TestTwoServersStartTogether(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.NewDatabase(t)
+	a := startJQ(t, newServerEnv(t, dsn).env, "--role=server")
+	b := startJQ(t, newServerEnv(t, dsn).env, "--role=server")
+	a.waitLog(t, "server started")
+	b.waitLog(t, "server started")
+
+	created := 0
+	for _, p := range []*jqProcess{a, b} {
+		for _, l := range p.output() {
+			if strings.Contains(l, `"message":"queue created"`) {
+				created++
+			}
+		}
+	}
+	require.Equal(t, 1, created, "the default queue is created by exactly one server")
+}
+
+func TestAdminStatusFailsWhenServerIsDown(t *testing.T) {
+	t.Parallel()
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	cmd := exec.Command(jqBin, "--role=admin", "--server-addr", addr, "--timeout=3s", "status")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, string(out))
+	require.Equal(t, 1, ee.ExitCode())
+	require.Contains(t, string(out), "cannot reach the jq server at "+addr)
+}
+
+func TestDryRun(t *testing.T) {
+	t.Parallel()
+	se := newServerEnv(t, testenv.NewDatabase(t))
+	cmd := exec.Command(jqBin, "--role=server", "--dry-run")
+	cmd.Env = append(os.Environ(), se.env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, w := range []string{"CHECK", "config", "postgres", "redis", "ok", "kafka"} {
+		require.Contains(t, string(out), w)
+	}
+
+	// Redis unreachable: reported in the table, exit 1.
+	cmd = exec.Command(jqBin, "--role=server", "--dry-run")
+	cmd.Env = append(os.Environ(), append(se.env, "JQ_REDIS_ADDR=127.0.0.1:"+strconv.Itoa(freePort(t)), "JQ_REDIS_CONNECT_TIMEOUT_MS=500")...)
+	out, err = cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, string(out))
+	require.Equal(t, 1, ee.ExitCode())
+	require.Contains(t, string(out), "FAIL")
+}
+
+func TestSecretInFileWarns(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "jq.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("db:\n  password: in-the-file\n"), 0o600))
+	cmd := exec.Command(jqBin, "--role=server", "--config", file, "--dry-run")
+	cmd.Env = append(os.Environ(), newServerEnv(t, testenv.NewDatabase(t)).env...)
+	out, _ := cmd.CombinedOutput()
+	require.Contains(t, string(out), "configuration warning")
+	require.Contains(t, string(out), "JQ_DB_PASSWORD")
+	require.NotContains(t, string(out), "in-the-file")
+}

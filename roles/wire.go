@@ -1,0 +1,172 @@
+package roles
+
+// wire.go is the only file in jq that imports concrete backends (Postgres,
+// Redis, Kafka). Everything else sees the interfaces in store/.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/roles/server"
+	"github.com/jq-dev/jq/store/postgres"
+)
+
+// errComponentUnavailable reports a component whose implementation arrives
+// with a later issue.
+var errComponentUnavailable = errors.New("not implemented yet")
+
+// build constructs one component and returns its Run function. Constructors
+// ping their dependencies, so a bad DSN fails here rather than later.
+func build(ctx context.Context, c component, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
+	switch c {
+	case componentServer:
+		return buildServer(ctx, cfg, log.Named("server"))
+	case componentWorker, componentProducer:
+		return nil, fmt.Errorf("the %s component is %w", c, errComponentUnavailable)
+	}
+	return nil, fmt.Errorf("unknown component %q", c)
+}
+
+func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
+	dsn := cfg.DB.DSN()
+	st, err := postgres.New(ctx, postgres.Config{
+		DSN:            dsn,
+		MaxConns:       int32(cfg.DB.PoolSize), //nolint:gosec // validated 1..10000
+		ConnectTimeout: cfg.DB.ConnectTimeout(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	rdb := newRedis(cfg)
+	srv, err := server.New(server.Deps{
+		Config:  cfg,
+		Log:     log,
+		Store:   st,
+		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
+		Checks:  dependencyChecks(cfg, st.Ping, rdb),
+	})
+	if err != nil {
+		st.Close()
+		_ = rdb.Close()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		defer st.Close()
+		defer func() { _ = rdb.Close() }()
+		return srv.Run(ctx)
+	}, nil
+}
+
+func newRedis(cfg *config.Config) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  cfg.Redis.Addr,
+		Password:              cfg.Redis.Password,
+		DB:                    cfg.Redis.DB,
+		DialTimeout:           cfg.Redis.ConnectTimeout(),
+		ContextTimeoutEnabled: true,
+	})
+}
+
+// dependencyChecks are the probes behind --dry-run, /readyz and GetStatus.
+// Postgres is critical; without Redis a single server dispatches without
+// locks; without Kafka events wait in the outbox.
+func dependencyChecks(cfg *config.Config, pgPing func(context.Context) error, rdb *redis.Client) []health.Check {
+	checks := []health.Check{
+		{Name: "postgres", Critical: true, Probe: pgPing},
+		{Name: "redis", Probe: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+	}
+	if cfg.Kafka.Enabled {
+		checks = append(checks, health.Check{Name: "kafka", Probe: func(ctx context.Context) error {
+			return kafkaPing(ctx, cfg.Kafka.Brokers)
+		}})
+	}
+	return checks
+}
+
+// kafkaPing succeeds when any broker answers a metadata request.
+func kafkaPing(ctx context.Context, brokers []string) error {
+	var errs []error
+	for _, b := range brokers {
+		conn, err := (&kafka.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(dl)
+		}
+		_, err = conn.Brokers()
+		_ = conn.Close()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", b, err))
+	}
+	return errors.Join(errs...)
+}
+
+// dryRun validates connectivity (the configuration is already valid: Load
+// checked it) and prints a summary table (FR-046).
+func dryRun(ctx context.Context, cfg *config.Config, out io.Writer) int {
+	timeout := cfg.DB.ConnectTimeout()
+	checks := []health.Check{{Name: "config", Critical: true, Probe: func(context.Context) error { return nil }}}
+	checks = append(checks, health.Check{Name: "postgres", Critical: true, Probe: func(ctx context.Context) error {
+		st, err := postgres.New(ctx, postgres.Config{DSN: cfg.DB.DSN(), MaxConns: 1, ConnectTimeout: timeout})
+		if err != nil {
+			return err
+		}
+		st.Close()
+		return nil
+	}})
+	rdb := newRedis(cfg)
+	defer func() { _ = rdb.Close() }()
+	checks = append(checks, health.Check{Name: "redis", Critical: true, Probe: func(ctx context.Context) error {
+		return rdb.Ping(ctx).Err()
+	}})
+	if cfg.Kafka.Enabled {
+		checks = append(checks, health.Check{Name: "kafka", Critical: true, Probe: func(ctx context.Context) error {
+			return kafkaPing(ctx, cfg.Kafka.Brokers)
+		}})
+	}
+	res := health.Run(ctx, max(timeout, 3*time.Second), checks)
+	target := map[string]string{
+		"config":   "valid",
+		"postgres": redactDSN(cfg),
+		"redis":    cfg.Redis.Addr,
+		"kafka":    strings.Join(cfg.Kafka.Brokers, ","),
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tTARGET\tRESULT\tLATENCY\tDETAIL")
+	for _, r := range res {
+		result := "ok"
+		if !r.Healthy {
+			result = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, target[r.Name], result, r.Latency.Round(time.Millisecond), oneLine(r.Detail))
+	}
+	if !cfg.Kafka.Enabled {
+		fmt.Fprintln(tw, "kafka\t-\tskipped\t-\tkafka.enabled is false: events stay in Postgres")
+	}
+	_ = tw.Flush()
+	if !health.AllHealthy(res) {
+		return ExitError
+	}
+	return ExitOK
+}
+
+func redactDSN(cfg *config.Config) string {
+	red := cfg.Redacted()
+	return red.DB.DSN()
+}

@@ -1,0 +1,68 @@
+// Package store declares what jq needs from its system of record, as interfaces owned by their
+// consumers, with one params struct per call and noun-first method names. Backends (store/postgres,
+// later others) implement them; store/storetest is the executable form of this contract and every
+// backend must pass it.
+//
+// # Errors
+//
+// Backends translate their driver's errors into the queue package's sentinels, wrapped with detail:
+// ErrQueueNotFound, ErrQueueExists, ErrQueueNotEmpty, ErrJobNotFound, ErrWorkerNotFound,
+// ErrIllegalTransition, ErrStaleAttempt, ErrIdempotencyConflict and ErrInvalidArgument. Anything else
+// is an infrastructure failure (connection lost, timeout) that the caller may retry. Argument checks
+// shared by all backends live in this package (the Validate methods), so every backend refuses the same
+// input with the same error; a malformed job id is ErrInvalidArgument, never ErrJobNotFound.
+//
+// # Submitting jobs
+//
+// JobInsertMany is atomic for the whole batch: every job with its first event (from none to PENDING,
+// reason "submitted"), or nothing. Unset fields take defaults at insert time and the stored job shows
+// the effective values:
+//
+//   - MaxRetries is a pointer: nil takes the queue's max_retries, a pointer to 0 means no retries.
+//   - TTL 0 takes the queue's TTL (itself 0 = none). The TTL counts from when the job is due
+//     (NotBefore), and again from the new NotBefore each time the job returns to PENDING.
+//   - Timeout 0 becomes queue.DefaultJobTimeout (30 s).
+//   - RunAt zero makes the job due at once (NotBefore = CreatedAt).
+//
+// Jobs of one batch get strictly increasing CreatedAt in input order, so FIFO within a priority keeps
+// submit order inside a batch. Durations are stored with millisecond precision (a positive value under
+// 1 ms rounds up), times with microsecond precision.
+//
+// Idempotency: a non-empty IdempotencyKey is unique per queue. Re-submitting it with the same spec (see
+// JobInsertParams.SpecHash: queue, type, payload, priority, max_retries, ttl, timeout, run_at, labels,
+// keep_result, as submitted) returns the original job with Existing set and writes nothing; a
+// different spec fails the batch with ErrIdempotencyConflict. This holds under any number of
+// concurrent submitters of the same key.
+//
+// # State changes
+//
+// JobTransition is the only writer of job state. It checks queue.CheckTransition before any I/O, then
+// performs one compare-and-set on (state, attempt) that also appends the job's next event (Seq n+1) —
+// both or neither. Of any number of concurrent callers expecting the same state and attempt, exactly
+// one succeeds; the others get ErrStaleAttempt and change nothing. The attempt is the fencing token:
+// PENDING→ASSIGNED increments it, and workers' later reports carry it.
+//
+// retry_count counts automatic retries: it increments on FAILED→PENDING (not on →FAILED), and
+// ResetRetries (an operator's manual retry, FR-013) sets it to 0. So a job may be re-queued
+// automatically while RetryCount < MaxRetries (queue.Job.RetriesLeft), checked by the caller before
+// it asks for FAILED→PENDING. JobTransitionParams documents every field each target state sets.
+//
+// # Queues
+//
+// QueueDelete refuses a queue holding any job, terminal ones included (its history would vanish with
+// it), with ErrQueueNotEmpty; Force deletes the jobs and their events too. A submit racing with a
+// delete either commits first (and is deleted, or blocks a non-forced delete) or fails with
+// ErrQueueNotFound.
+//
+// # Listing
+//
+// JobList pages newest first, ordered by (CreatedAt DESC, ID DESC), with keyset cursors: a walk visits
+// every job that existed when it began exactly once, whatever is submitted or changes state meanwhile
+// (jobs submitted during the walk may or may not appear). Cursors are opaque, versioned tokens; a
+// malformed one is ErrInvalidArgument. NextCursor is empty on the last page.
+//
+// # Workers
+//
+// Heartbeats use the store's clock, not the caller's, so ages compare across server replicas. A
+// deregistered (OFFLINE) worker keeps its row; only WorkerRegister brings it back ONLINE.
+package store

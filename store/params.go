@@ -1,0 +1,125 @@
+package store
+
+import (
+	"time"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// QueueCreateParams describes a new queue. Zero fields take the queue defaults.
+type QueueCreateParams struct {
+	Name            string
+	MaxRetries      *int          // nil: queue.DefaultMaxRetries
+	TTL             time.Duration // default job TTL; 0: none
+	PriorityWeights map[int]int   // priority (0–9) → weight (> 0); empty: strict priority
+	BackoffBase     time.Duration // 0: queue.DefaultBackoffBase
+	BackoffMax      time.Duration // 0: queue.DefaultBackoffMax; must be ≥ BackoffBase
+}
+
+// QueueDeleteParams names the queue to delete. Force also deletes its jobs.
+type QueueDeleteParams struct {
+	Name  string
+	Force bool
+}
+
+// QueueSetPausedParams pauses (Paused) or resumes a queue.
+type QueueSetPausedParams struct {
+	Name   string
+	Paused bool
+}
+
+// JobInsertParams is one job to submit.
+type JobInsertParams struct {
+	ID         string // optional caller-chosen UUID; "": a new UUID v4
+	Queue      string // must exist
+	Type       string // handler name
+	Payload    []byte
+	Priority   int           // queue.MinPriority..queue.MaxPriority
+	MaxRetries *int          // nil: the queue's max_retries
+	TTL        time.Duration // 0: the queue's TTL (which may be none)
+	Timeout    time.Duration // 0: queue.DefaultJobTimeout
+	RunAt      time.Time     // zero: due at once
+
+	// IdempotencyKey, when set, makes the submit idempotent per queue: see JobStore.JobInsertMany and
+	// SpecHash.
+	IdempotencyKey string
+	Labels         map[string]string
+	KeepResult     bool
+	TraceContext   map[string]string
+}
+
+// JobInsertResult is the outcome of one JobInsertParams.
+type JobInsertResult struct {
+	Job *queue.Job
+	// Existing: the idempotency key was taken by a job of the same spec, and Job is that job.
+	Existing bool
+}
+
+// Page sizes of JobList.
+const (
+	DefaultListLimit = 20 // FR-032
+	MaxListLimit     = 1000
+)
+
+// JobListParams filters and pages JobList. Empty filters match everything.
+type JobListParams struct {
+	Queue  string
+	States []queue.State     // any of these
+	Labels map[string]string // all of these
+	Limit  int               // 0: DefaultListLimit; capped at MaxListLimit
+	Cursor string            // NextCursor of the previous page; "": first page
+}
+
+// JobListResult is one page of jobs, newest first.
+type JobListResult struct {
+	Jobs       []*queue.Job
+	NextCursor string // "": no further page
+}
+
+// AnyAttempt in JobTransitionParams.Attempt skips the attempt check (operator actions, TTL expiry).
+const AnyAttempt = -1
+
+// JobTransitionParams is one compare-and-set state change.
+//
+// Field effects by target state:
+//
+//	→ASSIGNED       attempt+1 (the new fencing token), worker_id = WorkerID (required)
+//	→RUNNING        started_at = now
+//	→DONE           completed_at = now, result = Result, result_checksum = SHA-256 of Result
+//	→FAILED         failure_reason = Reason, last_error = Error (when set)
+//	→DEAD_LETTERED  completed_at = now, failure_reason = Reason, last_error = Error (when set)
+//	→PENDING        not_before = NotBefore (zero: now), expires_at = not_before + ttl,
+//	                completed_at cleared; retry_count+1 from FAILED (an automatic retry), or 0
+//	                with ResetRetries (a manual retry, FR-013). worker_id keeps the last holder.
+//
+// Result, NotBefore and ResetRetries are refused with ErrInvalidArgument for other targets.
+type JobTransitionParams struct {
+	ID       string
+	From, To queue.State
+	// Attempt is the job's current attempt as the caller knows it; AnyAttempt skips the check.
+	// Note that 0 is a real value: a never-dispatched job has attempt 0.
+	Attempt int
+	Reason  string // recorded on the event
+	// WorkerID is the worker taking the job for →ASSIGNED; otherwise it is only recorded on the
+	// event ("": the job's current worker).
+	WorkerID     string
+	Error        string
+	NotBefore    time.Time
+	ResetRetries bool
+	Result       []byte
+}
+
+// WorkerRegisterParams describes a worker process registering (FR-018).
+type WorkerRegisterParams struct {
+	ID          string
+	Hostname    string
+	Concurrency int
+	Queues      []string
+	Version     string
+}
+
+// WorkerSetStatusParams sets a worker's status.
+type WorkerSetStatusParams struct {
+	ID     string
+	Status queue.WorkerStatus
+}

@@ -1,0 +1,29 @@
+package postgres
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SQLSTATE codes the store translates.
+const (
+	codeUniqueViolation     = "23505"
+	codeForeignKeyViolation = "23503"
+	codeCheckViolation      = "23514"
+	codeInvalidText         = "22P02"
+)
+
+// pgError returns the server error inside err, if any.
+func pgError(err error) *pgconn.PgError {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
+
+func isCode(err error, code string) bool {
+	pe := pgError(err)
+	return pe != nil && pe.Code == code
+}

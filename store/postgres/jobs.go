@@ -1,0 +1,219 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+const (
+	sqlJobGet = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
+
+	sqlJobEvents = `SELECT ` + eventColumns + ` FROM job_events WHERE job_id = $1 ORDER BY seq`
+
+	sqlJobExists = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
+
+	sqlJobStateAttempt = `SELECT state, attempt FROM jobs WHERE id = $1`
+
+	// The compare-and-set of a state change and its event, in one statement (hence one transaction).
+	// Under READ COMMITTED a concurrent writer of the same row makes this UPDATE wait and then
+	// re-check its WHERE against the new row version: of N racing callers exactly one matches.
+	// event_seq is incremented here and the event takes the new value: per-job numbering without a
+	// read or a race. The parameters are gathered in p with p_ names so that they cannot be confused
+	// with the job's columns in RETURNING.
+	sqlJobTransition = `
+WITH p AS (
+    SELECT $1::uuid AS p_id, $2::text AS p_from, $3::text AS p_to, $4::integer AS p_attempt,
+           $5::text AS p_worker, $6::text AS p_reason, $7::text AS p_error,
+           $8::timestamptz AS p_not_before, $9::bytea AS p_result, $10::text AS p_checksum,
+           $11::boolean AS p_reset_retries
+),
+updated AS (
+    UPDATE jobs SET
+        state           = p_to,
+        attempt         = attempt + CASE WHEN p_to = 'ASSIGNED' THEN 1 ELSE 0 END,
+        worker_id       = CASE WHEN p_to = 'ASSIGNED' THEN p_worker ELSE worker_id END,
+        started_at      = CASE WHEN p_to = 'RUNNING' THEN now() ELSE started_at END,
+        completed_at    = CASE WHEN p_to IN ('DONE', 'DEAD_LETTERED') THEN now()
+                               WHEN p_to = 'PENDING' THEN NULL
+                               ELSE completed_at END,
+        result          = CASE WHEN p_to = 'DONE' THEN p_result ELSE result END,
+        result_checksum = CASE WHEN p_to = 'DONE' THEN p_checksum ELSE result_checksum END,
+        failure_reason  = CASE WHEN p_to IN ('FAILED', 'DEAD_LETTERED') THEN p_reason ELSE failure_reason END,
+        last_error      = CASE WHEN p_to IN ('FAILED', 'DEAD_LETTERED') AND p_error <> '' THEN p_error
+                               ELSE last_error END,
+        retry_count     = CASE WHEN p_to = 'PENDING' AND p_reset_retries THEN 0
+                               WHEN p_to = 'PENDING' AND p_from = 'FAILED' THEN retry_count + 1
+                               ELSE retry_count END,
+        not_before      = CASE WHEN p_to = 'PENDING' THEN coalesce(p_not_before, now()) ELSE not_before END,
+        expires_at      = CASE WHEN p_to <> 'PENDING' THEN expires_at
+                               WHEN ttl_ms > 0 THEN coalesce(p_not_before, now()) + ttl_ms * interval '1 millisecond'
+                               END,
+        event_seq       = event_seq + 1,
+        updated_at      = now()
+    FROM p
+    WHERE id = p_id AND state = p_from AND (p_attempt < 0 OR attempt = p_attempt)
+    RETURNING ` + jobColumns + `, event_seq, p_from, p_to, p_reason, p_error, p_worker
+),
+event AS (
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
+                            attempt, created_at)
+    SELECT id::uuid, event_seq, queue, type, p_from, p_to, p_reason, p_error,
+           coalesce(nullif(p_worker, ''), worker_id), attempt, updated_at
+    FROM updated
+)
+SELECT ` + jobColumns + ` FROM updated`  // id is text already; the cast is a no-op
+)
+
+// JobGet implements store.JobStore.
+func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
+	id, err := store.ParseJobID(id)
+	if err != nil {
+		return nil, err
+	}
+	j, err := scanJob(s.pool.QueryRow(ctx, sqlJobGet, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get job: %w", err)
+	}
+	return j, nil
+}
+
+// JobList implements store.JobStore. Only the filters in use become SQL predicates, so each shape of
+// query gets a plan that uses its index (jobs_queue_created_idx with a queue, jobs_created_idx
+// without).
+func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobListResult, error) {
+	limit, cursor, err := p.Validate()
+	if err != nil {
+		return store.JobListResult{}, err
+	}
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if p.Queue != "" {
+		where = append(where, "queue = "+arg(p.Queue))
+	}
+	if len(p.States) > 0 {
+		states := make([]string, len(p.States))
+		for i, st := range p.States {
+			states[i] = string(st)
+		}
+		where = append(where, "state = ANY("+arg(states)+"::text[])")
+	}
+	if len(p.Labels) > 0 {
+		where = append(where, "labels @> "+arg(jsonText(p.Labels))+"::jsonb")
+	}
+	if cursor != nil {
+		where = append(where, "(created_at, id) < ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
+	}
+	q := "SELECT " + jobColumns + " FROM jobs"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	// One row more than the page tells whether another page exists.
+	q += " ORDER BY created_at DESC, id DESC LIMIT " + arg(limit+1)
+
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
+	if err != nil {
+		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
+	}
+	var res store.JobListResult
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		last := jobs[limit-1]
+		res.NextCursor = store.EncodeJobCursor(store.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+	}
+	res.Jobs = jobs
+	return res, nil
+}
+
+// JobTransition implements store.JobStore.
+func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) (*queue.Job, error) {
+	id, err := p.Validate()
+	if err != nil {
+		return nil, err
+	}
+	var notBefore *time.Time
+	if !p.NotBefore.IsZero() {
+		notBefore = &p.NotBefore
+	}
+	var checksum string
+	if p.To == queue.StateDone {
+		checksum = queue.Checksum(p.Result)
+	}
+	j, err := scanJob(s.pool.QueryRow(ctx, sqlJobTransition, id, string(p.From), string(p.To), p.Attempt,
+		p.WorkerID, p.Reason, p.Error, notBefore, p.Result, checksum, p.ResetRetries))
+	if err == nil {
+		return j, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: transition job: %w", err)
+	}
+	// Nothing matched: tell a missing job from a lost compare-and-set.
+	var (
+		state   string
+		attempt int
+	)
+	err = s.pool.QueryRow(ctx, sqlJobStateAttempt, id).Scan(&state, &attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: transition job: %w", err)
+	}
+	return nil, fmt.Errorf("%w: job %s is %s at attempt %d, expected %s%s", queue.ErrStaleAttempt, id,
+		state, attempt, p.From, expectedAttempt(p.Attempt))
+}
+
+func expectedAttempt(a int) string {
+	if a == store.AnyAttempt {
+		return ""
+	}
+	return " at attempt " + strconv.Itoa(a)
+}
+
+// JobEvents implements store.JobStore.
+func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error) {
+	id, err := store.ParseJobID(id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, sqlJobEvents, id)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: job events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Event, error) { return scanEvent(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: job events: %w", err)
+	}
+	if len(events) == 0 {
+		// Every job has its submission event, but ask rather than assume.
+		var exists bool
+		if err := s.pool.QueryRow(ctx, sqlJobExists, id).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("postgres: job events: %w", err)
+		}
+		if !exists {
+			return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
+		}
+	}
+	return events, nil
+}

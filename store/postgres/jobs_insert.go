@@ -1,0 +1,283 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+const (
+	sqlJobInsertQueues = `SELECT name, max_retries, ttl_ms FROM queues WHERE name = ANY($1::text[])`
+
+	// One statement for the whole batch: the jobs and their submission events, from parallel arrays.
+	// created_at is now() plus the row's position in microseconds: rows of one batch keep their
+	// submit order under the scheduler's (priority, created_at) FIFO instead of tying on one
+	// timestamp. A taken idempotency key skips the row (ON CONFLICT DO NOTHING waits for a concurrent
+	// insert of the same key to commit first); the caller then reads the existing job back. Rows are
+	// inserted in (queue, key) order so that two batches sharing keys take their locks in the same
+	// order and cannot deadlock.
+	sqlJobInsertMany = `
+WITH input AS (
+    SELECT t.*, now() + (t.ord - 1) * interval '1 microsecond' AS created_at
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::smallint[], $6::integer[],
+                $7::bigint[], $8::bigint[], $9::timestamptz[], $10::text[], $11::bytea[], $12::text[],
+                $13::boolean[], $14::text[])
+         WITH ORDINALITY AS t(id, queue, type, payload, priority, max_retries, ttl_ms, timeout_ms, run_at,
+                              idempotency_key, spec_hash, labels, keep_result, trace_context, ord)
+),
+inserted AS (
+    INSERT INTO jobs (id, queue, type, payload, priority, state, max_retries, ttl_ms, timeout_ms,
+                      not_before, expires_at, idempotency_key, spec_hash, labels, keep_result,
+                      trace_context, created_at, updated_at)
+    SELECT id, queue, type, coalesce(payload, ''), priority, 'PENDING', max_retries, ttl_ms, timeout_ms,
+           coalesce(run_at, created_at),
+           CASE WHEN ttl_ms > 0 THEN coalesce(run_at, created_at) + ttl_ms * interval '1 millisecond' END,
+           idempotency_key, spec_hash, labels::jsonb, keep_result, trace_context::jsonb,
+           created_at, created_at
+    FROM input
+    ORDER BY queue, idempotency_key, ord
+    ON CONFLICT (queue, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+    RETURNING ` + jobColumns + `
+),
+events AS (
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, attempt, created_at)
+    SELECT id::uuid, 1, queue, type, NULL, 'PENDING', 'submitted', 0, created_at FROM inserted
+)
+SELECT * FROM inserted`
+
+	sqlJobByIdempotencyKey = `
+SELECT spec_hash, ` + jobColumns + `
+FROM jobs
+WHERE (queue, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+)
+
+// JobInsertMany implements store.JobStore.
+func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) ([]store.JobInsertResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	var errs []error
+	for i, p := range ps {
+		if err := p.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("job %d: %w", i, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	var results []store.JobInsertResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		results, err = insertJobs(ctx, tx, ps)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+type queueDefaults struct {
+	maxRetries int
+	ttlMS      int64
+}
+
+func insertJobs(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) ([]store.JobInsertResult, error) {
+	defaults, err := loadQueueDefaults(ctx, tx, ps)
+	if err != nil {
+		return nil, err
+	}
+
+	n := len(ps)
+	var (
+		ids          = make([]string, n)
+		queues       = make([]string, n)
+		types        = make([]string, n)
+		payloads     = make([][]byte, n)
+		priorities   = make([]int16, n)
+		maxRetries   = make([]int32, n)
+		ttls         = make([]int64, n)
+		timeouts     = make([]int64, n)
+		runAts       = make([]*time.Time, n)
+		keys         = make([]string, n)
+		hashes       = make([][]byte, n)
+		labels       = make([]string, n)
+		keepResults  = make([]bool, n)
+		traceContext = make([]string, n)
+		index        = make(map[string]int, n) // job id → position in ps
+	)
+	for i, p := range ps {
+		d := defaults[p.Queue]
+		ids[i] = p.ID
+		if ids[i] == "" {
+			ids[i] = uuid.NewString()
+		} else {
+			ids[i], _ = store.ParseJobID(p.ID) // validated above
+		}
+		if _, dup := index[ids[i]]; dup {
+			return nil, fmt.Errorf("%w: job id %s appears twice in the batch", queue.ErrInvalidArgument, ids[i])
+		}
+		index[ids[i]] = i
+		queues[i] = p.Queue
+		types[i] = p.Type
+		payloads[i] = p.Payload
+		priorities[i] = int16(p.Priority)
+		maxRetries[i] = int32(d.maxRetries)
+		if p.MaxRetries != nil {
+			maxRetries[i] = int32(*p.MaxRetries)
+		}
+		ttls[i] = d.ttlMS
+		if p.TTL > 0 {
+			ttls[i] = toMillis(p.TTL)
+		}
+		timeouts[i] = toMillis(p.Timeout)
+		if p.Timeout == 0 {
+			timeouts[i] = toMillis(queue.DefaultJobTimeout)
+		}
+		if !p.RunAt.IsZero() {
+			runAts[i] = &p.RunAt
+		}
+		keys[i] = p.IdempotencyKey
+		hashes[i] = p.SpecHash()
+		labels[i] = jsonText(p.Labels)
+		keepResults[i] = p.KeepResult
+		traceContext[i] = jsonText(p.TraceContext)
+	}
+
+	rows, err := tx.Query(ctx, sqlJobInsertMany, ids, queues, types, payloads, priorities, maxRetries,
+		ttls, timeouts, runAts, keys, hashes, labels, keepResults, traceContext)
+	if err != nil {
+		return nil, translateInsertError(err)
+	}
+	inserted, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
+	if err != nil {
+		return nil, translateInsertError(err)
+	}
+
+	results := make([]store.JobInsertResult, n)
+	for _, j := range inserted {
+		results[index[j.ID]] = store.JobInsertResult{Job: j}
+	}
+	if len(inserted) == n {
+		return results, nil
+	}
+	return results, resolveExisting(ctx, tx, ps, hashes, results)
+}
+
+// loadQueueDefaults reads the queues the batch names; a missing one fails the whole batch.
+func loadQueueDefaults(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) (map[string]queueDefaults, error) {
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if !seen[p.Queue] {
+			seen[p.Queue] = true
+			names = append(names, p.Queue)
+		}
+	}
+	rows, err := tx.Query(ctx, sqlJobInsertQueues, names)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: insert jobs: read queues: %w", err)
+	}
+	defaults := make(map[string]queueDefaults, len(names))
+	var (
+		name string
+		d    queueDefaults
+	)
+	_, err = pgx.ForEachRow(rows, []any{&name, &d.maxRetries, &d.ttlMS}, func() error {
+		defaults[name] = d
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: insert jobs: read queues: %w", err)
+	}
+	for _, n := range names {
+		if _, ok := defaults[n]; !ok {
+			return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, n)
+		}
+	}
+	return defaults, nil
+}
+
+// resolveExisting fills the results of rows skipped for a taken idempotency key with the job holding
+// the key, or fails the batch when that job's spec differs.
+func resolveExisting(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams, hashes [][]byte,
+	results []store.JobInsertResult) error {
+	var qs, ks []string
+	for i, r := range results {
+		if r.Job == nil {
+			qs = append(qs, ps[i].Queue)
+			ks = append(ks, ps[i].IdempotencyKey)
+		}
+	}
+	rows, err := tx.Query(ctx, sqlJobByIdempotencyKey, qs, ks)
+	if err != nil {
+		return fmt.Errorf("postgres: insert jobs: read idempotent jobs: %w", err)
+	}
+	type held struct {
+		hash []byte
+		job  *queue.Job
+	}
+	existing := map[[2]string]held{}
+	for rows.Next() {
+		var h held
+		if h.job, err = scanJob(prefixedRow{rows, &h.hash}); err != nil {
+			rows.Close()
+			return fmt.Errorf("postgres: insert jobs: read idempotent jobs: %w", err)
+		}
+		existing[[2]string{h.job.Queue, h.job.IdempotencyKey}] = h
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: insert jobs: read idempotent jobs: %w", err)
+	}
+	for i, r := range results {
+		if r.Job != nil {
+			continue
+		}
+		h, ok := existing[[2]string{ps[i].Queue, ps[i].IdempotencyKey}]
+		if !ok {
+			// The holder vanished between the insert and this read (its queue was force-deleted).
+			return fmt.Errorf("postgres: insert jobs: job holding idempotency key %q of queue %q disappeared",
+				ps[i].IdempotencyKey, ps[i].Queue)
+		}
+		if !bytes.Equal(h.hash, hashes[i]) {
+			return fmt.Errorf("%w: key %q of queue %q belongs to job %s",
+				queue.ErrIdempotencyConflict, ps[i].IdempotencyKey, ps[i].Queue, h.job.ID)
+		}
+		results[i] = store.JobInsertResult{Job: h.job, Existing: true}
+	}
+	return nil
+}
+
+// prefixedRow scans a leading extra column before the job columns.
+type prefixedRow struct {
+	pgx.Row
+	first any
+}
+
+func (r prefixedRow) Scan(dest ...any) error {
+	return r.Row.Scan(append([]any{r.first}, dest...)...)
+}
+
+func translateInsertError(err error) error {
+	pe := pgError(err)
+	switch {
+	case pe == nil:
+	case pe.Code == codeForeignKeyViolation:
+		// The queue was deleted after it was read.
+		return fmt.Errorf("%w: %s", queue.ErrQueueNotFound, pe.Detail)
+	case pe.Code == codeUniqueViolation && pe.ConstraintName == "jobs_pkey":
+		return fmt.Errorf("%w: job id already exists", queue.ErrInvalidArgument)
+	case pe.Code == codeCheckViolation:
+		return fmt.Errorf("%w: %s", queue.ErrInvalidArgument, pe.Message)
+	}
+	return fmt.Errorf("postgres: insert jobs: %w", err)
+}

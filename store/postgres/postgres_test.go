@@ -1,0 +1,93 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/postgres"
+	"github.com/jq-dev/jq/store/storetest"
+)
+
+// One database for the package, migrated once; tests isolate their data by unique names.
+var (
+	testDSN   string
+	testStore *postgres.Store
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dsn, cleanup, err := testenv.NewDatabaseForMain("store_postgres")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := migrations.Up(ctx, dsn); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	testDSN = dsn
+	testStore, err = postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 16})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	testStore.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunStore(t, func(*testing.T) store.Store { return testStore })
+}
+
+func TestNewFailsFast(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, cfg := range []postgres.Config{
+		{},
+		{DSN: "mysql://nope"},
+		{DSN: "postgres://postgres:s3cret@127.0.0.1:1/none?sslmode=disable", ConnectTimeout: 2 * time.Second},
+	} {
+		s, err := postgres.New(ctx, cfg)
+		require.Error(t, err, cfg.DSN)
+		require.Nil(t, s)
+		require.NotContains(t, err.Error(), "s3cret")
+	}
+}
+
+func TestNewAndClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := postgres.New(ctx, postgres.Config{DSN: testDSN, MaxConns: 2, ConnectTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, s.Ping(ctx))
+	require.EqualValues(t, 2, s.Pool().Config().MaxConns)
+	s.Close()
+	require.Error(t, s.Ping(ctx), "a closed store fails")
+}
+
+func BenchmarkJobInsertMany(b *testing.B) {
+	storetest.BenchJobInsertMany(b, testStore, 1000)
+}

@@ -1,0 +1,198 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+const (
+	sqlQueueInsert = `
+INSERT INTO queues (name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms)
+VALUES ($1, $2, $3, $4, $5, $6)`
+
+	sqlQueueCreate = sqlQueueInsert + ` RETURNING ` + queueColumns
+
+	// ON CONFLICT DO NOTHING waits for a concurrent insert of the same name to commit and then skips,
+	// so racing servers never fail; the loser reads the winner's row.
+	sqlQueueEnsure = sqlQueueInsert + ` ON CONFLICT (name) DO NOTHING RETURNING ` + queueColumns
+
+	sqlQueueGet = `SELECT ` + queueColumns + ` FROM queues WHERE name = $1`
+
+	sqlQueueList = `SELECT ` + queueColumns + ` FROM queues ORDER BY name`
+
+	sqlQueueSetPaused = `
+UPDATE queues SET paused = $2, updated_at = now() WHERE name = $1 RETURNING ` + queueColumns
+
+	// FOR UPDATE conflicts with the KEY SHARE lock a job insert takes on its queue row through the
+	// foreign key: inserts in flight finish first (and are counted), later ones wait and then fail
+	// the foreign key check.
+	sqlQueueLock = `SELECT 1 FROM queues WHERE name = $1 FOR UPDATE`
+
+	sqlQueueHasJobs = `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1)`
+
+	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = $1`
+
+	sqlQueueDelete = `DELETE FROM queues WHERE name = $1`
+
+	sqlQueueStats = `
+SELECT s.*
+FROM queues q
+CROSS JOIN LATERAL (
+    SELECT
+        count(*) FILTER (WHERE state = 'PENDING'),
+        count(*) FILTER (WHERE state = 'ASSIGNED'),
+        count(*) FILTER (WHERE state = 'RUNNING'),
+        count(*) FILTER (WHERE state = 'DONE'),
+        count(*) FILTER (WHERE state = 'FAILED'),
+        count(*) FILTER (WHERE state = 'DEAD_LETTERED'),
+        coalesce(avg(extract(epoch FROM completed_at - started_at) * 1000000)
+            FILTER (WHERE state = 'DONE' AND started_at IS NOT NULL), 0)::bigint,
+        coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE state = 'PENDING')) * 1000000,
+            0)::bigint
+    FROM jobs
+    WHERE queue = q.name
+) s
+WHERE q.name = $1`
+)
+
+func queueArgs(q *queue.Queue) []any {
+	return []any{q.Name, q.MaxRetries, toMillis(q.TTL), q.PriorityWeights, toMillis(q.BackoffBase),
+		toMillis(q.BackoffMax)}
+}
+
+// QueueCreate implements store.QueueStore.
+func (s *Store) QueueCreate(ctx context.Context, p store.QueueCreateParams) (*queue.Queue, error) {
+	q, err := p.Queue()
+	if err != nil {
+		return nil, err
+	}
+	created, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueCreate, queueArgs(q)...))
+	if isCode(err, codeUniqueViolation) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrQueueExists, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create queue: %w", err)
+	}
+	return created, nil
+}
+
+// QueueEnsure implements store.QueueStore.
+func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*queue.Queue, bool, error) {
+	q, err := p.Queue()
+	if err != nil {
+		return nil, false, err
+	}
+	created, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueEnsure, queueArgs(q)...))
+	switch {
+	case err == nil:
+		return created, true, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return nil, false, fmt.Errorf("postgres: ensure queue: %w", err)
+	}
+	existing, err := s.QueueGet(ctx, p.Name)
+	if err != nil {
+		return nil, false, err
+	}
+	return existing, false, nil
+}
+
+// QueueGet implements store.QueueStore.
+func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error) {
+	q, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueGet, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get queue: %w", err)
+	}
+	return q, nil
+}
+
+// QueueList implements store.QueueStore.
+func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
+	rows, err := s.pool.Query(ctx, sqlQueueList)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list queues: %w", err)
+	}
+	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Queue, error) { return scanQueue(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list queues: %w", err)
+	}
+	return qs, nil
+}
+
+// QueueDelete implements store.QueueStore.
+func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int64, error) {
+	var deleted int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, sqlQueueLock, p.Name).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
+			}
+			return fmt.Errorf("postgres: delete queue: %w", err)
+		}
+		if !p.Force {
+			var hasJobs bool
+			if err := tx.QueryRow(ctx, sqlQueueHasJobs, p.Name).Scan(&hasJobs); err != nil {
+				return fmt.Errorf("postgres: delete queue: %w", err)
+			}
+			if hasJobs {
+				return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
+			}
+		}
+		tag, err := tx.Exec(ctx, sqlQueueDeleteJobs, p.Name)
+		if err != nil {
+			return fmt.Errorf("postgres: delete queue jobs: %w", err)
+		}
+		deleted = tag.RowsAffected()
+		if _, err := tx.Exec(ctx, sqlQueueDelete, p.Name); err != nil {
+			return fmt.Errorf("postgres: delete queue: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return deleted, nil
+}
+
+// QueueSetPaused implements store.QueueStore.
+func (s *Store) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams) (*queue.Queue, error) {
+	q, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueSetPaused, p.Name, p.Paused))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pause queue: %w", err)
+	}
+	return q, nil
+}
+
+// QueueStats implements store.QueueStore.
+func (s *Store) QueueStats(ctx context.Context, name string) (*queue.QueueStats, error) {
+	st := queue.QueueStats{Queue: name}
+	var avgMicros, oldestMicros int64
+	err := s.pool.QueryRow(ctx, sqlQueueStats, name).Scan(&st.Pending, &st.Assigned, &st.Running,
+		&st.Done, &st.Failed, &st.DeadLettered, &avgMicros, &oldestMicros)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: queue stats: %w", err)
+	}
+	st.TotalProcessed = st.Done + st.DeadLettered
+	if st.TotalProcessed > 0 {
+		st.ErrorRate = float64(st.DeadLettered) / float64(st.TotalProcessed)
+	}
+	st.AvgProcessingTime = time.Duration(avgMicros) * time.Microsecond
+	st.OldestPendingAge = max(time.Duration(oldestMicros)*time.Microsecond, 0)
+	return &st, nil
+}

@@ -1,0 +1,149 @@
+package postgres
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// Column lists shared by every query that returns a row, and the scanners that read them in that
+// order.
+const (
+	jobColumns = `id::text, queue, type, payload, priority, state, max_retries, retry_count, attempt,
+		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, labels, keep_result, trace_context,
+		worker_id, last_error, failure_reason, result, result_checksum,
+		created_at, updated_at, started_at, completed_at`
+
+	queueColumns = `name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms, paused,
+		created_at, updated_at`
+
+	eventColumns = `job_id::text, seq, queue, type, coalesce(from_state, ''), to_state, reason, error,
+		worker_id, attempt, created_at`
+)
+
+// workerColumns needs the table alias w: RunningJobs is counted from jobs.
+const workerColumns = `w.id, w.hostname, w.status, w.concurrency, w.queues, w.version,
+	(SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state IN ('ASSIGNED', 'RUNNING'))::int,
+	w.started_at, w.last_heartbeat_at`
+
+func scanJob(row pgx.Row) (*queue.Job, error) {
+	var (
+		j                                 queue.Job
+		state                             string
+		ttlMS, timeoutMS                  int64
+		expiresAt, startedAt, completedAt *time.Time
+		labels, traceContext              map[string]string
+	)
+	err := row.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &j.Priority, &state, &j.MaxRetries,
+		&j.RetryCount, &j.Attempt, &ttlMS, &timeoutMS, &j.NotBefore, &expiresAt, &j.IdempotencyKey,
+		&labels, &j.KeepResult, &traceContext, &j.WorkerID, &j.LastError, &j.FailureReason, &j.Result,
+		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt)
+	if err != nil {
+		return nil, err
+	}
+	j.State = queue.State(state)
+	j.TTL = fromMillis(ttlMS)
+	j.Timeout = fromMillis(timeoutMS)
+	j.NotBefore = j.NotBefore.UTC()
+	j.ExpiresAt = deref(expiresAt)
+	j.StartedAt = deref(startedAt)
+	j.CompletedAt = deref(completedAt)
+	j.CreatedAt = j.CreatedAt.UTC()
+	j.UpdatedAt = j.UpdatedAt.UTC()
+	if len(labels) > 0 {
+		j.Labels = labels
+	}
+	if len(traceContext) > 0 {
+		j.TraceContext = traceContext
+	}
+	if j.Payload == nil {
+		j.Payload = []byte{}
+	}
+	return &j, nil
+}
+
+func scanQueue(row pgx.Row) (*queue.Queue, error) {
+	var (
+		q                    queue.Queue
+		ttlMS, baseMS, maxMS int64
+		weights              map[int]int
+	)
+	if err := row.Scan(&q.Name, &q.MaxRetries, &ttlMS, &weights, &baseMS, &maxMS, &q.Paused,
+		&q.CreatedAt, &q.UpdatedAt); err != nil {
+		return nil, err
+	}
+	q.TTL = fromMillis(ttlMS)
+	q.BackoffBase = fromMillis(baseMS)
+	q.BackoffMax = fromMillis(maxMS)
+	q.PriorityWeights = weights
+	if q.PriorityWeights == nil {
+		q.PriorityWeights = map[int]int{}
+	}
+	q.CreatedAt = q.CreatedAt.UTC()
+	q.UpdatedAt = q.UpdatedAt.UTC()
+	return &q, nil
+}
+
+func scanEvent(row pgx.Row) (queue.Event, error) {
+	var (
+		e        queue.Event
+		from, to string
+	)
+	if err := row.Scan(&e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
+		&e.WorkerID, &e.Attempt, &e.At); err != nil {
+		return queue.Event{}, err
+	}
+	e.From = queue.State(from)
+	e.To = queue.State(to)
+	e.At = e.At.UTC()
+	return e, nil
+}
+
+func scanWorker(row pgx.Row) (*queue.Worker, error) {
+	var (
+		w      queue.Worker
+		status string
+	)
+	if err := row.Scan(&w.ID, &w.Hostname, &status, &w.Concurrency, &w.Queues, &w.Version,
+		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt); err != nil {
+		return nil, err
+	}
+	w.Status = queue.WorkerStatus(status)
+	if w.Queues == nil {
+		w.Queues = []string{}
+	}
+	w.StartedAt = w.StartedAt.UTC()
+	w.LastHeartbeatAt = w.LastHeartbeatAt.UTC()
+	return &w, nil
+}
+
+// Durations are stored as milliseconds. A positive duration under a millisecond rounds up, so that
+// it does not turn into 0, which means "unset".
+func toMillis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+func fromMillis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// jsonText encodes a string map for a jsonb parameter; nil becomes {} (never JSON null).
+func jsonText(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // cannot fail for a map[string]string
+	return string(b)
+}

@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+const (
+	// Re-registering an id (a restarted worker) replaces its row and brings it back ONLINE.
+	sqlWorkerRegister = `
+INSERT INTO workers AS w (id, hostname, status, concurrency, queues, version, started_at,
+                          last_heartbeat_at, updated_at)
+VALUES ($1, $2, 'ONLINE', $3, $4, $5, now(), now(), now())
+ON CONFLICT (id) DO UPDATE SET
+    hostname = excluded.hostname, status = 'ONLINE', concurrency = excluded.concurrency,
+    queues = excluded.queues, version = excluded.version, started_at = now(),
+    last_heartbeat_at = now(), updated_at = now()
+RETURNING ` + workerColumns
+
+	// The database's clock, not the caller's: heartbeat ages are compared by the reaper on any
+	// replica.
+	sqlWorkerHeartbeat = `
+UPDATE workers AS w SET last_heartbeat_at = now(), updated_at = now() WHERE id = $1
+RETURNING ` + workerColumns
+
+	sqlWorkerGet = `SELECT ` + workerColumns + ` FROM workers w WHERE w.id = $1`
+
+	sqlWorkerList = `SELECT ` + workerColumns + ` FROM workers w ORDER BY w.id`
+
+	sqlWorkerSetStatus = `
+UPDATE workers AS w SET status = $2, updated_at = now() WHERE id = $1 RETURNING ` + workerColumns
+)
+
+// WorkerRegister implements store.WorkerStore.
+func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams) (*queue.Worker, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	queues := p.Queues
+	if queues == nil {
+		queues = []string{}
+	}
+	w, err := scanWorker(s.pool.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: register worker: %w", err)
+	}
+	return w, nil
+}
+
+// WorkerHeartbeat implements store.WorkerStore.
+func (s *Store) WorkerHeartbeat(ctx context.Context, id string) (*queue.Worker, error) {
+	return s.workerRow(ctx, "heartbeat", sqlWorkerHeartbeat, id)
+}
+
+// WorkerGet implements store.WorkerStore.
+func (s *Store) WorkerGet(ctx context.Context, id string) (*queue.Worker, error) {
+	return s.workerRow(ctx, "get", sqlWorkerGet, id)
+}
+
+// WorkerList implements store.WorkerStore.
+func (s *Store) WorkerList(ctx context.Context) ([]*queue.Worker, error) {
+	rows, err := s.pool.Query(ctx, sqlWorkerList)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list workers: %w", err)
+	}
+	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Worker, error) { return scanWorker(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list workers: %w", err)
+	}
+	return ws, nil
+}
+
+// WorkerSetStatus implements store.WorkerStore.
+func (s *Store) WorkerSetStatus(ctx context.Context, p store.WorkerSetStatusParams) (*queue.Worker, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return s.workerRow(ctx, "set status", sqlWorkerSetStatus, p.ID, string(p.Status))
+}
+
+// WorkerDeregister implements store.WorkerStore.
+func (s *Store) WorkerDeregister(ctx context.Context, id string) error {
+	_, err := s.workerRow(ctx, "deregister", sqlWorkerSetStatus, id, string(queue.WorkerOffline))
+	return err
+}
+
+func (s *Store) workerRow(ctx context.Context, op, sql, id string, args ...any) (*queue.Worker, error) {
+	w, err := scanWorker(s.pool.QueryRow(ctx, sql, append([]any{id}, args...)...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrWorkerNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s worker: %w", op, err)
+	}
+	return w, nil
+}

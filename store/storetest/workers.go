@@ -1,0 +1,124 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
+	t.Run("Register", func(t *testing.T) {
+		b := setup(t, newStore)
+		id := uniqueName("w")
+		w, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{
+			ID: id, Hostname: "host-1", Concurrency: 4, Queues: []string{b.queue, "default"}, Version: "1.2.3",
+		})
+		require.NoError(t, err)
+		require.Equal(t, id, w.ID)
+		require.Equal(t, "host-1", w.Hostname)
+		require.Equal(t, queue.WorkerOnline, w.Status)
+		require.Equal(t, 4, w.Concurrency)
+		require.Equal(t, []string{b.queue, "default"}, w.Queues)
+		require.Equal(t, "1.2.3", w.Version)
+		require.Zero(t, w.RunningJobs)
+		require.False(t, w.StartedAt.IsZero())
+		require.False(t, w.LastHeartbeatAt.IsZero())
+
+		got, err := b.s.WorkerGet(b.ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, w, got)
+	})
+
+	t.Run("RegisterInvalid", func(t *testing.T) {
+		b := setup(t, newStore)
+		for _, p := range []store.WorkerRegisterParams{
+			{ID: ""},
+			{ID: uniqueName("w"), Concurrency: -1},
+			{ID: uniqueName("w"), Queues: []string{"Not A Queue"}},
+		} {
+			_, err := b.s.WorkerRegister(b.ctx, p)
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
+		}
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		b := setup(t, newStore)
+		id := uniqueName("missing")
+		_, err := b.s.WorkerGet(b.ctx, id)
+		require.ErrorIs(t, err, queue.ErrWorkerNotFound)
+		_, err = b.s.WorkerHeartbeat(b.ctx, id)
+		require.ErrorIs(t, err, queue.ErrWorkerNotFound)
+		_, err = b.s.WorkerSetStatus(b.ctx, store.WorkerSetStatusParams{ID: id, Status: queue.WorkerDraining})
+		require.ErrorIs(t, err, queue.ErrWorkerNotFound)
+		require.ErrorIs(t, b.s.WorkerDeregister(b.ctx, id), queue.ErrWorkerNotFound)
+	})
+
+	t.Run("Heartbeat", func(t *testing.T) {
+		b := setup(t, newStore)
+		w := b.register(uniqueName("w"))
+		hb, err := b.s.WorkerHeartbeat(b.ctx, w.ID)
+		require.NoError(t, err)
+		require.False(t, hb.LastHeartbeatAt.Before(w.LastHeartbeatAt))
+		require.Equal(t, w.StartedAt, hb.StartedAt)
+		require.Equal(t, queue.WorkerOnline, hb.Status)
+	})
+
+	t.Run("StatusAndDeregister", func(t *testing.T) {
+		b := setup(t, newStore)
+		w := b.register(uniqueName("w"))
+
+		d, err := b.s.WorkerSetStatus(b.ctx, store.WorkerSetStatusParams{ID: w.ID, Status: queue.WorkerDraining})
+		require.NoError(t, err)
+		require.Equal(t, queue.WorkerDraining, d.Status)
+		_, err = b.s.WorkerSetStatus(b.ctx, store.WorkerSetStatusParams{ID: w.ID, Status: "BUSY"})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+
+		require.NoError(t, b.s.WorkerDeregister(b.ctx, w.ID))
+		off, err := b.s.WorkerGet(b.ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.WorkerOffline, off.Status, "kept for history")
+
+		// A late heartbeat does not revive an OFFLINE worker.
+		hb, err := b.s.WorkerHeartbeat(b.ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.WorkerOffline, hb.Status)
+
+		// Registering again does.
+		back := b.register(w.ID)
+		require.Equal(t, queue.WorkerOnline, back.Status)
+	})
+
+	t.Run("ListAndRunningJobs", func(t *testing.T) {
+		b := setup(t, newStore)
+		a, c := b.register(uniqueName("w")), b.register(uniqueName("w"))
+		res := b.insert(b.job("t"), b.job("t"), b.job("t"))
+		b.move(res[0].Job, queue.StateAssigned, store.JobTransitionParams{WorkerID: a.ID})
+		b.advance(b.move(res[1].Job, queue.StateAssigned, store.JobTransitionParams{WorkerID: a.ID}), queue.StateRunning)
+		b.advance(b.move(res[2].Job, queue.StateAssigned, store.JobTransitionParams{WorkerID: a.ID}), queue.StateRunning, queue.StateDone)
+
+		ws, err := b.s.WorkerList(b.ctx)
+		require.NoError(t, err)
+		byID := map[string]*queue.Worker{}
+		var listed []string
+		for _, w := range ws {
+			byID[w.ID] = w
+			listed = append(listed, w.ID)
+		}
+		require.True(t, slices.IsSorted(listed), "ordered by id")
+		require.Contains(t, byID, a.ID)
+		require.Contains(t, byID, c.ID)
+		require.Equal(t, 2, byID[a.ID].RunningJobs, "ASSIGNED and RUNNING count; DONE does not")
+		require.Zero(t, byID[c.ID].RunningJobs)
+	})
+}
+
+func (b *bundle) register(id string) *queue.Worker {
+	b.t.Helper()
+	w, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Hostname: "h", Concurrency: 2, Queues: []string{b.queue}})
+	require.NoError(b.t, err)
+	return w
+}
