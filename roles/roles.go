@@ -156,6 +156,11 @@ func run(ctx context.Context, role Role, cfg *config.Config, log *zap.Logger) er
 	var firstErr error
 	for _, c := range comps {
 		runFn, err := build(ctx, c, cfg, log)
+		if err != nil && len(comps) > 1 && errors.Is(err, errComponentUnavailable) {
+			// --role=all runs what exists; a missing component is said out loud.
+			log.Warn("component not available in this build; skipping it", zap.String("component", string(c)), zap.Error(err))
+			continue
+		}
 		if err != nil {
 			firstErr = fmt.Errorf("start %s: %w", c, err)
 			break

@@ -134,22 +134,23 @@ func (p *jqProcess) waitLog(t *testing.T, message string) map[string]any {
 }
 
 type serverEnv struct {
-	dsn        string
-	grpcPort   int
-	healthPort int
-	env        []string
+	dsn         string
+	grpcPort    int
+	healthPort  int
+	metricsPort int
+	env         []string
 }
 
 func newServerEnv(t *testing.T, dsn string) serverEnv {
 	t.Helper()
-	s := serverEnv{dsn: dsn, grpcPort: freePort(t), healthPort: freePort(t)}
+	s := serverEnv{dsn: dsn, grpcPort: freePort(t), healthPort: freePort(t), metricsPort: freePort(t)}
 	s.env = []string{
 		"JQ_DB_URL=" + dsn,
 		"JQ_REDIS_ADDR=" + testenv.RedisAddr(),
 		"JQ_GRPC_HOST=127.0.0.1",
 		"JQ_GRPC_PORT=" + strconv.Itoa(s.grpcPort),
 		"JQ_HEALTH_PORT=" + strconv.Itoa(s.healthPort),
-		"JQ_METRICS_PORT=" + strconv.Itoa(freePort(t)),
+		"JQ_METRICS_PORT=" + strconv.Itoa(s.metricsPort),
 	}
 	return s
 }
@@ -235,6 +236,14 @@ func TestServerStartsServesAndStops(t *testing.T) {
 	require.Equal(t, http.StatusOK, rz.StatusCode, string(rbody))
 	require.Contains(t, string(rbody), "postgres ok")
 
+	// Prometheus exposition on the metrics port.
+	mz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", se.metricsPort))
+	require.NoError(t, err)
+	mbody, _ := io.ReadAll(mz.Body)
+	_ = mz.Body.Close()
+	require.Equal(t, http.StatusOK, mz.StatusCode)
+	require.Contains(t, string(mbody), "go_goroutines")
+
 	// The admin CLI talks to it through the API.
 	out, err := exec.Command(jqBin, "--role=admin", "--server-addr", se.addr(), "status").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -319,4 +328,23 @@ func TestSecretInFileWarns(t *testing.T) {
 	require.Contains(t, string(out), "configuration warning")
 	require.Contains(t, string(out), "JQ_DB_PASSWORD")
 	require.NotContains(t, string(out), "in-the-file")
+}
+
+// --role=all (the default) runs every component this build has and names the
+// ones it lacks.
+func TestRoleAllRunsTheServer(t *testing.T) {
+	t.Parallel()
+	se := newServerEnv(t, testenv.NewDatabase(t))
+	p := startJQ(t, append(se.env, "JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t))))
+	skipped := p.waitLog(t, "component not available in this build; skipping it")
+	require.Equal(t, "worker", skipped["component"])
+	require.Equal(t, "jq", skipped["service"])
+	p.waitLog(t, "server started")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+		require.NoError(t, p.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("jq --role=all did not exit within 30 s of SIGTERM")
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/roles/server"
+	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/store/postgres"
 )
 
@@ -56,6 +59,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		Store:   st,
 		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
 		Checks:  dependencyChecks(cfg, st.Ping, rdb),
+		Metrics: telemetry.MetricsHandler(telemetry.NewRegistry()),
 	})
 	if err != nil {
 		st.Close()
@@ -166,7 +170,11 @@ func dryRun(ctx context.Context, cfg *config.Config, out io.Writer) int {
 	return ExitOK
 }
 
+// redactDSN shows where Postgres is without any credential.
 func redactDSN(cfg *config.Config) string {
-	red := cfg.Redacted()
-	return red.DB.DSN()
+	u, err := url.Parse(cfg.DB.DSN())
+	if err != nil || u.Host == "" {
+		return cfg.DB.Host + ":" + strconv.Itoa(cfg.DB.Port)
+	}
+	return u.User.Username() + "@" + u.Host + u.Path
 }

@@ -38,6 +38,8 @@ type Deps struct {
 	Migrate func(ctx context.Context) error
 	// Checks are the dependency probes behind /readyz and GetStatus.
 	Checks []health.Check
+	// Metrics is served on metrics.port when metrics.enabled (nil: not served).
+	Metrics http.Handler
 }
 
 // Server is the running server component.
@@ -105,6 +107,16 @@ func (s *Server) Run(ctx context.Context) error {
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 	}
 	healthSrv := &http.Server{Handler: s.healthMux(), ReadHeaderTimeout: 5 * time.Second}
+	var metricsSrv *http.Server
+	var metricsLn net.Listener
+	if cfg.Metrics.Enabled && s.deps.Metrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.deps.Metrics)
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		if metricsLn, err = net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Metrics.Port))); err != nil {
+			return fmt.Errorf("listen metrics: %w", err)
+		}
+	}
 
 	apiLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.GRPC.Port)))
 	if err != nil {
@@ -113,13 +125,19 @@ func (s *Server) Run(ctx context.Context) error {
 	healthLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Health.Port)))
 	if err != nil {
 		_ = apiLn.Close()
+		if metricsLn != nil {
+			_ = metricsLn.Close()
+		}
 		return fmt.Errorf("listen health: %w", err)
 	}
 	apiAddr, healthAddr := apiLn.Addr().String(), healthLn.Addr().String()
 	s.apiAddr.Store(&apiAddr)
 	s.healthAddr.Store(&healthAddr)
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
+	if metricsSrv != nil {
+		go func() { errc <- metricsSrv.Serve(metricsLn) }()
+	}
 	go func() {
 		var err error
 		if tlsCfg != nil {
@@ -155,6 +173,9 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = apiSrv.Close()
 	}
 	_ = healthSrv.Shutdown(sctx)
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(sctx)
+	}
 	s.log.Info("server stopped")
 	return runErr
 }
