@@ -98,7 +98,7 @@ func TestNotYetImplementedCommandsSaySo(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--role=admin", "job", "cancel", "0b0e7f5e-6a53-4b0e-9f0a-3d4b8a3b1c2d"},
-		{"--role=admin", "bench"},
+		{"--role=admin", "stats"},
 		{"--role=admin", "purge-dlq", "--yes"},
 	} {
 		r := runJQ(t, nil, args...)
@@ -132,9 +132,9 @@ func TestInvalidConfigReportsEveryProblem(t *testing.T) {
 	require.Contains(t, r.stderr, "grpc.port")
 }
 
-func TestWorkerRoleNotYetAvailable(t *testing.T) {
+func TestProducerRoleNotYetAvailable(t *testing.T) {
 	t.Parallel()
-	r := runJQ(t, nil, "--role=worker", "--log-level=error")
+	r := runJQ(t, nil, "--role=producer", "--log-level=error")
 	require.Equal(t, roles.ExitError, r.code)
-	require.Contains(t, r.stderr, "worker component is not implemented yet")
+	require.Contains(t, r.stderr, "producer component is not implemented yet")
 }

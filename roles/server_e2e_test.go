@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -30,6 +31,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/jq-dev/jq/api/client"
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
@@ -330,21 +333,39 @@ func TestSecretInFileWarns(t *testing.T) {
 	require.NotContains(t, string(out), "in-the-file")
 }
 
-// --role=all (the default) runs every component this build has and names the
-// ones it lacks.
-func TestRoleAllRunsTheServer(t *testing.T) {
+// --role=all (the default) runs the server and a worker in one process: a
+// submitted job runs to DONE, and SIGTERM stops both cleanly.
+func TestRoleAllRunsServerAndWorker(t *testing.T) {
 	t.Parallel()
+	_, prefix := testenv.NewRedis(t)
 	se := newServerEnv(t, testenv.NewDatabase(t))
-	p := startJQ(t, append(se.env, "JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t))))
-	skipped := p.waitLog(t, "component not available in this build; skipping it")
-	require.Equal(t, "worker", skipped["component"])
-	require.Equal(t, "jq", skipped["service"])
+	p := startJQ(t, append(se.env, "JQ_REDIS_KEY_PREFIX="+prefix,
+		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t))))
 	p.waitLog(t, "server started")
+
+	cl, err := client.New(client.Options{Addr: se.addr()})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := cl.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: &jqv1.JobSpec{Queue: "default", Type: "noop"}}))
+	require.NoError(t, err)
+	testenv.Eventually(t, time.Minute, func() error {
+		j, err := cl.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: resp.Msg.GetJobId()}))
+		if err != nil {
+			return err
+		}
+		if j.Msg.GetJob().GetState() != jqv1.JobState_JOB_STATE_DONE {
+			return fmt.Errorf("job is %v", j.Msg.GetJob().GetState())
+		}
+		return nil
+	})
+
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case <-p.done:
 		require.NoError(t, p.err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("jq --role=all did not exit within 30 s of SIGTERM")
+	case <-time.After(60 * time.Second):
+		t.Fatal("jq --role=all did not exit within 60 s of SIGTERM")
 	}
 }

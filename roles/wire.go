@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,12 +19,19 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api/client"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/engine"
+	"github.com/jq-dev/jq/queue/executor"
+	"github.com/jq-dev/jq/queue/handlers"
 	"github.com/jq-dev/jq/roles/server"
 	"github.com/jq-dev/jq/roles/telemetry"
+	"github.com/jq-dev/jq/roles/worker"
 	"github.com/jq-dev/jq/store/postgres"
+	redisstore "github.com/jq-dev/jq/store/redis"
 )
 
 // errComponentUnavailable reports a component whose implementation arrives
@@ -36,7 +44,9 @@ func build(ctx context.Context, c component, cfg *config.Config, log *zap.Logger
 	switch c {
 	case componentServer:
 		return buildServer(ctx, cfg, log.Named("server"))
-	case componentWorker, componentProducer:
+	case componentWorker:
+		return buildWorker(ctx, cfg, log.Named("worker"))
+	case componentProducer:
 		return nil, fmt.Errorf("the %s component is %w", c, errComponentUnavailable)
 	}
 	return nil, fmt.Errorf("unknown component %q", c)
@@ -53,17 +63,41 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	rdb := newRedis(cfg)
+	closeAll := func() {
+		st.Close()
+		_ = rdb.Close()
+	}
+	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: cfg.Redis.KeyPrefix})
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	eng, err := engine.New(engine.Options{
+		Store:             st,
+		Dispatcher:        disp,
+		Notifier:          st,
+		Log:               log.Named("engine"),
+		SchedulerInterval: cfg.Scheduler.Interval(),
+		BatchSize:         cfg.Scheduler.BatchSize,
+		LockTTL:           cfg.Scheduler.LockTTL(),
+		AssignmentTimeout: cfg.Scheduler.AssignmentTimeout(),
+		MaxResultBytes:    cfg.Server.MaxResultBytes,
+	})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
 	srv, err := server.New(server.Deps{
 		Config:  cfg,
 		Log:     log,
 		Store:   st,
+		Engine:  eng,
 		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
 		Checks:  dependencyChecks(cfg, st.Ping, rdb),
 		Metrics: telemetry.MetricsHandler(telemetry.NewRegistry()),
 	})
 	if err != nil {
-		st.Close()
-		_ = rdb.Close()
+		closeAll()
 		return nil, err
 	}
 	return func(ctx context.Context) error {
@@ -71,6 +105,44 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		defer func() { _ = rdb.Close() }()
 		return srv.Run(ctx)
 	}, nil
+}
+
+// buildWorker wires the worker: an API client to the server (TLS when the
+// worker.tls files are set), the built-in handlers, and the component. It
+// contacts nothing; the worker retries its registration until the server
+// answers, so in --role=all the start order does not matter.
+func buildWorker(_ context.Context, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
+	cl, err := client.New(client.Options{
+		Addr:     workerServerAddr(cfg),
+		CAFile:   cfg.Worker.TLS.CAPath,
+		CertFile: cfg.Worker.TLS.CertPath,
+		KeyFile:  cfg.Worker.TLS.KeyPath,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	mux := queue.NewMux()
+	handlers.Register(mux)
+	w, err := worker.New(worker.Deps{Config: cfg, Log: log, Handlers: mux, Conn: executor.NewRemote(cl)})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		defer cl.Close()
+		return w.Run(ctx)
+	}, nil
+}
+
+// workerServerAddr is worker.server_addr, except that a worker left at the
+// default address follows a server on a non-default grpc.port: in
+// --role=all the worker talks to the server in the same process.
+func workerServerAddr(cfg *config.Config) string {
+	def := config.Default()
+	if cfg.Worker.ServerAddr == def.Worker.ServerAddr && cfg.GRPC.Port != def.GRPC.Port {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.GRPC.Port))
+	}
+	return cfg.Worker.ServerAddr
 }
 
 func newRedis(cfg *config.Config) *redis.Client {

@@ -123,3 +123,19 @@ type WorkerSetStatusParams struct {
 	ID     string
 	Status queue.WorkerStatus
 }
+
+// MaxDispatchBatch bounds every DispatchStore batch: JobDueParams.Limit, and the number of ids,
+// leases or reports in one call.
+const MaxDispatchBatch = 10000
+
+// Event reasons the DispatchStore methods record; every backend writes the same ones.
+const (
+	ReasonAssigned = "assigned" // PENDING→ASSIGNED by JobAssignMany
+	ReasonAcked    = "acked"    // ASSIGNED→RUNNING by JobAckMany
+	// ReasonImplicitAck marks the ASSIGNED→RUNNING event JobReportMany writes for a job whose ack it
+	// had not seen.
+	ReasonImplicitAck = "implicit_ack"
+	ReasonSucceeded   = "succeeded" // RUNNING→DONE by JobReportMany
+	// DefaultFailureReason is the failure_reason (and event reason) of a failure report without one.
+	DefaultFailureReason = "error"
+)

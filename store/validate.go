@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -212,6 +214,67 @@ func (p WorkerSetStatusParams) Validate() error {
 	}
 	if !p.Status.Valid() {
 		return invalid("unknown worker status %q", p.Status)
+	}
+	return nil
+}
+
+// Validate checks a due-jobs query.
+func (p JobDueParams) Validate() error {
+	var errs []error
+	if err := queue.ValidateQueueName(p.Queue); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Limit < 1 || p.Limit > MaxDispatchBatch {
+		errs = append(errs, invalid("limit %d is outside 1..%d", p.Limit, MaxDispatchBatch))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks what concerns the whole assignment. Malformed ids are not an error: the backend
+// skips them (see DispatchStore.JobAssignMany).
+func (p JobAssignParams) Validate() error {
+	var errs []error
+	if err := validateWorkerID(p.WorkerID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ValidateDispatchBatch(len(p.IDs)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks one lease and returns the canonical job id. A lease always comes from an
+// assignment, so its attempt is at least 1 and it names a worker.
+func (l JobLease) Validate() (id string, err error) {
+	id, err = ParseJobID(l.ID)
+	if err != nil {
+		return "", err
+	}
+	if l.Attempt < 1 || l.Attempt > math.MaxInt32 {
+		return "", invalid("attempt %d of job %s is outside 1..%d", l.Attempt, id, math.MaxInt32)
+	}
+	if err := validateWorkerID(l.WorkerID); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// ValidateDispatchBatch refuses a DispatchStore batch of more than MaxDispatchBatch items.
+func ValidateDispatchBatch(n int) error {
+	if n > MaxDispatchBatch {
+		return invalid("batch of %d items exceeds %d", n, MaxDispatchBatch)
+	}
+	return nil
+}
+
+// validateWorkerID accepts a non-empty UTF-8 string without NUL bytes: what every backend can store
+// and compare.
+func validateWorkerID(id string) error {
+	if id == "" {
+		return invalid("worker id is empty")
+	}
+	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
+		return invalid("worker id %q is not NUL-free UTF-8", id)
 	}
 	return nil
 }

@@ -68,7 +68,11 @@ func New(opts Options) (*Client, error) {
 	}
 	tr.Protocols = p
 	hc := &http.Client{Transport: tr}
-	copts := []connect.ClientOption{connect.WithGRPC(), connect.WithInterceptors(opts.Interceptors...)}
+	copts := []connect.ClientOption{
+		connect.WithGRPC(),
+		connect.WithInterceptors(opts.Interceptors...),
+		connect.WithCompressMinBytes(16 << 10), // small requests are cheaper sent as they are
+	}
 	return &Client{
 		Jobs:    jqv1connect.NewJobServiceClient(hc, baseURL, copts...),
 		Queues:  jqv1connect.NewQueueServiceClient(hc, baseURL, copts...),

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -85,9 +86,10 @@ func (i *errInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc)
 	}
 }
 
-// invalid builds an INVALID_ARGUMENT error from a format.
+// invalid builds an INVALID_ARGUMENT error; it wraps the domain sentinel so
+// callers may add context ("jobs[3]: …") and the code survives.
 func invalid(msg string) error {
-	return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
+	return fmt.Errorf("%w: %s", queue.ErrInvalidArgument, msg)
 }
 
 // unimplemented marks an RPC whose behaviour arrives with a later issue.

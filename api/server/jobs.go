@@ -9,6 +9,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -19,19 +20,13 @@ const (
 )
 
 type jobService struct {
-	store store.Store
+	store  store.Store
+	engine *engine.Engine
+	limits Limits
 }
 
-// The submit, cancel, retry and result paths arrive with the issues "The core
-// loop" and "Failure paths"; the read paths work now.
-
-func (s *jobService) SubmitJob(context.Context, *connect.Request[jqv1.SubmitJobRequest]) (*connect.Response[jqv1.SubmitJobResponse], error) {
-	return nil, unimplemented("SubmitJob")
-}
-
-func (s *jobService) SubmitJobs(context.Context, *connect.Request[jqv1.SubmitJobsRequest]) (*connect.Response[jqv1.SubmitJobsResponse], error) {
-	return nil, unimplemented("SubmitJobs")
-}
+// Cancel, retry and result fetching arrive with the issue "Failure paths and
+// crash recovery".
 
 func (s *jobService) CancelJob(context.Context, *connect.Request[jqv1.CancelJobRequest]) (*connect.Response[jqv1.CancelJobResponse], error) {
 	return nil, unimplemented("CancelJob")

@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -16,6 +17,7 @@ import (
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -24,9 +26,17 @@ type Limits struct {
 	MaxPayloadBytes int
 }
 
+// WorkerTiming is what workers are told at registration.
+type WorkerTiming struct {
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
+}
+
 // Options configure the API handlers.
 type Options struct {
 	Store   store.Store
+	Engine  *engine.Engine
+	Workers WorkerTiming
 	Log     *zap.Logger
 	Version buildinfo.Info
 	// Status runs the dependency checks (the same ones as /readyz).
@@ -35,6 +45,10 @@ type Options struct {
 	// HandlerOptions are added to every service (interceptors, codecs).
 	HandlerOptions []connect.HandlerOption
 }
+
+// compressMinBytes is the smallest response that is gzip-compressed when the
+// client accepts it.
+const compressMinBytes = 16 << 10
 
 // services lists the fully qualified names served, for reflection and the
 // gRPC health service.
@@ -49,11 +63,19 @@ var services = []string{
 // Connect, plus gRPC reflection (v1 and v1alpha) and grpc.health.v1.
 func New(opts Options) http.Handler {
 	mux := http.NewServeMux()
-	hopts := append([]connect.HandlerOption{connect.WithInterceptors(errorInterceptor(opts.Log))}, opts.HandlerOptions...)
+	hopts := append([]connect.HandlerOption{
+		connect.WithInterceptors(errorInterceptor(opts.Log)),
+		// Compressing every small response costs more CPU than it saves on a
+		// LAN; only large ones (job pages, big payloads) are worth it.
+		connect.WithCompressMinBytes(compressMinBytes),
+	}, opts.HandlerOptions...)
 
-	mux.Handle(jqv1connect.NewJobServiceHandler(&jobService{store: opts.Store}, hopts...))
+	mux.Handle(jqv1connect.NewJobServiceHandler(&jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits}, hopts...))
 	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store}, hopts...))
-	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{store: opts.Store}, hopts...))
+	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
+		store: opts.Store, engine: opts.Engine,
+		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
+	}, hopts...))
 	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status}, hopts...))
 
 	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, services...)...)

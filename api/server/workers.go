@@ -2,43 +2,198 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
 
+const (
+	maxWorkerIDLen   = 255
+	maxConcurrency   = 1024
+	maxLeasesPerCall = 1000
+)
+
 type workerService struct {
-	store store.Store
+	store             store.Store
+	engine            *engine.Engine
+	heartbeatInterval time.Duration
+	heartbeatTimeout  time.Duration
 }
 
-// Registration, heartbeats, the assignment stream, acks and reports arrive
-// with the issue "The core loop"; drain and shutdown with "Failure paths".
-
-func (s *workerService) RegisterWorker(context.Context, *connect.Request[jqv1.RegisterWorkerRequest]) (*connect.Response[jqv1.RegisterWorkerResponse], error) {
-	return nil, unimplemented("RegisterWorker")
+func validWorkerID(id string) error {
+	if id == "" || len(id) > maxWorkerIDLen {
+		return invalid(fmt.Sprintf("worker_id: want 1..%d bytes", maxWorkerIDLen))
+	}
+	return nil
 }
 
-func (s *workerService) Heartbeat(context.Context, *connect.Request[jqv1.HeartbeatRequest]) (*connect.Response[jqv1.HeartbeatResponse], error) {
-	return nil, unimplemented("Heartbeat")
+func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request[jqv1.RegisterWorkerRequest]) (*connect.Response[jqv1.RegisterWorkerResponse], error) {
+	m := req.Msg
+	if err := validWorkerID(m.GetWorkerId()); err != nil {
+		return nil, err
+	}
+	if m.GetConcurrency() < 1 || m.GetConcurrency() > maxConcurrency {
+		return nil, invalid(fmt.Sprintf("concurrency %d: want 1..%d", m.GetConcurrency(), maxConcurrency))
+	}
+	queues := m.GetQueues()
+	if len(queues) == 0 {
+		queues = []string{queue.DefaultQueue}
+	}
+	for _, q := range queues {
+		if err := queue.ValidateQueueName(q); err != nil {
+			return nil, err
+		}
+	}
+	w, err := s.store.WorkerRegister(ctx, store.WorkerRegisterParams{
+		ID: m.GetWorkerId(), Hostname: m.GetHostname(), Concurrency: int(m.GetConcurrency()),
+		Queues: queues, Version: m.GetVersion(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.RegisterWorkerResponse{
+		Worker:            workerToProto(w),
+		HeartbeatInterval: durationpb.New(s.heartbeatInterval),
+		HeartbeatTimeout:  durationpb.New(s.heartbeatTimeout),
+	}), nil
 }
 
-func (s *workerService) StreamJobs(context.Context, *connect.Request[jqv1.StreamJobsRequest], *connect.ServerStream[jqv1.StreamJobsResponse]) error {
-	return unimplemented("StreamJobs")
+func (s *workerService) Heartbeat(ctx context.Context, req *connect.Request[jqv1.HeartbeatRequest]) (*connect.Response[jqv1.HeartbeatResponse], error) {
+	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
+		return nil, err
+	}
+	w, err := s.store.WorkerHeartbeat(ctx, req.Msg.GetWorkerId())
+	if err != nil {
+		return nil, err
+	}
+	out := &jqv1.HeartbeatResponse{}
+	if w.Status == queue.WorkerDraining {
+		out.Command = jqv1.WorkerCommand_WORKER_COMMAND_DRAIN
+	}
+	return connect.NewResponse(out), nil
 }
 
-func (s *workerService) AckJobs(context.Context, *connect.Request[jqv1.AckJobsRequest]) (*connect.Response[jqv1.AckJobsResponse], error) {
-	return nil, unimplemented("AckJobs")
+// StreamJobs sends this worker's assignments as they are made, never more
+// than its concurrency outstanding at once.
+func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv1.StreamJobsRequest], stream *connect.ServerStream[jqv1.StreamJobsResponse]) error {
+	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
+		return err
+	}
+	w, err := s.store.WorkerGet(ctx, req.Msg.GetWorkerId())
+	if err != nil {
+		return err
+	}
+	if w.Status == queue.WorkerOffline {
+		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("worker %q is OFFLINE: register again", w.ID))
+	}
+	sess := s.engine.OpenSession(w, int(req.Msg.GetCapacity()))
+	defer sess.Close()
+	for {
+		jobs, err := sess.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the worker went away
+			}
+			return err
+		}
+		deadline := timestamppb.New(s.engine.AssignmentDeadline())
+		for _, j := range jobs {
+			if err := stream.Send(&jqv1.StreamJobsResponse{Assignment: &jqv1.Assignment{
+				Job: jobToProto(j), Attempt: int32(j.Attempt), Deadline: deadline, //nolint:gosec // small
+			}}); err != nil {
+				// The rest stay ASSIGNED; the assignment timeout recovers them.
+				return nil
+			}
+		}
+	}
 }
 
-func (s *workerService) ReportJobs(context.Context, *connect.Request[jqv1.ReportJobsRequest]) (*connect.Response[jqv1.ReportJobsResponse], error) {
-	return nil, unimplemented("ReportJobs")
+func leases(workerID string, ls []*jqv1.JobLease) ([]store.JobLease, error) {
+	if err := validWorkerID(workerID); err != nil {
+		return nil, err
+	}
+	if len(ls) == 0 || len(ls) > maxLeasesPerCall {
+		return nil, invalid(fmt.Sprintf("want 1..%d items, got %d", maxLeasesPerCall, len(ls)))
+	}
+	out := make([]store.JobLease, len(ls))
+	for i, l := range ls {
+		out[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: workerID}
+	}
+	return out, nil
 }
 
-func (s *workerService) DeregisterWorker(context.Context, *connect.Request[jqv1.DeregisterWorkerRequest]) (*connect.Response[jqv1.DeregisterWorkerResponse], error) {
-	return nil, unimplemented("DeregisterWorker")
+func leaseResults(outs []store.LeaseOutcome) []*jqv1.LeaseResult {
+	res := make([]*jqv1.LeaseResult, len(outs))
+	for i, o := range outs {
+		res[i] = &jqv1.LeaseResult{JobId: o.ID, Ok: o.Err == nil}
+		if o.Err != nil {
+			res[i].Error = firstLine(o.Err.Error())
+		}
+	}
+	return res
 }
+
+func (s *workerService) AckJobs(ctx context.Context, req *connect.Request[jqv1.AckJobsRequest]) (*connect.Response[jqv1.AckJobsResponse], error) {
+	ls, err := leases(req.Msg.GetWorkerId(), req.Msg.GetLeases())
+	if err != nil {
+		return nil, err
+	}
+	outs, err := s.engine.Ack(ctx, req.Msg.GetWorkerId(), ls)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.AckJobsResponse{Results: leaseResults(outs)}), nil
+}
+
+func (s *workerService) ReportJobs(ctx context.Context, req *connect.Request[jqv1.ReportJobsRequest]) (*connect.Response[jqv1.ReportJobsResponse], error) {
+	m := req.Msg
+	ls := make([]*jqv1.JobLease, len(m.GetReports()))
+	for i, r := range m.GetReports() {
+		ls[i] = &jqv1.JobLease{JobId: r.GetJobId(), Attempt: r.GetAttempt()}
+	}
+	base, err := leases(m.GetWorkerId(), ls)
+	if err != nil {
+		return nil, err
+	}
+	reports := make([]store.JobReportParams, len(base))
+	for i, r := range m.GetReports() {
+		p := store.JobReportParams{JobLease: base[i]}
+		switch o := r.GetOutcome().(type) {
+		case *jqv1.JobReport_Success:
+			p.Success, p.Result = true, o.Success.GetResult()
+		case *jqv1.JobReport_Failure:
+			p.Error, p.Reason = o.Failure.GetError(), o.Failure.GetReason()
+		default:
+			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
+		}
+		reports[i] = p
+	}
+	outs, err := s.engine.Report(ctx, m.GetWorkerId(), reports)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.ReportJobsResponse{Results: leaseResults(outs)}), nil
+}
+
+func (s *workerService) DeregisterWorker(ctx context.Context, req *connect.Request[jqv1.DeregisterWorkerRequest]) (*connect.Response[jqv1.DeregisterWorkerResponse], error) {
+	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
+		return nil, err
+	}
+	if err := s.store.WorkerDeregister(ctx, req.Msg.GetWorkerId()); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.DeregisterWorkerResponse{}), nil
+}
+
+// Drain and shutdown arrive with the issue "Failure paths and crash recovery".
 
 func (s *workerService) DrainWorker(context.Context, *connect.Request[jqv1.DrainWorkerRequest]) (*connect.Response[jqv1.DrainWorkerResponse], error) {
 	return nil, unimplemented("DrainWorker")

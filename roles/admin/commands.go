@@ -152,14 +152,17 @@ type PurgeDLQCmd struct {
 
 // BenchCmd is `bench`.
 type BenchCmd struct {
-	Jobs        int           `help:"Jobs to submit." default:"10000"`
+	Jobs        int           `help:"Jobs to submit (ignored with --rate and --duration)." default:"10000"`
 	Concurrency int           `short:"c" help:"Concurrent clients." default:"32"`
 	Batch       int           `help:"Jobs per SubmitJobs call (1 = unary SubmitJob)." default:"1"`
-	Rate        int           `help:"Offered jobs per second (0 = as fast as possible)."`
+	Rate        int           `help:"Offered jobs per second, open loop (0 = as fast as possible)."`
 	Duration    time.Duration `help:"With --rate: how long to offer load."`
-	Queue       string        `help:"Queue to submit to." default:"default"`
-	Type        string        `help:"Handler of the jobs." default:"noop"`
+	Queue       string        `help:"Queue to submit to (workers must serve it)." default:"default"`
+	Type        string        `help:"Handler of the jobs (noop, sleep, ...)." default:"noop"`
 	PayloadSize int           `help:"Payload bytes per job." default:"16"`
+	NoWait      bool          `help:"Only measure submits; do not wait for the jobs to finish."`
+	WaitTimeout time.Duration `help:"How long to wait for the jobs to finish." default:"10m"`
+	Collect     string        `help:"Submit nothing: wait for and report the jobs of an earlier run (its run id), e.g. to measure draining a backlog submitted with --no-wait."`
 }
 
 // EventsCmd groups the event commands.

@@ -57,7 +57,4 @@ func (c *PeekCmd) Run(re *runEnv) error { return re.notYet() }
 func (c *PurgeDLQCmd) Run(re *runEnv) error { return re.notYet() }
 
 // Run is not implemented yet.
-func (c *BenchCmd) Run(re *runEnv) error { return re.notYet() }
-
-// Run is not implemented yet.
 func (c *EventsTailCmd) Run(re *runEnv) error { return re.notYet() }

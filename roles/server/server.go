@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -40,6 +42,8 @@ type Deps struct {
 	Checks []health.Check
 	// Metrics is served on metrics.port when metrics.enabled (nil: not served).
 	Metrics http.Handler
+	// Engine is the core loop (submit, scheduler, dispatch, ack, report).
+	Engine *engine.Engine
 }
 
 // Server is the running server component.
@@ -58,8 +62,8 @@ type Server struct {
 
 // New validates deps.
 func New(deps Deps) (*Server, error) {
-	if deps.Config == nil || deps.Log == nil || deps.Store == nil || deps.Migrate == nil {
-		return nil, errors.New("server: config, logger, store and migrate are required")
+	if deps.Config == nil || deps.Log == nil || deps.Store == nil || deps.Migrate == nil || deps.Engine == nil {
+		return nil, errors.New("server: config, logger, store, migrate and engine are required")
 	}
 	return &Server{deps: deps, log: deps.Log, listening: make(chan struct{})}, nil
 }
@@ -90,10 +94,15 @@ func (s *Server) Run(ctx context.Context) error {
 
 	api := apiserver.New(apiserver.Options{
 		Store:   s.deps.Store,
+		Engine:  s.deps.Engine,
 		Log:     s.log,
 		Version: buildinfo.Get(),
 		Status:  s.status,
 		Limits:  apiserver.Limits{MaxPayloadBytes: cfg.Server.MaxPayloadBytes},
+		Workers: apiserver.WorkerTiming{
+			HeartbeatInterval: cfg.Worker.HeartbeatInterval(),
+			HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
+		},
 	})
 	tlsCfg, err := serverTLS(cfg.GRPC.TLS)
 	if err != nil {
@@ -112,6 +121,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if cfg.Metrics.Enabled && s.deps.Metrics != nil {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", s.deps.Metrics)
+		// Profiles for operators chasing a slow server; same port as metrics,
+		// which is not the public API port.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		if metricsLn, err = net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Metrics.Port))); err != nil {
 			return fmt.Errorf("listen metrics: %w", err)
@@ -133,6 +147,11 @@ func (s *Server) Run(ctx context.Context) error {
 	apiAddr, healthAddr := apiLn.Addr().String(), healthLn.Addr().String()
 	s.apiAddr.Store(&apiAddr)
 	s.healthAddr.Store(&healthAddr)
+
+	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEngine()
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- s.deps.Engine.Run(engineCtx) }()
 
 	errc := make(chan error, 3)
 	if metricsSrv != nil {
@@ -163,15 +182,21 @@ func (s *Server) Run(ctx context.Context) error {
 
 	// Readiness goes first so load balancers stop sending work, then intake
 	// stops and in-flight RPCs get the grace period.
+	// Assignment streams end first (workers reconnect elsewhere), then
+	// in-flight unary RPCs finish — their acks and reports still reach the
+	// engine's writers, which stop last.
 	s.draining.Store(true)
 	grace := cfg.Server.ShutdownGrace()
 	s.log.Info("server stopping", zap.Duration("grace", grace))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
+	s.deps.Engine.CloseSessions()
 	if err := apiSrv.Shutdown(sctx); err != nil {
 		s.log.Warn("api shutdown incomplete; closing connections", zap.Error(err))
 		_ = apiSrv.Close()
 	}
+	stopEngine()
+	<-engineDone
 	_ = healthSrv.Shutdown(sctx)
 	if metricsSrv != nil {
 		_ = metricsSrv.Shutdown(sctx)

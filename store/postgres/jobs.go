@@ -119,14 +119,16 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 		where = append(where, "labels @> "+arg(jsonText(p.Labels))+"::jsonb")
 	}
 	if cursor != nil {
-		where = append(where, "(created_at, id) < ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
+		where = append(where, "(jobs.created_at, jobs.id) < ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
 	}
 	q := "SELECT " + jobColumns + " FROM jobs"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	// One row more than the page tells whether another page exists.
-	q += " ORDER BY created_at DESC, id DESC LIMIT " + arg(limit+1)
+	// One row more than the page tells whether another page exists. The
+	// columns are qualified: a bare "id" would bind to the selected id::text
+	// and sort text, not the uuid the cursor compares (and the index holds).
+	q += " ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT " + arg(limit+1)
 
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {

@@ -1,0 +1,213 @@
+// Package engine is the core loop of jq, the only place that combines the
+// store (Postgres: the truth) and the dispatcher (Redis: the fast path):
+//
+//	Submit ──group commit──► jobs PENDING + event ──► wake scheduler (+ NOTIFY other replicas)
+//	scheduler: due PENDING (priority DESC, created_at) ──lock+push──► ready set, only up to
+//	           the free capacity of the workers subscribed to the queue (I7)
+//	session (one per connected worker): claim = atomic move ready → in-flight list of the worker,
+//	           then CAS PENDING→ASSIGNED (attempt+1: the fencing token), then stream to the worker
+//	Ack / Report (group commit across workers): ASSIGNED→RUNNING, RUNNING→DONE|FAILED, each
+//	           conditional on (job, attempt, worker); then the in-flight entry and lock are dropped
+//
+// Exclusivity (I3) does not depend on Redis being right: the claim only
+// proposes a job; the Postgres compare-and-set PENDING→ASSIGNED decides, and
+// every later write names the attempt it belongs to. A job the CAS refuses is
+// removed from the worker's in-flight list again.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Store is what the engine needs from the system of record.
+type Store interface {
+	store.Store
+	store.DispatchStore
+}
+
+// Options configure an Engine. Zero values take the documented defaults.
+type Options struct {
+	Store      Store
+	Dispatcher store.Dispatcher
+	// Notifier wakes the schedulers of other replicas; nil: this replica only.
+	Notifier store.Notifier
+	Log      *zap.Logger
+
+	// SchedulerInterval is the scheduler's tick when nothing wakes it (500 ms).
+	SchedulerInterval time.Duration
+	// BatchSize is the most jobs one scheduler cycle moves into one queue's
+	// ready set (FR-017, 100).
+	BatchSize int
+	// LockTTL is the lifetime of a per-job Redis lock (assignment timeout, 60 s).
+	LockTTL time.Duration
+	// AssignmentTimeout is how long a worker has to ack (the deadline sent
+	// with each assignment, 60 s).
+	AssignmentTimeout time.Duration
+	// MaxResultBytes bounds a success result (256 KiB); larger results fail
+	// the attempt with reason output_too_large.
+	MaxResultBytes int
+	// Flushers is the number of concurrent group-commit writers per path (4).
+	Flushers int
+}
+
+func (o *Options) defaults() error {
+	if o.Store == nil || o.Dispatcher == nil || o.Log == nil {
+		return errors.New("engine: store, dispatcher and logger are required")
+	}
+	if o.SchedulerInterval <= 0 {
+		o.SchedulerInterval = 500 * time.Millisecond
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 100
+	}
+	if o.LockTTL <= 0 {
+		o.LockTTL = 60 * time.Second
+	}
+	if o.AssignmentTimeout <= 0 {
+		o.AssignmentTimeout = 60 * time.Second
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = 256 << 10
+	}
+	if o.Flushers <= 0 {
+		o.Flushers = 4
+	}
+	return nil
+}
+
+// Engine runs the core loop of one server replica.
+type Engine struct {
+	opts Options
+	log  *zap.Logger
+
+	submits *batcher[store.JobInsertParams, submitResult]
+	acks    *batcher[[]store.JobLease, []store.LeaseOutcome]
+	reports *batcher[[]store.JobReportParams, []store.LeaseOutcome]
+
+	// wakeScheduler has room for one pending wake-up: any number of submits
+	// between two cycles cost one cycle.
+	wakeScheduler chan struct{}
+
+	notifyMu     sync.Mutex
+	notifyQueues map[string]struct{} // queues with new work not yet announced to other replicas
+	notifyWake   chan struct{}
+
+	mu       sync.Mutex
+	sessions map[string]*Session // by worker id
+	ready    chan struct{}       // closed and replaced when ready sets gain jobs
+	running  bool
+}
+
+// New validates opts.
+func New(opts Options) (*Engine, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		opts:          opts,
+		log:           opts.Log,
+		wakeScheduler: make(chan struct{}, 1),
+		notifyQueues:  map[string]struct{}{},
+		notifyWake:    make(chan struct{}, 1),
+		sessions:      map[string]*Session{},
+		ready:         make(chan struct{}),
+	}
+	e.submits = newBatcher(1000, func(store.JobInsertParams) int { return 1 }, e.flushSubmits)
+	e.acks = newBatcher(1000, func(l []store.JobLease) int { return len(l) }, e.flushAcks)
+	e.reports = newBatcher(1000, func(r []store.JobReportParams) int { return len(r) }, e.flushReports)
+	return e, nil
+}
+
+// Run runs the scheduler, the group-commit writers and the cross-replica
+// listener until ctx ends. Writes already taken are finished first.
+func (e *Engine) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		return errors.New("engine: already running")
+	}
+	e.running = true
+	e.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(func() { e.submits.run(ctx, 2*e.opts.Flushers) }) // commits wait on fsync: more in flight
+	wg.Go(func() { e.acks.run(ctx, e.opts.Flushers) })
+	wg.Go(func() { e.reports.run(ctx, e.opts.Flushers) })
+	wg.Go(func() { e.schedulerLoop(ctx) })
+	if e.opts.Notifier != nil {
+		wg.Go(func() { e.listenLoop(ctx) })
+		wg.Go(func() { e.notifyLoop(ctx) })
+	}
+	wg.Wait()
+	e.CloseSessions()
+	return nil
+}
+
+// listenLoop turns NOTIFYs from other replicas into scheduler wake-ups and
+// reconnects with backoff when the listening connection fails.
+func (e *Engine) listenLoop(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := e.opts.Notifier.Listen(ctx, func(string) { e.WakeScheduler() })
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			backoff = 100 * time.Millisecond
+		}
+		e.log.Warn("listen for due jobs failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// WakeScheduler asks for a scheduler cycle as soon as possible.
+func (e *Engine) WakeScheduler() {
+	select {
+	case e.wakeScheduler <- struct{}{}:
+	default:
+	}
+}
+
+// readySignal returns the channel closed at the next ready-set change.
+func (e *Engine) readySignal() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ready
+}
+
+// broadcastReady wakes every session waiting for work.
+func (e *Engine) broadcastReady() {
+	e.mu.Lock()
+	close(e.ready)
+	e.ready = make(chan struct{})
+	e.mu.Unlock()
+}
+
+// CloseSessions ends every assignment stream (the first step of a graceful
+// stop: workers reconnect elsewhere; nothing more is assigned here).
+func (e *Engine) CloseSessions() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, s := range e.sessions {
+		s.close(queue.ErrShutdown)
+		delete(e.sessions, id)
+	}
+}
+
+// errSessionReplaced ends a session when the same worker opens a new one.
+var errSessionReplaced = fmt.Errorf("%w: the worker opened a newer stream", queue.ErrStaleAttempt)

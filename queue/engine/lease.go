@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Ack moves the worker's leases ASSIGNED→RUNNING; concurrent acks of all
+// workers are written together. One outcome per lease, in order.
+func (e *Engine) Ack(ctx context.Context, workerID string, leases []store.JobLease) ([]store.LeaseOutcome, error) {
+	for i := range leases {
+		leases[i].WorkerID = workerID
+	}
+	outs, err := e.acks.do(ctx, leases)
+	if err != nil {
+		return nil, err
+	}
+	// A refused ack is never followed by a report (the worker drops the
+	// lease), so its slot and in-flight entry are released here.
+	e.release(ctx, workerID, outs, func(o store.LeaseOutcome) bool { return isStale(o.Err) })
+	return outs, nil
+}
+
+// Report records finished attempts (DONE or FAILED); concurrent reports of
+// all workers are written together. An oversized success result fails the
+// attempt with reason output_too_large. The attempts' slots are freed and
+// their in-flight entries removed.
+func (e *Engine) Report(ctx context.Context, workerID string, reports []store.JobReportParams) ([]store.LeaseOutcome, error) {
+	for i := range reports {
+		r := &reports[i]
+		r.WorkerID = workerID
+		if r.Success && len(r.Result) > e.opts.MaxResultBytes {
+			*r = store.JobReportParams{
+				JobLease: r.JobLease,
+				Error:    fmt.Sprintf("result of %d bytes exceeds the limit of %d", len(r.Result), e.opts.MaxResultBytes),
+				Reason:   "output_too_large",
+			}
+		}
+	}
+	out, err := e.reports.do(ctx, reports)
+	if err != nil {
+		return nil, err
+	}
+	// An applied report ends the attempt; a stale one names an attempt that
+	// is no longer this worker's. Either way the slot is free again.
+	e.release(ctx, workerID, out, func(o store.LeaseOutcome) bool { return o.Err == nil || isStale(o.Err) })
+	return out, nil
+}
+
+func (e *Engine) flushAcks(ctx context.Context, reqs [][]store.JobLease) ([][]store.LeaseOutcome, error) {
+	return flushConcat(ctx, reqs, e.opts.Store.JobAckMany)
+}
+
+func (e *Engine) flushReports(ctx context.Context, reqs [][]store.JobReportParams) ([][]store.LeaseOutcome, error) {
+	return flushConcat(ctx, reqs, e.opts.Store.JobReportMany)
+}
+
+// flushConcat writes many callers' items with one call and splits the
+// outcomes back per caller.
+func flushConcat[T any](ctx context.Context, reqs [][]T, write func(context.Context, []T) ([]store.LeaseOutcome, error)) ([][]store.LeaseOutcome, error) {
+	var all []T
+	for _, r := range reqs {
+		all = append(all, r...)
+	}
+	outs, err := write(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	if len(outs) != len(all) {
+		return nil, fmt.Errorf("engine: store returned %d outcomes for %d items", len(outs), len(all))
+	}
+	res := make([][]store.LeaseOutcome, len(reqs))
+	off := 0
+	for i, r := range reqs {
+		res[i] = outs[off : off+len(r)]
+		off += len(r)
+	}
+	return res, nil
+}
+
+// release frees the session slots and the in-flight entries (with their
+// locks) of the outcomes ended says are over for this worker.
+func (e *Engine) release(ctx context.Context, workerID string, outs []store.LeaseOutcome, ended func(store.LeaseOutcome) bool) {
+	e.mu.Lock()
+	s := e.sessions[workerID]
+	e.mu.Unlock()
+
+	byQueue := map[string][]string{}
+	var over []string
+	for _, o := range outs {
+		if !ended(o) {
+			continue
+		}
+		over = append(over, o.ID)
+		q := ""
+		if o.Job != nil {
+			q = o.Job.Queue
+		} else if s != nil {
+			q, _ = s.queueOf(o.ID)
+		}
+		if q != "" {
+			byQueue[q] = append(byQueue[q], o.ID)
+		}
+	}
+	for q, ids := range byQueue {
+		if err := e.opts.Dispatcher.InflightRemove(ctx, store.InflightParams{Queue: q, WorkerID: workerID, IDs: ids}); err != nil {
+			// The reaper clears orphaned in-flight entries.
+			e.log.Warn("remove in-flight entries failed", zap.String("queue", q), zap.String("worker_id", workerID), zap.Error(err))
+		}
+	}
+	if s != nil && len(over) > 0 {
+		s.released(over)
+	}
+}
+
+func isStale(err error) bool {
+	return err != nil && (errors.Is(err, queue.ErrStaleAttempt) || errors.Is(err, queue.ErrJobNotFound))
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Session is one connected worker's assignment stream on this replica. It
+// never has more than the worker's concurrency attempts outstanding (I7,
+// FR-021): an attempt counts from its assignment until its report.
+type Session struct {
+	e           *Engine
+	workerID    string
+	queues      []string
+	concurrency int
+
+	mu          sync.Mutex
+	outstanding map[string]string // job id → queue, assigned through this session
+	// carried counts attempts the worker was already running when the
+	// session opened (concurrency − capacity); their reports free slots too.
+	carried int
+	next    int // round-robin start over queues
+	wake    chan struct{}
+	done    chan struct{}
+	err     error
+}
+
+// OpenSession registers a worker's stream. capacity is the worker's free
+// slots now (0 or more than concurrency: concurrency). A newer session of the
+// same worker replaces this one.
+func (e *Engine) OpenSession(w *queue.Worker, capacity int) *Session {
+	if capacity <= 0 || capacity > w.Concurrency {
+		capacity = w.Concurrency
+	}
+	s := &Session{
+		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), concurrency: w.Concurrency,
+		outstanding: map[string]string{}, carried: w.Concurrency - capacity,
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	e.mu.Lock()
+	old := e.sessions[w.ID]
+	e.sessions[w.ID] = s
+	e.mu.Unlock()
+	if old != nil {
+		old.close(errSessionReplaced)
+	}
+	e.WakeScheduler()
+	return s
+}
+
+// Close ends the session (the stream went away). Attempts it handed out stay
+// ASSIGNED/RUNNING in Postgres; the worker reports them later over any
+// stream, or the reaper recovers them.
+func (s *Session) Close() {
+	s.e.mu.Lock()
+	if s.e.sessions[s.workerID] == s {
+		delete(s.e.sessions, s.workerID)
+	}
+	s.e.mu.Unlock()
+	s.close(nil)
+}
+
+func (s *Session) close(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+	default:
+		s.err = err
+		close(s.done)
+	}
+}
+
+func (s *Session) free() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.concurrency - len(s.outstanding) - s.carried
+}
+
+// released frees the slots of reported attempts and wakes the session.
+func (s *Session) released(ids []string) {
+	s.mu.Lock()
+	for _, id := range ids {
+		if _, ok := s.outstanding[id]; ok {
+			delete(s.outstanding, id)
+		} else if s.carried > 0 {
+			s.carried--
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Next blocks until it has assigned at least one job to this worker and
+// returns the assigned jobs (state ASSIGNED, attempt = the fencing token), or
+// until ctx ends or the session is replaced or closed.
+func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
+	poll := time.NewTimer(s.e.opts.SchedulerInterval)
+	defer poll.Stop()
+	for {
+		ready := s.e.readySignal() // before claiming: a push during the claim is not missed
+		if free := s.free(); free > 0 {
+			jobs, err := s.claim(ctx, free)
+			if err != nil {
+				return nil, err
+			}
+			if len(jobs) > 0 {
+				return jobs, nil
+			}
+		}
+		poll.Reset(s.e.opts.SchedulerInterval)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.done:
+			if s.err != nil {
+				return nil, s.err
+			}
+			return nil, queue.ErrShutdown
+		case <-ready:
+		case <-s.wake:
+			s.e.WakeScheduler() // capacity came back: refill
+		case <-poll.C:
+		}
+	}
+}
+
+// claim moves up to free jobs from the ready sets of the worker's queues into
+// its in-flight lists and compare-and-sets them ASSIGNED in Postgres.
+func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
+	s.mu.Lock()
+	start := s.next
+	s.next = (s.next + 1) % len(s.queues)
+	s.mu.Unlock()
+	var out []*queue.Job
+	for i := range s.queues {
+		if free <= 0 {
+			break
+		}
+		q := s.queues[(start+i)%len(s.queues)]
+		ids, err := s.e.opts.Dispatcher.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: s.workerID, Max: free})
+		if err != nil {
+			return out, fmt.Errorf("claim %s: %w", q, err)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		jobs, err := s.e.opts.Store.JobAssignMany(ctx, store.JobAssignParams{WorkerID: s.workerID, IDs: ids})
+		if err != nil {
+			// The jobs stay PENDING in Postgres; give them back to the
+			// scheduler (the lock goes with the in-flight entry).
+			if rerr := s.e.opts.Dispatcher.InflightRemove(context.WithoutCancel(ctx), store.InflightParams{Queue: q, WorkerID: s.workerID, IDs: ids}); rerr != nil {
+				s.e.log.Warn("release claims after a failed assign failed", zap.String("queue", q), zap.Error(rerr))
+			}
+			return out, fmt.Errorf("assign %s: %w", q, err)
+		}
+		if len(jobs) < len(ids) {
+			s.dropRefused(ctx, q, ids, jobs)
+		}
+		s.mu.Lock()
+		for _, j := range jobs {
+			s.outstanding[j.ID] = q
+		}
+		s.mu.Unlock()
+		free -= len(jobs)
+		out = append(out, jobs...)
+	}
+	return out, nil
+}
+
+// dropRefused removes from the in-flight list the claimed ids that Postgres
+// did not assign (cancelled, or taken by another replica after a lock expiry).
+func (s *Session) dropRefused(ctx context.Context, q string, ids []string, assigned []*queue.Job) {
+	got := make(map[string]bool, len(assigned))
+	for _, j := range assigned {
+		got[j.ID] = true
+	}
+	var refused []string
+	for _, id := range ids {
+		if !got[id] {
+			refused = append(refused, id)
+		}
+	}
+	if err := s.e.opts.Dispatcher.InflightRemove(ctx, store.InflightParams{Queue: q, WorkerID: s.workerID, IDs: refused}); err != nil {
+		s.e.log.Warn("drop refused claims failed", zap.String("queue", q), zap.String("worker_id", s.workerID), zap.Error(err))
+	}
+}
+
+// queueOf returns the queue of an attempt this session handed out.
+func (s *Session) queueOf(id string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.outstanding[id]
+	return q, ok
+}
+
+// AssignmentDeadline is when an assignment sent now must be acked by.
+func (e *Engine) AssignmentDeadline() time.Time { return time.Now().Add(e.opts.AssignmentTimeout) }

@@ -1,0 +1,41 @@
+package executor
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// backoff is capped exponential backoff with jitter: each delay is drawn
+// uniformly from [cur/2, cur], cur doubling from min up to max.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func newBackoff(lo, hi time.Duration) *backoff { return &backoff{min: lo, max: hi} }
+
+func (b *backoff) next() time.Duration {
+	switch {
+	case b.cur == 0:
+		b.cur = b.min
+	case b.cur < b.max:
+		b.cur = min(b.cur*2, b.max)
+	}
+	half := b.cur / 2
+	return half + rand.N(half+1) //nolint:gosec // jitter, not security
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// sleep waits for d or until ctx ends; it reports whether the full delay
+// passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,253 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// errStreamReset: the executor itself closed the stream (drain,
+// re-registration, suspected dead connection).
+var errStreamReset = errors.New("stream reset by the worker")
+
+// sessionLoop keeps the worker registered and its assignment stream open
+// until ctx ends: register (retrying with backoff while the server is not up),
+// wait for a free slot, stream, and on any break reconnect with backoff. Jobs
+// keep running meanwhile. It returns an error only for an invalid
+// registration.
+func (e *Executor) sessionLoop(ctx context.Context) error {
+	bo := newBackoff(e.opts.MinBackoff, e.opts.MaxBackoff)
+	failures := 0
+	for ctx.Err() == nil {
+		if e.draining.Load() {
+			<-ctx.Done() // no undrain: the stream stays closed until the worker stops
+			break
+		}
+		if !e.registered.Load() {
+			if err := e.register(ctx); err != nil {
+				if errors.Is(err, ErrInvalid) {
+					return fmt.Errorf("register worker: %w", err)
+				}
+				if ctx.Err() != nil {
+					break
+				}
+				failures++
+				d := bo.next()
+				if failures == 1 || failures%10 == 0 {
+					e.log.Warn("cannot register with the server; retrying",
+						zap.Int("attempts", failures), zap.Duration("backoff", d), zap.Error(err))
+				}
+				sleep(ctx, d)
+				continue
+			}
+			failures = 0
+		}
+
+		sctx, cancel := context.WithCancel(ctx)
+		e.setStreamCancel(cancel)
+		err := e.consume(sctx, bo)
+		e.connected.Store(false)
+		e.setStreamCancel(nil)
+		reset := sctx.Err() != nil
+		cancel()
+		if ctx.Err() != nil {
+			break
+		}
+		if reset {
+			continue // the reason (drain, re-register) is already recorded
+		}
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, ErrWorkerInactive):
+			// Draining, or declared offline: the next heartbeat says which.
+			signal(e.hbNow)
+		case errors.Is(err, ErrUnknownWorker):
+			e.registered.Store(false)
+		default:
+			// Server restart, network cut, ABORTED by a newer stream: register
+			// again before reconnecting (it is idempotent).
+			e.registered.Store(false)
+		}
+		d := bo.next()
+		e.log.Warn("assignment stream ended; reconnecting", zap.Duration("backoff", d), zap.Error(err))
+		sleep(ctx, d)
+	}
+	return nil
+}
+
+func (e *Executor) register(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+	defer cancel()
+	reg, err := e.conn.Register(cctx, RegisterParams{
+		WorkerID:    e.opts.WorkerID,
+		Hostname:    e.opts.Hostname,
+		Version:     e.opts.Version,
+		Concurrency: e.opts.Concurrency,
+		Queues:      e.opts.Queues,
+		Labels:      e.opts.Labels,
+	})
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if reg.HeartbeatInterval > 0 {
+		e.hbInterval = reg.HeartbeatInterval
+	}
+	interval, held := e.hbInterval, len(e.tasks)
+	e.mu.Unlock()
+	e.registered.Store(true)
+	e.everRegistered.Store(true)
+	signal(e.hbNow) // the first heartbeat at once; it also picks up the server's interval
+	e.log.Info("worker registered",
+		zap.Int("concurrency", e.opts.Concurrency), zap.Strings("queues", e.opts.Queues),
+		zap.Duration("heartbeat_interval", interval), zap.Duration("heartbeat_timeout", reg.HeartbeatTimeout),
+		zap.Int("held_leases", held))
+	return nil
+}
+
+// consume waits for a free slot, opens the stream with the free capacity and
+// accepts assignments until the stream ends.
+func (e *Executor) consume(ctx context.Context, bo *backoff) error {
+	capacity := e.waitCapacity(ctx)
+	if capacity == 0 {
+		return errStreamReset
+	}
+	st, err := e.conn.Stream(ctx, StreamParams{WorkerID: e.opts.WorkerID, Capacity: capacity})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	e.connected.Store(true)
+	e.log.Info("assignment stream open", zap.Int("capacity", capacity))
+	healthy := false
+	for {
+		a, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		if !healthy {
+			healthy = true
+			bo.reset()
+		}
+		if a != nil {
+			e.accept(a)
+		}
+	}
+}
+
+// waitCapacity returns the free slots (concurrency minus held leases) once
+// there is at least one, or 0 when ctx ends. Leases awaiting their report
+// count as held: the server frees their slot only when the report arrives.
+func (e *Executor) waitCapacity(ctx context.Context) int {
+	for {
+		e.mu.Lock()
+		free := e.opts.Concurrency - len(e.tasks)
+		e.mu.Unlock()
+		if free > 0 {
+			return free
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-e.capFreed:
+		}
+	}
+}
+
+func (e *Executor) setStreamCancel(c context.CancelFunc) {
+	e.mu.Lock()
+	e.streamCancel = c
+	e.mu.Unlock()
+}
+
+// resetStream closes the current stream; the session loop decides what next.
+func (e *Executor) resetStream() {
+	e.mu.Lock()
+	c := e.streamCancel
+	e.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// reregister makes the session loop register again and reopen the stream.
+func (e *Executor) reregister() {
+	e.registered.Store(false)
+	e.resetStream()
+}
+
+// startDrain stops taking new jobs; running ones finish and are reported.
+func (e *Executor) startDrain(why string) {
+	if e.draining.CompareAndSwap(false, true) {
+		e.log.Info("worker draining: taking no new jobs", zap.String("why", why))
+		e.resetStream()
+	}
+}
+
+func (e *Executor) heartbeatInterval() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hbInterval
+}
+
+// heartbeatLoop sends a heartbeat every interval while registered, or at once
+// when asked (hbNow).
+func (e *Executor) heartbeatLoop(ctx context.Context) {
+	t := time.NewTimer(e.heartbeatInterval())
+	defer t.Stop()
+	unreachable := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-e.hbNow:
+		}
+		if e.registered.Load() {
+			e.heartbeat(ctx, &unreachable)
+		}
+		t.Reset(e.heartbeatInterval())
+	}
+}
+
+func (e *Executor) heartbeat(ctx context.Context, unreachable *int) {
+	cctx, cancel := context.WithTimeout(ctx, min(e.opts.CallTimeout, max(e.heartbeatInterval(), time.Second)))
+	defer cancel()
+	reply, err := e.conn.Heartbeat(cctx, HeartbeatParams{WorkerID: e.opts.WorkerID, Running: e.heldLeases()})
+	switch {
+	case err == nil:
+		*unreachable = 0
+		e.applyHeartbeat(reply)
+	case ctx.Err() != nil:
+	case errors.Is(err, ErrWorkerInactive):
+		e.log.Warn("server declared this worker offline; stopping its jobs and registering again", zap.Error(err))
+		e.loseLeases()
+		e.reregister()
+	case errors.Is(err, ErrUnknownWorker):
+		e.log.Warn("server does not know this worker; registering again", zap.Error(err))
+		e.reregister()
+	default:
+		*unreachable++
+		e.log.Warn("heartbeat failed", zap.Int("consecutive", *unreachable), zap.Error(err))
+		if errors.Is(err, ErrUnreachable) && *unreachable >= 2 {
+			// The stream may be silently dead on the same connection.
+			e.resetStream()
+		}
+	}
+}
+
+func (e *Executor) applyHeartbeat(r HeartbeatReply) {
+	if len(r.CancelJobIDs) > 0 {
+		e.cancelByServer(r.CancelJobIDs)
+	}
+	switch r.Command {
+	case CommandDrain:
+		e.startDrain("operator drain command")
+	case CommandShutdown:
+		e.startDrain("operator shutdown command")
+		e.requestShutdown()
+	}
+}

@@ -1,0 +1,409 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// Causes with which a job's context is cancelled.
+var (
+	errJobTimeout        = errors.New("job timeout exceeded")
+	errCancelledByServer = errors.New("job cancelled by the server")
+	errLeaseLost         = errors.New("lease lost: the job is no longer this worker's")
+)
+
+// lateAckWindow is how long an ack is retried when the assignment's deadline
+// is unknown or already looks past.
+const lateAckWindow = 5 * time.Second
+
+// maxErrorBytes bounds a failure message (the server keeps 4 KiB).
+const maxErrorBytes = 4 << 10
+
+type taskState int
+
+const (
+	stateAcking    taskState = iota // holds a slot, waiting for the ack verdict
+	stateRunning                    // holds a slot, handler running
+	stateReporting                  // slot released, report queued
+	stateDone                       // finished or dropped
+)
+
+// task is one held lease. Its fields are guarded by Executor.mu.
+type task struct {
+	job    *queue.Job
+	lease  Lease
+	state  taskState
+	cancel context.CancelCauseFunc // stateRunning
+	// cancelCause is a cancellation that arrived before the handler started.
+	cancelCause error
+	abandoned   bool // the outcome must not be reported
+}
+
+type reportItem struct {
+	t   *task
+	rep Report
+}
+
+func (e *Executor) jobLog(t *task) *zap.Logger {
+	return e.log.With(zap.String("job_id", t.lease.JobID), zap.Int("attempt", t.lease.Attempt),
+		zap.String("queue", t.job.Queue), zap.String("type", t.job.Type))
+}
+
+// accept takes one assignment off the stream: it claims a slot and queues the
+// ack; the handler starts once the server confirms the ack.
+func (e *Executor) accept(a *Assignment) {
+	e.received.Add(1)
+	if a.Job == nil || a.Job.ID == "" {
+		e.log.Error("assignment without a job id ignored")
+		return
+	}
+	a.Job.Attempt = a.Attempt
+	t := &task{job: a.Job, lease: Lease{JobID: a.Job.ID, Attempt: a.Attempt}}
+	log := e.jobLog(t)
+	// The ack deadline is the server's, on the server's clock; the server
+	// judges the ack, and the handler only starts once it accepted it. So a
+	// deadline that looks past here (late delivery, or clock skew) bounds the
+	// ack's retries but does not stop the ack itself.
+	ackBy := a.Deadline
+	if now := time.Now(); ackBy.IsZero() || ackBy.Before(now.Add(time.Second)) {
+		if !ackBy.IsZero() {
+			e.late.Add(1)
+			log.Warn("assignment received at or after its ack deadline; acking anyway, the server decides",
+				zap.Time("deadline", a.Deadline))
+		}
+		ackBy = now.Add(lateAckWindow)
+	}
+
+	e.mu.Lock()
+	if old := e.tasks[t.lease.JobID]; old != nil {
+		if old.lease.Attempt == t.lease.Attempt {
+			e.mu.Unlock()
+			log.Warn("duplicate assignment ignored")
+			return
+		}
+		// The server moved the job to a newer attempt: ours is stale.
+		log.Warn("newer attempt of a held job; abandoning the old one", zap.Int("old_attempt", old.lease.Attempt))
+		e.abandonLocked(old, errLeaseLost)
+	}
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		// The server sent more than our concurrency: a protocol error. Report
+		// the job failed (retryable) so it is not lost; never run it.
+		t.state = stateReporting
+		e.tasks[t.lease.JobID] = t
+		e.mu.Unlock()
+		e.protocolErrors.Add(1)
+		msg := fmt.Sprintf("worker %s received an assignment beyond its concurrency of %d", e.opts.WorkerID, e.opts.Concurrency)
+		log.Error("assignment beyond concurrency (protocol error); reporting it failed without running it",
+			zap.Int("concurrency", e.opts.Concurrency))
+		e.failed.Add(1)
+		e.queueReport(t, Report{Lease: t.lease, Error: msg, Reason: ReasonError})
+		return
+	}
+	t.state = stateAcking
+	e.tasks[t.lease.JobID] = t
+	e.active.Add(1)
+	e.mu.Unlock()
+
+	e.acks.add(t, ackBy)
+}
+
+func (e *Executor) sendAcks(ctx context.Context, ts []*task) ([]LeaseResult, error) {
+	leases := make([]Lease, len(ts))
+	for i, t := range ts {
+		leases[i] = t.lease
+	}
+	res, err := e.conn.Ack(ctx, AckParams{WorkerID: e.opts.WorkerID, Leases: leases})
+	e.noteCallError(err)
+	return res, err
+}
+
+// ackDone starts the handler of an acknowledged job, or drops a rejected one.
+func (e *Executor) ackDone(t *task, res LeaseResult, err error) {
+	log := e.jobLog(t)
+	e.mu.Lock()
+	if t.state != stateAcking {
+		e.mu.Unlock()
+		return
+	}
+	switch {
+	case err != nil || !res.OK:
+		e.releaseLocked(t)
+		e.mu.Unlock()
+		e.acksRejected.Add(1)
+		reason := res.Error
+		if err != nil {
+			reason = err.Error()
+		}
+		log.Info("assignment not acknowledged; not running it", zap.String("reason", reason))
+		return
+	case e.jobsBase.Err() != nil:
+		e.releaseLocked(t)
+		e.mu.Unlock()
+		e.abandoned.Add(1)
+		return
+	case t.cancelCause != nil:
+		// Cancelled while the ack was in flight: report without running.
+		t.state = stateReporting
+		<-e.slots
+		e.mu.Unlock()
+		e.failed.Add(1)
+		e.queueReport(t, Report{Lease: t.lease, Error: t.cancelCause.Error(), Reason: ReasonCancelled, Permanent: true})
+		e.active.Done()
+		return
+	}
+	ctx, cancel := context.WithCancelCause(e.jobsBase)
+	t.state = stateRunning
+	t.cancel = cancel
+	e.mu.Unlock()
+	go e.execute(ctx, t)
+}
+
+// execute runs the handler with the job's timeout and reports the outcome.
+func (e *Executor) execute(ctx context.Context, t *task) {
+	defer t.cancel(nil)
+	n := e.running.Add(1)
+	for m := e.maxRunning.Load(); n > m && !e.maxRunning.CompareAndSwap(m, n); m = e.maxRunning.Load() {
+	}
+	e.started.Add(1)
+	timeout := t.job.Timeout
+	if timeout <= 0 {
+		timeout = queue.DefaultJobTimeout
+	}
+	ctx = queue.WithJobInfo(ctx, queue.JobInfo{ID: t.job.ID, Attempt: t.lease.Attempt, Queue: t.job.Queue, Type: t.job.Type})
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errJobTimeout)
+	start := time.Now()
+	res, herr := e.invoke(ctx, t)
+	runtime := time.Since(start)
+	cause := context.Cause(ctx)
+	cancel()
+	e.running.Add(-1)
+
+	rep, done := e.outcome(t, res, herr, cause, timeout, runtime)
+	log := e.jobLog(t)
+	e.mu.Lock()
+	report := !t.abandoned && done.Outcome != OutcomeAbandoned
+	if !report {
+		done.Outcome = OutcomeAbandoned
+		e.releaseLocked(t)
+	} else {
+		t.state = stateReporting
+		<-e.slots // free the slot before the report can reach the server
+	}
+	e.mu.Unlock()
+
+	switch done.Outcome {
+	case OutcomeAbandoned:
+		e.abandoned.Add(1)
+		log.Info("job outcome not reported", zap.Duration("runtime", runtime), zap.NamedError("cause", cause), zap.Error(herr))
+	case OutcomeSucceeded:
+		e.succeeded.Add(1)
+		log.Debug("job succeeded", zap.Duration("runtime", runtime), zap.Int("result_bytes", len(rep.Result)))
+	default:
+		e.failed.Add(1)
+		log.Info("job failed", zap.String("reason", rep.Reason), zap.Bool("permanent", rep.Permanent),
+			zap.Duration("runtime", runtime), zap.String("error", rep.Error))
+	}
+	if report {
+		e.queueReport(t, rep)
+		e.active.Done() // after queueing, so a stop's flush sees the report
+	}
+	if e.opts.OnJobDone != nil {
+		e.opts.OnJobDone(done)
+	}
+}
+
+// invoke calls the handler, turning a panic into an error.
+func (e *Executor) invoke(ctx context.Context, t *task) (res []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.jobLog(t).Error("handler panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return e.opts.Handler.Handle(ctx, t.job)
+}
+
+// outcome turns what the handler returned into a report.
+func (e *Executor) outcome(t *task, res []byte, herr, cause error, timeout, runtime time.Duration) (Report, JobDone) {
+	done := JobDone{Job: t.job, Attempt: t.lease.Attempt, Err: herr, Runtime: runtime}
+	rep := Report{Lease: t.lease, Runtime: runtime}
+	fail := func(reason, msg string, permanent bool) (Report, JobDone) {
+		rep.Reason, rep.Error, rep.Permanent = reason, truncate(msg, maxErrorBytes), permanent
+		done.Outcome, done.Reason = OutcomeFailed, reason
+		return rep, done
+	}
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		done.Outcome = OutcomeAbandoned
+		return rep, done
+	case herr != nil && errors.Is(cause, queue.ErrShutdown):
+		// Cancelled after the grace period: the reaper settles it.
+		done.Outcome = OutcomeAbandoned
+		return rep, done
+	case herr == nil && len(res) > e.opts.MaxResultBytes:
+		return fail(ReasonOutputTooLarge,
+			fmt.Sprintf("result of %d bytes exceeds the limit of %d bytes", len(res), e.opts.MaxResultBytes), true)
+	case herr == nil:
+		rep.Success, rep.Result = true, res
+		done.Outcome = OutcomeSucceeded
+		return rep, done
+	case errors.Is(cause, errCancelledByServer):
+		return fail(ReasonCancelled, "cancelled: "+herr.Error(), true)
+	case errors.Is(cause, errJobTimeout):
+		return fail(ReasonTimeout, fmt.Sprintf("job exceeded its timeout of %s: %v", timeout, herr), false)
+	case errors.Is(herr, queue.ErrOutputTooLarge):
+		return fail(ReasonOutputTooLarge, herr.Error(), true)
+	default:
+		return fail(ReasonError, herr.Error(), queue.IsPermanent(herr))
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-len("…")] + "…"
+}
+
+func (e *Executor) queueReport(t *task, rep Report) {
+	e.reports.add(reportItem{t: t, rep: rep}, time.Now().Add(e.opts.ReportTimeout))
+}
+
+func (e *Executor) sendReports(ctx context.Context, items []reportItem) ([]LeaseResult, error) {
+	reps := make([]Report, len(items))
+	for i, it := range items {
+		reps[i] = it.rep
+	}
+	res, err := e.conn.Report(ctx, ReportParams{WorkerID: e.opts.WorkerID, Reports: reps})
+	e.noteCallError(err)
+	return res, err
+}
+
+// reportDone releases the lease once the server has judged the report (or it
+// was given up).
+func (e *Executor) reportDone(it reportItem, res LeaseResult, err error) {
+	e.mu.Lock()
+	e.releaseLocked(it.t)
+	e.mu.Unlock()
+	log := e.jobLog(it.t)
+	switch {
+	case err != nil:
+		e.reportsLost.Add(1)
+		log.Error("report not delivered; the server's reaper will settle the job",
+			zap.Bool("success", it.rep.Success), zap.Error(err))
+	case !res.OK:
+		e.reportsRejected.Add(1)
+		log.Info("report rejected by the server; dropping it", zap.String("reason", res.Error))
+	}
+}
+
+// noteCallError reacts to errors that concern the registration itself.
+func (e *Executor) noteCallError(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrUnknownWorker):
+		e.reregister()
+	case errors.Is(err, ErrWorkerInactive):
+		signal(e.hbNow)
+	}
+}
+
+// releaseLocked forgets a task and gives back what it holds.
+func (e *Executor) releaseLocked(t *task) {
+	switch t.state {
+	case stateDone:
+		return
+	case stateAcking, stateRunning:
+		<-e.slots
+		e.active.Done()
+	}
+	t.state = stateDone
+	if e.tasks[t.lease.JobID] == t {
+		delete(e.tasks, t.lease.JobID)
+	}
+	signal(e.capFreed)
+}
+
+// abandonLocked gives up a task whose lease is gone: an acking one is
+// dropped, a running one is cancelled and its outcome will not be reported.
+func (e *Executor) abandonLocked(t *task, cause error) {
+	t.abandoned = true
+	switch t.state {
+	case stateAcking:
+		e.releaseLocked(t)
+		e.abandoned.Add(1)
+	case stateRunning:
+		t.cancel(cause)
+	case stateReporting:
+		// Its report is queued; the server judges it by attempt alone.
+	}
+	if e.tasks[t.lease.JobID] == t {
+		delete(e.tasks, t.lease.JobID)
+		signal(e.capFreed)
+	}
+}
+
+// heldLeases lists every lease held: acking, running or awaiting its report.
+func (e *Executor) heldLeases() []Lease {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]Lease, 0, len(e.tasks))
+	for _, t := range e.tasks {
+		out = append(out, t.lease)
+	}
+	return out
+}
+
+// cancelByServer cancels the handlers of the given jobs (CancelJob, or a
+// lease the server no longer honours); their failure is reported as
+// "cancelled" and the server judges it.
+func (e *Executor) cancelByServer(ids []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range ids {
+		t := e.tasks[id]
+		if t == nil {
+			continue
+		}
+		switch t.state {
+		case stateAcking:
+			t.cancelCause = errCancelledByServer
+		case stateRunning:
+			t.cancel(errCancelledByServer)
+		}
+		e.jobLog(t).Info("job cancelled by the server")
+	}
+}
+
+// loseLeases abandons every acking and running job: the server declared the
+// worker offline and failed them already.
+func (e *Executor) loseLeases() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.tasks {
+		if t.state == stateAcking || t.state == stateRunning {
+			e.abandonLocked(t, errLeaseLost)
+		}
+	}
+}
+
+// dropAcking abandons jobs still waiting for their ack when the stop's grace
+// period ends.
+func (e *Executor) dropAcking(cause error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.tasks {
+		if t.state == stateAcking {
+			e.abandonLocked(t, cause)
+		}
+	}
+}

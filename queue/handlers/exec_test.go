@@ -1,0 +1,200 @@
+//go:build linux
+
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/handlers"
+)
+
+func execJob(t *testing.T, p handlers.ExecPayload) *queue.Job {
+	t.Helper()
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	return job("exec", string(b))
+}
+
+func TestExecSuccess(t *testing.T) {
+	t.Parallel()
+	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"echo", "hello", "world"}}))
+	require.NoError(t, err)
+	require.Equal(t, "hello world\n", string(out))
+}
+
+func TestExecStdinEnvDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{
+		Argv:  []string{"sh", "-c", `read line; printf '%s|%s|%s|%s' "$line" "$GREETING" "$(pwd)" "${HOME:-nohome}"`},
+		Stdin: "from stdin\n",
+		Env:   map[string]string{"GREETING": "hi there"},
+		Dir:   dir,
+	}))
+	require.NoError(t, err)
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	// The base environment is minimal: HOME of the worker does not leak in.
+	require.Equal(t, "from stdin|hi there|"+real+"|nohome", string(out))
+}
+
+func TestExecArgvIsNotAShell(t *testing.T) {
+	t.Parallel()
+	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"echo", "$HOME", "; ls", "*"}}))
+	require.NoError(t, err)
+	require.Equal(t, "$HOME ; ls *\n", string(out))
+}
+
+func TestExecNonZeroExit(t *testing.T) {
+	t.Parallel()
+	// More than the tail limit on stderr: only the end is kept.
+	script := `i=0; while [ $i -lt 400 ]; do echo "noise line $i" >&2; i=$((i+1)); done; echo "the real problem" >&2; exit 3`
+	_, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"sh", "-c", script}}))
+	require.Error(t, err)
+	require.False(t, queue.IsPermanent(err), "a failing program may succeed on retry")
+	msg := err.Error()
+	require.Contains(t, msg, "exit code 3")
+	require.True(t, strings.HasSuffix(msg, "the real problem"), msg)
+	require.NotContains(t, msg, "noise line 0\n")
+	require.Less(t, len(msg), 2<<10+200)
+}
+
+func TestExecMissingBinary(t *testing.T) {
+	t.Parallel()
+	for _, argv0 := range []string{"jq-no-such-program-xyz", "/nonexistent/bin/prog", "./relative/missing"} {
+		_, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{argv0}}))
+		require.Error(t, err, argv0)
+		require.True(t, queue.IsPermanent(err), argv0)
+		require.Contains(t, err.Error(), argv0)
+	}
+}
+
+func TestExecBadPayload(t *testing.T) {
+	t.Parallel()
+	for payload, want := range map[string]string{
+		`{}`:                             `"argv" needs at least the program`,
+		`{"argv": []}`:                   `"argv" needs at least the program`,
+		`{"argv": [""]}`:                 `"argv" needs at least the program`,
+		`{"argv": "echo hi"}`:            "cannot unmarshal",
+		`{"argv": ["true"], "shell": 1}`: `unknown field "shell"`,
+		`{"argv": ["true"], "env": {"A=B": "x"}}`: "bad environment variable",
+	} {
+		_, err := handlers.Exec().Handle(t.Context(), job("exec", payload))
+		require.Error(t, err, payload)
+		require.True(t, queue.IsPermanent(err), payload)
+		require.Contains(t, err.Error(), want, payload)
+	}
+}
+
+func TestExecOutputLimit(t *testing.T) {
+	t.Parallel()
+	h := handlers.ExecWith(handlers.ExecOptions{MaxOutputBytes: 1000})
+	out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"head", "-c", "1000", "/dev/zero"}}))
+	require.NoError(t, err)
+	require.Len(t, out, 1000)
+
+	// `yes` never stops by itself: the overflow must kill it.
+	start := time.Now()
+	_, err = h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"yes"}}))
+	require.ErrorIs(t, err, queue.ErrOutputTooLarge)
+	require.True(t, queue.IsPermanent(err))
+	require.Contains(t, err.Error(), "1000 bytes")
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestExecTimeoutKillsProcessGroup runs a shell that starts a background
+// grandchild and then waits in a foreground one; the job's context ends after
+// 200 ms. Killing only the shell would leave both sleeps running.
+func TestExecTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "bg.pid")
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := handlers.Exec().Handle(ctx, execJob(t, handlers.ExecPayload{
+		Argv: []string{"sh", "-c", `sleep 30 & echo $! > "$0"; sleep 30`, pidFile},
+	}))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "process group killed")
+	require.Less(t, time.Since(start), 5*time.Second, "the handler must return promptly, not after sleep 30")
+
+	pid := readPID(t, pidFile)
+	eventually(t, 5*time.Second, func() bool { return !alive(pid) }, "background grandchild %d survived", pid)
+}
+
+// TestExecKillsLeftoversOnExit: a program that exits 0 but leaves a
+// background child holding stdout must neither hang the job nor leak it.
+func TestExecKillsLeftoversOnExit(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "bg.pid")
+	start := time.Now()
+	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{
+		Argv: []string{"sh", "-c", `sleep 30 & echo $! > "$0"; echo done`, pidFile},
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "done\n", string(out))
+	require.Less(t, time.Since(start), 5*time.Second)
+	pid := readPID(t, pidFile)
+	eventually(t, 5*time.Second, func() bool { return !alive(pid) }, "left-over child %d survived", pid)
+}
+
+func TestExecPATHFromPayload(t *testing.T) {
+	t.Parallel()
+	// PATH from the payload is used for the lookup too.
+	dir := t.TempDir()
+	script := filepath.Join(dir, "hello-jq")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho from custom path\n"), 0o755))
+	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{
+		Argv: []string{"hello-jq"},
+		Env:  map[string]string{"PATH": dir + ":/usr/bin:/bin"},
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "from custom path\n", string(out))
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	require.Positive(t, pid)
+	return pid
+}
+
+// alive reports whether pid exists and is not a zombie (an orphan that init
+// has not reaped yet is dead for our purpose).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// Format: pid (comm) state ...; comm may contain spaces, so cut at the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+func eventually(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf(msg, args...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,57 @@
+// Package handlers holds jq's built-in job handlers, usable from the plain
+// binary and from applications that embed a worker: noop and sleep (the
+// workhorses of tests and benchmarks) and exec (run a program, SPEC §6).
+//
+// Payloads are JSON objects decoded strictly: an unknown field, a wrong type
+// or trailing data is a permanent failure naming the problem, because
+// retrying a malformed job cannot help. An empty payload means "all
+// defaults".
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// Job types of the built-in handlers.
+const (
+	TypeNoop  = "noop"
+	TypeSleep = "sleep"
+	TypeExec  = "exec"
+)
+
+// Register adds noop, sleep and exec (with default options) to mux.
+func Register(mux *queue.Mux) {
+	mux.Register(TypeNoop, Noop())
+	mux.Register(TypeSleep, Sleep())
+	mux.Register(TypeExec, Exec())
+}
+
+// Noop succeeds at once with an empty result, whatever the payload.
+func Noop() queue.Handler {
+	return queue.HandlerFunc(func(context.Context, *queue.Job) ([]byte, error) { return nil, nil })
+}
+
+// decodePayload decodes a JSON object strictly into v; an empty or "null"
+// payload leaves v as it is. Every error is permanent.
+func decodePayload(typ string, payload []byte, v any) error {
+	trimmed := bytes.TrimSpace(payload)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return queue.Permanent(fmt.Errorf("%s: invalid payload: %w", typ, err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return queue.Permanent(fmt.Errorf("%s: invalid payload: trailing data after the JSON object", typ))
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package handlers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/handlers"
+)
+
+func job(typ, payload string) *queue.Job {
+	return &queue.Job{ID: "00000000-0000-4000-8000-000000000001", Type: typ, Payload: []byte(payload)}
+}
+
+func ExampleRegister() {
+	mux := queue.NewMux()
+	handlers.Register(mux)
+	fmt.Println(mux.Types())
+
+	out, err := mux.Handle(context.Background(), &queue.Job{Type: "sleep", Payload: []byte(`{"ms": 1}`)})
+	fmt.Println(string(out), err)
+	// Output:
+	// [exec noop sleep]
+	// {"slept_ms":1} <nil>
+}
+
+func TestNoop(t *testing.T) {
+	t.Parallel()
+	out, err := handlers.Noop().Handle(t.Context(), job("noop", "anything at all"))
+	require.NoError(t, err)
+	require.Empty(t, out)
+}
+
+func TestSleep(t *testing.T) {
+	t.Parallel()
+	h := handlers.Sleep()
+	for name, tc := range map[string]struct {
+		payload   string
+		out       string
+		fail      bool
+		permanent bool
+	}{
+		"success":               {payload: `{"ms": 5}`, out: `{"slept_ms":5}`},
+		"empty payload":         {payload: ``, out: `{"slept_ms":0}`},
+		"null payload":          {payload: `null`, out: `{"slept_ms":0}`},
+		"fail":                  {payload: `{"ms": 1, "fail": true}`, fail: true},
+		"fail retryable":        {payload: `{"ms": 1, "fail": true, "retryable": true}`, fail: true},
+		"fail permanent":        {payload: `{"ms": 1, "fail": true, "retryable": false}`, fail: true, permanent: true},
+		"retryable alone is ok": {payload: `{"retryable": false}`, out: `{"slept_ms":0}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, err := h.Handle(t.Context(), job("sleep", tc.payload))
+			if !tc.fail {
+				require.NoError(t, err)
+				require.JSONEq(t, tc.out, string(out))
+				return
+			}
+			require.Error(t, err)
+			require.Contains(t, err.Error(), "sleep handler asked to fail")
+			require.Equal(t, tc.permanent, queue.IsPermanent(err))
+		})
+	}
+}
+
+func TestSleepBadPayload(t *testing.T) {
+	t.Parallel()
+	h := handlers.Sleep()
+	for payload, want := range map[string]string{
+		`{"ms": "ten"}`:     "cannot unmarshal",
+		`{"msec": 10}`:      `unknown field "msec"`,
+		`{"ms": 1} {}`:      "trailing data",
+		`[1]`:               "cannot unmarshal",
+		`{"ms": -1}`:        "ms must be 0 to",
+		`{"ms": 999999999}`: "ms must be 0 to",
+		`{`:                 "unexpected EOF",
+	} {
+		_, err := h.Handle(t.Context(), job("sleep", payload))
+		require.Error(t, err, payload)
+		require.True(t, queue.IsPermanent(err), payload)
+		require.Contains(t, err.Error(), want, payload)
+		require.Contains(t, err.Error(), "sleep: invalid payload", payload)
+	}
+}
+
+func TestSleepCancel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(t.Context())
+	errCause := errors.New("stop now")
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the cancellation under test, not synchronisation
+		cancel(errCause)
+	}()
+	start := time.Now()
+	_, err := handlers.Sleep().Handle(ctx, job("sleep", `{"ms": 60000}`))
+	require.ErrorIs(t, err, errCause)
+	require.False(t, queue.IsPermanent(err))
+	require.Less(t, time.Since(start), 10*time.Second)
+
+	tctx, tcancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer tcancel()
+	_, err = handlers.Sleep().Handle(tctx, job("sleep", `{"ms": 60000}`))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}

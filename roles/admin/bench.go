@@ -1,0 +1,307 @@
+package admin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/jq-dev/jq/api/client"
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+)
+
+// BenchReport is what `jq --role=admin bench` measures. Latencies are
+// submit→start: the job's started_at minus its created_at, both stamped by
+// Postgres, so client and worker clocks play no part.
+type BenchReport struct {
+	RunID            string  `json:"run_id"`
+	Queue            string  `json:"queue"`
+	Type             string  `json:"type"`
+	Jobs             int     `json:"jobs"`
+	Clients          int     `json:"clients"`
+	Batch            int     `json:"batch"`
+	OfferedRate      int     `json:"offered_rate,omitempty"`
+	PayloadBytes     int     `json:"payload_bytes"`
+	SubmitErrors     int64   `json:"submit_errors"`
+	SubmitSeconds    float64 `json:"submit_seconds"`
+	SubmitPerSec     float64 `json:"submit_per_sec"`
+	Completed        int     `json:"completed"`
+	EndToEndSeconds  float64 `json:"end_to_end_seconds"`
+	EndToEndPerSec   float64 `json:"end_to_end_per_sec"`
+	ExecSeconds      float64 `json:"exec_seconds"`
+	ExecPerSec       float64 `json:"exec_per_sec"`
+	WaitP50Ms        float64 `json:"wait_p50_ms"`
+	WaitP95Ms        float64 `json:"wait_p95_ms"`
+	WaitP99Ms        float64 `json:"wait_p99_ms"`
+	WaitMaxMs        float64 `json:"wait_max_ms"`
+	SubmitRPCP50Ms   float64 `json:"submit_rpc_p50_ms"`
+	SubmitRPCP99Ms   float64 `json:"submit_rpc_p99_ms"`
+	NotFinished      int     `json:"not_finished"`
+	FinishedNotDone  int     `json:"finished_not_done"`
+	WaitedForWorkers bool    `json:"waited_for_workers"`
+}
+
+// Run submits the jobs, waits for them to finish (unless --no-wait), and
+// prints the report.
+func (c *BenchCmd) Run(re *runEnv) error {
+	if c.Collect != "" {
+		cl, err := re.Client()
+		if err != nil {
+			return err
+		}
+		rep := &BenchReport{RunID: c.Collect, Queue: c.Queue, Type: c.Type, WaitedForWorkers: true}
+		if err := c.collect(re.ctx, cl, rep, 0); err != nil {
+			return err
+		}
+		rep.Jobs = rep.Completed + rep.FinishedNotDone + rep.NotFinished
+		return printBench(re, rep)
+	}
+	if c.Jobs <= 0 && (c.Rate <= 0 || c.Duration <= 0) {
+		return errors.New("bench: give --jobs N, or --rate R with --duration D")
+	}
+	if c.Concurrency < 1 || c.Batch < 1 || c.Batch > 1000 || c.PayloadSize < 0 {
+		return errors.New("bench: want -c ≥ 1, --batch 1..1000, --payload-size ≥ 0")
+	}
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	total := c.Jobs
+	if c.Rate > 0 && c.Duration > 0 {
+		total = int(float64(c.Rate) * c.Duration.Seconds())
+	}
+	rep := &BenchReport{RunID: newRunID(), Queue: c.Queue, Type: c.Type, Jobs: total, Clients: c.Concurrency,
+		Batch: c.Batch, OfferedRate: c.Rate, PayloadBytes: c.PayloadSize, WaitedForWorkers: !c.NoWait}
+
+	rpcLat, submitDur, errs := c.submit(re.ctx, cl, rep.RunID, total, re.globals.Timeout)
+	rep.SubmitErrors = errs
+	rep.SubmitSeconds = submitDur.Seconds()
+	rep.SubmitPerSec = float64(total-int(errs)) / submitDur.Seconds()
+	rep.SubmitRPCP50Ms, rep.SubmitRPCP99Ms = ms(percentile(rpcLat, 50)), ms(percentile(rpcLat, 99))
+	if errs > 0 {
+		fmt.Fprintf(re.Stderr, "bench: %d submits failed\n", errs)
+	}
+	if !c.NoWait {
+		if err := c.collect(re.ctx, cl, rep, total-int(errs)); err != nil {
+			return err
+		}
+	}
+	return printBench(re, rep)
+}
+
+func newRunID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (c *BenchCmd) spec(runID string, payload []byte) *jqv1.JobSpec {
+	return &jqv1.JobSpec{Queue: c.Queue, Type: c.Type, Payload: payload, Labels: map[string]string{"bench_run": runID},
+		Timeout: durationpb.New(time.Minute)}
+}
+
+// submit offers total jobs from c.Concurrency clients, as fast as possible or
+// at c.Rate jobs/s, and returns the per-RPC latencies.
+func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, total int, timeout time.Duration) ([]time.Duration, time.Duration, int64) {
+	payload := benchPayload(c.Type, c.PayloadSize)
+	var next atomic.Int64
+	var errs atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	start := time.Now()
+	var interval time.Duration
+	if c.Rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(c.Batch) / float64(c.Rate))
+	}
+	var wg sync.WaitGroup
+	for range c.Concurrency {
+		wg.Go(func() {
+			var mine []time.Duration
+			for ctx.Err() == nil {
+				first := int(next.Add(int64(c.Batch))) - c.Batch
+				if first >= total {
+					break
+				}
+				n := min(c.Batch, total-first)
+				if interval > 0 { // open-loop pacing: batch k is due at start + k·interval
+					due := start.Add(time.Duration(first/c.Batch) * interval)
+					if d := time.Until(due); d > 0 {
+						select {
+						case <-ctx.Done():
+						case <-time.After(d):
+						}
+					}
+				}
+				rctx, cancel := context.WithTimeout(ctx, timeout)
+				t0 := time.Now()
+				var err error
+				if c.Batch == 1 {
+					_, err = cl.Jobs.SubmitJob(rctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: c.spec(runID, payload)}))
+				} else {
+					specs := make([]*jqv1.JobSpec, n)
+					for i := range specs {
+						specs[i] = c.spec(runID, payload)
+					}
+					_, err = cl.Jobs.SubmitJobs(rctx, connect.NewRequest(&jqv1.SubmitJobsRequest{Jobs: specs}))
+				}
+				cancel()
+				mine = append(mine, time.Since(t0))
+				if err != nil {
+					errs.Add(int64(n))
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return lat, time.Since(start), errs.Load()
+}
+
+func benchPayload(typ string, size int) []byte {
+	if typ == "sleep" {
+		return []byte(`{"ms":0}`)
+	}
+	p := make([]byte, size)
+	for i := range p {
+		p[i] = 'x'
+	}
+	return p
+}
+
+// collect waits until every job of the run has finished, then reads their
+// timestamps page by page.
+func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchReport, accepted int) error {
+	labels := map[string]string{"bench_run": rep.RunID}
+	active := []jqv1.JobState{jqv1.JobState_JOB_STATE_PENDING, jqv1.JobState_JOB_STATE_ASSIGNED, jqv1.JobState_JOB_STATE_RUNNING}
+	deadline := time.Now().Add(c.WaitTimeout)
+	for {
+		resp, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{Queue: c.Queue, States: active, Labels: labels, PageSize: 1}))
+		if err != nil {
+			return err
+		}
+		if len(resp.Msg.GetJobs()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			rep.NotFinished = -1 // counted below
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	var waits []time.Duration
+	var first, last, firstStart time.Time
+	token := ""
+	for {
+		resp, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1000, PageToken: token}))
+		if err != nil {
+			return err
+		}
+		for _, j := range resp.Msg.GetJobs() {
+			created := j.GetCreatedAt().AsTime()
+			if first.IsZero() || created.Before(first) {
+				first = created
+			}
+			switch j.GetState() {
+			case jqv1.JobState_JOB_STATE_DONE:
+				rep.Completed++
+				done := j.GetCompletedAt().AsTime()
+				if done.After(last) {
+					last = done
+				}
+				started := j.GetStartedAt().AsTime()
+				if firstStart.IsZero() || started.Before(firstStart) {
+					firstStart = started
+				}
+				waits = append(waits, started.Sub(created))
+			case jqv1.JobState_JOB_STATE_FAILED, jqv1.JobState_JOB_STATE_DEAD_LETTERED:
+				rep.FinishedNotDone++
+			default:
+				if rep.NotFinished < 0 {
+					rep.NotFinished = 0
+				}
+				rep.NotFinished++
+			}
+		}
+		token = resp.Msg.GetNextPageToken()
+		if token == "" {
+			break
+		}
+	}
+	if rep.NotFinished < 0 {
+		rep.NotFinished = 0
+	}
+	if rep.Completed > 0 {
+		rep.EndToEndSeconds = last.Sub(first).Seconds()
+		rep.EndToEndPerSec = float64(rep.Completed) / rep.EndToEndSeconds
+		rep.ExecSeconds = last.Sub(firstStart).Seconds()
+		rep.ExecPerSec = float64(rep.Completed) / rep.ExecSeconds
+	}
+	rep.WaitP50Ms = ms(percentile(waits, 50))
+	rep.WaitP95Ms = ms(percentile(waits, 95))
+	rep.WaitP99Ms = ms(percentile(waits, 99))
+	rep.WaitMaxMs = ms(percentile(waits, 100))
+	_ = accepted
+	return nil
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(p/100*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func printBench(re *runEnv, rep *BenchReport) error {
+	if re.globals.Output == "json" || re.globals.Output == "yaml" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(re.Stdout, string(b))
+		return err
+	}
+	return benchTable(re.Stdout, rep)
+}
+
+func benchTable(w io.Writer, r *BenchReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	mode := "unary SubmitJob"
+	if r.Batch > 1 {
+		mode = fmt.Sprintf("SubmitJobs batches of %d", r.Batch)
+	}
+	fmt.Fprintf(tw, "run\t%s (queue %s, type %s, %d B payload)\n", r.RunID, r.Queue, r.Type, r.PayloadBytes)
+	if r.Clients > 0 {
+		fmt.Fprintf(tw, "submit\t%d jobs, %d clients, %s\n", r.Jobs, r.Clients, mode)
+		fmt.Fprintf(tw, "submit throughput\t%.0f jobs/s (%.2f s, %d errors; RPC p50 %.2f ms, p99 %.2f ms)\n",
+			r.SubmitPerSec, r.SubmitSeconds, r.SubmitErrors, r.SubmitRPCP50Ms, r.SubmitRPCP99Ms)
+	}
+	if r.WaitedForWorkers {
+		fmt.Fprintf(tw, "end-to-end throughput\t%.0f jobs/s (%d DONE in %.2f s; %d failed, %d unfinished)\n",
+			r.EndToEndPerSec, r.Completed, r.EndToEndSeconds, r.FinishedNotDone, r.NotFinished)
+		fmt.Fprintf(tw, "execution throughput\t%.0f jobs/s (first start → last completion, %.2f s)\n", r.ExecPerSec, r.ExecSeconds)
+		fmt.Fprintf(tw, "submit→start latency\tp50 %.2f ms  p95 %.2f ms  p99 %.2f ms  max %.2f ms\n", r.WaitP50Ms, r.WaitP95Ms, r.WaitP99Ms, r.WaitMaxMs)
+	}
+	return tw.Flush()
+}

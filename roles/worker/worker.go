@@ -1,0 +1,162 @@
+// Package worker is the worker component: it runs the executor (register,
+// stream assignments, run handlers, report) against a jq server and serves
+// /healthz and /readyz on worker.health_port. /readyz is 200 only while the
+// worker is registered with its assignment stream open, and 503 from the
+// moment a stop begins; the stop itself is the executor's two-phase stop
+// (NFR-015: running jobs get worker.shutdown_grace_s, default 60 s).
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/executor"
+)
+
+// Deps is what the worker component needs; roles/wire.go builds it.
+type Deps struct {
+	Config *config.Config
+	Log    *zap.Logger
+	// Handlers run the jobs, by type.
+	Handlers *queue.Mux
+	// Conn reaches the server: executor.NewRemote over an api client, or a
+	// fake in tests.
+	Conn executor.Conn
+}
+
+// Worker is the running worker component.
+type Worker struct {
+	deps     Deps
+	log      *zap.Logger
+	exec     *executor.Executor
+	stopping atomic.Bool
+	runCtx   context.Context // set before the health server starts
+
+	healthAddr atomic.Pointer[string]
+	listening  chan struct{}
+}
+
+// New validates deps and builds the executor. It contacts nothing: the
+// server may not be up yet (in --role=all it starts in the same process), so
+// the worker keeps retrying its registration once running.
+func New(deps Deps) (*Worker, error) {
+	if deps.Config == nil || deps.Log == nil || deps.Handlers == nil || deps.Conn == nil {
+		return nil, errors.New("worker: config, logger, handlers and conn are required")
+	}
+	cfg := deps.Config.Worker
+	host, _ := os.Hostname()
+	id := cfg.ID
+	if id == "" {
+		id = executor.DefaultWorkerID(host)
+	}
+	exec, err := executor.New(executor.Options{
+		Conn:              deps.Conn,
+		Handler:           deps.Handlers,
+		WorkerID:          id,
+		Hostname:          host,
+		Version:           buildinfo.Get().Version,
+		Concurrency:       cfg.Concurrency,
+		Queues:            cfg.Queues,
+		Logger:            deps.Log,
+		HeartbeatInterval: cfg.HeartbeatInterval(),
+		ShutdownGrace:     cfg.ShutdownGrace(),
+		MaxResultBytes:    deps.Config.Server.MaxResultBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	return &Worker{deps: deps, log: deps.Log, exec: exec, listening: make(chan struct{})}, nil
+}
+
+// Executor is the runtime behind the component (for stats).
+func (w *Worker) Executor() *executor.Executor { return w.exec }
+
+// Listening is closed once the health listener is bound.
+func (w *Worker) Listening() <-chan struct{} { return w.listening }
+
+// HealthAddr is the bound health address (valid after Listening).
+func (w *Worker) HealthAddr() string {
+	if p := w.healthAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Run serves the health endpoints and runs the executor until ctx ends (or
+// the operator's SHUTDOWN command), then stops gracefully and returns nil.
+func (w *Worker) Run(ctx context.Context) error {
+	port := w.deps.Config.Worker.HealthPort
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("listen health: %w", err)
+	}
+	addr := ln.Addr().String()
+	w.healthAddr.Store(&addr)
+	// Readiness turns 503 the moment ctx ends, before the executor starts
+	// its stop.
+	w.runCtx = ctx
+	healthSrv := &http.Server{Handler: w.healthMux(), ReadHeaderTimeout: 5 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- healthSrv.Serve(ln) }()
+	close(w.listening)
+	w.log.Info("worker health endpoints listening", zap.String("health_addr", addr))
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	execErr := make(chan error, 1)
+	go func() { execErr <- w.exec.Run(runCtx) }()
+
+	var runErr error
+	select {
+	case runErr = <-execErr:
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve health: %w", err)
+		w.stopping.Store(true)
+		cancel()
+		<-execErr
+	}
+	w.stopping.Store(true)
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer scancel()
+	_ = healthSrv.Shutdown(sctx)
+	return runErr
+}
+
+func (w *Worker) healthMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		_, _ = rw.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, _ *http.Request) {
+		st := w.exec.Status()
+		var why string
+		switch {
+		case w.runCtx.Err() != nil || w.stopping.Load() || st.Stopping:
+			why = "shutting down"
+		case st.Draining:
+			why = "draining: taking no new jobs"
+		case !st.Registered:
+			why = "not registered with the server"
+		case !st.Connected:
+			why = "assignment stream not connected"
+		}
+		if why != "" {
+			http.Error(rw, why, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = rw.Write([]byte("ready\n"))
+	})
+	return mux
+}

@@ -1,0 +1,136 @@
+package worker_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/executor"
+	"github.com/jq-dev/jq/queue/executor/executortest"
+	"github.com/jq-dev/jq/queue/handlers"
+	"github.com/jq-dev/jq/roles/worker"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type bundle struct {
+	srv    *executortest.Server
+	w      *worker.Worker
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func setup(t *testing.T, grace int) *bundle {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Worker.HealthPort = 0
+	cfg.Worker.ShutdownGraceS = grace
+	cfg.Worker.Concurrency = 2
+	cfg.Worker.ID = "w-" + t.Name()
+	srv := executortest.NewServer(executortest.Options{HeartbeatInterval: time.Hour})
+	mux := queue.NewMux()
+	handlers.Register(mux)
+	w, err := worker.New(worker.Deps{
+		Config: &cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Handlers: mux, Conn: srv,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bundle{srv: srv, w: w, cancel: cancel, done: make(chan error, 1)}
+	go func() { b.done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-b.done:
+			b.done <- err
+		case <-time.After(30 * time.Second):
+			t.Error("worker did not stop")
+		}
+	})
+	select {
+	case <-w.Listening():
+	case err := <-b.done:
+		t.Fatalf("worker ended early: %v", err)
+	}
+	return b
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url) //nolint:noctx // test
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	_, err := worker.New(worker.Deps{})
+	require.Error(t, err)
+	cfg := config.Default()
+	cfg.Worker.Concurrency = 0
+	_, err = worker.New(worker.Deps{Config: &cfg, Log: zap.NewNop(), Handlers: queue.NewMux(), Conn: executortest.NewServer(executortest.Options{})})
+	require.ErrorContains(t, err, "concurrency")
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 5)
+	base := "http://" + b.w.HealthAddr()
+	code, _ := get(t, base+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Eventually(t, func() bool { c, _ := get(t, base+"/readyz"); return c == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, "w-"+t.Name(), b.w.Executor().WorkerID())
+
+	// A sleep job runs through the built-in handler.
+	j := &queue.Job{ID: "00000000-0000-4000-8000-000000000001", Queue: "default", Type: "sleep", Payload: []byte(`{"ms": 1}`)}
+	b.srv.Submit(j)
+	require.Eventually(t, func() bool { return len(b.srv.ReportsFor(j.ID)) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.JSONEq(t, `{"slept_ms":1}`, string(b.srv.ReportsFor(j.ID)[0].Result))
+
+	// The server drops the stream: not ready until it is back.
+	b.srv.BreakStream(executor.ErrUnreachable)
+	require.Eventually(t, func() bool { c, _ := get(t, base+"/readyz"); return c == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+}
+
+// TestStopTurnsReadinessOffFirst: during the stop, /readyz is 503 while the
+// running job finishes; /healthz stays 200; Run returns nil.
+func TestStopTurnsReadinessOffFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 30)
+	base := "http://" + b.w.HealthAddr()
+	require.Eventually(t, func() bool { c, _ := get(t, base+"/readyz"); return c == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+	j := &queue.Job{ID: "00000000-0000-4000-8000-000000000002", Queue: "default", Type: "sleep", Payload: []byte(`{"ms": 1500}`)}
+	b.srv.Submit(j)
+	require.Eventually(t, func() bool { return b.w.Executor().Stats().Running == 1 }, 10*time.Second, 2*time.Millisecond)
+
+	b.cancel()
+	code, body := get(t, base+"/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "shutting down")
+	code, _ = get(t, base+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+
+	select {
+	case err := <-b.done:
+		require.NoError(t, err)
+		b.done <- err
+	case <-time.After(20 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+	rs := b.srv.ReportsFor(j.ID)
+	require.Len(t, rs, 1, "the running job finished within the grace period and was reported")
+	require.True(t, rs[0].Success)
+	require.Equal(t, 1, b.srv.Calls(executortest.MethodDeregister))
+}

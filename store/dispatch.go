@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// This file is the contract of the hot path (issue "The core loop"): the
+// batched Postgres writes of dispatch, ack and report (DispatchStore), and the
+// Redis dispatch structures (Dispatcher). Every method works on a batch; one
+// call is one statement (Postgres) or one round trip (Redis).
+
+// DueJob is a PENDING job whose not_before has passed, as the scheduler sees it.
+type DueJob struct {
+	ID        string
+	Priority  int
+	CreatedAt time.Time
+}
+
+// JobDueParams selects due jobs of one queue.
+type JobDueParams struct {
+	Queue string
+	Limit int // 1..10000
+}
+
+// JobAssignParams moves claimed jobs PENDING→ASSIGNED for one worker.
+type JobAssignParams struct {
+	WorkerID string
+	IDs      []string
+}
+
+// JobLease identifies one attempt of one job held by a worker.
+type JobLease struct {
+	ID       string
+	Attempt  int
+	WorkerID string
+}
+
+// JobReportParams is the outcome of one attempt.
+type JobReportParams struct {
+	JobLease
+	Success bool
+	Result  []byte // Success: stored with its SHA-256 checksum
+	Error   string // !Success: the failure message
+	Reason  string // !Success: error | timeout | cancelled | output_too_large | ...
+}
+
+// LeaseOutcome says what happened to one item of a batch. Err is nil when the
+// write applied; queue.ErrStaleAttempt when the job is no longer in the
+// expected state at that attempt held by that worker; queue.ErrJobNotFound;
+// or queue.ErrInvalidArgument for a malformed lease (id not a UUID, attempt
+// outside 1..MaxInt32, worker id empty or not NUL-free UTF-8).
+type LeaseOutcome struct {
+	ID  string // the job id, canonical (lower case) unless malformed
+	Err error
+	Job *queue.Job // the job after the write (nil when Err != nil)
+}
+
+// DispatchStore holds the batched writes of the core loop. A batch longer
+// than MaxDispatchBatch fails the call with ErrInvalidArgument; a bad item
+// never does. Within one ack or report batch, the first occurrence of a job
+// id is the one evaluated; later ones get ErrStaleAttempt (ErrJobNotFound
+// when the job does not exist). Event reasons are the store.Reason…
+// constants; a failure's event carries its failure reason and error.
+type DispatchStore interface {
+	// JobDue returns up to Limit due PENDING jobs of the queue in dispatch
+	// order: priority DESC, created_at, id (FR-014). Jobs of a paused queue
+	// are never due; an unknown queue has none. It takes no locks.
+	JobDue(ctx context.Context, p JobDueParams) ([]DueJob, error)
+	// JobAssignMany compare-and-sets each job PENDING→ASSIGNED, increments
+	// its attempt (the fencing token), records worker_id, and writes the
+	// events, all in one statement. It returns the jobs it assigned (full
+	// rows, in the order of p.IDs); ids it could not assign (not PENDING any
+	// more, unknown, malformed, or locked by a concurrent writer at that
+	// instant) are simply absent, and a repeated id appears once.
+	// Errors: ErrInvalidArgument (worker id, batch size).
+	JobAssignMany(ctx context.Context, p JobAssignParams) ([]*queue.Job, error)
+	// JobAckMany moves each lease ASSIGNED→RUNNING (started_at = now) when the
+	// job is ASSIGNED at that attempt to that worker; one statement for the
+	// batch with its events. One outcome per lease, in order. Acks are
+	// idempotent: a lease whose job is already RUNNING at that attempt for
+	// that worker (a retried ack whose answer was lost) succeeds again without
+	// a second event, so the worker runs the job instead of dropping it.
+	JobAckMany(ctx context.Context, leases []JobLease) ([]LeaseOutcome, error)
+	// JobReportMany applies outcomes: RUNNING→DONE (result, checksum,
+	// completed_at) or RUNNING→FAILED (last_error, failure_reason). A report
+	// for a job still ASSIGNED at that attempt implies its ack: the job goes
+	// ASSIGNED→RUNNING→DONE/FAILED with both events. One statement per batch;
+	// one outcome per report, in order. A failure without Reason records
+	// DefaultFailureReason; its Result is ignored.
+	JobReportMany(ctx context.Context, reports []JobReportParams) ([]LeaseOutcome, error)
+}
+
+// ReadyPushParams offers due jobs to a queue's ready set.
+type ReadyPushParams struct {
+	Queue   string
+	Jobs    []DueJob
+	LockTTL time.Duration // per-job lock lifetime (FR-015); > 0
+}
+
+// ClaimParams takes jobs for one worker.
+type ClaimParams struct {
+	Queue    string
+	WorkerID string
+	Max      int // > 0
+}
+
+// InflightParams names entries of one worker's in-flight list.
+type InflightParams struct {
+	Queue    string
+	WorkerID string
+	IDs      []string
+}
+
+// Dispatcher is the Redis side of dispatch (ARCHITECTURE.md): per-queue ready
+// structures ordered by priority then creation time, per-job locks, and
+// per-worker in-flight lists filled by an atomic move (the BRPOPLPUSH
+// pattern). Redis is not the truth: losing everything here loses no job, the
+// scheduler refills it from Postgres.
+type Dispatcher interface {
+	// ReadyPush takes the per-job lock (SET NX PX LockTTL) of each job and
+	// adds the jobs whose lock it got to the queue's ready set, in one
+	// round trip (one script). It returns how many it added. A job already
+	// locked (in the ready set, or claimed) is skipped.
+	ReadyPush(ctx context.Context, p ReadyPushParams) (added int, err error)
+	// ReadyLen is the number of jobs in the queue's ready set.
+	ReadyLen(ctx context.Context, queueName string) (int64, error)
+	// Claim atomically moves up to Max jobs from the ready set — highest
+	// priority first, then oldest — into the worker's in-flight list
+	// (jq:{queue}:inflight:<worker>) and returns their ids in that order.
+	// Empty ready set: an empty slice, no error.
+	Claim(ctx context.Context, p ClaimParams) ([]string, error)
+	// InflightRemove removes the ids from the worker's in-flight list and
+	// releases their locks (after the attempt ended, or when the Postgres
+	// compare-and-set refused the job).
+	InflightRemove(ctx context.Context, p InflightParams) error
+	// InflightList returns the ids in the worker's in-flight list.
+	InflightList(ctx context.Context, queueName, workerID string) ([]string, error)
+	// Ping checks the connection.
+	Ping(ctx context.Context) error
+}
+
+// Notifier carries "jobs became due in these queues" between server replicas
+// (Postgres LISTEN/NOTIFY), so a submit on one replica wakes the schedulers of
+// all of them at once instead of at their next tick.
+type Notifier interface {
+	// Notify announces due work in the queues.
+	Notify(ctx context.Context, queues []string) error
+	// Listen calls f with the queue of every notification until ctx ends or
+	// the connection fails (the caller reconnects).
+	Listen(ctx context.Context, f func(queueName string)) error
+}

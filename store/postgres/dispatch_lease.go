@@ -1,0 +1,335 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// How the batch statements (these and sqlJobAssignMany) find and lock their jobs.
+//
+// Plans must not depend on statistics. The planner guesses 10 rows for unnest of a parameter, and
+// a generic plan cached while jobs was small (a fresh database, before autovacuum's first ANALYZE)
+// otherwise joined the input against every ASSIGNED job, or walked a whole partial index per item:
+// seconds per batch once the table grew. So each job is read by a LATERAL subquery on its id alone,
+// where jobs_pkey is the only sensible path; OFFSET 0 keeps the subquery from being flattened into
+// a join the planner could reorder, or from receiving pushed-down predicates that open other index
+// choices. The lease is checked outside, on what the subquery returns.
+//
+// That subquery takes the row lock. FOR NO KEY UPDATE returns the newest row version, re-read after
+// waiting for a holder, so the lease check (and l_from, the state being left) sees what a
+// concurrent ack or report committed meanwhile. Ack and report wait for holders — a report must not
+// be refused because its job's ack is committing — and lock in id order (the outer side is sorted,
+// and the lateral runs in its order): two batches sharing jobs, such as an ack batch and a report
+// batch carrying implicit acks, cannot deadlock. The UPDATE then matches the locked id alone: a
+// lease predicate there would be tested on the statement's snapshot, older than the locked version,
+// and wrongly refuse a report whose ack committed while it waited.
+//
+// locked keeps every lease (LEFT JOIN), with l_id NULL when the lease is not held, so the outcomes
+// need no anti-join. Both statements return one row per lease that names an existing job: (ord,
+// true, the job after the write) when it applied, (ord, false, the job as it stands) when the lease
+// is stale. An ord without a row is a job that does not exist.
+const (
+	sqlJobAckMany = `
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[])
+        WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_ord)
+),
+locked AS MATERIALIZED (
+    SELECT i_id AS l_input, i_ord AS l_ord,
+           CASE WHEN j.state = 'ASSIGNED' AND j.attempt = i_attempt AND j.worker_id = i_worker
+                THEN j.id END AS l_id,
+           -- The same lease acked again (a retry after a lost answer): already RUNNING
+           -- at that attempt for that worker is success, with no second event.
+           coalesce(j.state = 'RUNNING' AND j.attempt = i_attempt AND j.worker_id = i_worker, false) AS l_again
+    FROM (SELECT * FROM input ORDER BY i_id) i
+    LEFT JOIN LATERAL (
+        SELECT id, state, attempt, worker_id FROM jobs WHERE id = i_id
+        OFFSET 0 FOR NO KEY UPDATE
+    ) j ON true
+),
+updated AS (
+    UPDATE jobs SET
+        state      = 'RUNNING',
+        started_at = now(),
+        event_seq  = event_seq + 1,
+        updated_at = now()
+    FROM locked
+    WHERE id = l_id
+    RETURNING l_ord, event_seq, ` + jobColumns + `
+),
+events AS (
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
+                            created_at)
+    SELECT id::uuid, event_seq, queue, type, 'ASSIGNED', 'RUNNING', '` + store.ReasonAcked + `',
+           worker_id, attempt, updated_at
+    FROM updated
+)
+SELECT l_ord, true, ` + jobColumns + ` FROM updated
+UNION ALL
+SELECT l_ord, l_again, s.*
+FROM locked
+CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
+WHERE l_id IS NULL`
+
+	// A lease held ASSIGNED is acked on the way: started_at is set, event_seq advances by two, and
+	// the events CTE writes ASSIGNED→RUNNING (seq n+1) before RUNNING→DONE|FAILED (seq n+2). The
+	// ORDER BY gives a job's events ascending ids too, the order the outbox relay publishes in.
+	sqlJobReportMany = `
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::boolean[], $5::bytea[], $6::text[],
+                         $7::text[], $8::text[])
+        WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_success, i_result, i_checksum, i_error,
+                             i_reason, i_ord)
+),
+locked AS MATERIALIZED (
+    SELECT i_id AS l_input, i_ord AS l_ord,
+           CASE WHEN j.state IN ('ASSIGNED', 'RUNNING') AND j.attempt = i_attempt AND j.worker_id = i_worker
+                THEN j.id END AS l_id,
+           j.state AS l_from, i_success AS l_success, i_result AS l_result, i_checksum AS l_checksum,
+           i_error AS l_error, i_reason AS l_reason
+    FROM (SELECT * FROM input ORDER BY i_id) i
+    LEFT JOIN LATERAL (
+        SELECT id, state, attempt, worker_id FROM jobs WHERE id = i_id
+        OFFSET 0 FOR NO KEY UPDATE
+    ) j ON true
+),
+updated AS (
+    UPDATE jobs SET
+        state           = CASE WHEN l_success THEN 'DONE' ELSE 'FAILED' END,
+        started_at      = CASE WHEN l_from = 'ASSIGNED' THEN now() ELSE started_at END,
+        completed_at    = CASE WHEN l_success THEN now() ELSE completed_at END,
+        result          = CASE WHEN l_success THEN l_result ELSE result END,
+        result_checksum = CASE WHEN l_success THEN l_checksum ELSE result_checksum END,
+        failure_reason  = CASE WHEN l_success THEN failure_reason ELSE l_reason END,
+        last_error      = CASE WHEN NOT l_success AND l_error <> '' THEN l_error ELSE last_error END,
+        event_seq       = event_seq + CASE WHEN l_from = 'ASSIGNED' THEN 2 ELSE 1 END,
+        updated_at      = now()
+    FROM locked
+    WHERE id = l_id
+    RETURNING l_ord, l_from, l_error, event_seq, ` + jobColumns + `
+),
+events AS (
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
+                            attempt, created_at)
+    SELECT id::uuid, event_seq - e.back, queue, type, e.from_state, e.to_state, e.reason, e.error,
+           worker_id, attempt, updated_at
+    FROM updated
+    CROSS JOIN LATERAL (VALUES
+        (1, 'ASSIGNED', 'RUNNING', '` + store.ReasonImplicitAck + `', ''),
+        (0, 'RUNNING', state,
+            CASE WHEN state = 'DONE' THEN '` + store.ReasonSucceeded + `' ELSE failure_reason END,
+            CASE WHEN state = 'DONE' THEN '' ELSE l_error END)
+    ) AS e(back, from_state, to_state, reason, error)
+    WHERE e.back = 0 OR l_from = 'ASSIGNED'
+    ORDER BY id, e.back DESC
+)
+` + sqlLeaseOutcomes
+
+	// A stale row shows the job as the statement's snapshot has it (only used for the error
+	// message).
+	sqlLeaseOutcomes = `
+SELECT l_ord, true, ` + jobColumns + ` FROM updated
+UNION ALL
+SELECT l_ord, false, s.*
+FROM locked
+CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
+WHERE l_id IS NULL`
+)
+
+// JobAckMany implements store.DispatchStore.
+func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]store.LeaseOutcome, error) {
+	if err := store.ValidateDispatchBatch(len(leases)); err != nil {
+		return nil, err
+	}
+	b := newLeaseBatch(len(leases))
+	var (
+		ids      []string
+		attempts []int32
+		workers  []string
+	)
+	for i, l := range leases {
+		if b.add(i, l) {
+			ids = append(ids, b.outcomes[i].ID)
+			attempts = append(attempts, int32(l.Attempt)) // Validate bounds it to int32
+			workers = append(workers, l.WorkerID)
+		}
+	}
+	if len(ids) > 0 {
+		rows, err := s.pool.Query(ctx, sqlJobAckMany, ids, attempts, workers)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
+		}
+		if err := b.collect(rows, leases, queue.StateAssigned); err != nil {
+			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
+		}
+	}
+	return b.finish(), nil
+}
+
+// JobReportMany implements store.DispatchStore. The result checksum is computed here
+// (queue.Checksum), not in SQL. Error and Reason are stored with NUL bytes and invalid UTF-8
+// replaced by U+FFFD.
+func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportParams) ([]store.LeaseOutcome, error) {
+	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
+		return nil, err
+	}
+	b := newLeaseBatch(len(reports))
+	leases := make([]store.JobLease, len(reports))
+	n := len(reports)
+	var (
+		ids       = make([]string, 0, n)
+		attempts  = make([]int32, 0, n)
+		workers   = make([]string, 0, n)
+		successes = make([]bool, 0, n)
+		results   = make([][]byte, 0, n)
+		checksums = make([]string, 0, n)
+		errs      = make([]string, 0, n)
+		reasons   = make([]string, 0, n)
+	)
+	for i, r := range reports {
+		leases[i] = r.JobLease
+		if !b.add(i, r.JobLease) {
+			continue
+		}
+		ids = append(ids, b.outcomes[i].ID)
+		attempts = append(attempts, int32(r.Attempt)) // Validate bounds it to int32
+		workers = append(workers, r.WorkerID)
+		successes = append(successes, r.Success)
+		if r.Success {
+			results = append(results, r.Result)
+			checksums = append(checksums, queue.Checksum(r.Result))
+			errs = append(errs, "")
+			reasons = append(reasons, "")
+			continue
+		}
+		reason := r.Reason
+		if reason == "" {
+			reason = store.DefaultFailureReason
+		}
+		results = append(results, nil)
+		checksums = append(checksums, "")
+		errs = append(errs, pgText(r.Error))
+		reasons = append(reasons, pgText(reason))
+	}
+	if len(ids) > 0 {
+		rows, err := s.pool.Query(ctx, sqlJobReportMany, ids, attempts, workers, successes, results,
+			checksums, errs, reasons)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: report jobs: %w", err)
+		}
+		if err := b.collect(rows, leases, queue.StateAssigned, queue.StateRunning); err != nil {
+			return nil, fmt.Errorf("postgres: report jobs: %w", err)
+		}
+	}
+	return b.finish(), nil
+}
+
+// leaseBatch turns a batch of leases into the rows sent to a statement and its result rows back into
+// one outcome per lease. Only the first occurrence of a job id is sent; later ones are settled by
+// finish.
+type leaseBatch struct {
+	outcomes []store.LeaseOutcome
+	sent     []int          // sent[ord-1]: the index of the lease sent as row ord
+	first    map[string]int // job id → index of its first valid lease
+	repeats  map[int]int    // index of a repeated lease → index of the first
+}
+
+func newLeaseBatch(n int) *leaseBatch {
+	return &leaseBatch{
+		outcomes: make([]store.LeaseOutcome, n),
+		sent:     make([]int, 0, n),
+		first:    make(map[string]int, n),
+	}
+}
+
+// add records lease i and reports whether it is to be sent.
+func (b *leaseBatch) add(i int, l store.JobLease) bool {
+	b.outcomes[i].ID = l.ID
+	id, err := l.Validate()
+	if err != nil {
+		b.outcomes[i].Err = err
+		return false
+	}
+	b.outcomes[i].ID = id
+	if f, dup := b.first[id]; dup {
+		if b.repeats == nil {
+			b.repeats = map[int]int{}
+		}
+		b.repeats[i] = f
+		return false
+	}
+	b.first[id] = i
+	b.sent = append(b.sent, i)
+	return true
+}
+
+// collect reads the (ord, applied, job) rows of a lease statement. from lists the states a lease
+// may be applied in, for the message of a stale outcome.
+func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...queue.State) error {
+	defer rows.Close()
+	seen := make([]bool, len(b.sent))
+	for rows.Next() {
+		var (
+			ord     int64
+			applied bool
+		)
+		j, err := scanJob(leadingRow{rows, []any{&ord, &applied}})
+		if err != nil {
+			return err
+		}
+		if ord < 1 || int(ord) > len(b.sent) || seen[ord-1] {
+			return fmt.Errorf("result row for unexpected item %d", ord)
+		}
+		seen[ord-1] = true
+		i := b.sent[ord-1]
+		if applied {
+			b.outcomes[i].Job = j
+			continue
+		}
+		l := leases[i]
+		b.outcomes[i].Err = fmt.Errorf("%w: job %s is %s at attempt %d held by %q; the lease is attempt %d "+
+			"held by %q in %v", queue.ErrStaleAttempt, j.ID, j.State, j.Attempt, j.WorkerID, l.Attempt,
+			l.WorkerID, from)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for k, ok := range seen {
+		if !ok {
+			i := b.sent[k]
+			b.outcomes[i].Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, b.outcomes[i].ID)
+		}
+	}
+	return nil
+}
+
+// finish settles repeated leases: the first occurrence of a job id in a batch is the one applied,
+// and every later one is stale (or not found, like the first).
+func (b *leaseBatch) finish() []store.LeaseOutcome {
+	for i, f := range b.repeats {
+		if errors.Is(b.outcomes[f].Err, queue.ErrJobNotFound) {
+			b.outcomes[i].Err = b.outcomes[f].Err
+			continue
+		}
+		b.outcomes[i].Err = fmt.Errorf("%w: job %s repeats item %d of the batch", queue.ErrStaleAttempt,
+			b.outcomes[i].ID, f)
+	}
+	return b.outcomes
+}
+
+// leadingRow scans columns that precede the job columns.
+type leadingRow struct {
+	pgx.Row
+	lead []any
+}
+
+func (r leadingRow) Scan(dest ...any) error {
+	all := make([]any, 0, len(r.lead)+len(dest))
+	return r.Row.Scan(append(append(all, r.lead...), dest...)...)
+}

@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/migrations"
+)
+
+func TestDispatchEdgesAreLegal(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, checkDispatchEdges())
+}
+
+// planJobs is a table of 200,000 jobs: a hot queue with 60,000 PENDING jobs (1 in 7 delayed) over a
+// 100,000-job history, and 40,000 jobs spread over ten other queues.
+const planJobs = `
+INSERT INTO queues (name) SELECT 'q' || g FROM generate_series(0, 9) g;
+INSERT INTO queues (name) VALUES ('hot');
+INSERT INTO jobs (id, queue, type, priority, state, max_retries, spec_hash, not_before, created_at)
+SELECT gen_random_uuid(), 'hot', 't', g % 10, 'PENDING', 3, '\x00',
+       CASE WHEN g % 7 = 0 THEN now() + interval '1 hour' ELSE now() END,
+       now() - g * interval '1 millisecond'
+FROM generate_series(1, 60000) g;
+INSERT INTO jobs (id, queue, type, priority, state, max_retries, spec_hash, created_at)
+SELECT gen_random_uuid(), 'hot', 't', g % 10, 'DONE', 3, '\x00', now() - interval '1 day' - g * interval '1 millisecond'
+FROM generate_series(1, 100000) g;
+INSERT INTO jobs (id, queue, type, priority, state, max_retries, spec_hash, created_at)
+SELECT gen_random_uuid(), 'q' || (g % 10), 't', g % 10, (ARRAY['PENDING', 'DONE', 'FAILED', 'RUNNING'])[g % 4 + 1],
+       3, '\x00', now() - g * interval '1 millisecond'
+FROM generate_series(1, 40000) g;
+ANALYZE jobs;
+ANALYZE queues;`
+
+// TestDispatchPlans checks the plans of the dispatch statements on 200,000 jobs, with the custom
+// plans a prepared statement starts with and with the generic plan it may switch to: JobDue walks
+// jobs_dispatch_idx in order (no sort, no scan of the history); the batch statements reach each job
+// through jobs_pkey and never scan the table.
+func TestDispatchPlans(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := testenv.NewDatabase(t)
+	require.NoError(t, migrations.Up(ctx, dsn))
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, planJobs)
+	require.NoError(t, err)
+
+	explain := func(t *testing.T, query string) string {
+		t.Helper()
+		rows, err := conn.Query(ctx, query)
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return strings.Join(lines, "\n")
+	}
+	ids := strings.Split(explain(t, `SELECT id::text FROM jobs WHERE queue = 'hot' LIMIT 1000`), "\n")
+	idArray := "'{" + strings.Join(ids, ",") + "}'"
+	repeat := func(v string) string { return "'{" + strings.Repeat(v+",", len(ids)-1) + v + "}'" }
+	for _, stmt := range []string{
+		"PREPARE due(text, integer) AS " + sqlJobDue,
+		"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany,
+		"PREPARE ack(uuid[], integer[], text[]) AS " + sqlJobAckMany,
+		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[]) AS " + sqlJobReportMany,
+	} {
+		_, err := conn.Exec(ctx, stmt)
+		require.NoError(t, err)
+	}
+
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+
+		plan := explain(t, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE due('hot', 1000)")
+		t.Logf("JobDue, %s:\n%s", mode, plan)
+		require.Contains(t, plan, "Index Only Scan using jobs_dispatch_idx", mode)
+		require.Contains(t, plan, "One-Time Filter", "the paused check runs once: %s", mode)
+		require.NotContains(t, plan, "Sort", "the index gives the order: %s", mode)
+		require.Contains(t, plan, "rows=1000 loops=1", mode)
+
+		for name, execute := range map[string]string{
+			"JobAssignMany": "EXECUTE assign('w', " + idArray + ")",
+			"JobAckMany":    "EXECUTE ack(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ")",
+			"JobReportMany": "EXECUTE report(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ", " +
+				repeat("true") + ", " + repeat(`\\x00`) + ", " + repeat("c") + ", " + repeat("e") + ", " + repeat("r") + ")",
+		} {
+			plan := explain(t, "EXPLAIN (COSTS OFF) "+execute)
+			t.Logf("%s, %s:\n%s", name, mode, plan)
+			require.NotContains(t, plan, "Seq Scan on jobs", "%s, %s", name, mode)
+			require.NotRegexp(t, `Index (Only )?Scan using jobs_(?:[a-z_]+_idx)`, plan, "only jobs_pkey: %s, %s", name, mode)
+			require.Contains(t, plan, "Index Scan using jobs_pkey", "%s, %s", name, mode)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jq-dev/jq/store"
+)
+
+// notifyChannel is the LISTEN/NOTIFY channel of due work; the payload is the
+// queue name.
+const notifyChannel = "jq_jobs_due"
+
+var _ store.Notifier = (*Store)(nil)
+
+// Notify sends one notification per queue in one statement.
+func (s *Store) Notify(ctx context.Context, queues []string) error {
+	if len(queues) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', q) FROM unnest($1::text[]) AS q`, queues); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// Listen holds one pool connection for LISTEN until ctx ends or it fails.
+func (s *Store) Listen(ctx context.Context, f func(queueName string)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("listen: acquire: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer func() {
+		// The connection goes back to the pool: stop listening first.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+notifyChannel)
+	}()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("listen: %w", err)
+		}
+		f(n.Payload)
+	}
+}

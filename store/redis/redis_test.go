@@ -1,0 +1,225 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// newDispatcher returns a Dispatcher on the shared Redis under a key prefix of the test's own,
+// whose keys are deleted when the test ends.
+func newDispatcher(t *testing.T) store.Dispatcher {
+	t.Helper()
+	client, prefix := testenv.NewRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix})
+	require.NoError(t, err)
+	return d
+}
+
+func TestDispatcher(t *testing.T) {
+	storetest.RunDispatcher(t, newDispatcher)
+}
+
+func BenchmarkDispatcher(b *testing.B) {
+	client, prefix := testenv.NewRedis(b)
+	d, err := redis.New(context.Background(), redis.Config{Client: client, KeyPrefix: prefix})
+	require.NoError(b, err)
+	storetest.BenchDispatcher(b, d)
+}
+
+// privateClient returns a client of the private server, closed when the test ends.
+func privateClient(t *testing.T, srv *testenv.RedisProcess) *goredis.Client {
+	t.Helper()
+	// One dial per attempt instead of five keeps the calls made while the server is down short;
+	// command retries stay at go-redis's default, as in production.
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, DialerRetries: 1})
+	t.Cleanup(func() { require.NoError(t, client.Close()) })
+	return client
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func dueJobs(n int) []store.DueJob {
+	now := time.Now()
+	jobs := make([]store.DueJob, n)
+	for i := range jobs {
+		jobs[i] = store.DueJob{ID: "job-" + string(rune('a'+i)), Priority: i % 10, CreatedAt: now}
+	}
+	return jobs
+}
+
+func TestNewChecksConfig(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	_, err := redis.New(ctx, redis.Config{})
+	require.ErrorContains(t, err, "Client is nil")
+
+	client, prefix := testenv.NewRedis(t)
+	_, err = redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix + "{x}"})
+	require.ErrorContains(t, err, "must not contain")
+
+	d, err := redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix})
+	require.NoError(t, err)
+	require.NoError(t, d.Ping(ctx))
+}
+
+func TestNewFailsWhenRedisIsDown(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	client := privateClient(t, srv)
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := redis.New(ctx, redis.Config{Client: client})
+	require.ErrorContains(t, err, "redis: ping")
+}
+
+// The scripts are loaded by New and run by EVALSHA; a server that has lost them (SCRIPT FLUSH,
+// restart, failover) gets them again by EVAL. Done on a private server: flushing the shared one
+// would pull scripts from under other tests.
+func TestScriptsSurviveScriptFlush(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	srv := testenv.StartRedis(t)
+	client := privateClient(t, srv)
+	d, err := redis.New(ctx, redis.Config{Client: client})
+	require.NoError(t, err)
+
+	exists := func() []bool {
+		t.Helper()
+		got, err := client.ScriptExists(ctx, redis.ScriptSHAs()...).Result()
+		require.NoError(t, err)
+		return got
+	}
+	require.Equal(t, []bool{true, true, true}, exists(), "New loads every script")
+
+	round := func() {
+		t.Helper()
+		jobs := dueJobs(5)
+		n, err := d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
+		require.NoError(t, err)
+		require.Equal(t, 5, n)
+		ids, err := d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 10})
+		require.NoError(t, err)
+		require.Len(t, ids, 5)
+		require.NoError(t, d.InflightRemove(ctx, store.InflightParams{Queue: "q", WorkerID: "w", IDs: ids}))
+	}
+	round()
+	require.NoError(t, client.ScriptFlush(ctx).Err())
+	require.Equal(t, []bool{false, false, false}, exists())
+	round()
+}
+
+// Redis dies and comes back empty: while it is down every method returns an error (no panic, no
+// hang past the context); afterwards every method works again on the empty server.
+func TestRedisRestart(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	srv := testenv.StartRedis(t)
+	client := privateClient(t, srv)
+	d, err := redis.New(ctx, redis.Config{Client: client})
+	require.NoError(t, err)
+	jobs := dueJobs(3)
+	n, err := d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	ids, err := d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 1})
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+
+	srv.Kill()
+	down, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.Error(t, d.Ping(down))
+	_, err = d.ReadyPush(down, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
+	require.Error(t, err)
+	_, err = d.ReadyLen(down, "q")
+	require.Error(t, err)
+	_, err = d.Claim(down, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 1})
+	require.Error(t, err)
+	_, err = d.InflightList(down, "q", "w")
+	require.Error(t, err)
+	require.Error(t, d.InflightRemove(down, store.InflightParams{Queue: "q", WorkerID: "w", IDs: ids}))
+
+	srv.Start()
+	testenv.Eventually(t, 10*time.Second, func() error { return d.Ping(ctx) })
+	// The data is gone: nothing ready, nothing in flight, no locks; removing a vanished entry is fine.
+	l, err := d.ReadyLen(ctx, "q")
+	require.NoError(t, err)
+	require.Zero(t, l)
+	inflight, err := d.InflightList(ctx, "q", "w")
+	require.NoError(t, err)
+	require.Empty(t, inflight)
+	require.NoError(t, d.InflightRemove(ctx, store.InflightParams{Queue: "q", WorkerID: "w", IDs: ids}))
+	n, err = d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "no lock survived: the scheduler's refill queues every job")
+	ids, err = d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 10})
+	require.NoError(t, err)
+	require.Len(t, ids, 3)
+}
+
+// A deadline that passes while Redis does not answer surfaces as context.DeadlineExceeded, even
+// though go-redis sees a socket timeout. CLIENT PAUSE holds every command on the private server.
+func TestDeadlineExceeded(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	srv := testenv.StartRedis(t)
+	client := privateClient(t, srv)
+	d, err := redis.New(ctx, redis.Config{Client: client})
+	require.NoError(t, err)
+
+	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	_, err = d.ReadyLen(expired, "q")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	admin := privateClient(t, srv)
+	calls := map[string]func(context.Context) error{
+		"ping": d.Ping,
+		"ready push": func(ctx context.Context) error {
+			_, err := d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: dueJobs(2), LockTTL: time.Minute})
+			return err
+		},
+		"ready len": func(ctx context.Context) error { _, err := d.ReadyLen(ctx, "q"); return err },
+		"claim": func(ctx context.Context) error {
+			_, err := d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 1})
+			return err
+		},
+		"inflight list": func(ctx context.Context) error { _, err := d.InflightList(ctx, "q", "w"); return err },
+		"inflight remove": func(ctx context.Context) error {
+			return d.InflightRemove(ctx, store.InflightParams{Queue: "q", WorkerID: "w", IDs: []string{"x"}})
+		},
+	}
+	for name, call := range calls {
+		// A pause cannot be lifted early (CLIENT UNPAUSE is held too), so each lasts well past the
+		// call's deadline and no longer; the next PAUSE waits for the previous one to end.
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "600", "ALL").Err())
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		began := time.Now()
+		err := call(short)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+		require.Less(t, time.Since(began), 500*time.Millisecond, "%s: the deadline bounds the call", name)
+	}
+}
