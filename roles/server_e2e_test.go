@@ -339,8 +339,9 @@ func TestRoleAllRunsServerAndWorker(t *testing.T) {
 	t.Parallel()
 	_, prefix := testenv.NewRedis(t)
 	se := newServerEnv(t, testenv.NewDatabase(t))
+	workerMetrics := freePort(t)
 	p := startJQ(t, append(se.env, "JQ_REDIS_KEY_PREFIX="+prefix,
-		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t))))
+		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(workerMetrics), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t))))
 	p.waitLog(t, "server started")
 
 	cl, err := client.New(client.Options{Addr: se.addr()})
@@ -360,6 +361,14 @@ func TestRoleAllRunsServerAndWorker(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The in-process worker serves its own metrics.
+	mz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", workerMetrics))
+	require.NoError(t, err)
+	mbody, _ := io.ReadAll(mz.Body)
+	_ = mz.Body.Close()
+	require.Equal(t, http.StatusOK, mz.StatusCode)
+	require.Contains(t, string(mbody), "go_goroutines")
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {

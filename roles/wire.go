@@ -123,7 +123,10 @@ func buildWorker(_ context.Context, cfg *config.Config, log *zap.Logger) (func(c
 	}
 	mux := queue.NewMux()
 	handlers.Register(mux)
-	w, err := worker.New(worker.Deps{Config: cfg, Log: log, Handlers: mux, Conn: executor.NewRemote(cl)})
+	w, err := worker.New(worker.Deps{
+		Config: cfg, Log: log, Handlers: mux, Conn: executor.NewRemote(cl),
+		Metrics: telemetry.MetricsHandler(telemetry.NewRegistry()),
+	})
 	if err != nil {
 		cl.Close()
 		return nil, err

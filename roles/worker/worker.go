@@ -34,6 +34,9 @@ type Deps struct {
 	// Conn reaches the server: executor.NewRemote over an api client, or a
 	// fake in tests.
 	Conn executor.Conn
+	// Metrics is served at /metrics on worker.metrics_port when
+	// metrics.enabled (nil: not served).
+	Metrics http.Handler
 }
 
 // Worker is the running worker component.
@@ -112,6 +115,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { serveErr <- healthSrv.Serve(ln) }()
 	close(w.listening)
 	w.log.Info("worker health endpoints listening", zap.String("health_addr", addr))
+
+	var metricsSrv *http.Server
+	if w.deps.Metrics != nil && w.deps.Config.Metrics.Enabled {
+		mln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(w.deps.Config.Worker.MetricsPort)))
+		if err != nil {
+			_ = healthSrv.Close()
+			return fmt.Errorf("listen metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", w.deps.Metrics)
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = metricsSrv.Serve(mln) }()
+		defer func() { _ = metricsSrv.Close() }()
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
