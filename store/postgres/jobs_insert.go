@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,8 +17,6 @@ import (
 )
 
 const (
-	sqlJobInsertQueues = `SELECT name, max_retries, ttl_ms FROM queues WHERE name = ANY($1::text[])`
-
 	// One statement for the whole batch: the jobs and their submission events, from parallel arrays.
 	// created_at is now() plus the row's position in microseconds: rows of one batch keep their
 	// submit order under the scheduler's (priority, created_at) FIFO instead of tying on one
@@ -33,16 +33,25 @@ WITH input AS (
          WITH ORDINALITY AS t(id, queue, type, payload, priority, max_retries, ttl_ms, timeout_ms, run_at,
                               idempotency_key, spec_hash, labels, keep_result, trace_context, ord)
 ),
+-- A negative max_retries or ttl_ms means "the queue's default", read here rather than in a separate
+-- round trip. An unknown queue leaves them 0 and the insert fails on the queues foreign key, which
+-- fails the whole statement.
+resolved AS (
+    SELECT i.*,
+           CASE WHEN i.max_retries < 0 THEN coalesce(q.max_retries, 0) ELSE i.max_retries END AS r_max_retries,
+           CASE WHEN i.ttl_ms < 0 THEN coalesce(q.ttl_ms, 0) ELSE i.ttl_ms END AS r_ttl_ms
+    FROM input i LEFT JOIN queues q ON q.name = i.queue
+),
 inserted AS (
     INSERT INTO jobs (id, queue, type, payload, priority, state, max_retries, ttl_ms, timeout_ms,
                       not_before, expires_at, idempotency_key, spec_hash, labels, keep_result,
                       trace_context, created_at, updated_at)
-    SELECT id, queue, type, coalesce(payload, ''), priority, 'PENDING', max_retries, ttl_ms, timeout_ms,
+    SELECT id, queue, type, coalesce(payload, ''), priority, 'PENDING', r_max_retries, r_ttl_ms, timeout_ms,
            coalesce(run_at, created_at),
-           CASE WHEN ttl_ms > 0 THEN coalesce(run_at, created_at) + ttl_ms * interval '1 millisecond' END,
+           CASE WHEN r_ttl_ms > 0 THEN coalesce(run_at, created_at) + r_ttl_ms * interval '1 millisecond' END,
            idempotency_key, spec_hash, labels::jsonb, keep_result, trace_context::jsonb,
            created_at, created_at
-    FROM input
+    FROM resolved
     ORDER BY queue, idempotency_key, ord
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
     RETURNING ` + jobColumns + `
@@ -74,6 +83,13 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 		return nil, err
 	}
 
+	// Without idempotency keys the batch is one statement, atomic on its
+	// own: no BEGIN/COMMIT round trips. With keys, the read-back of jobs
+	// already holding a key must share the insert's transaction, so that a
+	// conflicting spec can still fail the whole batch.
+	if !anyIdempotencyKey(ps) {
+		return insertJobs(ctx, s.pool, ps)
+	}
 	var results []store.JobInsertResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -86,16 +102,21 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 	return results, nil
 }
 
-type queueDefaults struct {
-	maxRetries int
-	ttlMS      int64
+func anyIdempotencyKey(ps []store.JobInsertParams) bool {
+	for _, p := range ps {
+		if p.IdempotencyKey != "" {
+			return true
+		}
+	}
+	return false
 }
 
-func insertJobs(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) ([]store.JobInsertResult, error) {
-	defaults, err := loadQueueDefaults(ctx, tx, ps)
-	if err != nil {
-		return nil, err
-	}
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]store.JobInsertResult, error) {
 
 	n := len(ps)
 	var (
@@ -116,7 +137,6 @@ func insertJobs(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) ([]s
 		index        = make(map[string]int, n) // job id → position in ps
 	)
 	for i, p := range ps {
-		d := defaults[p.Queue]
 		ids[i] = p.ID
 		if ids[i] == "" {
 			ids[i] = uuid.NewString()
@@ -131,11 +151,11 @@ func insertJobs(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) ([]s
 		types[i] = p.Type
 		payloads[i] = p.Payload
 		priorities[i] = int16(p.Priority)
-		maxRetries[i] = int32(d.maxRetries)
+		maxRetries[i] = -1 // the queue's default, resolved in SQL
 		if p.MaxRetries != nil {
 			maxRetries[i] = int32(*p.MaxRetries)
 		}
-		ttls[i] = d.ttlMS
+		ttls[i] = -1 // the queue's default
 		if p.TTL > 0 {
 			ttls[i] = toMillis(p.TTL)
 		}
@@ -173,43 +193,9 @@ func insertJobs(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) ([]s
 	return results, resolveExisting(ctx, tx, ps, hashes, results)
 }
 
-// loadQueueDefaults reads the queues the batch names; a missing one fails the whole batch.
-func loadQueueDefaults(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) (map[string]queueDefaults, error) {
-	var names []string
-	seen := map[string]bool{}
-	for _, p := range ps {
-		if !seen[p.Queue] {
-			seen[p.Queue] = true
-			names = append(names, p.Queue)
-		}
-	}
-	rows, err := tx.Query(ctx, sqlJobInsertQueues, names)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: insert jobs: read queues: %w", err)
-	}
-	defaults := make(map[string]queueDefaults, len(names))
-	var (
-		name string
-		d    queueDefaults
-	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &d.maxRetries, &d.ttlMS}, func() error {
-		defaults[name] = d
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: insert jobs: read queues: %w", err)
-	}
-	for _, n := range names {
-		if _, ok := defaults[n]; !ok {
-			return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, n)
-		}
-	}
-	return defaults, nil
-}
-
 // resolveExisting fills the results of rows skipped for a taken idempotency key with the job holding
 // the key, or fails the batch when that job's spec differs.
-func resolveExisting(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams, hashes [][]byte,
+func resolveExisting(ctx context.Context, tx querier, ps []store.JobInsertParams, hashes [][]byte,
 	results []store.JobInsertResult) error {
 	var qs, ks []string
 	for i, r := range results {
@@ -272,12 +258,24 @@ func translateInsertError(err error) error {
 	switch {
 	case pe == nil:
 	case pe.Code == codeForeignKeyViolation:
-		// The queue was deleted after it was read.
-		return fmt.Errorf("%w: %s", queue.ErrQueueNotFound, pe.Detail)
+		// The batch names a queue that does not exist (or was just deleted).
+		return fmt.Errorf("%w: %s", queue.ErrQueueNotFound, queueFromFKDetail(pe.Detail))
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "jobs_pkey":
 		return fmt.Errorf("%w: job id already exists", queue.ErrInvalidArgument)
 	case pe.Code == codeCheckViolation:
 		return fmt.Errorf("%w: %s", queue.ErrInvalidArgument, pe.Message)
 	}
 	return fmt.Errorf("postgres: insert jobs: %w", err)
+}
+
+// queueFromFKDetail turns `Key (queue)=(emails) is not present in table "queues".` into `"emails"`.
+func queueFromFKDetail(detail string) string {
+	const pre = "Key (queue)=("
+	if i := strings.Index(detail, pre); i >= 0 {
+		rest := detail[i+len(pre):]
+		if j := strings.Index(rest, ")"); j >= 0 {
+			return strconv.Quote(rest[:j])
+		}
+	}
+	return detail
 }
