@@ -75,10 +75,11 @@ locked AS MATERIALIZED (
     SELECT j.id AS l_id, i_ord AS l_ord
     FROM input
     CROSS JOIN LATERAL (
-        SELECT id, state FROM jobs WHERE id = i_id
+        SELECT id, state, queue FROM jobs WHERE id = i_id
         OFFSET 0 FOR NO KEY UPDATE SKIP LOCKED
     ) j
-    WHERE j.state = 'PENDING'
+    -- A paused queue dispatches nothing, even a job that was already in its ready set.
+    WHERE j.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
 ),
 updated AS (
     UPDATE jobs SET

@@ -290,6 +290,18 @@ func runJobAssignTests(t *testing.T, newStore NewDispatchStoreFunc) {
 		require.Empty(t, b.assign("w1"))
 	})
 
+	t.Run("PausedQueue", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		jobs := b.insertN(2)
+		_, err := b.s.QueueSetPaused(b.ctx, store.QueueSetPausedParams{Name: b.queue, Paused: true})
+		require.NoError(t, err)
+		require.Empty(t, b.assign("w1", jobs[0].ID, jobs[1].ID), "a paused queue dispatches nothing, even claimed jobs")
+		b.requireUntouched(jobs[0], 1)
+		_, err = b.s.QueueSetPaused(b.ctx, store.QueueSetPausedParams{Name: b.queue})
+		require.NoError(t, err)
+		require.Len(t, b.assign("w1", jobs[0].ID, jobs[1].ID), 2)
+	})
+
 	t.Run("AttemptIncrementsOnReassignment", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		j := b.assignOne("w1", b.insertOne(b.job("t")))
