@@ -82,7 +82,8 @@ type DispatchStore interface {
 	// batch with its events. One outcome per lease, in order. Acks are
 	// idempotent: a lease whose job is already RUNNING at that attempt for
 	// that worker (a retried ack whose answer was lost) succeeds again without
-	// a second event, so the worker runs the job instead of dropping it.
+	// a second event, so the worker runs the job instead of dropping it —
+	// also when the retry lands in the same batch as the call it retries.
 	JobAckMany(ctx context.Context, leases []JobLease) ([]LeaseOutcome, error)
 	// JobReportMany applies outcomes: RUNNING→DONE (result, checksum,
 	// completed_at) or RUNNING→FAILED (last_error, failure_reason). A report

@@ -23,7 +23,7 @@ func (e *Engine) Ack(ctx context.Context, workerID string, leases []store.JobLea
 	}
 	// A refused ack is never followed by a report (the worker drops the
 	// lease), so its slot and in-flight entry are released here.
-	e.release(ctx, workerID, outs, func(o store.LeaseOutcome) bool { return isStale(o.Err) })
+	e.release(ctx, workerID, outs, false, func(o store.LeaseOutcome) bool { return isStale(o.Err) })
 	return outs, nil
 }
 
@@ -49,7 +49,7 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 	}
 	// An applied report ends the attempt; a stale one names an attempt that
 	// is no longer this worker's. Either way the slot is free again.
-	e.release(ctx, workerID, out, func(o store.LeaseOutcome) bool { return o.Err == nil || isStale(o.Err) })
+	e.release(ctx, workerID, out, true, func(o store.LeaseOutcome) bool { return o.Err == nil || isStale(o.Err) })
 	return out, nil
 }
 
@@ -86,7 +86,7 @@ func flushConcat[T any](ctx context.Context, reqs [][]T, write func(context.Cont
 
 // release frees the session slots and the in-flight entries (with their
 // locks) of the outcomes ended says are over for this worker.
-func (e *Engine) release(ctx context.Context, workerID string, outs []store.LeaseOutcome, ended func(store.LeaseOutcome) bool) {
+func (e *Engine) release(ctx context.Context, workerID string, outs []store.LeaseOutcome, reported bool, ended func(store.LeaseOutcome) bool) {
 	e.mu.Lock()
 	s := e.sessions[workerID]
 	e.mu.Unlock()
@@ -115,7 +115,7 @@ func (e *Engine) release(ctx context.Context, workerID string, outs []store.Leas
 		}
 	}
 	if s != nil && len(over) > 0 {
-		s.released(over)
+		s.released(over, reported)
 	}
 }
 

@@ -85,13 +85,21 @@ func (s *Session) free() int {
 	return s.concurrency - len(s.outstanding) - s.carried
 }
 
-// released frees the slots of reported attempts and wakes the session.
-func (s *Session) released(ids []string) {
+// released frees the slots of ended attempts and wakes the session. Only a
+// report may free a carried slot (an attempt from before this session): a
+// refused ack of an unknown id frees nothing, and an id is counted once per
+// call, so a double release cannot let the server exceed the concurrency.
+func (s *Session) released(ids []string, reported bool) {
 	s.mu.Lock()
+	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
 		if _, ok := s.outstanding[id]; ok {
 			delete(s.outstanding, id)
-		} else if s.carried > 0 {
+		} else if reported && s.carried > 0 {
 			s.carried--
 		}
 	}

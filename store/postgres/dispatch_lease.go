@@ -169,7 +169,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
 		}
 	}
-	return b.finish(), nil
+	return b.finish(leases, true), nil
 }
 
 // JobReportMany implements store.DispatchStore. The result checksum is computed here
@@ -227,7 +227,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 			return nil, fmt.Errorf("postgres: report jobs: %w", err)
 		}
 	}
-	return b.finish(), nil
+	return b.finish(leases, false), nil
 }
 
 // leaseBatch turns a batch of leases into the rows sent to a statement and its result rows back into
@@ -309,10 +309,17 @@ func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...que
 	return nil
 }
 
-// finish settles repeated leases: the first occurrence of a job id in a batch is the one applied,
-// and every later one is stale (or not found, like the first).
-func (b *leaseBatch) finish() []store.LeaseOutcome {
+// finish settles repeated leases: the first occurrence of a job id in a batch is the one applied.
+// With idempotent (acks), a repeat of the identical lease (same attempt, same worker — e.g. a
+// worker's retried ack merged into one batch with the call it retries) gets the first occurrence's
+// outcome, so a retry never turns a success into a refusal. Any other repeat, and every repeated
+// report (which may say something different), is stale (or not found, like the first).
+func (b *leaseBatch) finish(leases []store.JobLease, idempotent bool) []store.LeaseOutcome {
 	for i, f := range b.repeats {
+		if idempotent && leases[i].Attempt == leases[f].Attempt && leases[i].WorkerID == leases[f].WorkerID {
+			b.outcomes[i].Job, b.outcomes[i].Err = b.outcomes[f].Job, b.outcomes[f].Err
+			continue
+		}
 		if errors.Is(b.outcomes[f].Err, queue.ErrJobNotFound) {
 			b.outcomes[i].Err = b.outcomes[f].Err
 			continue
