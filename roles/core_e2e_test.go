@@ -270,6 +270,8 @@ func TestSubmitValidation(t *testing.T) {
 		"priority":     {Queue: "default", Type: "noop", Priority: 10},
 		"payload size": {Queue: "default", Type: "noop", Payload: make([]byte, 1025)},
 		"max_retries":  {Queue: "default", Type: "noop", MaxRetries: ptr[int32](-1)},
+		"NUL in type":  {Queue: "default", Type: "no\x00op"},
+		"NUL in label": {Queue: "default", Type: "noop", Labels: map[string]string{"k": "v\x00"}},
 	}
 	for name, spec := range cases {
 		_, err := c.client.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: spec}))

@@ -96,6 +96,18 @@ func (p JobInsertParams) Validate() error {
 	if err := queue.ValidateQueueName(p.Queue); err != nil {
 		errs = append(errs, err)
 	}
+	for name, v := range map[string]string{"type": p.Type, "idempotency key": p.IdempotencyKey} {
+		if strings.ContainsRune(v, 0) {
+			errs = append(errs, invalid("%s contains a NUL byte", name))
+		}
+	}
+	for _, m := range []map[string]string{p.Labels, p.TraceContext} {
+		for k, v := range m {
+			if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+				errs = append(errs, invalid("label or trace context %q contains a NUL byte", k))
+			}
+		}
+	}
 	if len(p.Type) > MaxTypeLen {
 		errs = append(errs, invalid("type is longer than %d bytes", MaxTypeLen))
 	}

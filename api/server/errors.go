@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/engine"
 )
 
 // codeOf is the one mapping from jq's sentinel errors to gRPC codes.
@@ -26,6 +27,8 @@ func codeOf(err error) connect.Code {
 		return connect.CodeFailedPrecondition
 	case errors.Is(err, queue.ErrShutdown):
 		return connect.CodeUnavailable
+	case errors.Is(err, engine.ErrSessionReplaced):
+		return connect.CodeAborted
 	case errors.Is(err, context.DeadlineExceeded):
 		return connect.CodeDeadlineExceeded
 	case errors.Is(err, context.Canceled):
@@ -49,7 +52,9 @@ func toConnect(log *zap.Logger, procedure string, err error) error {
 	code := codeOf(err)
 	if code == connect.CodeUnknown {
 		log.Error("request failed", zap.String("procedure", procedure), zap.Error(err))
-		return connect.NewError(connect.CodeUnavailable, errors.New("the server could not complete the request; retry"))
+		// Honest about the outcome: a write may have committed before the
+		// failure. Retrying is safe for requests with an idempotency key.
+		return connect.NewError(connect.CodeUnavailable, errors.New("the server could not complete the request; its outcome is unknown (retry with an idempotency key to avoid a duplicate)"))
 	}
 	return connect.NewError(code, errors.New(firstLine(err.Error())))
 }

@@ -91,8 +91,14 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	if err != nil {
 		return err
 	}
-	if w.Status == queue.WorkerOffline {
+	if req.Msg.GetCapacity() < 0 || int(req.Msg.GetCapacity()) > w.Concurrency {
+		return invalid(fmt.Sprintf("capacity %d: want 0..%d (0 = the registered concurrency)", req.Msg.GetCapacity(), w.Concurrency))
+	}
+	switch w.Status {
+	case queue.WorkerOffline:
 		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("worker %q is OFFLINE: register again", w.ID))
+	case queue.WorkerDraining:
+		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("worker %q is DRAINING: it gets no new jobs", w.ID))
 	}
 	sess := s.engine.OpenSession(w, int(req.Msg.GetCapacity()))
 	defer sess.Close()

@@ -76,7 +76,7 @@ func (b *batcher[T, R]) run(ctx context.Context, n int) {
 	for {
 		select {
 		case r := <-b.in:
-			r.err = ctx.Err()
+			r.err = queue.ErrShutdown // UNAVAILABLE: nothing was written, retry elsewhere
 			close(r.done)
 		default:
 			return

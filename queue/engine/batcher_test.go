@@ -88,7 +88,7 @@ func TestBatcherCallerContext(t *testing.T) {
 	go func() { _, err := b.do(context.Background(), 2); errc <- err }()
 	require.Eventually(t, func() bool { return len(b.in) == 2 }, 5*time.Second, time.Millisecond) // 1 (abandoned) and 2
 	b.run(runCtx, 1)
-	require.ErrorIs(t, <-errc, context.Canceled)
+	require.ErrorIs(t, <-errc, queue.ErrShutdown)
 
 	// After run has returned, a request fails at once.
 	_, err = b.do(context.Background(), 3)

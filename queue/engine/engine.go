@@ -18,7 +18,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -103,6 +102,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session // by worker id
+	closing  bool                // CloseSessions ran: no new sessions
 	ready    chan struct{}       // closed and replaced when ready sets gain jobs
 	running  bool
 }
@@ -203,11 +203,13 @@ func (e *Engine) broadcastReady() {
 func (e *Engine) CloseSessions() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.closing = true
 	for id, s := range e.sessions {
 		s.close(queue.ErrShutdown)
 		delete(e.sessions, id)
 	}
 }
 
-// errSessionReplaced ends a session when the same worker opens a new one.
-var errSessionReplaced = fmt.Errorf("%w: the worker opened a newer stream", queue.ErrStaleAttempt)
+// ErrSessionReplaced ends a session when the same worker opens a new one
+// (ABORTED on the wire).
+var ErrSessionReplaced = errors.New("the worker opened a newer assignment stream")

@@ -46,11 +46,16 @@ func (e *Engine) OpenSession(w *queue.Worker, capacity int) *Session {
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.mu.Lock()
+	if e.closing {
+		e.mu.Unlock()
+		s.close(queue.ErrShutdown)
+		return s
+	}
 	old := e.sessions[w.ID]
 	e.sessions[w.ID] = s
 	e.mu.Unlock()
 	if old != nil {
-		old.close(errSessionReplaced)
+		old.close(ErrSessionReplaced)
 	}
 	e.WakeScheduler()
 	return s
@@ -118,6 +123,14 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 	defer poll.Stop()
 	for {
 		ready := s.e.readySignal() // before claiming: a push during the claim is not missed
+		select {
+		case <-s.done: // closed or replaced: claim nothing more for this stream
+			if s.err != nil {
+				return nil, s.err
+			}
+			return nil, queue.ErrShutdown
+		default:
+		}
 		if free := s.free(); free > 0 {
 			jobs, err := s.claim(ctx, free)
 			if err != nil {
@@ -159,19 +172,23 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		q := s.queues[(start+i)%len(s.queues)]
 		ids, err := s.e.opts.Dispatcher.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: s.workerID, Max: free})
 		if err != nil {
-			return out, fmt.Errorf("claim %s: %w", q, err)
+			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
 		}
 		if len(ids) == 0 {
 			continue
 		}
-		jobs, err := s.e.opts.Store.JobAssignMany(ctx, store.JobAssignParams{WorkerID: s.workerID, IDs: ids})
+		// The compare-and-set must reach a known outcome even if the stream
+		// goes away meanwhile: jobs it assigns are this worker's from then on.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
+		jobs, err := s.e.opts.Store.JobAssignMany(actx, store.JobAssignParams{WorkerID: s.workerID, IDs: ids})
+		cancel()
 		if err != nil {
 			// The jobs stay PENDING in Postgres; give them back to the
 			// scheduler (the lock goes with the in-flight entry).
 			if rerr := s.e.opts.Dispatcher.InflightRemove(context.WithoutCancel(ctx), store.InflightParams{Queue: q, WorkerID: s.workerID, IDs: ids}); rerr != nil {
 				s.e.log.Warn("release claims after a failed assign failed", zap.String("queue", q), zap.Error(rerr))
 			}
-			return out, fmt.Errorf("assign %s: %w", q, err)
+			return s.partial(out, fmt.Errorf("assign %s: %w", q, err))
 		}
 		if len(jobs) < len(ids) {
 			s.dropRefused(ctx, q, ids, jobs)
@@ -186,6 +203,19 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 	}
 	return out, nil
 }
+
+// partial returns what a claim already assigned when a later queue fails:
+// those jobs are ASSIGNED to this worker and must be sent, not dropped.
+func (s *Session) partial(out []*queue.Job, err error) ([]*queue.Job, error) {
+	if len(out) == 0 {
+		return nil, err
+	}
+	s.e.log.Warn("claim failed after some jobs were assigned; sending those", zap.String("worker_id", s.workerID), zap.Error(err))
+	return out, nil
+}
+
+// assignTimeout bounds the assign compare-and-set.
+const assignTimeout = 10 * time.Second
 
 // dropRefused removes from the in-flight list the claimed ids that Postgres
 // did not assign (cancelled, or taken by another replica after a lock expiry).

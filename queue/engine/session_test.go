@@ -31,3 +31,26 @@ func TestSessionReleasedCountsEachAttemptOnce(t *testing.T) {
 	s.released([]string{"b"}, true)
 	require.Equal(t, 4, s.free())
 }
+
+// After CloseSessions (a server stopping) a new stream gets no session: its
+// Next fails at once instead of claiming jobs it could never deliver.
+func TestSessionRefusedWhileClosing(t *testing.T) {
+	t.Parallel()
+	e := &Engine{sessions: map[string]*Session{}, wakeScheduler: make(chan struct{}, 1), ready: make(chan struct{})}
+	e.CloseSessions()
+	s := e.OpenSession(&queue.Worker{ID: "w", Concurrency: 1, Queues: []string{"q"}}, 1)
+	_, err := s.Next(t.Context())
+	require.ErrorIs(t, err, queue.ErrShutdown)
+	require.Empty(t, e.sessions)
+}
+
+// A replaced session stops at once with ErrSessionReplaced.
+func TestSessionReplaced(t *testing.T) {
+	t.Parallel()
+	e := &Engine{sessions: map[string]*Session{}, wakeScheduler: make(chan struct{}, 1), ready: make(chan struct{})}
+	w := &queue.Worker{ID: "w", Concurrency: 1, Queues: []string{"q"}}
+	old := e.OpenSession(w, 1)
+	_ = e.OpenSession(w, 1)
+	_, err := old.Next(t.Context())
+	require.ErrorIs(t, err, ErrSessionReplaced)
+}

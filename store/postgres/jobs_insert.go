@@ -262,7 +262,9 @@ func translateInsertError(err error) error {
 		return fmt.Errorf("%w: %s", queue.ErrQueueNotFound, queueFromFKDetail(pe.Detail))
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "jobs_pkey":
 		return fmt.Errorf("%w: job id already exists", queue.ErrInvalidArgument)
-	case pe.Code == codeCheckViolation:
+	case pe.Code == codeCheckViolation, strings.HasPrefix(pe.Code, "22"):
+		// A check constraint or a data exception (class 22: bad encoding, a value
+		// out of range): the caller's input, never a reason to fail the others.
 		return fmt.Errorf("%w: %s", queue.ErrInvalidArgument, pe.Message)
 	}
 	return fmt.Errorf("postgres: insert jobs: %w", err)
