@@ -102,6 +102,11 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	}
 	sess := s.engine.OpenSession(w, int(req.Msg.GetCapacity()))
 	defer sess.Close()
+	// An empty message first (a keepalive, no assignment) flushes the response
+	// headers, so the worker knows at once that its stream is established.
+	if err := stream.Send(&jqv1.StreamJobsResponse{}); err != nil {
+		return nil
+	}
 	for {
 		jobs, err := sess.Next(ctx)
 		if err != nil {
