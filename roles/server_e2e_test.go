@@ -228,24 +228,10 @@ func TestServerStartsServesAndStops(t *testing.T) {
 	require.Contains(t, string(body), "Bad Name!")
 
 	// Health endpoints.
-	hz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", se.healthPort))
-	require.NoError(t, err)
-	_ = hz.Body.Close()
-	require.Equal(t, http.StatusOK, hz.StatusCode)
-	rz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", se.healthPort))
-	require.NoError(t, err)
-	rbody, _ := io.ReadAll(rz.Body)
-	_ = rz.Body.Close()
-	require.Equal(t, http.StatusOK, rz.StatusCode, string(rbody))
-	require.Contains(t, string(rbody), "postgres ok")
-
+	httpGetOK(t, se.healthPort, "/healthz", "ok")
+	httpGetOK(t, se.healthPort, "/readyz", "postgres ok")
 	// Prometheus exposition on the metrics port.
-	mz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", se.metricsPort))
-	require.NoError(t, err)
-	mbody, _ := io.ReadAll(mz.Body)
-	_ = mz.Body.Close()
-	require.Equal(t, http.StatusOK, mz.StatusCode)
-	require.Contains(t, string(mbody), "go_goroutines")
+	httpGetOK(t, se.metricsPort, "/metrics", "go_goroutines")
 
 	// The admin CLI talks to it through the API.
 	out, err := exec.Command(jqBin, "--role=admin", "--server-addr", se.addr(), "status").CombinedOutput()
@@ -363,12 +349,7 @@ func TestRoleAllRunsServerAndWorker(t *testing.T) {
 	})
 
 	// The in-process worker serves its own metrics.
-	mz, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", workerMetrics))
-	require.NoError(t, err)
-	mbody, _ := io.ReadAll(mz.Body)
-	_ = mz.Body.Close()
-	require.Equal(t, http.StatusOK, mz.StatusCode)
-	require.Contains(t, string(mbody), "go_goroutines")
+	httpGetOK(t, workerMetrics, "/metrics", "go_goroutines")
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
@@ -377,4 +358,15 @@ func TestRoleAllRunsServerAndWorker(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("jq --role=all did not exit within 60 s of SIGTERM")
 	}
+}
+
+// httpGetOK asserts that GET 127.0.0.1:port/path answers 200 with want in the body.
+func httpGetOK(t *testing.T, port int, path, want string) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, body)
+	require.Contains(t, string(body), want, path)
 }

@@ -254,3 +254,43 @@ func TestTwoReplicasFourWorkersExactlyOnce(t *testing.T) {
 		require.Equal(t, 1, j.Attempt)
 	}
 }
+
+// One caller's bad job never refuses the others' jobs that share its group
+// commit: the batch falls back to one job at a time.
+func TestSubmitGroupCommitIsolatesBadJobs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	r := h.startReplica()
+	q := "iso-" + h.prefix[len(h.prefix)-8:]
+	_, err := h.store.QueueCreate(h.ctx, store.QueueCreateParams{Name: q})
+	require.NoError(t, err)
+
+	errs := make([]error, 60)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			p := store.JobInsertParams{Queue: q, Type: "noop"}
+			switch i % 3 {
+			case 1:
+				p.Priority = 42 // invalid
+			case 2:
+				p.Queue = "missing-" + q // unknown queue
+			}
+			_, errs[i] = r.engine.Submit(h.ctx, p)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		switch i % 3 {
+		case 0:
+			require.NoError(t, err, "job %d", i)
+		case 1:
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, "job %d", i)
+		case 2:
+			require.ErrorIs(t, err, queue.ErrQueueNotFound, "job %d", i)
+		}
+	}
+	st, err := h.store.QueueStats(h.ctx, q)
+	require.NoError(t, err)
+	require.EqualValues(t, 20, st.Pending)
+}

@@ -61,7 +61,7 @@ func (c *BenchCmd) Run(re *runEnv) error {
 			return err
 		}
 		rep := &BenchReport{RunID: c.Collect, Queue: c.Queue, Type: c.Type, WaitedForWorkers: true}
-		if err := c.collect(re.ctx, cl, rep, 0); err != nil {
+		if err := c.collect(re.ctx, cl, rep); err != nil {
 			return err
 		}
 		rep.Jobs = rep.Completed + rep.FinishedNotDone + rep.NotFinished
@@ -93,7 +93,7 @@ func (c *BenchCmd) Run(re *runEnv) error {
 		fmt.Fprintf(re.Stderr, "bench: %d submits failed\n", errs)
 	}
 	if !c.NoWait {
-		if err := c.collect(re.ctx, cl, rep, total-int(errs)); err != nil {
+		if err := c.collect(re.ctx, cl, rep); err != nil {
 			return err
 		}
 	}
@@ -183,7 +183,7 @@ func benchPayload(typ string, size int) []byte {
 
 // collect waits until every job of the run has finished, then reads their
 // timestamps page by page.
-func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchReport, accepted int) error {
+func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchReport) error {
 	labels := map[string]string{"bench_run": rep.RunID}
 	active := []jqv1.JobState{jqv1.JobState_JOB_STATE_PENDING, jqv1.JobState_JOB_STATE_ASSIGNED, jqv1.JobState_JOB_STATE_RUNNING}
 	deadline := time.Now().Add(c.WaitTimeout)
@@ -257,7 +257,6 @@ func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchRep
 	rep.WaitP95Ms = ms(percentile(waits, 95))
 	rep.WaitP99Ms = ms(percentile(waits, 99))
 	rep.WaitMaxMs = ms(percentile(waits, 100))
-	_ = accepted
 	return nil
 }
 

@@ -70,12 +70,7 @@ events AS (
            worker_id, attempt, updated_at
     FROM updated
 )
-SELECT l_ord, true, ` + jobColumns + ` FROM updated
-UNION ALL
-SELECT l_ord, l_again, s.*
-FROM locked
-CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
-WHERE l_id IS NULL`
+` + sqlLeaseOutcomes
 
 	// A lease held ASSIGNED is acked on the way: started_at is set, event_seq advances by two, and
 	// the events CTE writes ASSIGNED→RUNNING (seq n+1) before RUNNING→DONE|FAILED (seq n+2). The
@@ -92,7 +87,8 @@ locked AS MATERIALIZED (
            CASE WHEN j.state IN ('ASSIGNED', 'RUNNING') AND j.attempt = i_attempt AND j.worker_id = i_worker
                 THEN j.id END AS l_id,
            j.state AS l_from, i_success AS l_success, i_result AS l_result, i_checksum AS l_checksum,
-           i_error AS l_error, i_reason AS l_reason
+           i_error AS l_error, i_reason AS l_reason,
+           false AS l_again -- a report is never applied twice
     FROM (SELECT * FROM input ORDER BY i_id) i
     LEFT JOIN LATERAL (
         SELECT id, state, attempt, worker_id FROM jobs WHERE id = i_id
@@ -132,11 +128,11 @@ events AS (
 ` + sqlLeaseOutcomes
 
 	// A stale row shows the job as the statement's snapshot has it (only used for the error
-	// message).
+	// message). l_again marks a lease that needs no write to count as applied (a repeated ack).
 	sqlLeaseOutcomes = `
 SELECT l_ord, true, ` + jobColumns + ` FROM updated
 UNION ALL
-SELECT l_ord, false, s.*
+SELECT l_ord, l_again, s.*
 FROM locked
 CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
 WHERE l_id IS NULL`
