@@ -139,7 +139,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Unlock()
 
 	var wg sync.WaitGroup
-	wg.Go(func() { e.submits.run(ctx, 2*e.opts.Flushers) }) // commits wait on fsync: more in flight
+	wg.Go(func() { e.submits.run(ctx, max(1, e.opts.Flushers/2)) }) // unary submits: few writers, big batches
 	wg.Go(func() { e.acks.run(ctx, e.opts.Flushers) })
 	wg.Go(func() { e.reports.run(ctx, e.opts.Flushers) })
 	wg.Go(func() { e.schedulerLoop(ctx) })

@@ -89,5 +89,7 @@ func TestNewAndClose(t *testing.T) {
 }
 
 func BenchmarkJobInsertMany(b *testing.B) {
-	storetest.BenchJobInsertMany(b, testStore, 1000)
+	for _, n := range []int{1, 32, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { storetest.BenchJobInsertMany(b, testStore, n) })
+	}
 }

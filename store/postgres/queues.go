@@ -30,14 +30,19 @@ VALUES ($1, $2, $3, $4, $5, $6)`
 	sqlQueueSetPaused = `
 UPDATE queues SET paused = $2, updated_at = now() WHERE name = $1 RETURNING ` + queueColumns
 
-	// FOR UPDATE conflicts with the KEY SHARE lock a job insert takes on its queue row through the
-	// foreign key: inserts in flight finish first (and are counted), later ones wait and then fail
-	// the foreign key check.
+	// FOR UPDATE conflicts with the KEY SHARE lock a job insert takes on its queue row
+	// (sqlJobInsertMany): inserts in flight finish first (and are counted), later ones wait and then
+	// find no queue.
 	sqlQueueLock = `SELECT 1 FROM queues WHERE name = $1 FOR UPDATE`
 
 	sqlQueueHasJobs = `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1)`
 
-	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = $1`
+	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = $1 RETURNING id::text`
+
+	// Events have no foreign key to their job (migration 000003): the delete removes them itself. It
+	// runs after the jobs' delete, whose row locks waited for any state change in flight, so it sees
+	// every event those changes wrote.
+	sqlDeleteJobEvents = `DELETE FROM job_events WHERE job_id = ANY($1::uuid[])`
 
 	sqlQueueDelete = `DELETE FROM queues WHERE name = $1`
 
@@ -148,11 +153,18 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 				return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
 			}
 		}
-		tag, err := tx.Exec(ctx, sqlQueueDeleteJobs, p.Name)
+		rows, err := tx.Query(ctx, sqlQueueDeleteJobs, p.Name)
 		if err != nil {
 			return fmt.Errorf("postgres: delete queue jobs: %w", err)
 		}
-		deleted = tag.RowsAffected()
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("postgres: delete queue jobs: %w", err)
+		}
+		deleted = int64(len(ids))
+		if _, err := tx.Exec(ctx, sqlDeleteJobEvents, ids); err != nil {
+			return fmt.Errorf("postgres: delete queue job events: %w", err)
+		}
 		if _, err := tx.Exec(ctx, sqlQueueDelete, p.Name); err != nil {
 			return fmt.Errorf("postgres: delete queue: %w", err)
 		}

@@ -1,0 +1,91 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Events have no foreign key to their job (migration 000003), so a forced queue delete must remove
+// them itself: no event of a deleted job may remain.
+func TestQueueDeleteForceRemovesEvents(t *testing.T) {
+	ctx := context.Background()
+	q, err := testStore.QueueCreate(ctx, store.QueueCreateParams{Name: "force-events"})
+	require.NoError(t, err)
+	ps := make([]store.JobInsertParams, 50)
+	for i := range ps {
+		ps[i] = store.JobInsertParams{Queue: q.Name, Type: "t"}
+	}
+	res, err := testStore.JobInsertMany(ctx, ps)
+	require.NoError(t, err)
+	ids := make([]string, len(res))
+	for i, r := range res {
+		ids[i] = r.Job.ID
+	}
+	_, err = testStore.JobTransition(ctx, store.JobTransitionParams{
+		ID: ids[0], From: queue.StatePending, To: queue.StateAssigned, WorkerID: "w", Attempt: store.AnyAttempt,
+	})
+	require.NoError(t, err)
+
+	n, err := testStore.QueueDelete(ctx, store.QueueDeleteParams{Name: q.Name, Force: true})
+	require.NoError(t, err)
+	require.EqualValues(t, len(ps), n)
+	var left int
+	require.NoError(t, testStore.Pool().QueryRow(ctx,
+		`SELECT count(*) FROM job_events WHERE job_id = ANY($1::uuid[])`, ids).Scan(&left))
+	require.Zero(t, left, "events of deleted jobs")
+}
+
+// The insert takes the queue row's KEY SHARE lock itself (no foreign key any more): inserts racing a
+// forced delete either commit before it — and are deleted and counted — or fail with
+// ErrQueueNotFound. No job of a deleted queue survives.
+func TestQueueDeleteRacesInserts(t *testing.T) {
+	ctx := context.Background()
+	q, err := testStore.QueueCreate(ctx, store.QueueCreateParams{Name: "delete-race"})
+	require.NoError(t, err)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		accepted int
+	)
+	start := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			for {
+				res, err := testStore.JobInsertMany(ctx, []store.JobInsertParams{{Queue: q.Name, Type: "t"}, {Queue: q.Name, Type: "t"}})
+				if errors.Is(err, queue.ErrQueueNotFound) {
+					return
+				}
+				if !errors.Is(err, nil) {
+					t.Errorf("insert: %v", err)
+					return
+				}
+				mu.Lock()
+				accepted += len(res)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	// Let some inserts commit, then delete while the others run.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted >= 40
+	}, 30*time.Second, 5*time.Millisecond)
+	deleted, err := testStore.QueueDelete(ctx, store.QueueDeleteParams{Name: q.Name, Force: true})
+	require.NoError(t, err)
+	wg.Wait()
+	require.EqualValues(t, accepted, deleted, "every accepted insert was deleted, nothing else")
+	var left int
+	require.NoError(t, testStore.Pool().QueryRow(ctx, `SELECT count(*) FROM jobs WHERE queue = $1`, q.Name).Scan(&left))
+	require.Zero(t, left)
+}
