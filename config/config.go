@@ -197,6 +197,8 @@ type Scheduler struct {
 	BatchSize               int `koanf:"batch_size"`
 	AssignmentTimeoutS      int `koanf:"assignment_timeout_s"`
 	WorkerHeartbeatTimeoutS int `koanf:"worker_heartbeat_timeout_s"`
+	ReaperIntervalMS        int `koanf:"reaper_interval_ms"`
+	TimeoutGraceS           int `koanf:"timeout_grace_s"`
 }
 
 // Interval is the pause between scheduler cycles.
@@ -209,6 +211,14 @@ func (s Scheduler) AssignmentTimeout() time.Duration { return seconds(s.Assignme
 // HeartbeatTimeout is how long a silent worker is trusted before its jobs
 // are recovered.
 func (s Scheduler) HeartbeatTimeout() time.Duration { return seconds(s.WorkerHeartbeatTimeoutS) }
+
+// ReaperInterval is the pause between reaper cycles (timeouts, lost workers,
+// retries, TTL expiry).
+func (s Scheduler) ReaperInterval() time.Duration { return millis(s.ReaperIntervalMS) }
+
+// TimeoutGrace is how long past a job's own timeout the server waits for the
+// worker's report before it fails the attempt with reason "timeout".
+func (s Scheduler) TimeoutGrace() time.Duration { return seconds(s.TimeoutGraceS) }
 
 // LockTTL is the lifetime of a dispatch lock; it equals AssignmentTimeout so
 // a lock never outlives the assignment it protects.
@@ -252,6 +262,9 @@ type Worker struct {
 	MetricsPort        int       `koanf:"metrics_port"`
 	HealthPort         int       `koanf:"health_port"`
 	TLS                WorkerTLS `koanf:"tls"`
+	// TestHandlers registers the "fault" handler (panics, exits the process,
+	// ignores cancellation) for fault-injection tests. Never in production.
+	TestHandlers bool `koanf:"test_handlers"`
 }
 
 // HeartbeatInterval is the pause between worker heartbeats.
@@ -316,6 +329,8 @@ func Default() Config {
 			BatchSize:               100,
 			AssignmentTimeoutS:      60,
 			WorkerHeartbeatTimeoutS: 30,
+			ReaperIntervalMS:        1000,
+			TimeoutGraceS:           10,
 		},
 		Metrics: Metrics{Enabled: true, Port: 9090},
 		Health:  Health{Port: 8080},

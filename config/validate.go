@@ -94,6 +94,10 @@ func (c *Config) problems() []error {
 	p.between("scheduler.batch_size", c.Scheduler.BatchSize, 1, maxBatch)
 	p.positive("scheduler.assignment_timeout_s", c.Scheduler.AssignmentTimeoutS)
 	p.positive("scheduler.worker_heartbeat_timeout_s", c.Scheduler.WorkerHeartbeatTimeoutS)
+	p.positive("scheduler.reaper_interval_ms", c.Scheduler.ReaperIntervalMS)
+	if c.Scheduler.TimeoutGraceS < 0 {
+		p.add("scheduler.timeout_grace_s", "must be 0 or more, got %d", c.Scheduler.TimeoutGraceS)
+	}
 
 	p.port("metrics.port", c.Metrics.Port)
 	p.port("health.port", c.Health.Port)

@@ -41,6 +41,10 @@ type Job struct {
 	WorkerID      string // the worker holding (or last holding) the job
 	LastError     string
 	FailureReason string // error | timeout | cancelled | worker_lost | ...
+	// NoRetry: the last failure was permanent; the job is dead-lettered instead of retried.
+	NoRetry bool
+	// CancelRequested: CancelJob reached the job while it was RUNNING; its worker is told to stop.
+	CancelRequested bool
 
 	Result         []byte
 	ResultChecksum string // lowercase hex SHA-256 of Result

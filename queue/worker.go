@@ -44,4 +44,6 @@ type Worker struct {
 	RunningJobs     int // jobs ASSIGNED to or RUNNING on it
 	StartedAt       time.Time
 	LastHeartbeatAt time.Time
+	// ShutdownRequested: ShutdownWorker was called; the worker drains and exits (FR-024).
+	ShutdownRequested bool
 }

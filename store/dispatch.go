@@ -45,6 +45,9 @@ type JobReportParams struct {
 	Result  []byte // Success: stored with its SHA-256 checksum
 	Error   string // !Success: the failure message
 	Reason  string // !Success: error | timeout | cancelled | output_too_large | ...
+	// Permanent (!Success): the handler said do not retry; the retry sweep dead-letters the job at
+	// once (seed 001 should_retry=false).
+	Permanent bool
 }
 
 // LeaseOutcome says what happened to one item of a batch. Err is nil when the

@@ -181,7 +181,7 @@ func (s *workerService) ReportJobs(ctx context.Context, req *connect.Request[jqv
 		case *jqv1.JobReport_Success:
 			p.Success, p.Result = true, o.Success.GetResult()
 		case *jqv1.JobReport_Failure:
-			p.Error, p.Reason = o.Failure.GetError(), o.Failure.GetReason()
+			p.Error, p.Reason, p.Permanent = o.Failure.GetError(), o.Failure.GetReason(), o.Failure.GetPermanent()
 		default:
 			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
 		}

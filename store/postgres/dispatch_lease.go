@@ -78,16 +78,16 @@ events AS (
 	sqlJobReportMany = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::boolean[], $5::bytea[], $6::text[],
-                         $7::text[], $8::text[])
+                         $7::text[], $8::text[], $9::boolean[])
         WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_success, i_result, i_checksum, i_error,
-                             i_reason, i_ord)
+                             i_reason, i_permanent, i_ord)
 ),
 locked AS MATERIALIZED (
     SELECT i_id AS l_input, i_ord AS l_ord,
            CASE WHEN j.state IN ('ASSIGNED', 'RUNNING') AND j.attempt = i_attempt AND j.worker_id = i_worker
                 THEN j.id END AS l_id,
            j.state AS l_from, i_success AS l_success, i_result AS l_result, i_checksum AS l_checksum,
-           i_error AS l_error, i_reason AS l_reason,
+           i_error AS l_error, i_reason AS l_reason, i_permanent AS l_permanent,
            false AS l_again -- a report is never applied twice
     FROM (SELECT * FROM input ORDER BY i_id) i
     LEFT JOIN LATERAL (
@@ -104,6 +104,7 @@ updated AS (
         result_checksum = CASE WHEN l_success THEN l_checksum ELSE result_checksum END,
         failure_reason  = CASE WHEN l_success THEN failure_reason ELSE l_reason END,
         last_error      = CASE WHEN NOT l_success AND l_error <> '' THEN l_error ELSE last_error END,
+        no_retry        = NOT l_success AND l_permanent,
         event_seq       = event_seq + CASE WHEN l_from = 'ASSIGNED' THEN 2 ELSE 1 END,
         updated_at      = now()
     FROM locked
@@ -187,6 +188,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		checksums = make([]string, 0, n)
 		errs      = make([]string, 0, n)
 		reasons   = make([]string, 0, n)
+		permanent = make([]bool, 0, n)
 	)
 	for i, r := range reports {
 		leases[i] = r.JobLease
@@ -197,6 +199,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		attempts = append(attempts, int32(r.Attempt)) // Validate bounds it to int32
 		workers = append(workers, r.WorkerID)
 		successes = append(successes, r.Success)
+		permanent = append(permanent, !r.Success && r.Permanent)
 		if r.Success {
 			results = append(results, r.Result)
 			checksums = append(checksums, queue.Checksum(r.Result))
@@ -215,7 +218,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	}
 	if len(ids) > 0 {
 		rows, err := s.pool.Query(ctx, sqlJobReportMany, ids, attempts, workers, successes, results,
-			checksums, errs, reasons)
+			checksums, errs, reasons, permanent)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: report jobs: %w", err)
 		}

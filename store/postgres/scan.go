@@ -15,7 +15,7 @@ const (
 	jobColumns = `id::text, queue, type, payload, priority, state, max_retries, retry_count, attempt,
 		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, labels, keep_result, trace_context,
 		worker_id, last_error, failure_reason, result, result_checksum,
-		created_at, updated_at, started_at, completed_at`
+		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested`
 
 	queueColumns = `name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms, paused,
 		created_at, updated_at`
@@ -27,7 +27,7 @@ const (
 // workerColumns needs the table alias w: RunningJobs is counted from jobs.
 const workerColumns = `w.id, w.hostname, w.status, w.concurrency, w.queues, w.version,
 	(SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state IN ('ASSIGNED', 'RUNNING'))::int,
-	w.started_at, w.last_heartbeat_at`
+	w.started_at, w.last_heartbeat_at, w.shutdown_requested`
 
 func scanJob(row pgx.Row) (*queue.Job, error) {
 	var (
@@ -40,7 +40,7 @@ func scanJob(row pgx.Row) (*queue.Job, error) {
 	err := row.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &j.Priority, &state, &j.MaxRetries,
 		&j.RetryCount, &j.Attempt, &ttlMS, &timeoutMS, &j.NotBefore, &expiresAt, &j.IdempotencyKey,
 		&labels, &j.KeepResult, &traceContext, &j.WorkerID, &j.LastError, &j.FailureReason, &j.Result,
-		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt)
+		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt, &j.NoRetry, &j.CancelRequested)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func scanWorker(row pgx.Row) (*queue.Worker, error) {
 		status string
 	)
 	if err := row.Scan(&w.ID, &w.Hostname, &status, &w.Concurrency, &w.Queues, &w.Version,
-		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt); err != nil {
+		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested); err != nil {
 		return nil, err
 	}
 	w.Status = queue.WorkerStatus(status)

@@ -20,7 +20,7 @@ VALUES ($1, $2, 'ONLINE', $3, $4, $5, now(), now(), now())
 ON CONFLICT (id) DO UPDATE SET
     hostname = excluded.hostname, status = 'ONLINE', concurrency = excluded.concurrency,
     queues = excluded.queues, version = excluded.version, started_at = now(),
-    last_heartbeat_at = now(), updated_at = now()
+    last_heartbeat_at = now(), updated_at = now(), shutdown_requested = false
 RETURNING ` + workerColumns
 
 	// The database's clock, not the caller's: heartbeat ages are compared by the reaper on any
