@@ -69,7 +69,7 @@ func TestDispatchPlans(t *testing.T) {
 		"PREPARE due(text, integer) AS " + sqlJobDue,
 		"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany,
 		"PREPARE ack(uuid[], integer[], text[]) AS " + sqlJobAckMany,
-		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[]) AS " + sqlJobReportMany,
+		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[]) AS " + sqlJobReportMany,
 	} {
 		_, err := conn.Exec(ctx, stmt)
 		require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestDispatchPlans(t *testing.T) {
 			"JobAssignMany": "EXECUTE assign('w', " + idArray + ")",
 			"JobAckMany":    "EXECUTE ack(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ")",
 			"JobReportMany": "EXECUTE report(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ", " +
-				repeat("true") + ", " + repeat(`\\x00`) + ", " + repeat("c") + ", " + repeat("e") + ", " + repeat("r") + ")",
+				repeat("true") + ", " + repeat(`\\x00`) + ", " + repeat("c") + ", " + repeat("e") + ", " + repeat("r") + ", " + repeat("false") + ")",
 		} {
 			plan := explain(t, "EXPLAIN (COSTS OFF) "+execute)
 			t.Logf("%s, %s:\n%s", name, mode, plan)
