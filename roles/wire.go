@@ -82,6 +82,9 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		LockTTL:           cfg.Scheduler.LockTTL(),
 		AssignmentTimeout: cfg.Scheduler.AssignmentTimeout(),
 		MaxResultBytes:    cfg.Server.MaxResultBytes,
+		ReaperInterval:    cfg.Scheduler.ReaperInterval(),
+		HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
+		TimeoutGrace:      cfg.Scheduler.TimeoutGrace(),
 	})
 	if err != nil {
 		closeAll()
@@ -123,6 +126,9 @@ func buildWorker(_ context.Context, cfg *config.Config, log *zap.Logger) (func(c
 	}
 	mux := queue.NewMux()
 	handlers.Register(mux)
+	if cfg.Worker.TestHandlers {
+		mux.Register(handlers.TypeFault, handlers.Fault())
+	}
 	w, err := worker.New(worker.Deps{
 		Config: cfg, Log: log, Handlers: mux, Conn: executor.NewRemote(cl),
 		Metrics: telemetry.MetricsHandler(telemetry.NewRegistry()),

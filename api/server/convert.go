@@ -106,12 +106,19 @@ func jobToProto(j *queue.Job) *jqv1.Job {
 		CompletedAt:    ts(j.CompletedAt),
 	}
 	if j.State == queue.StateDone && (j.Result != nil || j.ResultChecksum != "") {
-		p.Result = &jqv1.JobResult{Data: j.Result, ChecksumSha256: j.ResultChecksum, CompletedAt: ts(j.CompletedAt)}
-		if !j.StartedAt.IsZero() && !j.CompletedAt.IsZero() {
-			p.Result.Runtime = durationpb.New(j.CompletedAt.Sub(j.StartedAt))
-		}
+		p.Result = resultToProto(j)
 	}
 	return p
+}
+
+// resultToProto is the result of a DONE job. The runtime is the server's
+// view (started_at to completed_at): the worker's own measure is not stored.
+func resultToProto(j *queue.Job) *jqv1.JobResult {
+	r := &jqv1.JobResult{Data: j.Result, ChecksumSha256: j.ResultChecksum, CompletedAt: ts(j.CompletedAt)}
+	if !j.StartedAt.IsZero() && !j.CompletedAt.IsZero() {
+		r.Runtime = durationpb.New(j.CompletedAt.Sub(j.StartedAt))
+	}
+	return r
 }
 
 func eventToProto(e *queue.Event) *jqv1.JobEvent {

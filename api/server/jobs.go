@@ -20,24 +20,67 @@ const (
 )
 
 type jobService struct {
-	store  store.Store
+	store  Store
 	engine *engine.Engine
 	limits Limits
 }
 
-// Cancel, retry and result fetching arrive with the issue "Failure paths and
-// crash recovery".
-
-func (s *jobService) CancelJob(context.Context, *connect.Request[jqv1.CancelJobRequest]) (*connect.Response[jqv1.CancelJobResponse], error) {
-	return nil, unimplemented("CancelJob")
+// CancelJob dead-letters a job that is not running, or asks the worker of a
+// RUNNING one to stop it (FR-012).
+func (s *jobService) CancelJob(ctx context.Context, req *connect.Request[jqv1.CancelJobRequest]) (*connect.Response[jqv1.CancelJobResponse], error) {
+	if err := validJobID(req.Msg.GetJobId()); err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobCancel(ctx, req.Msg.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.CancelJobResponse{
+		Job:             jobToProto(j),
+		CancelRequested: j.State == queue.StateRunning && j.CancelRequested,
+	}), nil
 }
 
-func (s *jobService) RetryJob(context.Context, *connect.Request[jqv1.RetryJobRequest]) (*connect.Response[jqv1.RetryJobResponse], error) {
-	return nil, unimplemented("RetryJob")
+// RetryJob re-enqueues a FAILED or DEAD_LETTERED job (FR-013).
+func (s *jobService) RetryJob(ctx context.Context, req *connect.Request[jqv1.RetryJobRequest]) (*connect.Response[jqv1.RetryJobResponse], error) {
+	if err := validJobID(req.Msg.GetJobId()); err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobRetry(ctx, req.Msg.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	if s.engine != nil {
+		// The job is due now; other replicas find it at their next tick.
+		s.engine.WakeScheduler()
+	}
+	return connect.NewResponse(&jqv1.RetryJobResponse{Job: jobToProto(j)}), nil
 }
 
-func (s *jobService) GetJobResult(context.Context, *connect.Request[jqv1.GetJobResultRequest]) (*connect.Response[jqv1.GetJobResultResponse], error) {
-	return nil, unimplemented("GetJobResult")
+// GetJobResult returns the result of a DONE job submitted with keep_result.
+// The stored checksum is verified, so a corrupted result is never handed out
+// as valid.
+func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1.GetJobResultRequest]) (*connect.Response[jqv1.GetJobResultResponse], error) {
+	if err := validJobID(req.Msg.GetJobId()); err != nil {
+		return nil, err
+	}
+	if req.Msg.GetConsume() {
+		// Fetch-once needs an atomic read-and-delete in the store.
+		return nil, unimplemented("GetJobResult with consume")
+	}
+	j, err := s.store.JobGet(ctx, req.Msg.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	out := &jqv1.GetJobResultResponse{State: stateToProto[j.State]}
+	if j.State != queue.StateDone || !j.KeepResult {
+		return connect.NewResponse(out), nil
+	}
+	if queue.Checksum(j.Result) != j.ResultChecksum {
+		return nil, connect.NewError(connect.CodeDataLoss, fmt.Errorf("the stored result of job %s does not match its checksum", j.ID))
+	}
+	out.Found, out.Result = true, resultToProto(j)
+	return connect.NewResponse(out), nil
 }
 
 func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJobRequest]) (*connect.Response[jqv1.GetJobResponse], error) {

@@ -32,9 +32,19 @@ type WorkerTiming struct {
 	HeartbeatTimeout  time.Duration
 }
 
+// Store is what the handlers need of the system of record: the store, the
+// operator's job and worker actions, and the heartbeat's check of a worker's
+// leases.
+type Store interface {
+	store.Store
+	store.OperatorStore
+	// JobLeasesToCancel is store.RecoveryStore's.
+	JobLeasesToCancel(ctx context.Context, workerID string, leases []store.JobLease) ([]string, error)
+}
+
 // Options configure the API handlers.
 type Options struct {
-	Store   store.Store
+	Store   Store
 	Engine  *engine.Engine
 	Workers WorkerTiming
 	Log     *zap.Logger

@@ -22,7 +22,7 @@ const (
 )
 
 type workerService struct {
-	store             store.Store
+	store             Store
 	engine            *engine.Engine
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
@@ -66,17 +66,40 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 	}), nil
 }
 
+// Heartbeat records the worker's liveness and answers with the operator's
+// command and the leases it should stop (cancelled or no longer its own).
 func (s *workerService) Heartbeat(ctx context.Context, req *connect.Request[jqv1.HeartbeatRequest]) (*connect.Response[jqv1.HeartbeatResponse], error) {
-	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
+	id := req.Msg.GetWorkerId()
+	if err := validWorkerID(id); err != nil {
 		return nil, err
 	}
-	w, err := s.store.WorkerHeartbeat(ctx, req.Msg.GetWorkerId())
+	running := req.Msg.GetRunning()
+	if len(running) > store.MaxDispatchBatch {
+		return nil, invalid(fmt.Sprintf("running: at most %d leases, got %d", store.MaxDispatchBatch, len(running)))
+	}
+	w, err := s.store.WorkerHeartbeat(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	if w.Status == queue.WorkerOffline {
+		return nil, fmt.Errorf("%w: worker %q was declared OFFLINE: its leases are gone; register again",
+			queue.ErrIllegalTransition, id)
+	}
 	out := &jqv1.HeartbeatResponse{}
-	if w.Status == queue.WorkerDraining {
+	switch {
+	case w.ShutdownRequested:
+		out.Command = jqv1.WorkerCommand_WORKER_COMMAND_SHUTDOWN
+	case w.Status == queue.WorkerDraining:
 		out.Command = jqv1.WorkerCommand_WORKER_COMMAND_DRAIN
+	}
+	if len(running) > 0 {
+		held := make([]store.JobLease, len(running))
+		for i, l := range running {
+			held[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: id}
+		}
+		if out.CancelJobIds, err = s.store.JobLeasesToCancel(ctx, id, held); err != nil {
+			return nil, err
+		}
 	}
 	return connect.NewResponse(out), nil
 }
@@ -204,14 +227,38 @@ func (s *workerService) DeregisterWorker(ctx context.Context, req *connect.Reque
 	return connect.NewResponse(&jqv1.DeregisterWorkerResponse{}), nil
 }
 
-// Drain and shutdown arrive with the issue "Failure paths and crash recovery".
-
-func (s *workerService) DrainWorker(context.Context, *connect.Request[jqv1.DrainWorkerRequest]) (*connect.Response[jqv1.DrainWorkerResponse], error) {
-	return nil, unimplemented("DrainWorker")
+// DrainWorker stops new assignments to a worker (FR-023). Idempotent.
+func (s *workerService) DrainWorker(ctx context.Context, req *connect.Request[jqv1.DrainWorkerRequest]) (*connect.Response[jqv1.DrainWorkerResponse], error) {
+	id := req.Msg.GetWorkerId()
+	if err := validWorkerID(id); err != nil {
+		return nil, err
+	}
+	w, err := s.store.WorkerGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch w.Status {
+	case queue.WorkerOffline:
+		return nil, fmt.Errorf("%w: worker %q is OFFLINE", queue.ErrIllegalTransition, id)
+	case queue.WorkerOnline:
+		if w, err = s.store.WorkerSetStatus(ctx, store.WorkerSetStatusParams{ID: id, Status: queue.WorkerDraining}); err != nil {
+			return nil, err
+		}
+	}
+	return connect.NewResponse(&jqv1.DrainWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
-func (s *workerService) ShutdownWorker(context.Context, *connect.Request[jqv1.ShutdownWorkerRequest]) (*connect.Response[jqv1.ShutdownWorkerResponse], error) {
-	return nil, unimplemented("ShutdownWorker")
+// ShutdownWorker asks a worker to drain, deregister and exit (FR-024).
+// Idempotent.
+func (s *workerService) ShutdownWorker(ctx context.Context, req *connect.Request[jqv1.ShutdownWorkerRequest]) (*connect.Response[jqv1.ShutdownWorkerResponse], error) {
+	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
+		return nil, err
+	}
+	w, err := s.store.WorkerRequestShutdown(ctx, req.Msg.GetWorkerId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.ShutdownWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
 func (s *workerService) ListWorkers(ctx context.Context, _ *connect.Request[jqv1.ListWorkersRequest]) (*connect.Response[jqv1.ListWorkersResponse], error) {

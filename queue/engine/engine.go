@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,6 +32,7 @@ import (
 type Store interface {
 	store.Store
 	store.DispatchStore
+	store.RecoveryStore
 }
 
 // Options configure an Engine. Zero values take the documented defaults.
@@ -56,6 +58,14 @@ type Options struct {
 	MaxResultBytes int
 	// Flushers is the number of concurrent group-commit writers per path (4).
 	Flushers int
+	// ReaperInterval is the pause between reaper cycles (1 s).
+	ReaperInterval time.Duration
+	// HeartbeatTimeout is how long a silent worker is trusted before the
+	// reaper declares it OFFLINE and fails its jobs (30 s).
+	HeartbeatTimeout time.Duration
+	// TimeoutGrace is how long past a RUNNING job's own timeout the reaper
+	// waits for the worker's report (10 s).
+	TimeoutGrace time.Duration
 }
 
 func (o *Options) defaults() error {
@@ -80,6 +90,15 @@ func (o *Options) defaults() error {
 	if o.Flushers <= 0 {
 		o.Flushers = 4
 	}
+	if o.ReaperInterval <= 0 {
+		o.ReaperInterval = time.Second
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = 30 * time.Second
+	}
+	if o.TimeoutGrace < 0 {
+		o.TimeoutGrace = 0
+	}
 	return nil
 }
 
@@ -95,10 +114,15 @@ type Engine struct {
 	// wakeScheduler has room for one pending wake-up: any number of submits
 	// between two cycles cost one cycle.
 	wakeScheduler chan struct{}
+	wakeReaper    chan struct{}
 
 	notifyMu     sync.Mutex
 	notifyQueues map[string]struct{} // queues with new work not yet announced to other replicas
 	notifyWake   chan struct{}
+
+	redisMu      sync.Mutex
+	redisFailing bool         // the last claim from Redis failed
+	directClaims atomic.Int64 // jobs assigned straight from Postgres while Redis was down
 
 	mu       sync.Mutex
 	sessions map[string]*Session // by worker id
@@ -116,6 +140,7 @@ func New(opts Options) (*Engine, error) {
 		opts:          opts,
 		log:           opts.Log,
 		wakeScheduler: make(chan struct{}, 1),
+		wakeReaper:    make(chan struct{}, 1),
 		notifyQueues:  map[string]struct{}{},
 		notifyWake:    make(chan struct{}, 1),
 		sessions:      map[string]*Session{},
@@ -143,6 +168,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	wg.Go(func() { e.acks.run(ctx, e.opts.Flushers) })
 	wg.Go(func() { e.reports.run(ctx, e.opts.Flushers) })
 	wg.Go(func() { e.schedulerLoop(ctx) })
+	wg.Go(func() { e.reaperLoop(ctx) })
 	if e.opts.Notifier != nil {
 		wg.Go(func() { e.listenLoop(ctx) })
 		wg.Go(func() { e.notifyLoop(ctx) })
@@ -213,3 +239,30 @@ func (e *Engine) CloseSessions() {
 // ErrSessionReplaced ends a session when the same worker opens a new one
 // (ABORTED on the wire).
 var ErrSessionReplaced = errors.New("the worker opened a newer assignment stream")
+
+// redisDown records a failed claim from Redis; the first of an outage is
+// logged as a warning.
+func (e *Engine) redisDown(err error) {
+	e.redisMu.Lock()
+	first := !e.redisFailing
+	e.redisFailing = true
+	e.redisMu.Unlock()
+	if first {
+		e.log.Warn("redis unreachable: dispatching straight from Postgres until it is back", zap.Error(err))
+	}
+}
+
+// redisUp records a successful claim from Redis.
+func (e *Engine) redisUp() {
+	e.redisMu.Lock()
+	was := e.redisFailing
+	e.redisFailing = false
+	e.redisMu.Unlock()
+	if was {
+		e.log.Info("redis reachable again: dispatching through Redis", zap.Int64("direct_claims_so_far", e.directClaims.Load()))
+	}
+}
+
+// DirectClaims is how many jobs were assigned straight from Postgres because
+// Redis was unreachable.
+func (e *Engine) DirectClaims() int64 { return e.directClaims.Load() }

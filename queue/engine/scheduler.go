@@ -18,6 +18,7 @@ const maxDueLimit = 10000
 func (e *Engine) schedulerLoop(ctx context.Context) {
 	tick := time.NewTicker(e.opts.SchedulerInterval)
 	defer tick.Stop()
+	failing := false // log the first failure of an outage, not every cycle
 	for {
 		select {
 		case <-ctx.Done():
@@ -27,8 +28,15 @@ func (e *Engine) schedulerLoop(ctx context.Context) {
 		}
 		for {
 			more, err := e.SchedulerCycle(ctx)
-			if err != nil && ctx.Err() == nil {
-				e.log.Warn("scheduler cycle failed", zap.Error(err))
+			switch {
+			case err != nil && ctx.Err() == nil && !failing:
+				failing = true
+				e.log.Warn("scheduler cycle failed; retrying every interval (workers claim straight from Postgres while Redis is down)", zap.Error(err))
+			case err != nil && ctx.Err() == nil:
+				e.log.Debug("scheduler cycle failed", zap.Error(err))
+			case err == nil && failing:
+				failing = false
+				e.log.Info("scheduler cycle succeeded again")
 			}
 			if !more || ctx.Err() != nil {
 				break

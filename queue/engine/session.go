@@ -27,10 +27,14 @@ type Session struct {
 	// carried counts attempts the worker was already running when the
 	// session opened (concurrency − capacity); their reports free slots too.
 	carried int
-	next    int // round-robin start over queues
-	wake    chan struct{}
-	done    chan struct{}
-	err     error
+	// released remembers attempts already freed, so that a second release of
+	// the same job (the reaper failed it, then the worker's stale report
+	// arrives) cannot free a carried slot as well. Cleared when it grows large.
+	freed map[string]bool
+	next  int // round-robin start over queues
+	wake  chan struct{}
+	done  chan struct{}
+	err   error
 }
 
 // OpenSession registers a worker's stream. capacity is the worker's free
@@ -42,7 +46,7 @@ func (e *Engine) OpenSession(w *queue.Worker, capacity int) *Session {
 	}
 	s := &Session{
 		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), concurrency: w.Concurrency,
-		outstanding: map[string]string{}, carried: w.Concurrency - capacity,
+		outstanding: map[string]string{}, carried: w.Concurrency - capacity, freed: map[string]bool{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.mu.Lock()
@@ -104,9 +108,15 @@ func (s *Session) released(ids []string, reported bool) {
 		seen[id] = true
 		if _, ok := s.outstanding[id]; ok {
 			delete(s.outstanding, id)
-		} else if reported && s.carried > 0 {
+		} else if reported && s.carried > 0 && !s.freed[id] {
 			s.carried--
+		} else {
+			continue
 		}
+		if len(s.freed) >= maxFreedMemory {
+			clear(s.freed)
+		}
+		s.freed[id] = true
 	}
 	s.mu.Unlock()
 	select {
@@ -172,8 +182,22 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		q := s.queues[(start+i)%len(s.queues)]
 		ids, err := s.e.opts.Dispatcher.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: s.workerID, Max: free})
 		if err != nil {
-			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
+			if ctx.Err() != nil {
+				return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
+			}
+			// Redis is unreachable: dispatch straight from Postgres, whose
+			// compare-and-set alone keeps every job to one worker (without the
+			// locks, replicas may race for the same jobs and lose some claims).
+			s.e.redisDown(err)
+			jobs, derr := s.claimDirect(ctx, q, free)
+			if derr != nil {
+				return s.partial(out, fmt.Errorf("claim %s: %w; direct from Postgres: %w", q, err, derr))
+			}
+			free -= len(jobs)
+			out = append(out, jobs...)
+			continue
 		}
+		s.e.redisUp()
 		if len(ids) == 0 {
 			continue
 		}
@@ -204,6 +228,31 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 	return out, nil
 }
 
+// claimDirect assigns up to free due jobs of queue q without Redis.
+func (s *Session) claimDirect(ctx context.Context, q string, free int) ([]*queue.Job, error) {
+	due, err := s.e.opts.Store.JobDue(ctx, store.JobDueParams{Queue: q, Limit: min(free, s.e.opts.BatchSize)})
+	if err != nil || len(due) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(due))
+	for i, d := range due {
+		ids[i] = d.ID
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
+	defer cancel()
+	jobs, err := s.e.opts.Store.JobAssignMany(actx, store.JobAssignParams{WorkerID: s.workerID, IDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	for _, j := range jobs {
+		s.outstanding[j.ID] = q
+	}
+	s.mu.Unlock()
+	s.e.directClaims.Add(int64(len(jobs)))
+	return jobs, nil
+}
+
 // partial returns what a claim already assigned when a later queue fails:
 // those jobs are ASSIGNED to this worker and must be sent, not dropped.
 func (s *Session) partial(out []*queue.Job, err error) ([]*queue.Job, error) {
@@ -213,6 +262,9 @@ func (s *Session) partial(out []*queue.Job, err error) ([]*queue.Job, error) {
 	s.e.log.Warn("claim failed after some jobs were assigned; sending those", zap.String("worker_id", s.workerID), zap.Error(err))
 	return out, nil
 }
+
+// maxFreedMemory bounds Session.freed.
+const maxFreedMemory = 10000
 
 // assignTimeout bounds the assign compare-and-set.
 const assignTimeout = 10 * time.Second

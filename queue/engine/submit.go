@@ -78,15 +78,25 @@ func isCallerError(err error) bool {
 // other replicas' (notifyLoop coalesces the queues of many commits into one
 // NOTIFY statement).
 func (e *Engine) afterInsert(_ context.Context, res []store.JobInsertResult) {
+	queues := map[string]int{}
+	for _, r := range res {
+		if r.Job != nil && !r.Existing {
+			queues[r.Job.Queue]++
+		}
+	}
+	e.notifyNewWork(queues)
+}
+
+// notifyNewWork wakes this replica's scheduler and announces the queues to the
+// other replicas (a submit, a retry).
+func (e *Engine) notifyNewWork(queues map[string]int) {
 	e.WakeScheduler()
-	if e.opts.Notifier == nil {
+	if e.opts.Notifier == nil || len(queues) == 0 {
 		return
 	}
 	e.notifyMu.Lock()
-	for _, r := range res {
-		if r.Job != nil && !r.Existing {
-			e.notifyQueues[r.Job.Queue] = struct{}{}
-		}
+	for q := range queues {
+		e.notifyQueues[q] = struct{}{}
 	}
 	e.notifyMu.Unlock()
 	select {

@@ -34,7 +34,7 @@ import (
 type Deps struct {
 	Config *config.Config
 	Log    *zap.Logger
-	Store  store.Store
+	Store  apiserver.Store
 	// Migrate applies the embedded schema migrations (safe when several
 	// servers start at once).
 	Migrate func(ctx context.Context) error

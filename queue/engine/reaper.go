@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/store"
+)
+
+// reaperBatch bounds one statement of a reaper cycle; a cycle repeats a step while it comes back
+// full, up to reaperMaxRounds times.
+const (
+	reaperBatch     = 1000
+	reaperMaxRounds = 20
+)
+
+// reaperState is what the reaper remembers between cycles.
+type reaperState struct {
+	// healthySince is the start of the current run of successful cycles (zero after a failed
+	// one). Workers are declared lost only after a heartbeat timeout of uninterrupted health: a
+	// worker cannot heartbeat while Postgres, Redis or every server is down, so right after a
+	// start or an outage silence proves nothing (issue 4: an outage must not re-run every job).
+	healthySince time.Time
+	cycles       int
+}
+
+// reaperLoop runs a reaper cycle every ReaperInterval, and at once when a failure report needs the
+// retry sweep.
+func (e *Engine) reaperLoop(ctx context.Context) {
+	tick := time.NewTicker(e.opts.ReaperInterval)
+	defer tick.Stop()
+	var st reaperState
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-e.wakeReaper:
+		}
+		err := e.reaperCycle(ctx, &st, time.Now())
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			failing = true
+			e.log.Warn("reaper cycle failed; retrying every interval (workers are not declared lost until a heartbeat timeout after recovery)",
+				zap.Error(err), zap.Duration("interval", e.opts.ReaperInterval))
+		case err != nil:
+			e.log.Debug("reaper cycle failed", zap.Error(err))
+		case failing:
+			failing = false
+			e.log.Info("reaper cycle succeeded again")
+		}
+	}
+}
+
+// WakeReaper asks for a reaper cycle as soon as possible (a failure waits for the retry sweep).
+func (e *Engine) WakeReaper() {
+	select {
+	case e.wakeReaper <- struct{}{}:
+	default:
+	}
+}
+
+// ReaperCycle runs one reaper cycle now, as if the reaper had been healthy for a whole heartbeat
+// timeout (tests and operators); the background loop applies the outage rule instead.
+func (e *Engine) ReaperCycle(ctx context.Context) error {
+	now := time.Now()
+	st := reaperState{healthySince: now.Add(-e.opts.HeartbeatTimeout)}
+	return e.reaperCycle(ctx, &st, now)
+}
+
+func (e *Engine) reaperCycle(ctx context.Context, st *reaperState, now time.Time) error {
+	err := e.reap(ctx, st, now)
+	if err != nil {
+		st.healthySince = time.Time{}
+		return err
+	}
+	if st.healthySince.IsZero() {
+		st.healthySince = now
+	}
+	return nil
+}
+
+func (e *Engine) reap(ctx context.Context, st *reaperState, now time.Time) error {
+	st.cycles++
+	workersLost := !st.healthySince.IsZero() && now.Sub(st.healthySince) >= e.opts.HeartbeatTimeout
+	if workersLost {
+		ids, err := e.opts.Store.WorkerMarkLost(ctx, e.opts.HeartbeatTimeout)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			e.log.Warn("worker lost: no heartbeat within the timeout; its jobs will be retried",
+				zap.String("worker_id", id), zap.Duration("heartbeat_timeout", e.opts.HeartbeatTimeout))
+			e.dropSession(id)
+		}
+	}
+	if err := e.failOverdue(ctx, workersLost); err != nil {
+		return err
+	}
+	if err := e.retryFailed(ctx); err != nil {
+		return err
+	}
+	for range reaperMaxRounds {
+		n, err := e.opts.Store.JobExpireTTL(ctx, reaperBatch)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			e.log.Info("jobs dead-lettered: TTL expired", zap.Int("jobs", n))
+		}
+		if n < reaperBatch {
+			break
+		}
+	}
+	// Orphaned in-flight entries are rare (a failed removal, a crash between two writes): checked
+	// every tenth cycle.
+	if st.cycles%10 == 1 {
+		if err := e.clearOrphans(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failOverdue fails the attempts whose assignment or execution timed out or whose worker is lost.
+func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
+	for range reaperMaxRounds {
+		overdue, err := e.opts.Store.JobOverdue(ctx, store.JobOverdueParams{
+			AssignmentTimeout: e.opts.AssignmentTimeout, Grace: e.opts.TimeoutGrace,
+			WorkersLost: workersLost, Limit: reaperBatch,
+		})
+		if err != nil || len(overdue) == 0 {
+			return err
+		}
+		fails := make([]store.JobFailParams, len(overdue))
+		for i, o := range overdue {
+			fails[i] = store.JobFailParams{JobLease: o.JobLease, Reason: o.Reason, Error: overdueError(o, e.opts)}
+		}
+		outs, err := e.opts.Store.JobFailMany(ctx, fails)
+		if err != nil {
+			return err
+		}
+		byWorker := map[string][]store.LeaseOutcome{}
+		failed := 0
+		for i, o := range outs {
+			if o.Err != nil {
+				continue // moved on meanwhile (reported, cancelled, another replica's reaper)
+			}
+			failed++
+			byWorker[overdue[i].WorkerID] = append(byWorker[overdue[i].WorkerID], o)
+			e.log.Warn("attempt failed by the reaper", zap.String("job_id", o.ID), zap.Int("attempt", overdue[i].Attempt),
+				zap.String("worker_id", overdue[i].WorkerID), zap.String("reason", overdue[i].Reason))
+		}
+		for w, os := range byWorker {
+			e.release(ctx, w, os, true, func(store.LeaseOutcome) bool { return true })
+		}
+		if failed > 0 {
+			e.WakeReaper() // the retry sweep of this very cycle takes them; a wake costs nothing
+		}
+		if len(overdue) < reaperBatch {
+			return nil
+		}
+	}
+	return nil
+}
+
+func overdueError(o store.OverdueLease, opts Options) string {
+	switch o.Reason {
+	case store.ReasonAssignmentTimeout:
+		return fmt.Sprintf("not acknowledged by worker %q within the assignment timeout (%v)", o.WorkerID, opts.AssignmentTimeout)
+	case store.ReasonTimeout:
+		return fmt.Sprintf("no report from worker %q within the job's timeout plus %v", o.WorkerID, opts.TimeoutGrace)
+	default:
+		return fmt.Sprintf("worker %q went OFFLINE (no heartbeat within %v)", o.WorkerID, opts.HeartbeatTimeout)
+	}
+}
+
+// retryFailed settles FAILED jobs: back to PENDING after their backoff, or dead-lettered.
+func (e *Engine) retryFailed(ctx context.Context) error {
+	for range reaperMaxRounds {
+		sweep, err := e.opts.Store.JobRetryFailed(ctx, reaperBatch)
+		if err != nil {
+			return err
+		}
+		if sweep.DeadLettered > 0 {
+			e.log.Info("jobs dead-lettered", zap.Int("jobs", sweep.DeadLettered))
+		}
+		if sweep.Retried > 0 {
+			e.notifyNewWork(sweep.Queues)
+		}
+		if sweep.Retried+sweep.DeadLettered < reaperBatch {
+			return nil
+		}
+	}
+	return nil
+}
+
+// clearOrphans removes in-flight entries whose job this worker no longer holds, for the workers
+// with a session here (a worker's entries live in the queues it serves).
+func (e *Engine) clearOrphans(ctx context.Context) error {
+	e.mu.Lock()
+	sessions := make([]*Session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		sessions = append(sessions, s)
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, s := range sessions {
+		// The lists first, then what Postgres says the worker holds: an entry whose assignment
+		// commits in between counts as held, not as an orphan.
+		lists := map[string][]string{}
+		for _, q := range s.queues {
+			ids, err := e.opts.Dispatcher.InflightList(ctx, q, s.workerID)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if len(ids) > 0 {
+				lists[q] = ids
+			}
+		}
+		if len(lists) == 0 {
+			continue
+		}
+		held, err := e.opts.Store.JobHeldBy(ctx, s.workerID)
+		if err != nil {
+			return err
+		}
+		holds := make(map[string]bool, len(held))
+		for _, id := range held {
+			holds[id] = true
+		}
+		for q, ids := range lists {
+			var orphans []string
+			for _, id := range ids {
+				if !holds[id] {
+					orphans = append(orphans, id)
+				}
+			}
+			if len(orphans) == 0 {
+				continue
+			}
+			if err := e.opts.Dispatcher.InflightRemove(ctx, store.InflightParams{Queue: q, WorkerID: s.workerID, IDs: orphans}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			e.log.Info("orphaned in-flight entries removed", zap.String("queue", q), zap.String("worker_id", s.workerID), zap.Int("entries", len(orphans)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dropSession ends the stream of a worker declared lost: it must register again.
+func (e *Engine) dropSession(workerID string) {
+	e.mu.Lock()
+	s := e.sessions[workerID]
+	delete(e.sessions, workerID)
+	e.mu.Unlock()
+	if s != nil {
+		s.close(ErrWorkerLost)
+	}
+}
+
+// ErrWorkerLost ends the session of a worker the reaper declared OFFLINE (FAILED_PRECONDITION on the
+// wire: the worker must register again).
+var ErrWorkerLost = errors.New("the worker was declared OFFLINE (no heartbeat within the timeout): register again")

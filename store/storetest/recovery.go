@@ -1,0 +1,366 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// RecoveryStore is a store with the reaper's statements.
+type RecoveryStore interface {
+	DispatchStore
+	store.RecoveryStore
+}
+
+// RunRecoveryStore runs the contract of store.RecoveryStore (except JobLeasesToCancel, which
+// RunOperatorStore covers). The reaper's statements act on the whole store — every worker, every
+// job — so newStore must return a store of its own (a private database), and the subtests run one
+// after the other.
+func RunRecoveryStore(t *testing.T, newStore func(t *testing.T) RecoveryStore) {
+	rs := newStore(t)
+	b := &rsBundle{dsBundle: setupDispatchStore(t, func(*testing.T) DispatchStore { return rs }), rs: rs}
+	t.Run("JobOverdue", b.testOverdue)
+	t.Run("JobFailMany", b.testFailMany)
+	t.Run("JobRetryFailed", b.testRetryFailed)
+	t.Run("JobExpireTTL", b.testExpireTTL)
+	t.Run("WorkerMarkLost", b.testMarkLost)
+	t.Run("JobHeldBy", b.testHeldBy)
+	t.Run("InvalidArguments", b.testRecoveryInvalid)
+}
+
+type rsBundle struct {
+	*dsBundle
+	rs store.RecoveryStore
+}
+
+// assigned inserts a job (with p's settings) and assigns it to worker.
+func (b *rsBundle) assigned(t *testing.T, worker string, p store.JobInsertParams) *queue.Job {
+	t.Helper()
+	c := b.with(t)
+	j := c.insertOne(p)
+	jobs, err := b.ds.JobAssignMany(b.ctx, store.JobAssignParams{WorkerID: worker, IDs: []string{j.ID}})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	return jobs[0]
+}
+
+// running inserts, assigns and acks a job.
+func (b *rsBundle) running(t *testing.T, worker string, p store.JobInsertParams) *queue.Job {
+	t.Helper()
+	j := b.assigned(t, worker, p)
+	out, err := b.ds.JobAckMany(b.ctx, []store.JobLease{{ID: j.ID, Attempt: j.Attempt, WorkerID: worker}})
+	require.NoError(t, err)
+	require.NoError(t, out[0].Err)
+	return out[0].Job
+}
+
+func (b *rsBundle) overdue(t *testing.T, p store.JobOverdueParams) map[string]store.OverdueLease {
+	t.Helper()
+	if p.Limit == 0 {
+		p.Limit = store.MaxDispatchBatch
+	}
+	ls, err := b.rs.JobOverdue(b.ctx, p)
+	require.NoError(t, err)
+	out := map[string]store.OverdueLease{}
+	for _, l := range ls {
+		out[l.ID] = l
+	}
+	return out
+}
+
+func (b *rsBundle) fail(t *testing.T, j *queue.Job, reason string) *queue.Job {
+	t.Helper()
+	out, err := b.rs.JobFailMany(b.ctx, []store.JobFailParams{{
+		JobLease: store.JobLease{ID: j.ID, Attempt: j.Attempt, WorkerID: j.WorkerID}, Reason: reason, Error: "boom",
+	}})
+	require.NoError(t, err)
+	require.NoError(t, out[0].Err)
+	return out[0].Job
+}
+
+func (b *rsBundle) testOverdue(t *testing.T) {
+	w := b.with(t).register(uniqueName("w"))
+	assigned := b.assigned(t, w.ID, b.job("a"))
+	short := b.job("r")
+	short.Timeout = time.Second
+	running := b.running(t, w.ID, short)
+	long := b.job("r")
+	long.Timeout = time.Hour
+	runningLong := b.running(t, w.ID, long)
+	ghost := b.assigned(t, uniqueName("ghost"), b.job("g")) // a worker that never registered
+
+	// Generous limits: nothing is overdue but the ghost's job, and that only when asked.
+	got := b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour, Grace: time.Hour})
+	require.NotContains(t, got, assigned.ID)
+	require.NotContains(t, got, running.ID)
+	require.NotContains(t, got, ghost.ID, "worker_lost only with WorkersLost")
+	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour, Grace: time.Hour, WorkersLost: true})
+	require.Contains(t, got, ghost.ID)
+	require.Equal(t, store.ReasonWorkerLost, got[ghost.ID].Reason)
+	require.Equal(t, queue.StateAssigned, got[ghost.ID].State)
+	require.Equal(t, ghost.Attempt, got[ghost.ID].Attempt)
+	require.NotContains(t, got, assigned.ID, "the registered worker is ONLINE")
+
+	// A tiny assignment timeout: the ASSIGNED job is overdue, the RUNNING ones are not.
+	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Microsecond, Grace: time.Hour})
+	require.Contains(t, got, assigned.ID)
+	require.Equal(t, store.ReasonAssignmentTimeout, got[assigned.ID].Reason)
+	require.Equal(t, w.ID, got[assigned.ID].WorkerID)
+	require.Equal(t, b.queue, got[assigned.ID].Queue)
+	require.NotContains(t, got, running.ID)
+
+	// The 1 s job passes its timeout (grace 0); the 1 h one never does.
+	require.Eventually(t, func() bool {
+		_, ok := b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour})[running.ID]
+		return ok
+	}, 10*time.Second, 50*time.Millisecond)
+	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour})
+	require.Equal(t, store.ReasonTimeout, got[running.ID].Reason)
+	require.Equal(t, queue.StateRunning, got[running.ID].State)
+	require.NotContains(t, got, runningLong.ID)
+
+	// A worker marked OFFLINE loses its jobs (when asked).
+	require.NoError(t, b.s.WorkerDeregister(b.ctx, w.ID))
+	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour, Grace: time.Hour, WorkersLost: true})
+	require.Equal(t, store.ReasonWorkerLost, got[runningLong.ID].Reason)
+
+	// Finished jobs are never overdue.
+	for _, j := range []*queue.Job{assigned, running, runningLong, ghost} {
+		b.fail(t, j, store.ReasonWorkerLost)
+	}
+	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Microsecond, WorkersLost: true})
+	for _, j := range []*queue.Job{assigned, running, runningLong, ghost} {
+		require.NotContains(t, got, j.ID)
+	}
+}
+
+func (b *rsBundle) testFailMany(t *testing.T) {
+	c := b.with(t)
+	w := c.register(uniqueName("w"))
+	assigned := b.assigned(t, w.ID, b.job("a"))
+	running := b.running(t, w.ID, b.job("r"))
+	done := b.running(t, w.ID, b.job("d"))
+	rep, err := b.ds.JobReportMany(b.ctx, []store.JobReportParams{{JobLease: store.JobLease{ID: done.ID, Attempt: done.Attempt, WorkerID: w.ID}, Success: true}})
+	require.NoError(t, err)
+	require.NoError(t, rep[0].Err)
+
+	out, err := b.rs.JobFailMany(b.ctx, []store.JobFailParams{
+		{JobLease: store.JobLease{ID: assigned.ID, Attempt: assigned.Attempt, WorkerID: "reaper"}, Reason: store.ReasonAssignmentTimeout},
+		{JobLease: store.JobLease{ID: running.ID, Attempt: running.Attempt, WorkerID: w.ID}, Reason: store.ReasonTimeout, Error: "ran too long"},
+		{JobLease: store.JobLease{ID: done.ID, Attempt: done.Attempt, WorkerID: w.ID}, Reason: store.ReasonTimeout},
+		{JobLease: store.JobLease{ID: running.ID, Attempt: running.Attempt, WorkerID: w.ID}, Reason: store.ReasonTimeout},
+		{JobLease: store.JobLease{ID: "3c9d0c0e-7b4a-4c8e-9a55-0a3f1f6f6b11", Attempt: 1, WorkerID: w.ID}, Reason: store.ReasonTimeout},
+		{JobLease: store.JobLease{ID: assigned.ID, Attempt: assigned.Attempt, WorkerID: w.ID}},
+	})
+	require.NoError(t, err)
+	require.Len(t, out, 6)
+	require.NoError(t, out[0].Err, "ASSIGNED → FAILED; the worker is not compared")
+	require.Equal(t, queue.StateFailed, out[0].Job.State)
+	require.Equal(t, store.ReasonAssignmentTimeout, out[0].Job.FailureReason)
+	require.NoError(t, out[1].Err)
+	require.Equal(t, "ran too long", out[1].Job.LastError)
+	require.ErrorIs(t, out[2].Err, queue.ErrStaleAttempt, "a DONE job is never failed")
+	require.ErrorIs(t, out[3].Err, queue.ErrStaleAttempt, "a repeat in the batch")
+	require.ErrorIs(t, out[4].Err, queue.ErrJobNotFound)
+	require.ErrorIs(t, out[5].Err, queue.ErrInvalidArgument, "a reason is required")
+	require.Equal(t, queue.StateDone, c.get(done.ID).State)
+
+	evs := c.events(assigned.ID)
+	last := evs[len(evs)-1]
+	require.Equal(t, queue.StateAssigned, last.From)
+	require.Equal(t, queue.StateFailed, last.To)
+	require.Equal(t, store.ReasonAssignmentTimeout, last.Reason)
+	evs = c.events(running.ID)
+	last = evs[len(evs)-1]
+	require.Equal(t, queue.StateRunning, last.From)
+	require.Equal(t, "ran too long", last.Error)
+
+	// A stale attempt changes nothing.
+	again := b.assigned(t, w.ID, b.job("s"))
+	out, err = b.rs.JobFailMany(b.ctx, []store.JobFailParams{{JobLease: store.JobLease{ID: again.ID, Attempt: again.Attempt + 1, WorkerID: w.ID}, Reason: store.ReasonTimeout}})
+	require.NoError(t, err)
+	require.ErrorIs(t, out[0].Err, queue.ErrStaleAttempt)
+	require.Equal(t, queue.StateAssigned, c.get(again.ID).State)
+}
+
+func (b *rsBundle) testRetryFailed(t *testing.T) {
+	c := b.with(t)
+	b.sweepAll(t) // what earlier subtests left FAILED
+	q := c.newQueue(store.QueueCreateParams{BackoffBase: 2 * time.Second, BackoffMax: 3 * time.Second})
+	w := c.register(uniqueName("w"))
+	mk := func(maxRetries int) store.JobInsertParams {
+		p := store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &maxRetries, TTL: time.Hour}
+		return p
+	}
+	retry := b.fail(t, b.running(t, w.ID, mk(3)), store.DefaultFailureReason)
+	exhausted := b.fail(t, b.running(t, w.ID, mk(0)), store.ReasonTimeout)
+	permanentJob := b.running(t, w.ID, mk(3))
+	rep, err := b.ds.JobReportMany(b.ctx, []store.JobReportParams{{
+		JobLease: store.JobLease{ID: permanentJob.ID, Attempt: permanentJob.Attempt, WorkerID: w.ID},
+		Error:    "bad input", Permanent: true,
+	}})
+	require.NoError(t, err)
+	require.NoError(t, rep[0].Err)
+	require.True(t, rep[0].Job.NoRetry)
+
+	before := time.Now()
+	total := store.RetrySweep{Queues: map[string]int{}}
+	for {
+		sweep, err := b.rs.JobRetryFailed(b.ctx, 2) // several calls: the limit holds
+		require.NoError(t, err)
+		require.LessOrEqual(t, sweep.Retried+sweep.DeadLettered, 2)
+		if sweep.Retried+sweep.DeadLettered == 0 {
+			break
+		}
+		total.Retried += sweep.Retried
+		total.DeadLettered += sweep.DeadLettered
+		for k, v := range sweep.Queues {
+			total.Queues[k] += v
+		}
+	}
+	require.Equal(t, 1, total.Retried)
+	require.Equal(t, 2, total.DeadLettered)
+	require.Equal(t, map[string]int{q.Name: 1}, total.Queues)
+
+	j := c.get(retry.ID)
+	require.Equal(t, queue.StatePending, j.State)
+	require.Equal(t, 1, j.RetryCount)
+	// Backoff of the first retry: base (2 s) plus up to 10 % jitter, from the database's now().
+	wait := time.Until(j.NotBefore)
+	require.Greater(t, wait, 2*time.Second-time.Since(before)-time.Second, "not before base")
+	require.LessOrEqual(t, wait, 2200*time.Millisecond+time.Second, "at most base + 10 %%")
+	require.Equal(t, j.NotBefore.Add(time.Hour), j.ExpiresAt, "the TTL restarts from not_before")
+	require.True(t, j.CompletedAt.IsZero())
+	evs := c.events(retry.ID)
+	require.Equal(t, queue.StateFailed, evs[len(evs)-1].From)
+	require.Equal(t, queue.StatePending, evs[len(evs)-1].To)
+	require.Equal(t, store.ReasonRetry, evs[len(evs)-1].Reason)
+
+	j = c.get(exhausted.ID)
+	require.Equal(t, queue.StateDeadLettered, j.State)
+	require.Equal(t, store.ReasonTimeout, j.FailureReason, "the last failure's reason is kept")
+	require.False(t, j.CompletedAt.IsZero())
+	evs = c.events(exhausted.ID)
+	require.Equal(t, store.ReasonMaxRetries, evs[len(evs)-1].Reason)
+	require.Equal(t, "boom", evs[len(evs)-1].Error, "the dead-letter event carries the last error")
+
+	j = c.get(permanentJob.ID)
+	require.Equal(t, queue.StateDeadLettered, j.State)
+	evs = c.events(permanentJob.ID)
+	require.Equal(t, store.ReasonPermanent, evs[len(evs)-1].Reason)
+
+	// The second retry doubles the delay (4 s), capped at max (3 s). Assignment does not look at
+	// not_before, so the job can be run again at once.
+	jobs, err := b.ds.JobAssignMany(b.ctx, store.JobAssignParams{WorkerID: w.ID, IDs: []string{retry.ID}})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	b.fail(t, jobs[0], store.DefaultFailureReason)
+	before = time.Now()
+	sweep, err := b.rs.JobRetryFailed(b.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, sweep.Retried)
+	j = c.get(retry.ID)
+	require.Equal(t, 2, j.RetryCount)
+	wait = time.Until(j.NotBefore)
+	require.Greater(t, wait, 3*time.Second-time.Since(before)-time.Second)
+	require.LessOrEqual(t, wait, 3300*time.Millisecond+time.Second)
+}
+
+// sweepAll runs the retry sweep until nothing is FAILED.
+func (b *rsBundle) sweepAll(t *testing.T) {
+	t.Helper()
+	for {
+		sweep, err := b.rs.JobRetryFailed(b.ctx, store.MaxDispatchBatch)
+		require.NoError(t, err)
+		if sweep.Retried+sweep.DeadLettered == 0 {
+			return
+		}
+	}
+}
+
+func (b *rsBundle) testExpireTTL(t *testing.T) {
+	c := b.with(t)
+	p := b.job("ttl")
+	p.TTL = time.Millisecond
+	expiring := c.insertOne(p)
+	p.TTL = time.Hour
+	kept := c.insertOne(p)
+	require.Eventually(t, func() bool {
+		n, err := b.rs.JobExpireTTL(b.ctx, 100)
+		require.NoError(t, err)
+		return n > 0 || c.get(expiring.ID).State == queue.StateDeadLettered
+	}, 10*time.Second, 20*time.Millisecond)
+	j := c.get(expiring.ID)
+	require.Equal(t, queue.StateDeadLettered, j.State)
+	require.Equal(t, store.ReasonTTLExpired, j.FailureReason)
+	evs := c.events(expiring.ID)
+	require.Equal(t, queue.StatePending, evs[len(evs)-1].From)
+	require.Equal(t, store.ReasonTTLExpired, evs[len(evs)-1].Reason)
+	require.Equal(t, queue.StatePending, c.get(kept.ID).State)
+	n, err := b.rs.JobExpireTTL(b.ctx, 100)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to expire")
+}
+
+func (b *rsBundle) testMarkLost(t *testing.T) {
+	c := b.with(t)
+	silent := c.register(uniqueName("silent"))
+	require.NoError(t, b.s.WorkerDeregister(b.ctx, c.register(uniqueName("gone")).ID))
+	ids, err := b.rs.WorkerMarkLost(b.ctx, time.Hour)
+	require.NoError(t, err)
+	require.NotContains(t, ids, silent.ID, "heartbeat within the timeout")
+	require.Eventually(t, func() bool {
+		ids, err := b.rs.WorkerMarkLost(b.ctx, 200*time.Millisecond)
+		require.NoError(t, err)
+		for _, id := range ids {
+			require.NotContains(t, id, "gone", "an OFFLINE worker is not lost again")
+		}
+		return slices.Contains(ids, silent.ID)
+	}, 10*time.Second, 50*time.Millisecond)
+	w, err := b.s.WorkerGet(b.ctx, silent.ID)
+	require.NoError(t, err)
+	require.Equal(t, queue.WorkerOffline, w.Status)
+	ids, err = b.rs.WorkerMarkLost(b.ctx, time.Microsecond)
+	require.NoError(t, err)
+	require.NotContains(t, ids, silent.ID, "already OFFLINE")
+}
+
+func (b *rsBundle) testHeldBy(t *testing.T) {
+	c := b.with(t)
+	w := c.register(uniqueName("w"))
+	a := b.assigned(t, w.ID, b.job("a"))
+	r := b.running(t, w.ID, b.job("r"))
+	f := b.fail(t, b.running(t, w.ID, b.job("f")), store.ReasonTimeout)
+	ids, err := b.rs.JobHeldBy(b.ctx, w.ID)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{a.ID, r.ID}, ids)
+	require.NotContains(t, ids, f.ID)
+	ids, err = b.rs.JobHeldBy(b.ctx, uniqueName("nobody"))
+	require.NoError(t, err)
+	require.Empty(t, ids)
+}
+
+func (b *rsBundle) testRecoveryInvalid(t *testing.T) {
+	for name, p := range map[string]store.JobOverdueParams{
+		"no assignment timeout": {Limit: 1},
+		"negative grace":        {AssignmentTimeout: time.Second, Grace: -1, Limit: 1},
+		"no limit":              {AssignmentTimeout: time.Second},
+		"limit too big":         {AssignmentTimeout: time.Second, Limit: store.MaxDispatchBatch + 1},
+	} {
+		_, err := b.rs.JobOverdue(b.ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
+	}
+	_, err := b.rs.JobRetryFailed(b.ctx, 0)
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	_, err = b.rs.JobExpireTTL(b.ctx, store.MaxDispatchBatch+1)
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	_, err = b.rs.WorkerMarkLost(b.ctx, 0)
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	_, err = b.rs.JobFailMany(b.ctx, make([]store.JobFailParams, store.MaxDispatchBatch+1))
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+}
