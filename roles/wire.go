@@ -90,6 +90,8 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		closeAll()
 		return nil, err
 	}
+	reg := telemetry.NewRegistry()
+	reg.MustRegister(telemetry.NewRecoveryCollector(eng.RecoveryStats))
 	srv, err := server.New(server.Deps{
 		Config:  cfg,
 		Log:     log,
@@ -97,7 +99,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		Engine:  eng,
 		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
 		Checks:  dependencyChecks(cfg, st.Ping, rdb),
-		Metrics: telemetry.MetricsHandler(telemetry.NewRegistry()),
+		Metrics: telemetry.MetricsHandler(reg),
 	})
 	if err != nil {
 		closeAll()

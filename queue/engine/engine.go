@@ -123,6 +123,7 @@ type Engine struct {
 	redisMu      sync.Mutex
 	redisFailing bool         // the last claim from Redis failed
 	directClaims atomic.Int64 // jobs assigned straight from Postgres while Redis was down
+	recovery     recoveryCounters
 
 	mu       sync.Mutex
 	sessions map[string]*Session // by worker id
@@ -266,3 +267,46 @@ func (e *Engine) redisUp() {
 // DirectClaims is how many jobs were assigned straight from Postgres because
 // Redis was unreachable.
 func (e *Engine) DirectClaims() int64 { return e.directClaims.Load() }
+
+// recoveryCounters count what the reaper did since the start.
+type recoveryCounters struct {
+	workersLost, retried, deadLettered, ttlExpired, orphans atomic.Int64
+	failedMu                                                sync.Mutex
+	failed                                                  map[string]int64 // by reason
+}
+
+func (c *recoveryCounters) addFailed(reason string) {
+	c.failedMu.Lock()
+	defer c.failedMu.Unlock()
+	if c.failed == nil {
+		c.failed = map[string]int64{}
+	}
+	c.failed[reason]++
+}
+
+// RecoveryStats is what this replica's reaper did since the engine started.
+type RecoveryStats struct {
+	WorkersLost  int64            // workers declared OFFLINE
+	Failed       map[string]int64 // attempts failed, by reason (assignment_timeout, timeout, worker_lost)
+	Retried      int64            // FAILED → PENDING
+	DeadLettered int64            // FAILED → DEAD_LETTERED
+	TTLExpired   int64            // PENDING → DEAD_LETTERED (ttl_expired)
+	Orphans      int64            // in-flight entries removed
+	DirectClaims int64            // jobs assigned straight from Postgres while Redis was down
+}
+
+// RecoveryStats returns the reaper's counters (for metrics).
+func (e *Engine) RecoveryStats() RecoveryStats {
+	c := &e.recovery
+	c.failedMu.Lock()
+	failed := make(map[string]int64, len(c.failed))
+	for k, v := range c.failed {
+		failed[k] = v
+	}
+	c.failedMu.Unlock()
+	return RecoveryStats{
+		WorkersLost: c.workersLost.Load(), Failed: failed, Retried: c.retried.Load(),
+		DeadLettered: c.deadLettered.Load(), TTLExpired: c.ttlExpired.Load(), Orphans: c.orphans.Load(),
+		DirectClaims: e.directClaims.Load(),
+	}
+}

@@ -95,10 +95,11 @@ func (e *Engine) reap(ctx context.Context, st *reaperState, now time.Time) error
 		if err != nil {
 			return err
 		}
+		e.recovery.workersLost.Add(int64(len(ids)))
 		for _, id := range ids {
 			e.log.Warn("worker lost: no heartbeat within the timeout; its jobs will be retried",
 				zap.String("worker_id", id), zap.Duration("heartbeat_timeout", e.opts.HeartbeatTimeout))
-			e.dropSession(id)
+			e.EndSession(id, ErrWorkerLost)
 		}
 	}
 	if err := e.failOverdue(ctx, workersLost); err != nil {
@@ -113,6 +114,7 @@ func (e *Engine) reap(ctx context.Context, st *reaperState, now time.Time) error
 			return err
 		}
 		if n > 0 {
+			e.recovery.ttlExpired.Add(int64(n))
 			e.log.Info("jobs dead-lettered: TTL expired", zap.Int("jobs", n))
 		}
 		if n < reaperBatch {
@@ -154,6 +156,7 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 				continue // moved on meanwhile (reported, cancelled, another replica's reaper)
 			}
 			failed++
+			e.recovery.addFailed(overdue[i].Reason)
 			byWorker[overdue[i].WorkerID] = append(byWorker[overdue[i].WorkerID], o)
 			e.log.Warn("attempt failed by the reaper", zap.String("job_id", o.ID), zap.Int("attempt", overdue[i].Attempt),
 				zap.String("worker_id", overdue[i].WorkerID), zap.String("reason", overdue[i].Reason))
@@ -189,6 +192,8 @@ func (e *Engine) retryFailed(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		e.recovery.retried.Add(int64(sweep.Retried))
+		e.recovery.deadLettered.Add(int64(sweep.DeadLettered))
 		if sweep.DeadLettered > 0 {
 			e.log.Info("jobs dead-lettered", zap.Int("jobs", sweep.DeadLettered))
 		}
@@ -251,22 +256,28 @@ func (e *Engine) clearOrphans(ctx context.Context) error {
 				errs = append(errs, err)
 				continue
 			}
+			e.recovery.orphans.Add(int64(len(orphans)))
 			e.log.Info("orphaned in-flight entries removed", zap.String("queue", q), zap.String("worker_id", s.workerID), zap.Int("entries", len(orphans)))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// dropSession ends the stream of a worker declared lost: it must register again.
-func (e *Engine) dropSession(workerID string) {
+// EndSession ends the worker's assignment stream on this replica, if it has one, with err: ErrWorkerLost
+// (the reaper declared it OFFLINE), ErrWorkerDraining (an operator drained it or asked it to shut
+// down). Jobs it holds stay ASSIGNED/RUNNING; its reports are still accepted.
+func (e *Engine) EndSession(workerID string, err error) {
 	e.mu.Lock()
 	s := e.sessions[workerID]
 	delete(e.sessions, workerID)
 	e.mu.Unlock()
 	if s != nil {
-		s.close(ErrWorkerLost)
+		s.close(err)
 	}
 }
+
+// ErrWorkerDraining ends the session of a drained worker: the stream ends with OK (FR-023).
+var ErrWorkerDraining = errors.New("the worker is DRAINING: no new jobs")
 
 // ErrWorkerLost ends the session of a worker the reaper declared OFFLINE (FAILED_PRECONDITION on the
 // wire: the worker must register again).
