@@ -23,7 +23,8 @@ func codeOf(err error) connect.Code {
 	case errors.Is(err, queue.ErrQueueExists):
 		return connect.CodeAlreadyExists
 	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrIllegalTransition),
-		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt):
+		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt),
+		errors.Is(err, engine.ErrWorkerLost):
 		return connect.CodeFailedPrecondition
 	case errors.Is(err, queue.ErrShutdown):
 		return connect.CodeUnavailable

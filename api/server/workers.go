@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -133,8 +134,8 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	for {
 		jobs, err := sess.Next(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil // the worker went away
+			if ctx.Err() != nil || errors.Is(err, engine.ErrWorkerDraining) {
+				return nil // the worker went away, or was drained (FR-023)
 			}
 			return err
 		}
@@ -245,6 +246,7 @@ func (s *workerService) DrainWorker(ctx context.Context, req *connect.Request[jq
 			return nil, err
 		}
 	}
+	s.endSession(id)
 	return connect.NewResponse(&jqv1.DrainWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
@@ -258,7 +260,17 @@ func (s *workerService) ShutdownWorker(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
+	s.endSession(w.ID)
 	return connect.NewResponse(&jqv1.ShutdownWorkerResponse{Worker: workerToProto(w)}), nil
+}
+
+// endSession ends a drained worker's assignment stream on this replica with
+// OK. A stream on another replica ends when the worker, told DRAIN or
+// SHUTDOWN by its next heartbeat, closes it.
+func (s *workerService) endSession(id string) {
+	if s.engine != nil {
+		s.engine.EndSession(id, engine.ErrWorkerDraining)
+	}
 }
 
 func (s *workerService) ListWorkers(ctx context.Context, _ *connect.Request[jqv1.ListWorkersRequest]) (*connect.Response[jqv1.ListWorkersResponse], error) {
