@@ -80,8 +80,8 @@ type WorkerStore interface {
 	WorkerGet(ctx context.Context, id string) (*queue.Worker, error)
 	// WorkerList returns every worker, OFFLINE ones included, ordered by id.
 	WorkerList(ctx context.Context) ([]*queue.Worker, error)
-	// WorkerSetStatus sets a worker's status (drain: DRAINING). Errors: ErrInvalidArgument,
-	// ErrWorkerNotFound.
+	// WorkerSetStatus sets a worker's status (drain: DRAINING). An OFFLINE worker only changes by
+	// registering again. Errors: ErrInvalidArgument, ErrWorkerNotFound, ErrIllegalTransition (OFFLINE).
 	WorkerSetStatus(ctx context.Context, p WorkerSetStatusParams) (*queue.Worker, error)
 	// WorkerDeregister marks a worker OFFLINE; the row is kept for history. Errors: ErrWorkerNotFound.
 	WorkerDeregister(ctx context.Context, id string) error

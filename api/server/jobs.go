@@ -51,8 +51,7 @@ func (s *jobService) RetryJob(ctx context.Context, req *connect.Request[jqv1.Ret
 		return nil, err
 	}
 	if s.engine != nil {
-		// The job is due now; other replicas find it at their next tick.
-		s.engine.WakeScheduler()
+		s.engine.JobsReady(j.Queue) // due now: every replica's scheduler looks at once
 	}
 	return connect.NewResponse(&jqv1.RetryJobResponse{Job: jobToProto(j)}), nil
 }

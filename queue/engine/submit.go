@@ -130,3 +130,14 @@ func (e *Engine) notifyLoop(ctx context.Context) {
 		}
 	}
 }
+
+// JobsReady announces that jobs of these queues became PENDING outside a
+// submit (an operator's retry): this replica's scheduler runs at once and the
+// other replicas' are woken through NOTIFY.
+func (e *Engine) JobsReady(queues ...string) {
+	m := make(map[string]int, len(queues))
+	for _, q := range queues {
+		m[q]++
+	}
+	e.notifyNewWork(m)
+}

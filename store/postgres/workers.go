@@ -33,8 +33,12 @@ RETURNING ` + workerColumns
 
 	sqlWorkerList = `SELECT ` + workerColumns + ` FROM workers w ORDER BY w.id`
 
+	// Only registering brings an OFFLINE worker back: a drain racing the reaper's verdict must not
+	// revive it (compare-and-set on the status).
 	sqlWorkerSetStatus = `
-UPDATE workers AS w SET status = $2, updated_at = now() WHERE id = $1 RETURNING ` + workerColumns
+UPDATE workers AS w SET status = $2, updated_at = now()
+WHERE id = $1 AND (status <> 'OFFLINE' OR $2 = 'OFFLINE')
+RETURNING ` + workerColumns
 )
 
 // WorkerRegister implements store.WorkerStore.
@@ -81,7 +85,13 @@ func (s *Store) WorkerSetStatus(ctx context.Context, p store.WorkerSetStatusPara
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return s.workerRow(ctx, "set status", sqlWorkerSetStatus, p.ID, string(p.Status))
+	w, err := s.workerRow(ctx, "set status", sqlWorkerSetStatus, p.ID, string(p.Status))
+	if errors.Is(err, queue.ErrWorkerNotFound) {
+		if _, gerr := s.WorkerGet(ctx, p.ID); gerr == nil {
+			return nil, fmt.Errorf("%w: worker %q is OFFLINE: it must register again", queue.ErrIllegalTransition, p.ID)
+		}
+	}
+	return w, err
 }
 
 // WorkerDeregister implements store.WorkerStore.

@@ -81,6 +81,8 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		off, err := b.s.WorkerGet(b.ctx, w.ID)
 		require.NoError(t, err)
 		require.Equal(t, queue.WorkerOffline, off.Status, "kept for history")
+		_, err = b.s.WorkerSetStatus(b.ctx, store.WorkerSetStatusParams{ID: w.ID, Status: queue.WorkerDraining})
+		require.ErrorIs(t, err, queue.ErrIllegalTransition, "only registering revives an OFFLINE worker")
 
 		// A late heartbeat does not revive an OFFLINE worker.
 		hb, err := b.s.WorkerHeartbeat(b.ctx, w.ID)
