@@ -68,6 +68,10 @@ type OperatorStore interface {
 	// the permanent and cancel flags cleared (FR-013). Errors: ErrJobNotFound, ErrInvalidArgument,
 	// ErrIllegalTransition (any other state).
 	JobRetry(ctx context.Context, id string) (*queue.Job, error)
+	// JobConsumeResult returns a DONE job's kept result and deletes it in the same step (fetch-once,
+	// S1): of concurrent callers exactly one gets taken = true with the result; later calls get
+	// taken = false and the job as it stands. Errors: ErrJobNotFound, ErrInvalidArgument.
+	JobConsumeResult(ctx context.Context, id string) (job *queue.Job, taken bool, err error)
 	// WorkerRequestShutdown marks a worker DRAINING with shutdown requested: its heartbeat answers
 	// SHUTDOWN from now on. Idempotent. Errors: ErrWorkerNotFound, ErrIllegalTransition (OFFLINE).
 	WorkerRequestShutdown(ctx context.Context, id string) (*queue.Worker, error)

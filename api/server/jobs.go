@@ -63,11 +63,13 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 	if err := validJobID(req.Msg.GetJobId()); err != nil {
 		return nil, err
 	}
+	var j *queue.Job
+	var err error
 	if req.Msg.GetConsume() {
-		// Fetch-once needs an atomic read-and-delete in the store.
-		return nil, unimplemented("GetJobResult with consume")
+		j, _, err = s.store.JobConsumeResult(ctx, req.Msg.GetJobId())
+	} else {
+		j, err = s.store.JobGet(ctx, req.Msg.GetJobId())
 	}
-	j, err := s.store.JobGet(ctx, req.Msg.GetJobId())
 	if err != nil {
 		return nil, err
 	}

@@ -3,12 +3,14 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
@@ -167,8 +169,32 @@ func TestGetJobResult(t *testing.T) {
 	_, err = get(corrupt.ID, false)
 	requireCode(t, connect.CodeDataLoss, err, "a result that fails its checksum is not returned")
 
-	_, err = get(kept.ID, true)
-	requireCode(t, connect.CodeUnimplemented, err, "consume")
+	// Fetch-once: of concurrent consumers exactly one gets the result; later reads find none.
+	var (
+		wg    sync.WaitGroup
+		found atomic.Int64
+	)
+	for range 8 {
+		wg.Go(func() {
+			res, err := get(kept.ID, true)
+			if !assert.NoError(t, err) {
+				return
+			}
+			if res.GetFound() {
+				assert.Equal(t, result, res.GetResult().GetData())
+				found.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, found.Load(), "exactly one consumer receives the result")
+	res, err = get(kept.ID, false)
+	require.NoError(t, err)
+	require.False(t, res.GetFound(), "consumed")
+	require.Equal(t, jqv1.JobState_JOB_STATE_DONE, res.GetState())
+	res, err = get(pending.ID, true)
+	require.NoError(t, err)
+	require.False(t, res.GetFound(), "nothing to consume yet")
 	_, err = get(uuid.NewString(), false)
 	requireCode(t, connect.CodeNotFound, err)
 	_, err = get("x", false)

@@ -239,3 +239,42 @@ func (s *Store) JobLeasesToCancel(ctx context.Context, workerID string, leases [
 func clampInt32(v int) int32 {
 	return int32(min(max(v, math.MinInt32), math.MaxInt32)) //nolint:gosec // clamped
 }
+
+// sqlJobConsumeResult takes a kept result away in the same statement that returns it: the row lock
+// makes concurrent consumers queue up, and the ones behind the first find keep_result false.
+const sqlJobConsumeResult = `
+WITH old AS (
+    SELECT id AS o_id, result AS o_result, result_checksum AS o_checksum
+    FROM jobs
+    WHERE id = $1 AND state = 'DONE' AND keep_result
+    FOR NO KEY UPDATE
+),
+taken AS (
+    UPDATE jobs SET result = NULL, result_checksum = '', keep_result = false, updated_at = now()
+    FROM old
+    WHERE id = o_id
+    RETURNING o_result, o_checksum, ` + jobColumns + `
+)
+SELECT * FROM taken`
+
+// JobConsumeResult implements store.OperatorStore.
+func (s *Store) JobConsumeResult(ctx context.Context, id string) (*queue.Job, bool, error) {
+	canon, err := store.ParseJobID(id)
+	if err != nil {
+		return nil, false, err
+	}
+	var (
+		result   []byte
+		checksum string
+	)
+	j, err := scanJob(leadingRow{s.pool.QueryRow(ctx, sqlJobConsumeResult, canon), []any{&result, &checksum}})
+	if errors.Is(err, pgx.ErrNoRows) {
+		j, err := s.JobGet(ctx, canon)
+		return j, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: consume result of %s: %w", canon, err)
+	}
+	j.Result, j.ResultChecksum, j.KeepResult = result, checksum, true
+	return j, true, nil
+}
