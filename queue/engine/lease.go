@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -60,26 +61,55 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 }
 
 func (e *Engine) flushAcks(ctx context.Context, reqs [][]store.JobLease) ([][]store.LeaseOutcome, error) {
-	return flushConcat(ctx, reqs, e.opts.Store.JobAckMany)
+	return flushConcat(ctx, reqs, func(l store.JobLease) string { return l.ID }, e.opts.Store.JobAckMany)
 }
 
 func (e *Engine) flushReports(ctx context.Context, reqs [][]store.JobReportParams) ([][]store.LeaseOutcome, error) {
-	return flushConcat(ctx, reqs, e.opts.Store.JobReportMany)
+	return flushConcat(ctx, reqs, func(r store.JobReportParams) string { return r.ID }, e.opts.Store.JobReportMany)
 }
 
 // flushConcat writes many callers' items with one call and splits the
-// outcomes back per caller.
-func flushConcat[T any](ctx context.Context, reqs [][]T, write func(context.Context, []T) ([]store.LeaseOutcome, error)) ([][]store.LeaseOutcome, error) {
+// outcomes back per caller. A batch judges only the first item of a job id
+// (store.DispatchStore), so items repeating an id — two attempts of one job
+// reported together, a retried report merged with its original — go into a
+// further call after the first.
+func flushConcat[T any](ctx context.Context, reqs [][]T, id func(T) string, write func(context.Context, []T) ([]store.LeaseOutcome, error)) ([][]store.LeaseOutcome, error) {
 	var all []T
 	for _, r := range reqs {
 		all = append(all, r...)
 	}
-	outs, err := write(ctx, all)
-	if err != nil {
-		return nil, err
+	outs := make([]store.LeaseOutcome, len(all))
+	pending := make([]int, len(all)) // positions in all still to write
+	for i := range pending {
+		pending[i] = i
 	}
-	if len(outs) != len(all) {
-		return nil, fmt.Errorf("engine: store returned %d outcomes for %d items", len(outs), len(all))
+	for len(pending) > 0 {
+		var round, later []int
+		seen := make(map[string]bool, len(pending))
+		for _, i := range pending {
+			k := strings.ToLower(id(all[i]))
+			if seen[k] {
+				later = append(later, i)
+				continue
+			}
+			seen[k] = true
+			round = append(round, i)
+		}
+		items := make([]T, len(round))
+		for j, i := range round {
+			items[j] = all[i]
+		}
+		got, err := write(ctx, items)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) != len(items) {
+			return nil, fmt.Errorf("engine: store returned %d outcomes for %d items", len(got), len(items))
+		}
+		for j, i := range round {
+			outs[i] = got[j]
+		}
+		pending = later
 	}
 	res := make([][]store.LeaseOutcome, len(reqs))
 	off := 0
@@ -93,6 +123,19 @@ func flushConcat[T any](ctx context.Context, reqs [][]T, write func(context.Cont
 // release frees the session slots and the in-flight entries (with their
 // locks) of the outcomes ended says are over for this worker.
 func (e *Engine) release(ctx context.Context, workerID string, outs []store.LeaseOutcome, reported bool, ended func(store.LeaseOutcome) bool) {
+	over := e.removeInflight(ctx, workerID, outs, ended)
+	e.mu.Lock()
+	s := e.sessions[workerID]
+	e.mu.Unlock()
+	if s != nil && len(over) > 0 {
+		s.released(over, reported)
+	}
+}
+
+// removeInflight removes the in-flight entries (with their locks) of the
+// outcomes ended selects and returns their job ids. The session slots stay
+// taken.
+func (e *Engine) removeInflight(ctx context.Context, workerID string, outs []store.LeaseOutcome, ended func(store.LeaseOutcome) bool) []string {
 	e.mu.Lock()
 	s := e.sessions[workerID]
 	e.mu.Unlock()
@@ -120,9 +163,7 @@ func (e *Engine) release(ctx context.Context, workerID string, outs []store.Leas
 			e.log.Warn("remove in-flight entries failed", zap.String("queue", q), zap.String("worker_id", workerID), zap.Error(err))
 		}
 	}
-	if s != nil && len(over) > 0 {
-		s.released(over, reported)
-	}
+	return over
 }
 
 func isStale(err error) bool {

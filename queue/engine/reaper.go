@@ -150,6 +150,7 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 			return err
 		}
 		byWorker := map[string][]store.LeaseOutcome{}
+		lostWorker := map[string]bool{}
 		failed := 0
 		for i, o := range outs {
 			if o.Err != nil {
@@ -158,11 +159,23 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 			failed++
 			e.recovery.addFailed(overdue[i].Reason)
 			byWorker[overdue[i].WorkerID] = append(byWorker[overdue[i].WorkerID], o)
+			if overdue[i].Reason == store.ReasonWorkerLost {
+				lostWorker[overdue[i].WorkerID] = true
+			}
 			e.log.Warn("attempt failed by the reaper", zap.String("job_id", o.ID), zap.Int("attempt", overdue[i].Attempt),
 				zap.String("worker_id", overdue[i].WorkerID), zap.String("reason", overdue[i].Reason))
 		}
+		all := func(store.LeaseOutcome) bool { return true }
 		for w, os := range byWorker {
-			e.release(ctx, w, os, true, func(store.LeaseOutcome) bool { return true })
+			if lostWorker[w] {
+				e.release(ctx, w, os, true, all)
+				continue
+			}
+			// A live worker still holds the slot: its handler may be running past the timeout
+			// (ignoring cancellation), or the assignment is still on its way. The slot comes back
+			// with the worker's report — refused as stale, it still frees the slot — or with a new
+			// stream; freeing it now would send the worker more jobs than its concurrency.
+			e.removeInflight(ctx, w, os, all)
 		}
 		if failed > 0 {
 			e.WakeReaper() // the retry sweep of this very cycle takes them; a wake costs nothing

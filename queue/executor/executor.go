@@ -126,6 +126,7 @@ type Executor struct {
 	mu           sync.Mutex
 	tasks        map[string]*task // held leases by job id
 	hbInterval   time.Duration
+	hbTimeout    time.Duration // the server's heartbeat timeout, from the registration (0: unknown)
 	streamCancel context.CancelFunc
 
 	registered     atomic.Bool

@@ -36,7 +36,7 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 					break
 				}
 				failures++
-				d := bo.next()
+				d := e.capBackoff(bo.next())
 				if failures == 1 || failures%10 == 0 {
 					e.log.Warn("cannot register with the server; retrying",
 						zap.Int("attempts", failures), zap.Duration("backoff", d), zap.Error(err))
@@ -71,11 +71,24 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 			// again before reconnecting (it is idempotent).
 			e.registered.Store(false)
 		}
-		d := bo.next()
+		d := e.capBackoff(bo.next())
 		e.log.Warn("assignment stream ended; reconnecting", zap.Duration("backoff", d), zap.Error(err))
 		sleep(ctx, d)
 	}
 	return nil
+}
+
+// capBackoff keeps a reconnect pause well inside the server's heartbeat
+// timeout: a worker that waits longer than that to come back (after a server
+// or database outage) is declared lost and its running jobs are re-run.
+func (e *Executor) capBackoff(d time.Duration) time.Duration {
+	e.mu.Lock()
+	timeout := e.hbTimeout
+	e.mu.Unlock()
+	if timeout > 0 {
+		d = min(d, max(timeout/4, 100*time.Millisecond))
+	}
+	return d
 }
 
 func (e *Executor) register(ctx context.Context) error {
@@ -95,6 +108,9 @@ func (e *Executor) register(ctx context.Context) error {
 	e.mu.Lock()
 	if reg.HeartbeatInterval > 0 {
 		e.hbInterval = reg.HeartbeatInterval
+	}
+	if reg.HeartbeatTimeout > 0 {
+		e.hbTimeout = reg.HeartbeatTimeout
 	}
 	interval, held := e.hbInterval, len(e.tasks)
 	e.mu.Unlock()

@@ -95,15 +95,25 @@ RETURNING ` + workerColumns
 	// Each job is read by its id alone (see dispatch_lease.go on plans over unnest); no lock, since
 	// the answer is advice to the worker and its next heartbeat asks again. The result keeps the
 	// input order.
+	// Per job id, not per lease (the heartbeat's cancel list names jobs): a worker still running a
+	// stale attempt next to the current one of the same job (it was re-dispatched to it) must not
+	// have the current one cancelled with it. So an id is cancelled when none of its leases is
+	// current, or when its current lease was cancel-requested.
 	sqlJobLeasesToCancel = `
+WITH l AS (
+    SELECT i_id, i_ord,
+           coalesce(j.state IN ('ASSIGNED', 'RUNNING') AND j.attempt = i_attempt AND j.worker_id = $3, false) AS cur,
+           coalesce(j.cancel_requested, false) AS creq
+    FROM unnest($1::uuid[], $2::integer[]) WITH ORDINALITY AS t(i_id, i_attempt, i_ord)
+    LEFT JOIN LATERAL (
+        SELECT state, attempt, worker_id, cancel_requested FROM jobs WHERE id = i_id OFFSET 0
+    ) j ON true
+)
 SELECT i_id::text
-FROM unnest($1::uuid[], $2::integer[]) WITH ORDINALITY AS t(i_id, i_attempt, i_ord)
-LEFT JOIN LATERAL (
-    SELECT state, attempt, worker_id, cancel_requested FROM jobs WHERE id = i_id OFFSET 0
-) j ON true
-WHERE NOT coalesce(j.state IN ('ASSIGNED', 'RUNNING') AND j.attempt = i_attempt AND j.worker_id = $3
-                   AND NOT j.cancel_requested, false)
-ORDER BY i_ord`
+FROM l
+GROUP BY i_id
+HAVING NOT bool_or(cur) OR bool_or(cur AND creq)
+ORDER BY min(i_ord)`
 )
 
 // operatorTries bounds how often an operator action re-decides after the job changed state between

@@ -513,13 +513,24 @@ func runLeasesToCancelTests(t *testing.T, newStore NewOperatorStoreFunc) {
 			{ID: moved.ID, Attempt: 1},
 			{ID: unknown, Attempt: 1},
 			{ID: "not-a-uuid", Attempt: 1},
-			{ID: running.ID, Attempt: 2}, // an attempt the job has not reached
+			{ID: running.ID, Attempt: 2}, // an attempt the job has not reached, next to the current one
 			leaseOf(cancelled),           // listed twice
 		}
 		got, err := b.op.JobLeasesToCancel(b.ctx, w, leases)
 		require.NoError(t, err)
-		require.Equal(t, []string{cancelled.ID, done.ID, othersJob.ID, moved.ID, unknown, running.ID}, got,
-			"stale, unknown and cancel-requested leases, once each, in the order given")
+		require.Equal(t, []string{cancelled.ID, done.ID, othersJob.ID, moved.ID, unknown}, got,
+			"stale, unknown and cancel-requested jobs, once each, in the order given; a job with a current "+
+				"lease is kept whatever other attempts of it are listed")
+
+		// Re-dispatched to the same worker: its stale attempt 1 still runs next to attempt 2. The list
+		// names jobs, so cancelling the stale attempt would cancel the current one too.
+		again := b.assigned(w)
+		again = b.requireApplied(b.report(reportFailure(again, "slow", store.ReasonTimeout))[0], queue.StateFailed)
+		again = b.move(again, queue.StatePending, store.JobTransitionParams{Reason: store.ReasonRetry})
+		again = b.assignOne(w, again)
+		got, err = b.op.JobLeasesToCancel(b.ctx, w, []store.JobLease{{ID: again.ID, Attempt: 1}, leaseOf(again)})
+		require.NoError(t, err)
+		require.Empty(t, got, "the current attempt keeps the job")
 
 		got, err = b.op.JobLeasesToCancel(b.ctx, w, []store.JobLease{leaseOf(assigned), leaseOf(running)})
 		require.NoError(t, err)
