@@ -62,6 +62,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	redis.SetLogger(redisLogger{log.Named("redis")})
 	rdb := newRedis(cfg)
 	closeAll := func() {
 		st.Close()
@@ -154,6 +155,14 @@ func workerServerAddr(cfg *config.Config) string {
 		return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.GRPC.Port))
 	}
 	return cfg.Worker.ServerAddr
+}
+
+// redisLogger sends go-redis's own messages (connection pool dial failures during an outage) to the
+// JSON log at debug level: the components that use Redis log the outage once, with context.
+type redisLogger struct{ log *zap.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...))
 }
 
 func newRedis(cfg *config.Config) *redis.Client {
