@@ -2,6 +2,8 @@
 # perf.sh: the load-generator runs recorded in docs/performance.md.
 #
 #   scripts/perf.sh [workload…]     workloads: batch unary drain rate1000 rate5000 (default: all)
+#   PROFILE=1 scripts/perf.sh …     also takes a 5 s CPU profile of the server 1 s into each
+#                                   workload ($OUT/<workload>.pprof; `go tool pprof -top bin/jq FILE`)
 #
 # Each workload gets a fresh database (jq_perf), one `jq --role=server`, one `jq --role=worker
 # --concurrency 256` and the load generator, all on this machine. Needs bin/jq (`task build`),
@@ -42,17 +44,24 @@ stop_all() { cleanup; pids=(); }
 bench() { $JQ --role=admin bench --server-addr localhost:50061 "$@"; }
 counts() { psql -qAt "$PGURL_BASE/$DB" -c "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY 1"; }
 
+profile() { # profile NAME: a CPU profile of the server, in the background
+	[ -n "${PROFILE:-}" ] || return 0
+	(sleep 1; curl -s "localhost:50063/debug/pprof/profile?seconds=5" >"$OUT/$1.pprof") &
+}
+
 run() {
 	local name=$1
 	echo "=== $name"
 	fresh_db
 	start_server
+	[ "$name" = drain ] || profile "$name"
 	case $name in
 	batch) bench --jobs 100000 --batch 1000 -c 4 --no-wait ;;
 	unary) bench --jobs 30000 -c 32 --no-wait ;;
 	drain)
 		run_id=$(bench --jobs 100000 --batch 1000 -c 4 --no-wait -o json | sed -n 's/.*"run_id": *"\([^"]*\)".*/\1/p')
 		start_worker
+		profile drain
 		bench --collect "$run_id"
 		;;
 	rate1000) start_worker; bench --rate 1000 --duration 20s -c 32 ;;
