@@ -97,6 +97,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		Config:  cfg,
 		Log:     log,
 		Store:   st,
+		Counter: disp,
 		Engine:  eng,
 		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
 		Checks:  dependencyChecks(cfg, st.Ping, rdb),

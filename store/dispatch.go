@@ -142,6 +142,11 @@ type Dispatcher interface {
 	InflightRemove(ctx context.Context, p InflightParams) error
 	// InflightList returns the ids in the worker's in-flight list.
 	InflightList(ctx context.Context, queueName, workerID string) ([]string, error)
+	// Counts returns, for each queue in order, the size of its ready set and the total length of
+	// its in-flight lists (admin stats; a fast approximation, Postgres is the truth). It reads one
+	// ZCARD per queue and finds the in-flight lists with SCAN (never KEYS), so it never blocks the
+	// server; an unknown queue counts zero.
+	Counts(ctx context.Context, queues []string) ([]DispatchCounts, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 }

@@ -17,6 +17,7 @@ type adminService struct {
 	store   store.Store
 	version buildinfo.Info
 	status  func(ctx context.Context) []health.Result
+	adminOps
 }
 
 func (s *adminService) GetVersion(context.Context, *connect.Request[jqv1.GetVersionRequest]) (*connect.Response[jqv1.GetVersionResponse], error) {
@@ -66,19 +67,4 @@ func (s *adminService) GetStatus(ctx context.Context, _ *connect.Request[jqv1.Ge
 		})
 	}
 	return connect.NewResponse(out), nil
-}
-
-// GetStats, PeekQueue and PurgeDeadLetters arrive with the operator CLI issue
-// (they read Redis dispatch structures that the core loop introduces).
-
-func (s *adminService) GetStats(context.Context, *connect.Request[jqv1.GetStatsRequest]) (*connect.Response[jqv1.GetStatsResponse], error) {
-	return nil, unimplemented("GetStats")
-}
-
-func (s *adminService) PeekQueue(context.Context, *connect.Request[jqv1.PeekQueueRequest]) (*connect.Response[jqv1.PeekQueueResponse], error) {
-	return nil, unimplemented("PeekQueue")
-}
-
-func (s *adminService) PurgeDeadLetters(context.Context, *connect.Request[jqv1.PurgeDeadLettersRequest]) (*connect.Response[jqv1.PurgeDeadLettersResponse], error) {
-	return nil, unimplemented("PurgeDeadLetters")
 }

@@ -97,8 +97,3 @@ func (i *errInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc)
 func invalid(msg string) error {
 	return fmt.Errorf("%w: %s", queue.ErrInvalidArgument, msg)
 }
-
-// unimplemented marks an RPC whose behaviour arrives with a later issue.
-func unimplemented(what string) error {
-	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not implemented yet"))
-}

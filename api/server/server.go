@@ -33,18 +33,23 @@ type WorkerTiming struct {
 }
 
 // Store is what the handlers need of the system of record: the store, the
-// operator's job and worker actions, and the heartbeat's check of a worker's
-// leases.
+// operator's job and worker actions, the admin commands' reads and clean-up,
+// and the heartbeat's check of a worker's leases. GetStats also needs Redis's
+// counts: Options.Counter.
 type Store interface {
 	store.Store
 	store.OperatorStore
+	store.AdminStore
 	// JobLeasesToCancel is store.RecoveryStore's.
 	JobLeasesToCancel(ctx context.Context, workerID string, leases []store.JobLease) ([]string, error)
 }
 
 // Options configure the API handlers.
 type Options struct {
-	Store   Store
+	Store Store
+	// Counter reads the Redis dispatch counts GetStats reports (the dispatcher);
+	// nil: GetStats answers UNAVAILABLE.
+	Counter DispatchCounter
 	Engine  *engine.Engine
 	Workers WorkerTiming
 	Log     *zap.Logger
@@ -86,7 +91,8 @@ func New(opts Options) http.Handler {
 		store: opts.Store, engine: opts.Engine,
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
 	}, hopts...))
-	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status}, hopts...))
+	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status,
+		adminOps: adminOps{store: opts.Store, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout}}, hopts...))
 
 	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, services...)...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))

@@ -30,7 +30,7 @@ type Commands struct {
 	Version  VersionCmd  `cmd:"" help:"Client and server versions."`
 	Stats    StatsCmd    `cmd:"" help:"Dispatch counters per queue: ready, in flight, dead-lettered, live heartbeats."`
 	Peek     PeekCmd     `cmd:"" help:"Show the next jobs of a queue in dispatch order, or the newest dead letters with --dead."`
-	PurgeDLQ PurgeDLQCmd `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs (all queues or one); refuses without --yes."`
+	PurgeDLQ PurgeDLQCmd `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs with their history (all queues or one); refuses without --yes."`
 	Bench    BenchCmd    `cmd:"" help:"Load generator: submit jobs and report submit and end-to-end throughput and latency."`
 	Events   EventsCmd   `cmd:"" help:"Lifecycle events."`
 }
@@ -39,10 +39,10 @@ type Commands struct {
 type JobCmd struct {
 	Submit JobSubmitCmd `cmd:"" help:"Submit a job; prints its id and nothing else."`
 	Status JobStatusCmd `cmd:"" help:"Show a job: state, payload, result, retries and times."`
-	Cancel JobIDCmd     `cmd:"" help:"Cancel a job (PENDING/ASSIGNED are dead-lettered with reason CANCELLED; RUNNING is asked to stop)."`
-	Retry  JobIDCmd     `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
-	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue and state."`
-	Logs   JobIDCmd     `cmd:"" help:"The job's state transitions in order, with time and reason."`
+	Cancel JobCancelCmd `cmd:"" help:"Cancel a job (PENDING, ASSIGNED and FAILED are dead-lettered with reason cancelled; RUNNING is asked to stop)."`
+	Retry  JobRetryCmd  `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
+	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue and state; prints a --page-token hint on stderr when more remain."`
+	Logs   JobLogsCmd   `cmd:"" help:"The job's state transitions in order, with time and reason."`
 }
 
 // JobSubmitCmd is `job submit`.
@@ -66,16 +66,26 @@ type JobStatusCmd struct {
 	ID string `arg:"" help:"Job id."`
 }
 
-// JobIDCmd is a command that acts on one job.
-type JobIDCmd struct {
+// JobCancelCmd is `job cancel`.
+type JobCancelCmd struct {
+	ID string `arg:"" help:"Job id."`
+}
+
+// JobRetryCmd is `job retry`.
+type JobRetryCmd struct {
+	ID string `arg:"" help:"Job id."`
+}
+
+// JobLogsCmd is `job logs`.
+type JobLogsCmd struct {
 	ID string `arg:"" help:"Job id."`
 }
 
 // JobListCmd is `job list`.
 type JobListCmd struct {
 	Queue     string `help:"Only this queue."`
-	Status    string `help:"Only this state: PENDING, ASSIGNED, RUNNING, DONE, FAILED or DEAD_LETTERED."`
-	Limit     int    `help:"Jobs per page." default:"20"`
+	Status    string `help:"Only these states (comma-separated): PENDING, ASSIGNED, RUNNING, DONE, FAILED, DEAD_LETTERED."`
+	Limit     int    `help:"Jobs per page, 1-1000." default:"20"`
 	PageToken string `help:"Continue after a previous page (printed at its end)."`
 }
 
@@ -84,9 +94,9 @@ type QueueCmd struct {
 	List   QueueListCmd   `cmd:"" help:"List queues."`
 	Create QueueCreateCmd `cmd:"" help:"Create a queue."`
 	Delete QueueDeleteCmd `cmd:"" help:"Delete a queue; refuses a queue that still holds jobs unless --force."`
-	Stats  QueueNameCmd   `cmd:"" help:"Depth by state, total processed, average processing time, error rate."`
-	Pause  QueueNameCmd   `cmd:"" help:"Stop dispatching the queue's jobs (submits are still accepted)."`
-	Resume QueueNameCmd   `cmd:"" help:"Resume dispatching a paused queue."`
+	Stats  QueueStatsCmd  `cmd:"" help:"Depth by state, total processed, average processing time, error rate."`
+	Pause  QueuePauseCmd  `cmd:"" help:"Stop dispatching the queue's jobs (submits are still accepted)."`
+	Resume QueueResumeCmd `cmd:"" help:"Resume dispatching a paused queue."`
 }
 
 // QueueListCmd is `queue list`.
@@ -108,23 +118,38 @@ type QueueDeleteCmd struct {
 	Force bool   `help:"Delete the queue and all its jobs."`
 }
 
-// QueueNameCmd is a command that acts on one queue.
-type QueueNameCmd struct {
+// QueueStatsCmd is `queue stats`.
+type QueueStatsCmd struct {
+	Name string `arg:"" help:"Queue name."`
+}
+
+// QueuePauseCmd is `queue pause`.
+type QueuePauseCmd struct {
+	Name string `arg:"" help:"Queue name."`
+}
+
+// QueueResumeCmd is `queue resume`.
+type QueueResumeCmd struct {
 	Name string `arg:"" help:"Queue name."`
 }
 
 // WorkerCmd groups the worker commands.
 type WorkerCmd struct {
-	List     WorkerListCmd `cmd:"" help:"List workers: id, host, status, concurrency, running jobs, last heartbeat."`
-	Drain    WorkerIDCmd   `cmd:"" help:"Stop giving the worker new jobs; it finishes the current ones."`
-	Shutdown WorkerIDCmd   `cmd:"" help:"Drain the worker, then make it exit."`
+	List     WorkerListCmd     `cmd:"" help:"List workers: id, host, status, concurrency, running jobs, last heartbeat."`
+	Drain    WorkerDrainCmd    `cmd:"" help:"Stop giving the worker new jobs; it finishes the current ones."`
+	Shutdown WorkerShutdownCmd `cmd:"" help:"Drain the worker, then make it deregister and exit."`
 }
 
 // WorkerListCmd is `worker list`.
 type WorkerListCmd struct{}
 
-// WorkerIDCmd is a command that acts on one worker.
-type WorkerIDCmd struct {
+// WorkerDrainCmd is `worker drain`.
+type WorkerDrainCmd struct {
+	ID string `arg:"" help:"Worker id."`
+}
+
+// WorkerShutdownCmd is `worker shutdown`.
+type WorkerShutdownCmd struct {
 	ID string `arg:"" help:"Worker id."`
 }
 
@@ -140,14 +165,14 @@ type StatsCmd struct{}
 // PeekCmd is `peek`.
 type PeekCmd struct {
 	Queue string `arg:"" help:"Queue name."`
-	N     int    `short:"n" help:"How many jobs." default:"10"`
+	N     int    `short:"n" help:"How many jobs, 1-1000." default:"10"`
 	Dead  bool   `help:"Show the newest dead-lettered jobs instead."`
 }
 
 // PurgeDLQCmd is `purge-dlq`.
 type PurgeDLQCmd struct {
 	Queue string `help:"Only this queue (default: all queues)."`
-	Yes   bool   `help:"Really delete."`
+	Yes   bool   `help:"Really delete (without it the command refuses, exit 2)."`
 }
 
 // BenchCmd is `bench`.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/alecthomas/kong"
@@ -18,11 +19,12 @@ import (
 	"github.com/jq-dev/jq/config"
 )
 
-// Exit codes of admin commands (documented in --help).
+// Exit codes of admin commands (documented in --help and the README).
 const (
 	exitOK       = 0
-	exitError    = 1
-	exitNotFound = 3
+	exitError    = 1 // anything else: unreachable server, timeout, refused action, unhealthy status
+	exitUsage    = 2 // bad flags or arguments, found here or refused by the server as INVALID_ARGUMENT
+	exitNotFound = 3 // the job, queue or worker named does not exist
 )
 
 // Env is what an admin command runs with.
@@ -41,13 +43,20 @@ type runEnv struct {
 	globals *Globals
 	client  *client.Client
 	command string // e.g. "job cancel <id>"
+	now     func() time.Time
+	color   bool // ANSI colour in tables: only on a terminal, never with NO_COLOR or TERM=dumb
 }
 
 // Run executes the command kong selected and maps its error to an exit code:
-// one line on stderr, 3 when something was not found, 1 otherwise.
+// one line on stderr; 3 when something was not found, 2 for a usage error, 1
+// otherwise.
 func Run(ctx context.Context, kctx *kong.Context, env Env) int {
 	g := findGlobals(kctx)
-	re := &runEnv{Env: env, ctx: ctx, globals: g, command: kctx.Command()}
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	re := &runEnv{Env: env, ctx: ctx, globals: g, command: kctx.Command(), now: time.Now,
+		color: colorWanted(env.Stdout, env.Getenv)}
 	defer func() {
 		if re.client != nil {
 			re.client.Close()
@@ -58,10 +67,53 @@ func Run(ctx context.Context, kctx *kong.Context, env Env) int {
 		return exitOK
 	}
 	fmt.Fprintf(env.Stderr, "jq: %s\n", errorLine(err, g))
-	if connect.CodeOf(err) == connect.CodeNotFound {
+	return exitCode(err)
+}
+
+// exitCode is the exit status of a command that failed with err.
+func exitCode(err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	var nf *notFoundError
+	if errors.As(err, &nf) {
 		return exitNotFound
 	}
+	switch connect.CodeOf(err) {
+	case connect.CodeNotFound:
+		return exitNotFound
+	case connect.CodeInvalidArgument:
+		return exitUsage
+	}
 	return exitError
+}
+
+// usageError is a bad flag or argument found before calling the server.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// notFoundError names what does not exist, e.g. `queue "emails" not found`.
+type notFoundError struct {
+	what, name string
+	err        error
+}
+
+func (e *notFoundError) Error() string { return fmt.Sprintf("%s %q not found", e.what, e.name) }
+func (e *notFoundError) Unwrap() error { return e.err }
+
+// named turns the server's NOT_FOUND into an error naming the missing thing
+// and leaves other errors alone.
+func named(err error, what, name string) error {
+	if err != nil && connect.CodeOf(err) == connect.CodeNotFound {
+		return &notFoundError{what: what, name: name, err: err}
+	}
+	return err
 }
 
 func findGlobals(kctx *kong.Context) *Globals {
@@ -104,15 +156,49 @@ func errorLine(err error, g *Globals) string {
 		case connect.CodeDeadlineExceeded:
 			return fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the server)", g.ServerAddr, g.Timeout)
 		case connect.CodeUnavailable:
+			if connect.IsWireError(err) { // the server answered: a dependency of its is down
+				return fmt.Sprintf("the jq server at %s is unavailable: %s", g.ServerAddr, firstLine(ce.Message()))
+			}
 			return fmt.Sprintf("cannot reach the jq server at %s: %s", g.ServerAddr, firstLine(ce.Message()))
 		case connect.CodeUnimplemented:
 			return fmt.Sprintf("the server at %s does not implement this yet: %s", g.ServerAddr, firstLine(ce.Message()))
 		}
-		if msg := ce.Message(); msg != "" {
-			return firstLine(msg)
-		}
 	}
-	return firstLine(err.Error())
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the server)", g.ServerAddr, g.Timeout)
+	}
+	return firstLine(serverMessage(err))
+}
+
+// serverMessage is err's text, with a connect error reduced to the server's
+// message (without the "not_found: " code prefix).
+func serverMessage(err error) string {
+	if ce, ok := err.(*connect.Error); ok && ce.Message() != "" { //nolint:errorlint // only the outermost error is reduced
+		return ce.Message()
+	}
+	return err.Error()
+}
+
+// actionError says what was being done when the server refused it.
+type actionError struct {
+	action string
+	err    error
+}
+
+func (e *actionError) Error() string { return e.action + ": " + serverMessage(e.err) }
+func (e *actionError) Unwrap() error { return e.err }
+
+// failed prefixes err (unless nil, or already naming a missing thing) with
+// the action.
+func failed(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var nf *notFoundError
+	if errors.As(err, &nf) {
+		return err
+	}
+	return &actionError{action: fmt.Sprintf(format, args...), err: err}
 }
 
 func firstLine(s string) string {

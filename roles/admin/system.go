@@ -61,7 +61,7 @@ func (c *StatusCmd) Run(re *runEnv) error {
 		return err
 	}
 	st := resp.Msg
-	if err := re.printMessage(st, func(w io.Writer) error { return statusTable(w, re.globals.ServerAddr, st) }); err != nil {
+	if err := re.printMessage(st, func(w io.Writer) error { return re.statusTable(w, st) }); err != nil {
 		return err
 	}
 	for _, c := range st.GetComponents() {
@@ -75,20 +75,20 @@ func (c *StatusCmd) Run(re *runEnv) error {
 	return nil
 }
 
-func statusTable(w io.Writer, addr string, st *jqv1.GetStatusResponse) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "server\t%s\treachable\tversion %s\n", addr, st.GetServerVersion())
+func (re *runEnv) statusTable(w io.Writer, st *jqv1.GetStatusResponse) error {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "server\t%s\t%s\tversion %s\n", re.globals.ServerAddr, re.paint(colGreen, "reachable"), st.GetServerVersion())
 	for _, c := range st.GetComponents() {
-		state := "ok"
+		state := re.paint(colGreen, "ok")
 		if !c.GetHealthy() {
-			state = "FAILING"
+			state = re.paint(colRed, "FAILING")
 			if c.GetDegraded() {
-				state = "DEGRADED"
+				state = re.paint(colYellow, "DEGRADED")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t\t%s\t%s (%s)\n", c.GetName(), state, c.GetDetail(), c.GetLatency().AsDuration())
+		fmt.Fprintf(tw, "%s\t\t%s\t%s (%s)\n", c.GetName(), state, c.GetDetail(), shortDuration(c.GetLatency().AsDuration()))
 	}
-	fmt.Fprintf(tw, "workers\t\t%d active\t\n", st.GetActiveWorkers())
+	fmt.Fprintf(tw, "workers\t\t%s\t\n", re.paint(colDefault, fmt.Sprintf("%d active", st.GetActiveWorkers())))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

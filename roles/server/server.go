@@ -35,6 +35,8 @@ type Deps struct {
 	Config *config.Config
 	Log    *zap.Logger
 	Store  apiserver.Store
+	// Counter reads Redis's dispatch counts for GetStats (nil: UNAVAILABLE).
+	Counter apiserver.DispatchCounter
 	// Migrate applies the embedded schema migrations (safe when several
 	// servers start at once).
 	Migrate func(ctx context.Context) error
@@ -94,6 +96,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 	api := apiserver.New(apiserver.Options{
 		Store:   s.deps.Store,
+		Counter: s.deps.Counter,
 		Engine:  s.deps.Engine,
 		Log:     s.log,
 		Version: buildinfo.Get(),

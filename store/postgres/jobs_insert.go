@@ -329,14 +329,7 @@ func queueFromFKDetail(detail string) string {
 	return detail
 }
 
-// newJobID returns a UUIDv7 (RFC 9562): its leading bits are a millisecond timestamp, so the ids of
-// new jobs land together at the right edge of jobs_pkey (and of the job_events foreign-key lookups)
-// instead of at random leaf pages across the whole index. BenchmarkJobInsertMany, 1,000-job batches:
-// see docs/performance.md.
-func newJobID() string {
-	id, err := uuid.NewV7()
-	if err != nil { // the random source failed; a v4 id is as unique, only less index-friendly
-		return uuid.NewString()
-	}
-	return id.String()
-}
+// newJobID returns a random UUID v4, as SPEC FR-005 and the API contract promise. (A time-ordered v7
+// would keep new ids together at the right edge of jobs_pkey; at the table sizes measured here the
+// difference was within noise, so the contract wins.)
+func newJobID() string { return uuid.NewString() }

@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// defaultHeartbeatTimeout applies when Options.Workers leaves it unset
+// (FR-020's default).
+const defaultHeartbeatTimeout = 30 * time.Second
+
+// DispatchCounter is the Redis side of GetStats: store.Dispatcher's Counts.
+type DispatchCounter interface {
+	Counts(ctx context.Context, queues []string) ([]store.DispatchCounts, error)
+}
+
+// adminOps serves the S4 admin commands: stats, peek and purge-dlq.
+type adminOps struct {
+	store            Store
+	counter          DispatchCounter // nil: GetStats answers UNAVAILABLE
+	heartbeatTimeout time.Duration
+}
+
+// GetStats reports Redis's ready and in-flight counts per queue with
+// Postgres's dead-letter counts and live heartbeats.
+func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStatsRequest]) (*connect.Response[jqv1.GetStatsResponse], error) {
+	counter := s.counter
+	if counter == nil {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("this server has no Redis dispatcher to count"))
+	}
+	qs, err := s.store.QueueList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	counts, err := counter.Counts(ctx, names)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("redis is unavailable: %s", firstLine(err.Error())))
+	}
+	dead, err := s.store.JobCountDeadLettered(ctx)
+	if err != nil {
+		return nil, err
+	}
+	timeout := s.heartbeatTimeout
+	if timeout <= 0 {
+		timeout = defaultHeartbeatTimeout
+	}
+	live, err := s.store.WorkerCountLive(ctx, timeout)
+	if err != nil {
+		return nil, err
+	}
+	out := &jqv1.GetStatsResponse{LiveHeartbeats: live}
+	for _, c := range counts {
+		out.Queues = append(out.Queues, &jqv1.QueueRuntimeStats{
+			Queue: c.Queue, Ready: c.Ready, Inflight: c.Inflight, DeadLettered: dead[c.Queue],
+		})
+		out.Inflight += c.Inflight
+	}
+	return connect.NewResponse(out), nil
+}
+
+// PeekQueue shows a queue's next jobs, or its newest dead letters, without
+// their results.
+func (s *adminOps) PeekQueue(ctx context.Context, req *connect.Request[jqv1.PeekQueueRequest]) (*connect.Response[jqv1.PeekQueueResponse], error) {
+	m := req.Msg
+	if err := queue.ValidateQueueName(m.GetQueue()); err != nil {
+		return nil, err
+	}
+	if m.GetLimit() < 0 || m.GetLimit() > store.MaxPeekLimit {
+		return nil, invalid(fmt.Sprintf("limit %d: want 0..%d", m.GetLimit(), store.MaxPeekLimit))
+	}
+	jobs, err := s.store.JobPeek(ctx, store.JobPeekParams{Queue: m.GetQueue(), Limit: int(m.GetLimit()), Dead: m.GetDead()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*jqv1.Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = jobToProto(j)
+		out[i].Result = nil
+	}
+	return connect.NewResponse(&jqv1.PeekQueueResponse{Jobs: out}), nil
+}
+
+// PurgeDeadLetters deletes dead letters, only when confirmed.
+func (s *adminOps) PurgeDeadLetters(ctx context.Context, req *connect.Request[jqv1.PurgeDeadLettersRequest]) (*connect.Response[jqv1.PurgeDeadLettersResponse], error) {
+	m := req.Msg
+	if m.GetQueue() != "" {
+		if err := queue.ValidateQueueName(m.GetQueue()); err != nil {
+			return nil, err
+		}
+	}
+	if !m.GetConfirm() {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("purging dead letters needs confirm (the CLI's --yes); nothing was deleted"))
+	}
+	n, err := s.store.JobPurgeDeadLetters(ctx, store.JobPurgeDeadLettersParams{Queue: m.GetQueue()})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.PurgeDeadLettersResponse{Deleted: n}), nil
+}

@@ -1,0 +1,204 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+)
+
+// The human (table) format: aligned columns, times absolute (UTC, RFC 3339)
+// and relative, colour only when stdout is a terminal.
+
+// colorWanted reports whether w is a terminal and the environment does not
+// refuse colour (https://no-color.org, TERM=dumb).
+func colorWanted(w io.Writer, getenv func(string) string) bool {
+	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// ANSI colours. Every code has two digits, so every painted cell grows by
+// the same number of bytes and tabwriter's columns stay aligned as long as a
+// column is painted in every row (its header included, with colDefault).
+const (
+	colRed     = "31"
+	colGreen   = "32"
+	colYellow  = "33"
+	colCyan    = "36"
+	colDefault = "39"
+)
+
+// paint colours s when colour is on.
+func (re *runEnv) paint(code, s string) string {
+	if !re.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// header paints a column header of a painted column so it aligns.
+func (re *runEnv) header(s string) string { return re.paint(colDefault, s) }
+
+var stateColors = map[jqv1.JobState]string{
+	jqv1.JobState_JOB_STATE_PENDING:       colYellow,
+	jqv1.JobState_JOB_STATE_ASSIGNED:      colCyan,
+	jqv1.JobState_JOB_STATE_RUNNING:       colCyan,
+	jqv1.JobState_JOB_STATE_DONE:          colGreen,
+	jqv1.JobState_JOB_STATE_FAILED:        colRed,
+	jqv1.JobState_JOB_STATE_DEAD_LETTERED: colRed,
+}
+
+// stateName is a job state without its enum prefix: DEAD_LETTERED.
+func stateName(s jqv1.JobState) string {
+	return strings.TrimPrefix(s.String(), "JOB_STATE_")
+}
+
+func (re *runEnv) state(s jqv1.JobState) string {
+	c, ok := stateColors[s]
+	if !ok {
+		c = colDefault
+	}
+	return re.paint(c, stateName(s))
+}
+
+func workerStatusName(s jqv1.WorkerStatus) string {
+	return strings.TrimPrefix(s.String(), "WORKER_STATUS_")
+}
+
+func (re *runEnv) workerStatus(s jqv1.WorkerStatus) string {
+	c := colDefault
+	switch s {
+	case jqv1.WorkerStatus_WORKER_STATUS_ONLINE:
+		c = colGreen
+	case jqv1.WorkerStatus_WORKER_STATUS_DRAINING:
+		c = colYellow
+	case jqv1.WorkerStatus_WORKER_STATUS_OFFLINE:
+		c = colRed
+	}
+	return re.paint(c, workerStatusName(s))
+}
+
+// when renders a time as "2025-01-02T15:04:05Z (3m ago)"; "-" when unset.
+func (re *runEnv) when(t *timestamppb.Timestamp) string {
+	if t == nil {
+		return "-"
+	}
+	at := t.AsTime()
+	return at.UTC().Format(time.RFC3339) + " (" + relative(re.now().Sub(at)) + ")"
+}
+
+// ago is the relative part alone, for narrow columns.
+func (re *runEnv) ago(t *timestamppb.Timestamp) string {
+	if t == nil {
+		return "-"
+	}
+	return relative(re.now().Sub(t.AsTime()))
+}
+
+// relative renders an age: "just now", "42s ago", "3m ago", "5h ago",
+// "2d ago"; a negative age is "in 10s".
+func relative(age time.Duration) string {
+	future := age < 0
+	if future {
+		age = -age
+	}
+	var s string
+	switch {
+	case age < time.Second:
+		return "just now"
+	case age < time.Minute:
+		s = strconv.Itoa(int(age/time.Second)) + "s"
+	case age < time.Hour:
+		s = strconv.Itoa(int(age/time.Minute)) + "m"
+	case age < 48*time.Hour:
+		s = strconv.Itoa(int(age/time.Hour)) + "h"
+	default:
+		s = strconv.Itoa(int(age/(24*time.Hour))) + "d"
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// duration renders a protobuf duration; "-" when unset.
+func duration(d *durationpb.Duration) string {
+	if d == nil {
+		return "-"
+	}
+	return shortDuration(d.AsDuration())
+}
+
+// shortDuration rounds to what a human reads: 1.5s, 250ms, 3m0s.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(100 * time.Microsecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// maxCell bounds payloads and results shown in a table.
+const maxCell = 200
+
+// bytesText renders payload or result bytes for a table: compact JSON, or
+// other printable UTF-8 on one line, shortened past maxCell; else a size.
+func bytesText(b []byte) string {
+	if len(b) == 0 {
+		return "(empty)"
+	}
+	if !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool {
+		return r < ' ' && r != '\n' && r != '\t' && r != '\r'
+	}) {
+		return fmt.Sprintf("(%d bytes, binary; --output json shows them in base64)", len(b))
+	}
+	var s string
+	var compact bytes.Buffer
+	if json.Compact(&compact, b) == nil {
+		s = compact.String()
+	} else {
+		s = strings.Join(strings.Fields(string(b)), " ")
+	}
+	if utf8.RuneCountInString(s) > maxCell {
+		r := []rune(s)
+		return string(r[:maxCell]) + fmt.Sprintf("… (%d bytes; --output json shows all)", len(b))
+	}
+	return s
+}
+
+// newTable is the tabwriter of every table.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// dash stands in for an empty cell, so columns never collapse.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,288 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+)
+
+// maxPageSize is ListJobs' largest page.
+const maxPageSize = 1000
+
+// Run submits the job and prints its id — and nothing else — on stdout
+// (FR-008); --output json/yaml prints the whole answer instead.
+func (c *JobSubmitCmd) Run(re *runEnv) error {
+	spec, err := c.spec(re)
+	if err != nil {
+		return err
+	}
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: spec}))
+	if err != nil {
+		return failed(named(err, "queue", c.Queue), "cannot submit to queue %q", c.Queue)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, resp.Msg.GetJobId())
+		return err
+	})
+}
+
+// spec checks the flags and builds the job spec.
+func (c *JobSubmitCmd) spec(re *runEnv) (*jqv1.JobSpec, error) {
+	payload, err := readPayload(c.Payload, re.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	if c.Priority < 0 || c.Priority > 9 {
+		return nil, usagef("--priority %d: want 0 to 9", c.Priority)
+	}
+	spec := &jqv1.JobSpec{
+		Queue: c.Queue, Type: c.Type, Payload: payload, Priority: int32(c.Priority), //nolint:gosec // 0-9
+		IdempotencyKey: c.IdempotencyKey, Labels: c.Label, KeepResult: c.KeepResult,
+	}
+	if c.MaxRetries != nil {
+		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
+			return nil, usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
+		}
+		n := int32(*c.MaxRetries) //nolint:gosec // 0-100
+		spec.MaxRetries = &n
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+		dst  **durationpb.Duration
+	}{{"--ttl", c.TTL, &spec.Ttl}, {"--job-timeout", c.JobTimeout, &spec.Timeout}} {
+		if d.v < 0 {
+			return nil, usagef("%s %s: must be positive", d.flag, d.v)
+		}
+		if d.v > 0 {
+			*d.dst = durationpb.New(d.v)
+		}
+	}
+	switch {
+	case c.RunAt != "":
+		t, err := time.Parse(time.RFC3339, c.RunAt)
+		if err != nil {
+			return nil, usagef("--run-at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", c.RunAt)
+		}
+		spec.RunAt = timestamppb.New(t)
+	case c.Delay < 0:
+		return nil, usagef("--delay %s: must be positive", c.Delay)
+	case c.Delay > 0:
+		spec.RunAt = timestamppb.New(re.now().Add(c.Delay))
+	}
+	return spec, nil
+}
+
+// readPayload is --payload: inline JSON (checked), or @file / @- (stdin),
+// sent as it is.
+func readPayload(arg string, stdin io.Reader) ([]byte, error) {
+	switch {
+	case arg == "@-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("--payload @-: reading stdin: %w", err)
+		}
+		return b, nil
+	case strings.HasPrefix(arg, "@"):
+		b, err := os.ReadFile(arg[1:])
+		if err != nil {
+			return nil, usagef("--payload %s: %v", arg, err)
+		}
+		return b, nil
+	}
+	if !json.Valid([]byte(arg)) {
+		return nil, usagef("--payload is not valid JSON (use @file for other bytes): %.60q", arg)
+	}
+	return []byte(arg), nil
+}
+
+// Run shows one job (FR-030).
+func (c *JobStatusCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: c.ID}))
+	if err != nil {
+		return named(err, "job", c.ID)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error { return re.jobTable(w, resp.Msg.GetJob()) })
+}
+
+func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
+	tw := newTable(w)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("ID", j.GetId())
+	row("QUEUE", j.GetQueue())
+	row("TYPE", j.GetType())
+	row("STATUS", re.state(j.GetState()))
+	row("PRIORITY", fmt.Sprint(j.GetPriority()))
+	row("RETRIES", fmt.Sprintf("%d of %d", j.GetRetryCount(), j.GetMaxRetries()))
+	row("ATTEMPT", fmt.Sprint(j.GetAttempt()))
+	row("PAYLOAD", bytesText(j.GetPayload()))
+	switch {
+	case j.GetResult() != nil:
+		row("RESULT", bytesText(j.GetResult().GetData()))
+		row("RUNTIME", duration(j.GetResult().GetRuntime()))
+	case j.GetState() == jqv1.JobState_JOB_STATE_DONE:
+		row("RESULT", "(not kept)")
+	default:
+		row("RESULT", "-")
+	}
+	if j.GetFailureReason() != "" || j.GetLastError() != "" {
+		row("ERROR", fmt.Sprintf("%s (%s)", dash(j.GetLastError()), dash(j.GetFailureReason())))
+	}
+	row("WORKER", dash(j.GetWorkerId()))
+	row("CREATED", re.when(j.GetCreatedAt()))
+	if j.GetRunAt() != nil || j.GetState() == jqv1.JobState_JOB_STATE_PENDING {
+		row("NOT BEFORE", re.when(j.GetNotBefore()))
+	}
+	row("STARTED", re.when(j.GetStartedAt()))
+	row("COMPLETED", re.when(j.GetCompletedAt()))
+	return tw.Flush()
+}
+
+// Run cancels a job (FR-012).
+func (c *JobCancelCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Jobs.CancelJob(ctx, connect.NewRequest(&jqv1.CancelJobRequest{JobId: c.ID}))
+	if err != nil {
+		return failed(named(err, "job", c.ID), "cannot cancel job %s", c.ID)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		j := resp.Msg.GetJob()
+		if resp.Msg.GetCancelRequested() {
+			_, err := fmt.Fprintf(w, "job %s is %s: its worker %s was asked to stop it\n", j.GetId(), re.state(j.GetState()), j.GetWorkerId())
+			return err
+		}
+		_, err := fmt.Fprintf(w, "job %s cancelled: %s (%s)\n", j.GetId(), re.state(j.GetState()), j.GetFailureReason())
+		return err
+	})
+}
+
+// Run re-enqueues a FAILED or DEAD_LETTERED job (FR-013).
+func (c *JobRetryCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Jobs.RetryJob(ctx, connect.NewRequest(&jqv1.RetryJobRequest{JobId: c.ID}))
+	if err != nil {
+		return failed(named(err, "job", c.ID), "cannot retry job %s", c.ID)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		j := resp.Msg.GetJob()
+		_, err := fmt.Fprintf(w, "job %s is %s again, retry count reset to %d\n", j.GetId(), re.state(j.GetState()), j.GetRetryCount())
+		return err
+	})
+}
+
+// Run lists one page of jobs (FR-032, FR-035). When more remain the table is
+// followed by a hint on stderr; json/yaml carry next_page_token.
+func (c *JobListCmd) Run(re *runEnv) error {
+	if c.Limit < 1 || c.Limit > maxPageSize {
+		return usagef("--limit %d: want 1 to %d", c.Limit, maxPageSize)
+	}
+	states, err := parseStates(c.Status)
+	if err != nil {
+		return err
+	}
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{
+		Queue: c.Queue, States: states, PageSize: int32(c.Limit), PageToken: c.PageToken, //nolint:gosec // ≤ 1000
+	}))
+	if err != nil {
+		return named(err, "queue", c.Queue)
+	}
+	if err := re.printMessage(resp.Msg, func(w io.Writer) error { return re.jobsTable(w, resp.Msg.GetJobs()) }); err != nil {
+		return err
+	}
+	if next := resp.Msg.GetNextPageToken(); next != "" && re.globals.Output == "table" {
+		fmt.Fprintf(re.Stderr, "more jobs: add --page-token %s\n", next)
+	}
+	return nil
+}
+
+// parseStates reads --status: state names in any case, with or without the
+// JOB_STATE_ prefix, comma-separated.
+func parseStates(arg string) ([]jqv1.JobState, error) {
+	var out []jqv1.JobState
+	for _, f := range strings.Split(arg, ",") {
+		f = strings.ToUpper(strings.TrimSpace(f))
+		if f == "" {
+			continue
+		}
+		v, ok := jqv1.JobState_value["JOB_STATE_"+strings.TrimPrefix(f, "JOB_STATE_")]
+		if !ok || v == int32(jqv1.JobState_JOB_STATE_UNSPECIFIED) {
+			return nil, usagef("--status %q: want PENDING, ASSIGNED, RUNNING, DONE, FAILED or DEAD_LETTERED", f)
+		}
+		out = append(out, jqv1.JobState(v))
+	}
+	return out, nil
+}
+
+func (re *runEnv) jobsTable(w io.Writer, jobs []*jqv1.Job) error {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "ID\tQUEUE\tTYPE\t%s\tPRIORITY\tRETRIES\tCREATED\tUPDATED\n", re.header("STATUS"))
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.GetId(), j.GetQueue(), j.GetType(), re.state(j.GetState()),
+			j.GetPriority(), j.GetRetryCount(), j.GetMaxRetries(), re.when(j.GetCreatedAt()), re.ago(j.GetUpdatedAt()))
+	}
+	return tw.Flush()
+}
+
+// Run prints a job's transitions in order (FR-031).
+func (c *JobLogsCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: c.ID}))
+	if err != nil {
+		return named(err, "job", c.ID)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		tw := newTable(w)
+		fmt.Fprintf(tw, "SEQ\tTIME\tFROM\t%s\tREASON\tWORKER\tATTEMPT\n", re.header("TO"))
+		for _, e := range resp.Msg.GetEvents() {
+			from := "-"
+			if e.GetFromState() != jqv1.JobState_JOB_STATE_UNSPECIFIED {
+				from = stateName(e.GetFromState())
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", e.GetSeq(), re.when(e.GetTimestamp()), from, re.state(e.GetToState()),
+				dash(e.GetReason()), dash(e.GetWorkerId()), e.GetAttempt())
+		}
+		return tw.Flush()
+	})
+}

@@ -1,0 +1,216 @@
+package admin
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+)
+
+// Run lists every queue with its settings.
+func (c *QueueListCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Queues.ListQueues(ctx, connect.NewRequest(&jqv1.ListQueuesRequest{}))
+	if err != nil {
+		return err
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		tw := newTable(w)
+		fmt.Fprintf(tw, "NAME\t%s\tMAX RETRIES\tTTL\tBACKOFF\tPRIORITY WEIGHTS\tCREATED\n", re.header("STATE"))
+		for _, q := range resp.Msg.GetQueues() {
+			state := re.paint(colGreen, "active")
+			if q.GetPaused() {
+				state = re.paint(colYellow, "paused")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\n", q.GetName(), state, q.GetMaxRetries(), duration(q.GetTtl()),
+				duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()), re.when(q.GetCreatedAt()))
+		}
+		return tw.Flush()
+	})
+}
+
+// weights renders priority weights as "9=10,0=1", highest priority first;
+// "strict" when there are none.
+func weights(m map[int32]int32) string {
+	if len(m) == 0 {
+		return "strict"
+	}
+	var parts []string
+	for _, p := range slices.Backward(slices.Sorted(maps.Keys(m))) {
+		parts = append(parts, fmt.Sprintf("%d=%d", p, m[p]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Run creates a queue (FR-025).
+func (c *QueueCreateCmd) Run(re *runEnv) error {
+	req := &jqv1.CreateQueueRequest{Name: c.Name}
+	if c.MaxRetries != nil {
+		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
+			return usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
+		}
+		n := int32(*c.MaxRetries) //nolint:gosec // 0-100
+		req.MaxRetries = &n
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+		dst  **durationpb.Duration
+	}{{"--ttl", c.TTL, &req.Ttl}, {"--backoff-base", c.BackoffBase, &req.BackoffBase}, {"--backoff-max", c.BackoffMax, &req.BackoffMax}} {
+		if d.v < 0 {
+			return usagef("%s %s: must be positive", d.flag, d.v)
+		}
+		if d.v > 0 {
+			*d.dst = durationpb.New(d.v)
+		}
+	}
+	w, err := parseWeights(c.PriorityWeights)
+	if err != nil {
+		return err
+	}
+	req.PriorityWeights = w
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Queues.CreateQueue(ctx, connect.NewRequest(req))
+	if err != nil {
+		if connect.CodeOf(err) == connect.CodeAlreadyExists {
+			return fmt.Errorf("queue %q already exists", c.Name)
+		}
+		return failed(err, "cannot create queue %q", c.Name)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		q := resp.Msg.GetQueue()
+		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s\n", q.GetName(),
+			q.GetMaxRetries(), duration(q.GetTtl()), duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()))
+		return err
+	})
+}
+
+// parseWeights reads --priority-weights "9=10,0=1".
+func parseWeights(arg string) (map[int32]int32, error) {
+	if strings.TrimSpace(arg) == "" {
+		return nil, nil
+	}
+	out := map[int32]int32{}
+	for _, f := range strings.Split(arg, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
+		p, err1 := strconv.ParseInt(strings.TrimSpace(k), 10, 32)
+		wt, err2 := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if !ok || err1 != nil || err2 != nil || p < 0 || p > 9 || wt < 1 {
+			return nil, usagef("--priority-weights %q: want priority=weight pairs such as 9=10,0=1 (priority 0-9, weight ≥ 1)", arg)
+		}
+		out[int32(p)] = int32(wt)
+	}
+	return out, nil
+}
+
+// Run deletes a queue; the server refuses one that holds jobs unless
+// --force (FR-026).
+func (c *QueueDeleteCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Queues.DeleteQueue(ctx, connect.NewRequest(&jqv1.DeleteQueueRequest{Name: c.Name, Force: c.Force}))
+	if err != nil {
+		if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+			return fmt.Errorf("queue %q is not empty: it still holds jobs (--force deletes them with it)", c.Name)
+		}
+		return failed(named(err, "queue", c.Name), "cannot delete queue %q", c.Name)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "queue %s deleted with %d jobs\n", c.Name, resp.Msg.GetDeletedJobs())
+		return err
+	})
+}
+
+// Run prints a queue's depth by state and processing statistics (FR-028).
+func (c *QueueStatsCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Queues.GetQueueStats(ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: c.Name}))
+	if err != nil {
+		return named(err, "queue", c.Name)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		s := resp.Msg.GetStats()
+		tw := newTable(w)
+		row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+		row("QUEUE", s.GetQueue())
+		row("PENDING", s.GetPending())
+		row("ASSIGNED", s.GetAssigned())
+		row("RUNNING", s.GetRunning())
+		row("DONE", s.GetDone())
+		row("FAILED", s.GetFailed())
+		row("DEAD_LETTERED", s.GetDeadLettered())
+		row("TOTAL PROCESSED", s.GetTotalProcessed())
+		row("AVG PROCESSING TIME", duration(s.GetAvgProcessingTime()))
+		rate := fmt.Sprintf("%.1f%%", 100*s.GetErrorRate())
+		if s.GetErrorRate() > 0 {
+			rate = re.paint(colRed, rate)
+		}
+		row("ERROR RATE", rate)
+		row("OLDEST PENDING", duration(s.GetOldestPendingAge()))
+		return tw.Flush()
+	})
+}
+
+// Run pauses a queue's dispatch.
+func (c *QueuePauseCmd) Run(re *runEnv) error { return setPaused(re, c.Name, true) }
+
+// Run resumes a paused queue.
+func (c *QueueResumeCmd) Run(re *runEnv) error { return setPaused(re, c.Name, false) }
+
+func setPaused(re *runEnv, name string, paused bool) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	table := func(q *jqv1.Queue) func(io.Writer) error {
+		return func(w io.Writer) error {
+			word := "resumed: dispatching"
+			if q.GetPaused() {
+				word = "paused: submits are accepted, nothing is dispatched until it is resumed"
+			}
+			_, err := fmt.Fprintf(w, "queue %s %s\n", q.GetName(), word)
+			return err
+		}
+	}
+	if paused {
+		resp, err := cl.Queues.PauseQueue(ctx, connect.NewRequest(&jqv1.PauseQueueRequest{Name: name}))
+		if err != nil {
+			return failed(named(err, "queue", name), "cannot pause queue %q", name)
+		}
+		return re.printMessage(resp.Msg, table(resp.Msg.GetQueue()))
+	}
+	resp, err := cl.Queues.ResumeQueue(ctx, connect.NewRequest(&jqv1.ResumeQueueRequest{Name: name}))
+	if err != nil {
+		return failed(named(err, "queue", name), "cannot resume queue %q", name)
+	}
+	return re.printMessage(resp.Msg, table(resp.Msg.GetQueue()))
+}

@@ -1,0 +1,76 @@
+package admin
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+)
+
+// Run lists the workers: id, host, status, concurrency, running jobs, last
+// heartbeat.
+func (c *WorkerListCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Workers.ListWorkers(ctx, connect.NewRequest(&jqv1.ListWorkersRequest{}))
+	if err != nil {
+		return err
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		tw := newTable(w)
+		fmt.Fprintf(tw, "ID\tHOST\t%s\tCONCURRENCY\tRUNNING\tQUEUES\tVERSION\tLAST HEARTBEAT\n", re.header("STATUS"))
+		for _, wk := range resp.Msg.GetWorkers() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", wk.GetId(), dash(wk.GetHostname()), re.workerStatus(wk.GetStatus()),
+				wk.GetConcurrency(), wk.GetRunningJobs(), dash(strings.Join(wk.GetQueues(), ",")), dash(wk.GetVersion()),
+				re.when(wk.GetLastHeartbeatAt()))
+		}
+		return tw.Flush()
+	})
+}
+
+// Run drains a worker (FR-023).
+func (c *WorkerDrainCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Workers.DrainWorker(ctx, connect.NewRequest(&jqv1.DrainWorkerRequest{WorkerId: c.ID}))
+	if err != nil {
+		return failed(named(err, "worker", c.ID), "cannot drain worker %q", c.ID)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		wk := resp.Msg.GetWorker()
+		_, err := fmt.Fprintf(w, "worker %s is %s: it finishes its %d running jobs and takes no new ones\n",
+			wk.GetId(), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
+		return err
+	})
+}
+
+// Run asks a worker to drain, deregister and exit (FR-024).
+func (c *WorkerShutdownCmd) Run(re *runEnv) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	resp, err := cl.Workers.ShutdownWorker(ctx, connect.NewRequest(&jqv1.ShutdownWorkerRequest{WorkerId: c.ID}))
+	if err != nil {
+		return failed(named(err, "worker", c.ID), "cannot shut down worker %q", c.ID)
+	}
+	return re.printMessage(resp.Msg, func(w io.Writer) error {
+		wk := resp.Msg.GetWorker()
+		_, err := fmt.Fprintf(w, "worker %s is %s: it finishes its %d running jobs, deregisters and exits\n",
+			wk.GetId(), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
+		return err
+	})
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// AdminStore holds the reads and the clean-up behind the operator's admin commands (seed 004's
+// stats, peek and purge-dlq; FR-035). None of them changes a job's state.
+type AdminStore interface {
+	// JobPeek returns up to p.Limit jobs of one queue without changing or locking them: the due
+	// PENDING jobs in dispatch order (priority DESC, created_at, id — the scheduler's order, whether
+	// or not the queue is paused), or with p.Dead the DEAD_LETTERED jobs, most recently
+	// dead-lettered first (completed_at DESC, id DESC). Errors: ErrInvalidArgument (queue name,
+	// limit), ErrQueueNotFound.
+	JobPeek(ctx context.Context, p JobPeekParams) ([]*queue.Job, error)
+	// JobPurgeDeadLetters permanently deletes the DEAD_LETTERED jobs of p.Queue ("" = every queue)
+	// that were dead-lettered when the call began, with their results and their events, and returns
+	// how many jobs it deleted. It works in batches of one transaction each, so a large purge never
+	// holds many row locks; a job retried meanwhile (no longer DEAD_LETTERED) is kept. Errors:
+	// ErrInvalidArgument (queue name), ErrQueueNotFound.
+	JobPurgeDeadLetters(ctx context.Context, p JobPurgeDeadLettersParams) (deleted int64, err error)
+	// JobCountDeadLettered counts the DEAD_LETTERED jobs of every queue that has any.
+	JobCountDeadLettered(ctx context.Context) (map[string]int64, error)
+	// WorkerCountLive counts the workers that are not OFFLINE and whose last heartbeat is at most
+	// heartbeatTimeout old, by the store's clock.
+	WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error)
+}
+
+// Peek limits.
+const (
+	DefaultPeekLimit = 10
+	MaxPeekLimit     = 1000
+)
+
+// JobPeekParams selects the jobs JobPeek returns.
+type JobPeekParams struct {
+	Queue string
+	Limit int  // 0: DefaultPeekLimit; 1..MaxPeekLimit
+	Dead  bool // the dead-letter tail instead of the next PENDING jobs
+}
+
+// Validate checks p and returns the effective limit.
+func (p JobPeekParams) Validate() (limit int, err error) {
+	if err := queue.ValidateQueueName(p.Queue); err != nil {
+		return 0, err
+	}
+	switch {
+	case p.Limit == 0:
+		return DefaultPeekLimit, nil
+	case p.Limit < 0 || p.Limit > MaxPeekLimit:
+		return 0, invalid("peek limit %d: want 1..%d", p.Limit, MaxPeekLimit)
+	}
+	return p.Limit, nil
+}
+
+// JobPurgeDeadLettersParams selects the dead letters to delete.
+type JobPurgeDeadLettersParams struct {
+	Queue string // "": every queue
+}
+
+// Validate checks p.
+func (p JobPurgeDeadLettersParams) Validate() error {
+	if p.Queue == "" {
+		return nil
+	}
+	return queue.ValidateQueueName(p.Queue)
+}
+
+// DispatchCounts are the sizes of one queue's Redis dispatch structures.
+type DispatchCounts struct {
+	Queue    string
+	Ready    int64 // jobs in the queue's ready set
+	Inflight int64 // entries over all the queue's per-worker in-flight lists
+}

@@ -1,0 +1,204 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+var _ store.AdminStore = (*Store)(nil)
+
+// purgeBatch is how many dead letters one purge transaction deletes.
+const purgeBatch = 5000
+
+const (
+	// Walks jobs_dispatch_idx in its order, as sqlJobDue does; ORDER BY names the table's columns
+	// (a bare id would bind to the output column id::text).
+	sqlJobPeekPending = `
+SELECT ` + jobColumns + `
+FROM jobs
+WHERE queue = $1 AND state = 'PENDING' AND not_before <= now()
+ORDER BY jobs.priority DESC, jobs.created_at, jobs.id
+LIMIT $2`
+
+	// Walks jobs_dead_lettered_idx (queue, completed_at) backwards.
+	sqlJobPeekDead = `
+SELECT ` + jobColumns + `
+FROM jobs
+WHERE queue = $1 AND state = 'DEAD_LETTERED'
+ORDER BY jobs.completed_at DESC, jobs.id DESC
+LIMIT $2`
+
+	sqlQueueExists = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)`
+
+	sqlNow = `SELECT now()`
+
+	// One batch of a purge, oldest dead letters first, over jobs_dead_lettered_idx. The DELETE
+	// re-checks the state of every row it locks: a job retried since the subquery's snapshot is
+	// PENDING by then and stays.
+	sqlJobPurgeQueue = `
+DELETE FROM jobs
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE queue = $1 AND state = 'DEAD_LETTERED' AND completed_at <= $2
+    ORDER BY completed_at
+    LIMIT $3
+) AND state = 'DEAD_LETTERED'
+RETURNING id::text`
+
+	sqlJobPurgeAll = `
+DELETE FROM jobs
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE state = 'DEAD_LETTERED' AND completed_at <= $1
+    LIMIT $2
+) AND state = 'DEAD_LETTERED'
+RETURNING id::text`
+
+	// An index-only scan of jobs_dead_lettered_idx.
+	sqlJobCountDeadLettered = `SELECT queue, count(*) FROM jobs WHERE state = 'DEAD_LETTERED' GROUP BY queue`
+
+	sqlWorkerCountLive = `
+SELECT count(*) FROM workers
+WHERE status <> 'OFFLINE' AND last_heartbeat_at > now() - $1 * interval '1 millisecond'`
+)
+
+// JobPeek implements store.AdminStore.
+func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) ([]*queue.Job, error) {
+	limit, err := p.Validate()
+	if err != nil {
+		return nil, err
+	}
+	q := sqlJobPeekPending
+	if p.Dead {
+		q = sqlJobPeekDead
+	}
+	rows, err := s.pool.Query(ctx, q, p.Queue, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: peek jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: peek jobs: %w", err)
+	}
+	if len(jobs) == 0 {
+		if err := s.queueMustExist(ctx, p.Queue); err != nil {
+			return nil, err
+		}
+	}
+	return jobs, nil
+}
+
+// JobPurgeDeadLetters implements store.AdminStore. Events have no foreign key to their job
+// (migration 000003): each batch deletes them itself, in the jobs' transaction and after the jobs'
+// delete, whose row locks waited for any state change in flight (as QueueDelete does).
+func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLettersParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if p.Queue != "" {
+		if err := s.queueMustExist(ctx, p.Queue); err != nil {
+			return 0, err
+		}
+	}
+	// Only what was dead-lettered when the purge began: jobs dead-lettered meanwhile cannot keep it
+	// going forever.
+	var cutoff time.Time
+	if err := s.pool.QueryRow(ctx, sqlNow).Scan(&cutoff); err != nil {
+		return 0, fmt.Errorf("postgres: purge dead letters: %w", err)
+	}
+	var total int64
+	for {
+		n, err := s.purgeBatch(ctx, p.Queue, cutoff)
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, nil
+		}
+		total += n
+	}
+}
+
+func (s *Store) purgeBatch(ctx context.Context, queueName string, cutoff time.Time) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var rows pgx.Rows
+		var err error
+		if queueName == "" {
+			rows, err = tx.Query(ctx, sqlJobPurgeAll, cutoff, purgeBatch)
+		} else {
+			rows, err = tx.Query(ctx, sqlJobPurgeQueue, queueName, cutoff, purgeBatch)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: purge dead letters: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("postgres: purge dead letters: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, sqlDeleteJobEvents, ids); err != nil {
+			return fmt.Errorf("postgres: purge dead letters' events: %w", err)
+		}
+		n = int64(len(ids))
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// JobCountDeadLettered implements store.AdminStore.
+func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, sqlJobCountDeadLettered)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count dead letters: %w", err)
+	}
+	out := map[string]int64{}
+	var (
+		q string
+		n int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&q, &n}, func() error {
+		out[q] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// WorkerCountLive implements store.AdminStore.
+func (s *Store) WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error) {
+	if heartbeatTimeout <= 0 {
+		return 0, fmt.Errorf("%w: heartbeat timeout %v must be positive", queue.ErrInvalidArgument, heartbeatTimeout)
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, sqlWorkerCountLive, heartbeatTimeout.Milliseconds()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count live workers: %w", err)
+	}
+	return n, nil
+}
+
+func (s *Store) queueMustExist(ctx context.Context, name string) error {
+	var exists bool
+	err := s.pool.QueryRow(ctx, sqlQueueExists, name).Scan(&exists)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: queue exists: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
+	}
+	return nil
+}

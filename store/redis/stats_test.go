@@ -1,0 +1,11 @@
+package redis_test
+
+import (
+	"testing"
+
+	"github.com/jq-dev/jq/store/storetest"
+)
+
+func TestDispatchCounts(t *testing.T) {
+	storetest.RunDispatchCounts(t, newDispatcher)
+}

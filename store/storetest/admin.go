@@ -1,0 +1,325 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// AdminStore is a store with the admin commands' reads and clean-up.
+type AdminStore interface {
+	store.Store
+	store.AdminStore
+}
+
+// NewAdminStoreFunc returns the store under test, on the same terms as NewStoreFunc.
+type NewAdminStoreFunc func(t *testing.T) AdminStore
+
+// RunAdminStore runs the contract of store.AdminStore. newStore may share one store between tests;
+// newIsolated must return a store of the test's own (an empty database), for the checks that see
+// every queue at once — a purge of all queues, counts of all workers. A nil newIsolated skips them.
+// Subtests run in parallel.
+func RunAdminStore(t *testing.T, newStore, newIsolated NewAdminStoreFunc) {
+	t.Run("JobPeekPending", func(t *testing.T) { testJobPeekPending(t, newStore) })
+	t.Run("JobPeekDead", func(t *testing.T) { testJobPeekDead(t, newStore) })
+	t.Run("JobPeekInvalid", func(t *testing.T) { testJobPeekInvalid(t, newStore) })
+	t.Run("JobPurgeQueue", func(t *testing.T) { testJobPurgeQueue(t, newStore) })
+	t.Run("JobPurgeInvalid", func(t *testing.T) { testJobPurgeInvalid(t, newStore) })
+	t.Run("JobCountDeadLettered", func(t *testing.T) { testJobCountDeadLettered(t, newStore) })
+	t.Run("Isolated", func(t *testing.T) {
+		if newIsolated == nil {
+			t.Skip("no isolated store")
+		}
+		t.Run("JobPurgeAll", func(t *testing.T) { testJobPurgeAll(t, newIsolated) })
+		t.Run("WorkerCountLive", func(t *testing.T) { testWorkerCountLive(t, newIsolated) })
+	})
+}
+
+type adminBundle struct {
+	*bundle
+	a AdminStore
+}
+
+func setupAdmin(t *testing.T, newStore NewAdminStoreFunc) *adminBundle {
+	t.Helper()
+	var a AdminStore
+	b := setup(t, func(t *testing.T) store.Store {
+		a = newStore(t)
+		return a
+	})
+	return &adminBundle{bundle: b, a: a}
+}
+
+func (b *adminBundle) peek(p store.JobPeekParams) []*queue.Job {
+	b.t.Helper()
+	if p.Queue == "" {
+		p.Queue = b.queue
+	}
+	jobs, err := b.a.JobPeek(b.ctx, p)
+	require.NoError(b.t, err)
+	return jobs
+}
+
+// dead returns a new job of the bundle's queue (or of q) that is DEAD_LETTERED.
+func (b *adminBundle) dead(q string) *queue.Job {
+	b.t.Helper()
+	p := b.job("t")
+	if q != "" {
+		p.Queue = q
+	}
+	return b.move(b.insertOne(p), queue.StateDeadLettered, store.JobTransitionParams{Reason: "test"})
+}
+
+func (b *adminBundle) requireGone(id string) {
+	b.t.Helper()
+	_, err := b.s.JobGet(b.ctx, id)
+	require.ErrorIs(b.t, err, queue.ErrJobNotFound)
+	_, err = b.s.JobEvents(b.ctx, id)
+	require.ErrorIs(b.t, err, queue.ErrJobNotFound, "the job's events are deleted with it")
+}
+
+func testJobPeekPending(t *testing.T, newStore NewAdminStoreFunc) {
+	b := setupAdmin(t, newStore)
+	require.Empty(t, b.peek(store.JobPeekParams{}), "an empty queue")
+
+	var pending []*queue.Job
+	for _, prio := range []int{0, 5, 9, 5, 0, 9, 3} {
+		p := b.job("t")
+		p.Priority = prio
+		pending = append(pending, b.insertOne(p))
+	}
+	later := b.job("t")
+	later.Priority = 9
+	later.RunAt = time.Now().Add(time.Hour)
+	b.insertOne(later) // not due
+	b.dead("")
+	assigned := b.insertOne(b.job("t"))
+	b.move(assigned, queue.StateAssigned, store.JobTransitionParams{})
+
+	// priority DESC, then created_at (insert order here).
+	want := []string{pending[2].ID, pending[5].ID, pending[1].ID, pending[3].ID, pending[6].ID, pending[0].ID, pending[4].ID}
+	got := b.peek(store.JobPeekParams{})
+	require.Equal(t, want, ids(got))
+	for _, j := range got {
+		require.Equal(t, queue.StatePending, j.State)
+		require.Equal(t, b.get(j.ID).Payload, j.Payload)
+	}
+	require.Equal(t, want[:3], ids(b.peek(store.JobPeekParams{Limit: 3})))
+
+	// Peeking changes nothing, and a paused queue still shows what it would dispatch next.
+	require.Equal(t, want, ids(b.peek(store.JobPeekParams{})))
+	_, err := b.s.QueueSetPaused(b.ctx, store.QueueSetPausedParams{Name: b.queue, Paused: true})
+	require.NoError(t, err)
+	require.Equal(t, want, ids(b.peek(store.JobPeekParams{})))
+
+	// The default limit.
+	for range store.DefaultPeekLimit {
+		b.insertOne(b.job("t"))
+	}
+	require.Len(t, b.peek(store.JobPeekParams{}), store.DefaultPeekLimit)
+}
+
+func testJobPeekDead(t *testing.T, newStore NewAdminStoreFunc) {
+	b := setupAdmin(t, newStore)
+	require.Empty(t, b.peek(store.JobPeekParams{Dead: true}))
+	b.insertOne(b.job("t")) // PENDING: not a dead letter
+	var dead []*queue.Job
+	for range 4 {
+		dead = append(dead, b.dead(""))
+	}
+	got := b.peek(store.JobPeekParams{Dead: true})
+	require.Equal(t, []string{dead[3].ID, dead[2].ID, dead[1].ID, dead[0].ID}, ids(got), "most recently dead-lettered first")
+	for _, j := range got {
+		require.Equal(t, queue.StateDeadLettered, j.State)
+		require.False(t, j.CompletedAt.IsZero())
+	}
+	require.Equal(t, []string{dead[3].ID, dead[2].ID}, ids(b.peek(store.JobPeekParams{Dead: true, Limit: 2})))
+}
+
+func testJobPeekInvalid(t *testing.T, newStore NewAdminStoreFunc) {
+	b := setupAdmin(t, newStore)
+	for _, p := range []store.JobPeekParams{
+		{Queue: "Not A Queue"},
+		{Queue: ""},
+		{Queue: b.queue, Limit: -1},
+		{Queue: b.queue, Limit: store.MaxPeekLimit + 1},
+	} {
+		_, err := b.a.JobPeek(b.ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
+	}
+	for _, dead := range []bool{false, true} {
+		_, err := b.a.JobPeek(b.ctx, store.JobPeekParams{Queue: uniqueName("missing"), Dead: dead})
+		require.ErrorIs(t, err, queue.ErrQueueNotFound)
+	}
+}
+
+func testJobPurgeQueue(t *testing.T, newStore NewAdminStoreFunc) {
+	b := setupAdmin(t, newStore)
+	other := b.newQueue(store.QueueCreateParams{}).Name
+	var dead []*queue.Job
+	for range 3 {
+		dead = append(dead, b.dead(""))
+	}
+	otherDead := b.dead(other)
+	pending := b.insertOne(b.job("t"))
+	done := b.advance(b.insertOne(b.job("t")), queue.StateAssigned, queue.StateRunning, queue.StateDone)
+	// A retried dead letter is PENDING again and not purged.
+	retried := b.move(b.dead(""), queue.StatePending, store.JobTransitionParams{Reason: "manual_retry", ResetRetries: true})
+
+	n, err := b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{Queue: b.queue})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n)
+	for _, j := range dead {
+		b.requireGone(j.ID)
+	}
+	for _, j := range []*queue.Job{otherDead, pending, done, retried} {
+		require.Equal(t, j.State, b.get(j.ID).State, "only the queue's dead letters are deleted")
+		require.NotEmpty(t, b.events(j.ID))
+	}
+	require.Empty(t, b.peek(store.JobPeekParams{Dead: true}))
+
+	n, err = b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{Queue: b.queue})
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to purge")
+	// Once its only job, a dead letter, is purged, a queue is empty and can be deleted.
+	_, err = b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{Queue: other})
+	require.NoError(t, err)
+	_, err = b.s.QueueDelete(b.ctx, store.QueueDeleteParams{Name: other})
+	require.NoError(t, err)
+}
+
+func testJobPurgeInvalid(t *testing.T, newStore NewAdminStoreFunc) {
+	b := setupAdmin(t, newStore)
+	_, err := b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{Queue: "Not A Queue"})
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	_, err = b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{Queue: uniqueName("missing")})
+	require.ErrorIs(t, err, queue.ErrQueueNotFound)
+}
+
+func testJobCountDeadLettered(t *testing.T, newStore NewAdminStoreFunc) {
+	b := setupAdmin(t, newStore)
+	empty := b.newQueue(store.QueueCreateParams{}).Name
+	b.dead("")
+	b.dead("")
+	b.insertOne(b.job("t"))
+	counts, err := b.a.JobCountDeadLettered(b.ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, counts[b.queue])
+	require.NotContains(t, counts, empty)
+}
+
+func testJobPurgeAll(t *testing.T, newIsolated NewAdminStoreFunc) {
+	b := setupAdmin(t, newIsolated)
+	other := b.newQueue(store.QueueCreateParams{}).Name
+	var dead []*queue.Job
+	for i := range 5 {
+		q := b.queue
+		if i%2 == 1 {
+			q = other
+		}
+		dead = append(dead, b.dead(q))
+	}
+	pending := b.insertOne(b.job("t"))
+
+	n, err := b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{})
+	require.NoError(t, err)
+	require.EqualValues(t, len(dead), n)
+	for _, j := range dead {
+		b.requireGone(j.ID)
+	}
+	require.Equal(t, queue.StatePending, b.get(pending.ID).State)
+	counts, err := b.a.JobCountDeadLettered(b.ctx)
+	require.NoError(t, err)
+	require.Empty(t, counts)
+}
+
+func testWorkerCountLive(t *testing.T, newIsolated NewAdminStoreFunc) {
+	b := setupAdmin(t, newIsolated)
+	count := func(timeout time.Duration) int64 {
+		n, err := b.a.WorkerCountLive(b.ctx, timeout)
+		require.NoError(t, err)
+		return n
+	}
+	require.Zero(t, count(time.Hour))
+	var workers []string
+	for range 3 {
+		id := uniqueName("w")
+		_, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Hostname: "h", Concurrency: 1, Queues: []string{b.queue}})
+		require.NoError(t, err)
+		workers = append(workers, id)
+	}
+	require.EqualValues(t, 3, count(time.Hour))
+	require.NoError(t, b.s.WorkerDeregister(b.ctx, workers[0]))
+	_, err := b.s.WorkerSetStatus(b.ctx, store.WorkerSetStatusParams{ID: workers[1], Status: queue.WorkerDraining})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, count(time.Hour), "OFFLINE workers do not count; DRAINING ones do")
+	// Heartbeats age by the store's clock.
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if n := count(time.Millisecond); n != 0 {
+			return fmt.Errorf("%d workers still live with a 1 ms timeout", n)
+		}
+		return nil
+	})
+	_, err = b.a.WorkerCountLive(b.ctx, 0)
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+}
+
+// RunDispatchCounts runs the contract of store.Dispatcher's Counts. Subtests run in parallel.
+func RunDispatchCounts(t *testing.T, newDispatcher NewDispatcherFunc) {
+	t.Run("Counts", func(t *testing.T) {
+		b := dispatcherSetup(t, newDispatcher)
+		// A queue whose name extends b.queue's must not be confused with it.
+		longer := b.queue + "x"
+		empty := uniqueName("dq")
+
+		jobs := readyJobs(6)
+		require.Equal(t, 6, b.push(jobs, heldLockTTL))
+		require.Len(t, b.claim("w1", 2), 2)
+		require.Len(t, b.claim("w2", 1), 1)
+		require.Len(t, b.claim("w{odd}:id", 1), 1) // worker ids may hold any byte
+		_, err := b.d.ReadyPush(b.ctx, store.ReadyPushParams{Queue: longer, Jobs: readyJobs(3), LockTTL: heldLockTTL})
+		require.NoError(t, err)
+		_, err = b.d.Claim(b.ctx, store.ClaimParams{Queue: longer, WorkerID: "w1", Max: 1})
+		require.NoError(t, err)
+
+		got, err := b.d.Counts(b.ctx, []string{b.queue, empty, longer})
+		require.NoError(t, err)
+		require.Equal(t, []store.DispatchCounts{
+			{Queue: b.queue, Ready: 2, Inflight: 4},
+			{Queue: empty},
+			{Queue: longer, Ready: 2, Inflight: 1},
+		}, got)
+
+		b.remove("w1", b.inflight("w1")...)
+		got, err = b.d.Counts(b.ctx, []string{b.queue})
+		require.NoError(t, err)
+		require.Equal(t, []store.DispatchCounts{{Queue: b.queue, Ready: 2, Inflight: 2}}, got)
+
+		got, err = b.d.Counts(b.ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
+	t.Run("ManyLists", func(t *testing.T) {
+		// More lists than one SCAN page holds.
+		b := dispatcherSetup(t, newDispatcher)
+		const workers = 1500
+		require.Equal(t, workers, b.push(readyJobs(workers), heldLockTTL))
+		for i := range workers {
+			require.Len(t, b.claim(fmt.Sprintf("w%d", i), 1), 1)
+		}
+		got, err := b.d.Counts(b.ctx, []string{b.queue})
+		require.NoError(t, err)
+		require.Equal(t, []store.DispatchCounts{{Queue: b.queue, Inflight: workers}}, got)
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		b := dispatcherSetup(t, newDispatcher)
+		_, err := b.d.Counts(b.ctx, []string{b.queue, "Not A Queue"})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	})
+}
