@@ -60,10 +60,16 @@ type Server struct {
 	MaxPayloadBytes int  `koanf:"max_payload_bytes"`
 	MaxResultBytes  int  `koanf:"max_result_bytes"`
 	DryRun          bool `koanf:"dry_run"`
+	// EventRetentionH keeps published job_events rows (the history `job logs` shows) this long;
+	// unpublished ones are never deleted.
+	EventRetentionH int `koanf:"event_retention_h"`
 }
 
 // ShutdownGrace is how long in-flight requests may drain on stop.
 func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceS) }
+
+// EventRetention is how long published events stay in Postgres.
+func (s Server) EventRetention() time.Duration { return time.Duration(s.EventRetentionH) * time.Hour }
 
 // DB is the PostgreSQL connection. When URL is set it wins over the discrete
 // fields (see DSN).
@@ -293,6 +299,7 @@ func Default() Config {
 			ShutdownGraceS:  30,
 			MaxPayloadBytes: 1 << 20,
 			MaxResultBytes:  256 << 10,
+			EventRetentionH: 168,
 		},
 		DB: DB{
 			Host:             "localhost",

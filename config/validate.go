@@ -74,6 +74,7 @@ func (c *Config) problems() []error {
 	p.positive("server.shutdown_grace_s", c.Server.ShutdownGraceS)
 	p.positive("server.max_payload_bytes", c.Server.MaxPayloadBytes)
 	p.positive("server.max_result_bytes", c.Server.MaxResultBytes)
+	p.positive("server.event_retention_h", c.Server.EventRetentionH)
 	if c.GRPC.MaxMessageBytes > 0 {
 		p.atMost("server.max_payload_bytes", c.Server.MaxPayloadBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
 		p.atMost("server.max_result_bytes", c.Server.MaxResultBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)

@@ -201,7 +201,7 @@ func grammar(r Role) any {
 	case RoleProducer:
 		return &ProducerCLI{}
 	case RoleAdmin:
-		return &AdminCLI{}
+		return &AdminCLI{Commands: admin.Commands{Events: admin.EventsCmd{Tail: admin.EventsTailCmd{OpenKafka: openEventTail}}}}
 	default:
 		return &AllCLI{}
 	}

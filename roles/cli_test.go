@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,11 +96,12 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 	require.Contains(t, r.stdout, "purge-dlq")
 }
 
-func TestNotYetImplementedCommandsSaySo(t *testing.T) {
+func TestEventsTailWithoutServerSaysSo(t *testing.T) {
 	t.Parallel()
-	r := runJQ(t, nil, "--role=admin", "events", "tail")
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	r := runJQ(t, nil, "--role=admin", "--server-addr", addr, "events", "tail")
 	require.Equal(t, roles.ExitError, r.code)
-	require.Equal(t, "jq: events tail: not implemented yet\n", r.stderr)
+	require.Regexp(t, `^jq: cannot reach the jq server at `+regexp.QuoteMeta(addr)+`: [^\n]+\n$`, r.stderr)
 }
 
 func TestPrintConfigRedactsAndLayers(t *testing.T) {

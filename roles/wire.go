@@ -27,9 +27,13 @@ import (
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/queue/handlers"
+	"github.com/jq-dev/jq/queue/maintenance"
+	"github.com/jq-dev/jq/queue/outbox"
+	"github.com/jq-dev/jq/roles/admin"
 	"github.com/jq-dev/jq/roles/server"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/roles/worker"
+	kafkastore "github.com/jq-dev/jq/store/kafka"
 	"github.com/jq-dev/jq/store/postgres"
 	redisstore "github.com/jq-dev/jq/store/redis"
 )
@@ -91,27 +95,108 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		closeAll()
 		return nil, err
 	}
+	maint, err := maintenance.New(maintenance.Options{
+		Store:     st,
+		Log:       log.Named("maintenance"),
+		Retention: cfg.Server.EventRetention(),
+	})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
 	reg := telemetry.NewRegistry()
 	reg.MustRegister(telemetry.NewRecoveryCollector(eng.RecoveryStats))
+	reg.MustRegister(telemetry.NewMaintenanceCollector(maint.Stats))
+	relay, sink, err := buildRelay(cfg, st, log)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	closeSink := func() {
+		if sink != nil {
+			_ = sink.Close()
+		}
+	}
+	var srvRelay server.Relay
+	if relay != nil {
+		srvRelay = relay
+		reg.MustRegister(telemetry.NewOutboxCollector(relay.Stats))
+	}
 	srv, err := server.New(server.Deps{
 		Config:  cfg,
 		Log:     log,
 		Store:   st,
 		Counter: disp,
 		Engine:  eng,
+		Relay:   srvRelay,
 		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
 		Checks:  dependencyChecks(cfg, st.Ping, rdb),
 		Metrics: telemetry.MetricsHandler(reg),
 	})
 	if err != nil {
+		closeSink()
 		closeAll()
 		return nil, err
 	}
 	return func(ctx context.Context) error {
 		defer st.Close()
 		defer func() { _ = rdb.Close() }()
+		defer closeSink()
+		defer maint.Start(ctx)()
 		return srv.Run(ctx)
 	}, nil
+}
+
+// openEventTail opens the Kafka reader of `jq --role=admin events tail`.
+func openEventTail(ctx context.Context, k config.Kafka) (admin.EventStream, error) {
+	return kafkastore.NewTail(ctx, kafkastore.TailConfig{
+		Brokers:       k.Brokers,
+		Topic:         k.TopicEvents,
+		SASLMechanism: k.SASL.Mechanism,
+		SASLUsername:  k.SASL.Username,
+		SASLPassword:  k.SASL.Password,
+		TLS:           k.TLS.Enabled,
+		TLSCAPath:     k.TLS.CAPath,
+	})
+}
+
+// buildRelay wires the outbox relay to Kafka; with kafka.enabled false there is none (nil, nil).
+func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbox.Relay, *kafkastore.Sink, error) {
+	k := cfg.Kafka
+	if !k.Enabled {
+		log.Info("kafka disabled: job events stay in postgres and are not relayed", zap.String("setting", "kafka.enabled"))
+		return nil, nil, nil
+	}
+	sink, err := kafkastore.New(kafkastore.Config{
+		Brokers:       k.Brokers,
+		Acks:          k.Producer.Acks,
+		Compression:   k.Producer.Compression,
+		BatchSize:     k.Producer.BatchSize,
+		Linger:        k.Producer.Linger(),
+		SASLMechanism: k.SASL.Mechanism,
+		SASLUsername:  k.SASL.Username,
+		SASLPassword:  k.SASL.Password,
+		TLS:           k.TLS.Enabled,
+		TLSCAPath:     k.TLS.CAPath,
+		// Convenient for development brokers; a production broker's own setting decides.
+		AllowAutoTopicCreation: true,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	relay, err := outbox.New(outbox.Options{
+		Store:           st,
+		Sink:            sink,
+		Log:             log.Named("outbox"),
+		TopicEvents:     k.TopicEvents,
+		TopicDeadLetter: k.TopicDeadLetter,
+		TraceHeaders:    cfg.Tracing.Enabled,
+	})
+	if err != nil {
+		_ = sink.Close()
+		return nil, nil, err
+	}
+	return relay, sink, nil
 }
 
 // buildWorker wires the worker: an API client to the server (TLS when the

@@ -4,8 +4,6 @@
 package admin
 
 import (
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -192,19 +190,17 @@ type BenchCmd struct {
 
 // EventsCmd groups the event commands.
 type EventsCmd struct {
-	Tail EventsTailCmd `cmd:"" help:"Follow lifecycle events (from Kafka, or Postgres when Kafka is off)."`
+	Tail EventsTailCmd `cmd:"" help:"Follow lifecycle events, one line (or JSON object) each, until Ctrl-C: from Kafka when the server has it enabled, else from Postgres through the API."`
 }
 
 // EventsTailCmd is `events tail`.
 type EventsTailCmd struct {
-	Queue string `help:"Only this queue."`
-	Job   string `help:"Only this job."`
-}
+	Queue    string        `help:"Only this queue."`
+	Job      string        `help:"Only this job; its history so far is printed first."`
+	Source   string        `help:"Where to read: auto (Kafka when the server reports it enabled, else Postgres), kafka (brokers and topic from this process's kafka.* configuration, e.g. JQ_KAFKA_BROKERS) or postgres (polls the API)." enum:"auto,kafka,postgres" default:"auto"`
+	Interval time.Duration `help:"Postgres source: how often to poll the API." default:"1s"`
 
-// ErrNotImplemented marks a command declared in the grammar whose behaviour
-// arrives with a later issue.
-var ErrNotImplemented = errors.New("not implemented yet")
-
-func notImplemented(cmd string) error {
-	return fmt.Errorf("%s: %w", cmd, ErrNotImplemented)
+	// OpenKafka opens the Kafka reader (store/kafka, set by roles/wire.go: this package talks to
+	// Kafka only through it). Nil: the Kafka source is unavailable.
+	OpenKafka OpenEventStream `kong:"-"`
 }

@@ -46,6 +46,14 @@ type Deps struct {
 	Metrics http.Handler
 	// Engine is the core loop (submit, scheduler, dispatch, ack, report).
 	Engine *engine.Engine
+	// Relay publishes the job events outbox to Kafka (nil: Kafka disabled, events stay in Postgres).
+	// It runs alongside the engine and stops after it.
+	Relay Relay
+}
+
+// Relay is the outbox relay (queue/outbox).
+type Relay interface {
+	Run(ctx context.Context) error
 }
 
 // Server is the running server component.
@@ -155,6 +163,14 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopEngine()
 	engineDone := make(chan error, 1)
 	go func() { engineDone <- s.deps.Engine.Run(engineCtx) }()
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRelay()
+	relayDone := make(chan error, 1)
+	if s.deps.Relay != nil {
+		go func() { relayDone <- s.deps.Relay.Run(relayCtx) }()
+	} else {
+		relayDone <- nil
+	}
 
 	errc := make(chan error, 3)
 	if metricsSrv != nil {
@@ -200,6 +216,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stopEngine()
 	<-engineDone
+	// After the engine, which writes events until it stops; the relay finishes its batch in flight.
+	stopRelay()
+	<-relayDone
 	_ = healthSrv.Shutdown(sctx)
 	if metricsSrv != nil {
 		_ = metricsSrv.Shutdown(sctx)

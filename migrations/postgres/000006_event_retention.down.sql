@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS job_events_published_created_idx;

@@ -1,0 +1,31 @@
+// Package maintenance is the server's periodic housekeeping of Postgres. Today it is one pass:
+// event retention (issue 6).
+//
+// # Event retention
+//
+// job_events is both the job history (`job logs`, FR-031) and the Kafka outbox. Once an event is
+// published it is only kept for the history, for server.event_retention_h (7 days by default); the
+// pass deletes what is older:
+//
+//	every Interval (1 min):
+//	    repeat EventsPrune(OlderThan: retention, Limit: BatchSize)   -- one short statement each
+//	    until a batch comes back short, MaxBatches were run, or the server stops
+//
+// Invariants:
+//   - An unpublished event is never deleted, whatever its age: it is still owed to Kafka (I8). With
+//     Kafka disabled nothing is ever published, so nothing is ever deleted; the table then grows
+//     with the job history, like the jobs table.
+//   - Each statement deletes at most BatchSize rows (5,000) through an index on published events'
+//     created_at, so it holds few locks for a short time, and a pass costs the rows it deletes, not
+//     the size of the table. MaxBatches (100) bounds one pass; a larger backlog (the first pass
+//     after an upgrade, or after raising the rate) is worked off over the following passes.
+//   - Ages are measured by the database's clock, one clock for every replica. Every replica runs
+//     the pass; their statements skip each other's rows (SKIP LOCKED), so they share the work and
+//     never wait on one another.
+//   - Only events go: jobs keep their rows and their event_seq, so a job's next event continues
+//     its numbering and Kafka consumers still de-duplicate on (job_id, seq). A long-lived job's
+//     `job logs` may start after seq 1.
+//
+// Failure handling: a failed statement ends the pass; the next pass retries. The failure is logged
+// once when it starts and once when a pass succeeds again, never at every attempt.
+package maintenance

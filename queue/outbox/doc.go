@@ -1,0 +1,47 @@
+// Package outbox is the transactional-outbox relay (FR-034, FR-036–FR-038, SPEC I8): it moves job
+// events from Postgres to Kafka without ever making a job wait for Kafka.
+//
+// Every state change of a job writes its job_events row in the same statement as the change, so
+// Postgres holds every event the moment the change commits: the table is the outbox. The relay, one
+// per server replica, loops:
+//
+//	claim ──► publish ──ok──► mark published ──► claim …
+//	  │          │
+//	  │          └─error──► release the lease, count jq_kafka_publish_errors_total{topic}, back off
+//	  └─none──► sleep PollInterval
+//
+// # Claim (store.OutboxStore.EventsClaim)
+//
+// One short statement leases the oldest unpublished events (FOR UPDATE SKIP LOCKED, then
+// claimed_until = now() + Lease) and returns them in id order. Nothing stays open in the database
+// while Kafka is written: a slow or unreachable broker holds no connection, transaction or lock.
+// Other replicas skip leased events, so in normal operation each event is published by one relay.
+// A claim never takes an event while an earlier unpublished event of the same job is held
+// elsewhere, so a job's events reach its partition in seq order even with several replicas.
+//
+// # Publish
+//
+// Each event becomes a protobuf jq.v1.JobEvent (the ListJobEvents item) keyed by job_id, on the
+// events topic (jq.job-events); events into DEAD_LETTERED are also published to the dead-letter
+// topic (job.dead-lettered). With tracing on, the job's W3C trace context travels as headers. A
+// batch is published whole before the next claim, so per-key order holds within a relay.
+//
+// # Failure handling and delivery
+//
+//   - Kafka down or slow: the publish fails within PublishTimeout, the lease is released, and the
+//     relay retries with exponential backoff (BackoffMin..BackoffMax, jittered). The first failure
+//     of an outage is logged as a warning, later ones at debug level, and the recovery once, with
+//     the outage's length. Jobs keep flowing; the backlog (jq_outbox_backlog_events,
+//     jq_outbox_oldest_unpublished_seconds) grows and drains when Kafka returns.
+//   - A batch whose dead-letter publish fails after its events-topic publish succeeded is published
+//     again whole: duplicates, never gaps.
+//   - Postgres down: the claim fails; same backoff and logging.
+//   - Relay killed after publishing, before marking: the lease expires and another claim publishes
+//     the events again. Delivery is at least once; a duplicate carries the same (job_id, seq), which
+//     consumers de-duplicate on.
+//   - Shutdown: no new claim starts; a batch in flight is finished (published and marked) within
+//     PublishTimeout, so a clean stop leaves no duplicates behind.
+//
+// Kafka disabled in the configuration: no relay runs and events stay in Postgres (job logs still
+// read them there).
+package outbox

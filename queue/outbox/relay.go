@@ -1,0 +1,313 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Options configure a Relay. Zero values take the documented defaults.
+type Options struct {
+	Store store.OutboxStore
+	Sink  store.EventSink
+	Log   *zap.Logger
+
+	// TopicEvents receives every event (jq.job-events); TopicDeadLetter additionally receives the
+	// events into DEAD_LETTERED (job.dead-lettered).
+	TopicEvents, TopicDeadLetter string
+	// TraceHeaders adds the job's W3C trace context as message headers (tracing on).
+	TraceHeaders bool
+
+	// BatchSize is the most events one claim takes (500).
+	BatchSize int
+	// Lease is how long other replicas leave a claimed batch alone (30 s). A relay that dies
+	// mid-batch delays its events by up to this much.
+	Lease time.Duration
+	// PublishTimeout bounds one publish of a batch (Lease/2); it must stay below Lease so a live
+	// relay finishes before its lease lapses.
+	PublishTimeout time.Duration
+	// PollInterval is the pause after a claim that found nothing (200 ms).
+	PollInterval time.Duration
+	// BackoffMin and BackoffMax bound the retry delay after a failure (100 ms, 10 s).
+	BackoffMin, BackoffMax time.Duration
+	// BacklogInterval is how often the backlog is measured for the metrics (5 s).
+	BacklogInterval time.Duration
+}
+
+func (o *Options) defaults() error {
+	if o.Store == nil || o.Sink == nil || o.Log == nil {
+		return errors.New("outbox: store, sink and logger are required")
+	}
+	if o.TopicEvents == "" || o.TopicDeadLetter == "" {
+		return errors.New("outbox: both topics are required")
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	o.BatchSize = min(o.BatchSize, store.MaxOutboxBatch)
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.PublishTimeout <= 0 || o.PublishTimeout >= o.Lease {
+		o.PublishTimeout = o.Lease / 2
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 200 * time.Millisecond
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = 100 * time.Millisecond
+	}
+	if o.BackoffMax < o.BackoffMin {
+		o.BackoffMax = max(o.BackoffMin, 10*time.Second)
+	}
+	if o.BacklogInterval <= 0 {
+		o.BacklogInterval = 5 * time.Second
+	}
+	return nil
+}
+
+// Stats is what a relay has done since it started, and the latest backlog it measured.
+type Stats struct {
+	Published     int64            // events marked published by this relay
+	PublishErrors map[string]int64 // failed publish attempts by topic
+	Backlog       store.OutboxBacklog
+	BacklogKnown  bool // a measurement succeeded at least once
+}
+
+// Relay publishes the outbox to the event sink; see the package documentation.
+type Relay struct {
+	opts Options
+	log  *zap.Logger
+
+	published atomic.Int64
+	mu        sync.Mutex
+	errs      map[string]int64
+	backlog   store.OutboxBacklog
+	known     bool
+	running   atomic.Bool
+}
+
+// New validates opts. It contacts nothing: Kafka is not critical to a server, and the relay reports
+// an unreachable broker once it runs.
+func New(opts Options) (*Relay, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	// Both topics are exported from the start, so an error rate is defined before the first error.
+	errs := map[string]int64{opts.TopicEvents: 0, opts.TopicDeadLetter: 0}
+	return &Relay{opts: opts, log: opts.Log, errs: errs}, nil
+}
+
+// Stats returns the relay's counters and the latest backlog measurement.
+func (r *Relay) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs := make(map[string]int64, len(r.errs))
+	for k, v := range r.errs {
+		errs[k] = v
+	}
+	return Stats{Published: r.published.Load(), PublishErrors: errs, Backlog: r.backlog, BacklogKnown: r.known}
+}
+
+// Run relays until ctx ends. A batch being published when ctx ends is finished (published and
+// marked, within PublishTimeout) before Run returns.
+func (r *Relay) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("outbox: relay already running")
+	}
+	defer r.running.Store(false)
+	r.log.Info("outbox relay started",
+		zap.String("topic_events", r.opts.TopicEvents), zap.String("topic_dead_letter", r.opts.TopicDeadLetter),
+		zap.Int("batch_size", r.opts.BatchSize), zap.Duration("lease", r.opts.Lease))
+	var wg sync.WaitGroup
+	wg.Go(func() { r.backlogLoop(ctx) })
+	r.relayLoop(ctx)
+	wg.Wait()
+	r.log.Info("outbox relay stopped")
+	return nil
+}
+
+// outage tracks one kind of failure so that it is logged when it starts and when it ends, not at
+// every attempt.
+type outage struct {
+	since    time.Time
+	attempts int
+}
+
+func (o *outage) fail(log *zap.Logger, msg string, err error, fields ...zap.Field) {
+	o.attempts++
+	if o.attempts == 1 {
+		o.since = time.Now()
+		log.Warn(msg, append(fields, zap.Error(err))...)
+		return
+	}
+	log.Debug(msg, append(fields, zap.Error(err), zap.Int("attempt", o.attempts))...)
+}
+
+func (o *outage) recover(log *zap.Logger, msg string) {
+	if o.attempts == 0 {
+		return
+	}
+	log.Info(msg, zap.Int("failed_attempts", o.attempts), zap.Duration("outage", time.Since(o.since)))
+	*o = outage{}
+}
+
+func (r *Relay) relayLoop(ctx context.Context) {
+	var (
+		storeDown, sinkDown outage
+		backoff             time.Duration
+	)
+	for ctx.Err() == nil {
+		evs, err := r.opts.Store.EventsClaim(ctx, store.EventsClaimParams{Limit: r.opts.BatchSize, Lease: r.opts.Lease})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			storeDown.fail(r.log, "outbox claim failed; retrying", err)
+			backoff = r.sleepBackoff(ctx, backoff)
+			continue
+		}
+		storeDown.recover(r.log, "outbox claim recovered")
+		if len(evs) == 0 {
+			backoff = 0
+			sleep(ctx, r.opts.PollInterval)
+			continue
+		}
+		// The batch is finished even when ctx ends meanwhile: its lease is ours, and marking it
+		// now spares the next relay a duplicate.
+		wctx := context.WithoutCancel(ctx)
+		topic, err := r.publish(wctx, evs)
+		if err != nil {
+			r.countError(topic)
+			sinkDown.fail(r.log, "kafka publish failed; retrying", err,
+				zap.String("topic", topic), zap.Int("events", len(evs)))
+			r.release(wctx, evs)
+			backoff = r.sleepBackoff(ctx, backoff)
+			continue
+		}
+		sinkDown.recover(r.log, "kafka publish recovered")
+		backoff = 0
+		if err := r.mark(wctx, evs); err != nil {
+			// Published but not marked: the lease expires and the events are published again
+			// (at least once).
+			storeDown.fail(r.log, "outbox mark published failed; events will be published again", err,
+				zap.Int("events", len(evs)))
+			backoff = r.sleepBackoff(ctx, backoff)
+			continue
+		}
+		r.published.Add(int64(len(evs)))
+	}
+}
+
+// publish writes the batch to the events topic, then its dead-letter events to the dead-letter
+// topic. It returns the topic that failed.
+func (r *Relay) publish(ctx context.Context, evs []store.OutboxEvent) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.PublishTimeout)
+	defer cancel()
+	all := make([]store.EventMessage, 0, len(evs))
+	var dead []store.EventMessage
+	for i := range evs {
+		m, err := encode(&evs[i], r.opts.TraceHeaders)
+		if err != nil {
+			return r.opts.TopicEvents, fmt.Errorf("outbox: encode event %d: %w", evs[i].ID, err)
+		}
+		all = append(all, m)
+		if evs[i].To == queue.StateDeadLettered {
+			dead = append(dead, m)
+		}
+	}
+	if err := r.opts.Sink.EventsPublish(ctx, r.opts.TopicEvents, all); err != nil {
+		return r.opts.TopicEvents, err
+	}
+	if len(dead) > 0 {
+		if err := r.opts.Sink.EventsPublish(ctx, r.opts.TopicDeadLetter, dead); err != nil {
+			return r.opts.TopicDeadLetter, err
+		}
+	}
+	return "", nil
+}
+
+func ids(evs []store.OutboxEvent) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// storeWriteTimeout bounds the relay's own writes after a publish.
+const storeWriteTimeout = 10 * time.Second
+
+func (r *Relay) mark(ctx context.Context, evs []store.OutboxEvent) error {
+	ctx, cancel := context.WithTimeout(ctx, storeWriteTimeout)
+	defer cancel()
+	return r.opts.Store.EventsMarkPublished(ctx, ids(evs))
+}
+
+// release lets the next claim (of any replica) retry the batch at once; if it fails, the lease
+// simply runs out.
+func (r *Relay) release(ctx context.Context, evs []store.OutboxEvent) {
+	ctx, cancel := context.WithTimeout(ctx, storeWriteTimeout)
+	defer cancel()
+	if err := r.opts.Store.EventsRelease(ctx, ids(evs)); err != nil {
+		r.log.Debug("outbox release failed; the lease will expire", zap.Error(err))
+	}
+}
+
+func (r *Relay) countError(topic string) {
+	r.mu.Lock()
+	r.errs[topic]++
+	r.mu.Unlock()
+}
+
+// sleepBackoff waits the next delay of an exponential backoff with 0–20 % jitter and returns it.
+func (r *Relay) sleepBackoff(ctx context.Context, prev time.Duration) time.Duration {
+	next := min(max(prev*2, r.opts.BackoffMin), r.opts.BackoffMax)
+	sleep(ctx, next+time.Duration(rand.Int64N(int64(next)/5+1))) //nolint:gosec // jitter
+	return next
+}
+
+func (r *Relay) backlogLoop(ctx context.Context) {
+	t := time.NewTicker(r.opts.BacklogInterval)
+	defer t.Stop()
+	for {
+		r.measureBacklog(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Relay) measureBacklog(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, max(r.opts.BacklogInterval, time.Second))
+	defer cancel()
+	b, err := r.opts.Store.OutboxBacklog(ctx)
+	if err != nil {
+		// The claim loop reports a database outage; the gauges keep their last value.
+		r.log.Debug("outbox backlog measurement failed", zap.Error(err))
+		return
+	}
+	r.mu.Lock()
+	r.backlog, r.known = b, true
+	r.mu.Unlock()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

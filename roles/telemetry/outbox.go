@@ -1,0 +1,45 @@
+package telemetry
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jq-dev/jq/queue/outbox"
+)
+
+// outboxCollector exposes the outbox relay of a server replica (queue/outbox Stats).
+type outboxCollector struct {
+	stats                                  func() outbox.Stats
+	published, errors, backlog, oldestSecs *prometheus.Desc
+}
+
+// NewOutboxCollector returns a collector of the relay's counters and of the backlog it last
+// measured, read from stats at each scrape. Every replica measures the same database, so the backlog
+// gauges agree across replicas (aggregate them with max, not sum).
+func NewOutboxCollector(stats func() outbox.Stats) prometheus.Collector {
+	return &outboxCollector{
+		stats:      stats,
+		published:  prometheus.NewDesc("jq_outbox_published_events_total", "Events this replica's relay published to Kafka and marked published.", nil, nil),
+		errors:     prometheus.NewDesc("jq_kafka_publish_errors_total", "Failed publish attempts of this replica's outbox relay, by topic.", []string{"topic"}, nil),
+		backlog:    prometheus.NewDesc("jq_outbox_backlog_events", "Job events not yet published to Kafka.", nil, nil),
+		oldestSecs: prometheus.NewDesc("jq_outbox_oldest_unpublished_seconds", "Age of the oldest job event not yet published to Kafka (0 when none).", nil, nil),
+	}
+}
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.published, c.errors, c.backlog, c.oldestSecs} {
+		ch <- d
+	}
+}
+
+func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(s.Published))
+	for topic, n := range s.PublishErrors {
+		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(n), topic)
+	}
+	if !s.BacklogKnown {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(s.Backlog.Events))
+	ch <- prometheus.MustNewConstMetric(c.oldestSecs, prometheus.GaugeValue, s.Backlog.OldestAge.Seconds())
+}

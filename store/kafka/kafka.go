@@ -1,0 +1,204 @@
+// Package kafka is the Kafka event sink of the outbox relay (store.EventSink), on segmentio/kafka-go.
+//
+// One synchronous Writer publishes every topic: a call returns once the brokers acknowledged the
+// batch (acks=all by default), so the relay marks events published only after Kafka has them.
+// Messages are partitioned by the murmur2 hash of their key (the job id), as the Java client does,
+// so a job's events share a partition whatever client produces or consumes next to jq.
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/jq-dev/jq/store"
+)
+
+// Config configures a Sink. The values mirror config.Kafka.
+type Config struct {
+	Brokers     []string
+	Acks        string        // all (default) | one | none
+	Compression string        // none (default) | gzip | snappy | lz4 | zstd
+	BatchSize   int           // messages per partition batch (100)
+	Linger      time.Duration // wait to fill a partial batch (>= 1 ms; kafka-go would wait 1 s on 0)
+	// SASLMechanism is "" (off), plain, scram-sha-256 or scram-sha-512; credentials come from the
+	// configuration (the password from the environment only).
+	SASLMechanism, SASLUsername, SASLPassword string
+	TLS                                       bool
+	TLSCAPath                                 string // empty: system roots
+	// AllowAutoTopicCreation asks the broker to create missing topics (the broker's own setting
+	// still decides).
+	AllowAutoTopicCreation bool
+	DialTimeout            time.Duration // 10 s
+}
+
+// Sink publishes encoded events to Kafka.
+type Sink struct {
+	w  *kafka.Writer
+	tr *kafka.Transport
+}
+
+var _ store.EventSink = (*Sink)(nil)
+
+// New builds the writer. It does not contact the brokers: Kafka is not critical to a server (events
+// wait in the outbox), and the relay reports an unreachable broker when it publishes.
+func New(cfg Config) (*Sink, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("kafka: no brokers")
+	}
+	acks, err := requiredAcks(cfg.Acks)
+	if err != nil {
+		return nil, err
+	}
+	comp, err := compression(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
+	mech, err := saslMechanism(cfg.SASLMechanism, cfg.SASLUsername, cfg.SASLPassword)
+	if err != nil {
+		return nil, err
+	}
+	var tc *tls.Config
+	if cfg.TLS {
+		if tc, err = tlsConfig(cfg.TLSCAPath); err != nil {
+			return nil, err
+		}
+	}
+	dial := cfg.DialTimeout
+	if dial <= 0 {
+		dial = 10 * time.Second
+	}
+	tr := &kafka.Transport{SASL: mech, TLS: tc, DialTimeout: dial}
+	w := &kafka.Writer{
+		Addr:                   kafka.TCP(cfg.Brokers...),
+		Balancer:               &kafka.Murmur2Balancer{},
+		RequiredAcks:           acks,
+		Compression:            comp,
+		BatchSize:              max(cfg.BatchSize, 1),
+		BatchTimeout:           max(cfg.Linger, time.Millisecond),
+		MaxAttempts:            3, // short broker hiccups (leader moves); the relay retries outages
+		WriteBackoffMin:        50 * time.Millisecond,
+		WriteBackoffMax:        500 * time.Millisecond,
+		AllowAutoTopicCreation: cfg.AllowAutoTopicCreation,
+		Transport:              tr,
+	}
+	return &Sink{w: w, tr: tr}, nil
+}
+
+// EventsPublish implements store.EventSink.
+func (s *Sink) EventsPublish(ctx context.Context, topic string, msgs []store.EventMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	km := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		km[i] = kafka.Message{Topic: topic, Key: m.Key, Value: m.Value}
+		if len(m.Headers) > 0 {
+			km[i].Headers = make([]kafka.Header, len(m.Headers))
+			for j, h := range m.Headers {
+				km[i].Headers[j] = kafka.Header{Key: h.Key, Value: h.Value}
+			}
+		}
+	}
+	if err := s.w.WriteMessages(ctx, km...); err != nil {
+		return fmt.Errorf("kafka: publish to %s: %w", topic, summarize(err))
+	}
+	return nil
+}
+
+// summarize shortens kafka-go's per-message WriteErrors (one entry per message of the batch, mostly
+// the same error) to a count and the first error, which it wraps.
+func summarize(err error) error {
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) {
+		return err
+	}
+	for _, e := range we {
+		if e != nil {
+			return fmt.Errorf("%d of %d messages failed, first: %w", we.Count(), len(we), e)
+		}
+	}
+	return err
+}
+
+// Close flushes and closes the writer, then the transport's connection pools (Writer.Close leaves
+// their metadata goroutines running).
+func (s *Sink) Close() error {
+	err := s.w.Close()
+	s.tr.CloseIdleConnections()
+	return err
+}
+
+func requiredAcks(s string) (kafka.RequiredAcks, error) {
+	switch s {
+	case "", "all":
+		return kafka.RequireAll, nil
+	case "one":
+		return kafka.RequireOne, nil
+	case "none":
+		return kafka.RequireNone, nil
+	}
+	return 0, fmt.Errorf("kafka: unknown acks %q", s)
+}
+
+func compression(s string) (kafka.Compression, error) {
+	switch s {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("kafka: unknown compression %q", s)
+}
+
+func saslMechanism(mech, user, pass string) (sasl.Mechanism, error) {
+	switch mech {
+	case "":
+		return nil, nil
+	case "plain":
+		return plain.Mechanism{Username: user, Password: pass}, nil
+	case "scram-sha-256", "scram-sha-512":
+		algo := scram.SHA256
+		if mech == "scram-sha-512" {
+			algo = scram.SHA512
+		}
+		m, err := scram.Mechanism(algo, user, pass)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: sasl %s: %w", mech, err)
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("kafka: unknown sasl mechanism %q", mech)
+}
+
+func tlsConfig(caPath string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caPath == "" {
+		return tc, nil
+	}
+	pem, err := os.ReadFile(caPath)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: tls ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("kafka: tls ca: no PEM certificates in %s", caPath)
+	}
+	tc.RootCAs = pool
+	return tc, nil
+}

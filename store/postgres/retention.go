@@ -1,0 +1,37 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jq-dev/jq/store"
+)
+
+var _ store.RetentionStore = (*Store)(nil)
+
+// sqlEventsPrune deletes one batch of expired published events (migration 000006). The inner
+// select walks job_events_published_created_idx from the oldest published event and stops at the
+// cutoff or the limit; the delete then finds each row by primary key. A batch costs the rows it
+// deletes, not the size of the table. SKIP LOCKED:
+// two servers' passes take disjoint batches, and neither waits on the other. The retention travels
+// as microseconds and is compared with the database's now(): one clock for every replica.
+const sqlEventsPrune = `
+DELETE FROM job_events
+WHERE id = ANY(ARRAY(
+    SELECT id FROM job_events
+    WHERE published_at IS NOT NULL AND created_at < now() - $1 * interval '1 microsecond'
+    ORDER BY created_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED))`
+
+// EventsPrune implements store.RetentionStore.
+func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, sqlEventsPrune, p.OlderThan.Microseconds(), p.Limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: events prune: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

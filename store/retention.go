@@ -1,0 +1,39 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// MaxEventsPruneBatch bounds one EventsPrune statement, so a pass never holds a long transaction or
+// locks a huge set of rows.
+const MaxEventsPruneBatch = 10_000
+
+// RetentionStore is the maintenance pass's view of job_events (issue 6): published events are kept
+// for the configured period, for `job logs`, then deleted in bounded batches. An unpublished event
+// is never deleted, whatever its age: it is still owed to Kafka (the outbox, I8). With Kafka off no
+// event is ever published, so none is deleted.
+type RetentionStore interface {
+	// EventsPrune deletes up to p.Limit published events created more than p.OlderThan ago (by the
+	// database's clock), oldest first, and returns how many it deleted. Concurrent calls skip each
+	// other's rows instead of waiting. The job rows and their event_seq are untouched, so later
+	// events keep numbering from where the job was. Errors: ErrInvalidArgument (p out of range).
+	EventsPrune(ctx context.Context, p EventsPruneParams) (int64, error)
+}
+
+// EventsPruneParams selects one batch of expired events.
+type EventsPruneParams struct {
+	OlderThan time.Duration // >= 1 ms: the retention period
+	Limit     int           // 1..MaxEventsPruneBatch
+}
+
+// Validate checks the params before any I/O.
+func (p EventsPruneParams) Validate() error {
+	if p.OlderThan < time.Millisecond {
+		return invalid("event retention must be at least 1ms, got %s", p.OlderThan)
+	}
+	if p.Limit < 1 || p.Limit > MaxEventsPruneBatch {
+		return invalid("events prune limit must be 1..%d, got %d", MaxEventsPruneBatch, p.Limit)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// RetentionStore is a store with the outbox's statements (to publish events) and the retention
+// pass's.
+type RetentionStore interface {
+	store.Store
+	store.OutboxStore
+	store.RetentionStore
+}
+
+// RunRetentionStore runs the contract of store.RetentionStore. EventsPrune acts on every event of
+// the store, so newStore must return a store of its own (a private database), and the subtests run
+// one after the other, each starting with no prunable event.
+func RunRetentionStore(t *testing.T, newStore func(t *testing.T) RetentionStore) {
+	s := newStore(t)
+	b := &rtBundle{bundle: setupShared(t, s), rs: s}
+	for _, tc := range []struct {
+		name string
+		fn   func(*rtBundle)
+	}{
+		{"DeletesOnlyExpiredPublished", testPruneExpiredPublished},
+		{"NeverDeletesUnpublished", testPruneKeepsUnpublished},
+		{"BoundedBatchesOldestFirst", testPruneOldestFirst},
+		{"ConcurrentPassesAreDisjoint", testPruneConcurrent},
+		{"InvalidArguments", testPruneInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &rtBundle{bundle: b.with(t), rs: s}
+			c.pruneAll()
+			tc.fn(c)
+		})
+	}
+}
+
+// setupShared is a bundle over s with a queue of its own, for suites whose subtests share a store.
+func setupShared(t *testing.T, s store.Store) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	b := &bundle{t: t, s: s, ctx: ctx}
+	b.queue = b.newQueue(store.QueueCreateParams{}).Name
+	return b
+}
+
+type rtBundle struct {
+	*bundle
+	rs RetentionStore
+}
+
+// expiring is the retention of these tests: any event is older than that after a moment.
+const expiring = time.Millisecond
+
+func (b *rtBundle) prune(olderThan time.Duration, limit int) int64 {
+	b.t.Helper()
+	n, err := b.rs.EventsPrune(b.ctx, store.EventsPruneParams{OlderThan: olderThan, Limit: limit})
+	require.NoError(b.t, err)
+	return n
+}
+
+// pruneAll publishes nothing and deletes every published event, so a test starts clean.
+func (b *rtBundle) pruneAll() {
+	b.t.Helper()
+	b.eventually(func() bool { return b.prune(expiring, store.MaxEventsPruneBatch) == 0 })
+}
+
+// eventually polls cond, because an event must age past the retention before it can go.
+func (b *rtBundle) eventually(cond func() bool) {
+	b.t.Helper()
+	require.Eventually(b.t, cond, 10*time.Second, 5*time.Millisecond)
+}
+
+// publish claims every unpublished event and marks published those of the given jobs; the others
+// are released, unpublished.
+func (b *rtBundle) publish(jobIDs ...string) {
+	b.t.Helper()
+	evs, err := b.rs.EventsClaim(b.ctx, store.EventsClaimParams{Limit: store.MaxOutboxBatch, Lease: time.Minute})
+	require.NoError(b.t, err)
+	var pub, rel []int64
+	for _, e := range evs {
+		if slices.Contains(jobIDs, e.JobID) {
+			pub = append(pub, e.ID)
+		} else {
+			rel = append(rel, e.ID)
+		}
+	}
+	require.NoError(b.t, b.rs.EventsMarkPublished(b.ctx, pub))
+	require.NoError(b.t, b.rs.EventsRelease(b.ctx, rel))
+}
+
+func seqs(evs []queue.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+// Published events younger than the retention stay; older ones go; the job itself stays, and its
+// next event continues the numbering.
+func testPruneExpiredPublished(b *rtBundle) {
+	t := b.t
+	j := b.insertOne(b.job("retention"))
+	j = b.move(j, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned})
+	b.publish(j.ID)
+	require.Zero(t, b.prune(time.Hour, 100), "events younger than the retention are kept")
+	require.Equal(t, []int64{1, 2}, seqs(b.events(j.ID)))
+
+	var deleted int64
+	b.eventually(func() bool { deleted += b.prune(expiring, 100); return deleted == 2 })
+	require.Empty(t, b.events(j.ID))
+	require.Equal(t, queue.StateAssigned, b.get(j.ID).State, "the job is not touched")
+
+	b.move(j, queue.StateRunning, store.JobTransitionParams{Reason: store.ReasonAcked})
+	require.Equal(t, []int64{3}, seqs(b.events(j.ID)))
+}
+
+// An unpublished event is still owed to Kafka: no age makes it prunable, even when the job's
+// earlier events are published and go.
+func testPruneKeepsUnpublished(b *rtBundle) {
+	t := b.t
+	kept := b.insertOne(b.job("retention"))
+	mixed := b.insertOne(b.job("retention"))
+	b.publish(mixed.ID)
+	b.move(mixed, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned})
+
+	b.eventually(func() bool { return b.prune(expiring, 100) == 1 })
+	time.Sleep(5 * expiring) // every remaining event is now well past the retention
+	require.Zero(t, b.prune(expiring, 100))
+	require.Equal(t, []int64{1}, seqs(b.events(kept.ID)))
+	require.Equal(t, []int64{2}, seqs(b.events(mixed.ID)))
+	b.publish(kept.ID, mixed.ID) // leave nothing unpublished to the next test
+}
+
+// A batch deletes at most its limit, oldest events first.
+func testPruneOldestFirst(b *rtBundle) {
+	t := b.t
+	var jobs []string
+	for range 3 {
+		jobs = append(jobs, b.insertOne(b.job("retention")).ID)
+	}
+	b.publish(jobs...)
+	b.eventually(func() bool { return b.prune(expiring, 1) == 1 })
+	require.Empty(t, b.events(jobs[0]))
+	require.Len(t, b.events(jobs[1]), 1)
+	require.Len(t, b.events(jobs[2]), 1)
+	require.Equal(t, int64(2), b.prune(expiring, 10))
+	require.Empty(t, b.events(jobs[2]))
+}
+
+// Passes of several servers at once delete every expired event exactly once between them.
+func testPruneConcurrent(b *rtBundle) {
+	t := b.t
+	var ps []store.JobInsertParams
+	for range 200 {
+		ps = append(ps, b.job("retention"))
+	}
+	var jobs []string
+	for _, r := range b.insert(ps...) {
+		jobs = append(jobs, r.Job.ID)
+	}
+	b.publish(jobs...)
+	time.Sleep(5 * expiring) // every event is now past the retention
+
+	var (
+		total atomic.Int64
+		wg    sync.WaitGroup
+	)
+	for range 4 {
+		wg.Go(func() {
+			for {
+				n, err := b.rs.EventsPrune(b.ctx, store.EventsPruneParams{OlderThan: expiring, Limit: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n == 0 {
+					return
+				}
+				total.Add(n)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(len(jobs)), total.Load())
+}
+
+func testPruneInvalid(b *rtBundle) {
+	for _, p := range []store.EventsPruneParams{
+		{OlderThan: time.Hour, Limit: 0},
+		{OlderThan: time.Hour, Limit: store.MaxEventsPruneBatch + 1},
+		{OlderThan: 0, Limit: 1},
+		{OlderThan: -time.Hour, Limit: 1},
+		{OlderThan: time.Microsecond, Limit: 1},
+	} {
+		_, err := b.rs.EventsPrune(b.ctx, p)
+		require.ErrorIs(b.t, err, queue.ErrInvalidArgument, "%+v", p)
+	}
+}
