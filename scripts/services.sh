@@ -6,6 +6,7 @@
 # Uses the configured services when they answer; otherwise starts private, throwaway ones
 # (installing the Debian packages if the binaries are missing), runs the command with the
 # variables below exported, stops only what it started, and exits with the command's code.
+# Installs kcat (Debian) when missing: the outbox end-to-end test uses it as an independent Kafka client.
 #
 # Inputs:
 #   JQ_TEST_DATABASE_URL  default postgres://postgres@127.0.0.1:5432/test?sslmode=disable
@@ -338,6 +339,12 @@ main() {
 		start_redis "$port"
 		redis_addr=127.0.0.1:$port
 		echo "services: redis $redis_addr (started, private)" >&2
+	fi
+
+	# kcat is the independent Kafka client of the outbox end-to-end test (the broker is in-process).
+	if ! command -v kcat >/dev/null 2>&1; then
+		install_packages kcat
+		command -v kcat >/dev/null 2>&1 || die "kcat installed but not on PATH"
 	fi
 
 	export JQ_TEST_DATABASE_URL=$db_url JQ_DB_URL=$db_url
