@@ -247,8 +247,10 @@ type Logging struct {
 	Format string `koanf:"format"`
 }
 
-// Tracing is the OTLP exporter; off by default. An empty Endpoint leaves the
-// exporter's own default (OTEL_EXPORTER_OTLP_ENDPOINT, else localhost).
+// Tracing is the OTLP exporter; off by default. Endpoint is host:port or an
+// http(s) URL; empty leaves the exporter's own default
+// (OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317 or :4318). Insecure
+// applies to host:port endpoints; a URL's scheme decides for itself.
 type Tracing struct {
 	Enabled     bool    `koanf:"enabled"`
 	Endpoint    string  `koanf:"endpoint"`

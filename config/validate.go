@@ -111,6 +111,7 @@ func (c *Config) problems() []error {
 	if !(c.Tracing.SampleRatio >= 0 && c.Tracing.SampleRatio <= 1) {
 		p.add("tracing.sample_ratio", "must be between 0 and 1, got %v", c.Tracing.SampleRatio)
 	}
+	c.validateTracingEndpoint(&p)
 
 	c.validateWorker(&p)
 	return p.errs
@@ -248,6 +249,22 @@ func (p *checker) oneOf(key, v string, allowed []string) {
 func (p *checker) match(key, v string, re *regexp.Regexp) {
 	if !re.MatchString(v) {
 		p.add(key, "%q does not match %s", v, re)
+	}
+}
+
+// validateTracingEndpoint accepts "" (the exporter's default), host:port, or
+// an http(s) URL (http://collector:4318).
+func (c *Config) validateTracingEndpoint(p *checker) {
+	e := c.Tracing.Endpoint
+	switch {
+	case e == "":
+	case strings.Contains(e, "://"):
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("tracing.endpoint", "must be host:port or an http(s) URL, got %q", e)
+		}
+	default:
+		p.hostPort("tracing.endpoint", e)
 	}
 }
 

@@ -82,6 +82,8 @@ func TestValidateRules(t *testing.T) {
 			[]string{`worker.queues[1]: "Bad" is not a valid queue name`, "worker.queues[2]:", `worker.queues[3]: "ok" is listed twice`, "worker.queues[4]:"}},
 		{"no queues", func(c *config.Config) { c.Worker.Queues = nil }, []string{"worker.queues: must name at least one queue"}},
 		{"sample ratio", func(c *config.Config) { c.Tracing.SampleRatio = 1.5 }, []string{"tracing.sample_ratio: must be between 0 and 1, got 1.5"}},
+		{"tracing endpoint", func(c *config.Config) { c.Tracing.Endpoint = "collector" }, []string{"tracing.endpoint: must be host:port"}},
+		{"tracing endpoint url", func(c *config.Config) { c.Tracing.Endpoint = "ftp://collector:4318" }, []string{"tracing.endpoint: must be host:port or an http(s) URL"}},
 		{"kafka enabled", func(c *config.Config) {
 			c.Kafka.Enabled = true
 			c.Kafka.Brokers = []string{"nohost", "h:0"}

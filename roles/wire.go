@@ -56,18 +56,30 @@ func build(ctx context.Context, c component, cfg *config.Config, log *zap.Logger
 	return nil, fmt.Errorf("unknown component %q", c)
 }
 
-func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
+func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ func(context.Context) error, err error) {
+	tr, err := startTracing(ctx, cfg, "jq-server", log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			stopTracing(ctx, tr, log)
+		}
+	}()
 	dsn := cfg.DB.DSN()
+	reg := telemetry.NewRegistry()
 	st, err := postgres.New(ctx, postgres.Config{
 		DSN:            dsn,
 		MaxConns:       int32(cfg.DB.PoolSize), //nolint:gosec // validated 1..10000
 		ConnectTimeout: cfg.DB.ConnectTimeout(),
+		ObserveQuery:   telemetry.NewDBMetrics(reg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	redis.SetLogger(redisLogger{log.Named("redis")})
 	rdb := newRedis(cfg)
+	rdb.AddHook(redisstore.NewHook(telemetry.NewRedisMetrics(reg)))
 	closeAll := func() {
 		st.Close()
 		_ = rdb.Close()
@@ -77,7 +89,9 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		closeAll()
 		return nil, fmt.Errorf("redis: %w", err)
 	}
+	jobMetrics := telemetry.NewJobMetrics(reg)
 	eng, err := engine.New(engine.Options{
+		Observer:          jobMetrics,
 		Store:             st,
 		Dispatcher:        disp,
 		Notifier:          st,
@@ -90,6 +104,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		ReaperInterval:    cfg.Scheduler.ReaperInterval(),
 		HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
 		TimeoutGrace:      cfg.Scheduler.TimeoutGrace(),
+		Tracer:            tr.Tracer(),
 	})
 	if err != nil {
 		closeAll()
@@ -104,8 +119,10 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		closeAll()
 		return nil, err
 	}
-	reg := telemetry.NewRegistry()
 	reg.MustRegister(telemetry.NewRecoveryCollector(eng.RecoveryStats))
+	depth := telemetry.NewDepthGauges(reg, telemetry.DepthOptions{
+		Measure: st.DepthSnapshot, Log: log.Named("metrics"), Queues: jobMetrics.KnownQueues,
+	})
 	reg.MustRegister(telemetry.NewMaintenanceCollector(maint.Stats))
 	relay, sink, err := buildRelay(cfg, st, log)
 	if err != nil {
@@ -118,9 +135,12 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		}
 	}
 	var srvRelay server.Relay
+	topics := []string{cfg.Kafka.TopicEvents, cfg.Kafka.TopicDeadLetter}
 	if relay != nil {
 		srvRelay = relay
-		reg.MustRegister(telemetry.NewOutboxCollector(relay.Stats))
+		reg.MustRegister(telemetry.NewOutboxCollector(relay.Stats, topics...))
+	} else {
+		reg.MustRegister(telemetry.NewOutboxCollector(nil, topics...)) // the error counters, at 0
 	}
 	srv, err := server.New(server.Deps{
 		Config:  cfg,
@@ -130,8 +150,15 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		Engine:  eng,
 		Relay:   srvRelay,
 		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
-		Checks:  dependencyChecks(cfg, st.Ping, rdb),
+		Checks:  dependencyChecks(cfg, st, rdb),
 		Metrics: telemetry.MetricsHandler(reg),
+		// ctx is the process's signal context: readiness turns 503 on SIGTERM,
+		// before the role graph starts stopping components.
+		Shutdown: ctx.Done(),
+		Tracing:  apiTracing(tr),
+
+		RPCMetrics: telemetry.NewRPCMetrics(reg), // jq_grpc_request_duration_seconds
+		Background: []func(context.Context) (stop func()){maint.Start, depth.Start},
 	})
 	if err != nil {
 		closeSink()
@@ -139,10 +166,10 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func
 		return nil, err
 	}
 	return func(ctx context.Context) error {
+		defer stopTracing(ctx, tr, log) // last: the engine's and the API's spans are flushed
 		defer st.Close()
 		defer func() { _ = rdb.Close() }()
 		defer closeSink()
-		defer maint.Start(ctx)()
 		return srv.Run(ctx)
 	}, nil
 }
@@ -203,12 +230,23 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 // worker.tls files are set), the built-in handlers, and the component. It
 // contacts nothing; the worker retries its registration until the server
 // answers, so in --role=all the start order does not matter.
-func buildWorker(_ context.Context, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
+func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ func(context.Context) error, err error) {
+	tr, err := startTracing(ctx, cfg, "jq-worker", log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			stopTracing(ctx, tr, log)
+		}
+	}()
 	cl, err := client.New(client.Options{
-		Addr:     workerServerAddr(cfg),
-		CAFile:   cfg.Worker.TLS.CAPath,
-		CertFile: cfg.Worker.TLS.CertPath,
-		KeyFile:  cfg.Worker.TLS.KeyPath,
+		Addr:           workerServerAddr(cfg),
+		CAFile:         cfg.Worker.TLS.CAPath,
+		CertFile:       cfg.Worker.TLS.CertPath,
+		KeyFile:        cfg.Worker.TLS.KeyPath,
+		TracerProvider: tr.EnabledProvider(),
+		Propagator:     tr.Propagator,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -218,15 +256,24 @@ func buildWorker(_ context.Context, cfg *config.Config, log *zap.Logger) (func(c
 	if cfg.Worker.TestHandlers {
 		mux.Register(handlers.TypeFault, handlers.Fault())
 	}
+	reg := telemetry.NewRegistry()
+	var wm *telemetry.WorkerMetrics
 	w, err := worker.New(worker.Deps{
 		Config: cfg, Log: log, Handlers: mux, Conn: executor.NewRemote(cl),
-		Metrics: telemetry.MetricsHandler(telemetry.NewRegistry()),
+		Metrics:  telemetry.MetricsHandler(reg),
+		Shutdown: ctx.Done(),
+		Tracer:   tr.Tracer(),
+
+		OnJobDone: func(d executor.JobDone) { wm.JobDone(d) }, // set below, before any job runs
 	})
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
+	wm = telemetry.NewWorkerMetrics(reg, w.Executor().WorkerID(), cfg.Worker.Queues)
+	wm.WatchExecutor(w.Executor())
 	return func(ctx context.Context) error {
+		defer stopTracing(ctx, tr, log) // after the executor's last spans
 		defer cl.Close()
 		return w.Run(ctx)
 	}, nil
@@ -248,7 +295,9 @@ func workerServerAddr(cfg *config.Config) string {
 type redisLogger struct{ log *zap.Logger }
 
 func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
-	l.log.Debug(fmt.Sprintf(format, v...))
+	if ce := l.log.Check(zap.DebugLevel, "redis client message"); ce != nil {
+		ce.Write(zap.String("detail", fmt.Sprintf(format, v...)))
+	}
 }
 
 func newRedis(cfg *config.Config) *redis.Client {
@@ -261,12 +310,15 @@ func newRedis(cfg *config.Config) *redis.Client {
 	})
 }
 
-// dependencyChecks are the probes behind --dry-run, /readyz and GetStatus.
-// Postgres is critical; without Redis a single server dispatches without
-// locks; without Kafka events wait in the outbox.
-func dependencyChecks(cfg *config.Config, pgPing func(context.Context) error, rdb *redis.Client) []health.Check {
+// dependencyChecks are the probes behind /readyz and GetStatus (and so
+// `jq --role=admin status`). Postgres and its schema are critical. Redis is
+// not: while it is down the server dispatches straight from Postgres
+// (docs/architecture.md), so the server stays ready and reports redis
+// "degraded". Without Kafka events wait in the outbox.
+func dependencyChecks(cfg *config.Config, st *postgres.Store, rdb *redis.Client) []health.Check {
 	checks := []health.Check{
-		{Name: "postgres", Critical: true, Probe: pgPing},
+		{Name: "postgres", Critical: true, Probe: st.Ping},
+		{Name: "migrations", Critical: true, Probe: func(ctx context.Context) error { return schemaCurrent(ctx, st) }},
 		{Name: "redis", Probe: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 	}
 	if cfg.Kafka.Enabled {
@@ -275,6 +327,27 @@ func dependencyChecks(cfg *config.Config, pgPing func(context.Context) error, rd
 		}})
 	}
 	return checks
+}
+
+// schemaCurrent fails unless the database's schema is exactly the version
+// this binary embeds and no migration failed half-way: an older schema lacks
+// what the code needs, and a newer one belongs to a newer release whose
+// servers should take the traffic.
+func schemaCurrent(ctx context.Context, st *postgres.Store) error {
+	want, err := migrations.Latest()
+	if err != nil {
+		return err
+	}
+	got, dirty, err := st.SchemaVersion(ctx)
+	switch {
+	case err != nil:
+		return err
+	case dirty:
+		return fmt.Errorf("schema version %d is dirty: a migration failed half-way; fix it and force the version (golang-migrate)", got)
+	case got != want:
+		return fmt.Errorf("schema version %d, this binary needs %d", got, want)
+	}
+	return nil
 }
 
 // kafkaPing succeeds when any broker answers a metadata request.

@@ -7,6 +7,8 @@
 # (installing the Debian packages if the binaries are missing), runs the command with the
 # variables below exported, stops only what it started, and exits with the command's code.
 # Installs kcat (Debian) when missing: the outbox end-to-end test uses it as an independent Kafka client.
+# Installs promtool (Debian's prometheus package) when missing: the metrics end-to-end test lints
+# its scrapes with `promtool check metrics`.
 #
 # Inputs:
 #   JQ_TEST_DATABASE_URL  default postgres://postgres@127.0.0.1:5432/test?sslmode=disable
@@ -345,6 +347,12 @@ main() {
 	if ! command -v kcat >/dev/null 2>&1; then
 		install_packages kcat
 		command -v kcat >/dev/null 2>&1 || die "kcat installed but not on PATH"
+	fi
+	# promtool (Debian's prometheus package) lints the /metrics scrapes of the metrics end-to-end
+	# test (`promtool check metrics`). The package's daemon is never started (policy-rc.d above).
+	if ! command -v promtool >/dev/null 2>&1; then
+		install_packages prometheus
+		command -v promtool >/dev/null 2>&1 || die "prometheus installed but promtool is not on PATH"
 	fi
 
 	export JQ_TEST_DATABASE_URL=$db_url JQ_DB_URL=$db_url

@@ -59,6 +59,9 @@ type LeaseOutcome struct {
 	ID  string // the job id, canonical (lower case) unless malformed
 	Err error
 	Job *queue.Job // the job after the write (nil when Err != nil)
+	// Started: this write moved the job ASSIGNED→RUNNING (an ack, or the ack a report implied);
+	// false for a repeated ack that changed nothing. Job.StartedAt is then the start (metrics).
+	Started bool
 }
 
 // DispatchStore holds the batched writes of the core loop. A batch longer

@@ -41,8 +41,8 @@ type RecoveryStore interface {
 	// failure or a cancelled job. Concurrent sweeps skip each other's rows.
 	JobRetryFailed(ctx context.Context, limit int) (RetrySweep, error)
 	// JobExpireTTL moves up to limit PENDING jobs whose expires_at passed to DEAD_LETTERED with
-	// reason ttl_expired and returns how many.
-	JobExpireTTL(ctx context.Context, limit int) (int, error)
+	// reason ttl_expired and returns how many, by queue (no entry for a queue with none).
+	JobExpireTTL(ctx context.Context, limit int) (map[string]int, error)
 	// WorkerMarkLost marks OFFLINE every ONLINE or DRAINING worker whose last heartbeat is older than
 	// timeout and returns their ids. Their jobs are left to JobOverdue (WorkersLost).
 	WorkerMarkLost(ctx context.Context, timeout time.Duration) ([]string, error)
@@ -105,4 +105,6 @@ type RetrySweep struct {
 	Retried      int            // FAILED→PENDING
 	DeadLettered int            // FAILED→DEAD_LETTERED
 	Queues       map[string]int // jobs made PENDING per queue (to wake schedulers)
+	// DeadQueues is DeadLettered per queue (metrics); nil or no entry when none.
+	DeadQueues map[string]int
 }

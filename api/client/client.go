@@ -15,8 +15,11 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/internal/rpctrace"
 )
 
 // Options select the server and the transport security.
@@ -30,6 +33,12 @@ type Options struct {
 	KeyFile  string
 	// Interceptors run on every call (logging, auth, tracing).
 	Interceptors []connect.Interceptor
+	// TracerProvider, when set, gives every call a client span and sends the
+	// caller's trace context (W3C traceparent) in the headers, so a job
+	// submitted inside a trace continues it on the server and in the worker.
+	TracerProvider trace.TracerProvider
+	// Propagator writes the trace context headers (nil: W3C Trace Context).
+	Propagator propagation.TextMapPropagator
 }
 
 // Client holds one connect client per service, sharing one HTTP transport.
@@ -68,9 +77,17 @@ func New(opts Options) (*Client, error) {
 	}
 	tr.Protocols = p
 	hc := &http.Client{Transport: tr}
+	interceptors := opts.Interceptors
+	if opts.TracerProvider != nil {
+		ic, err := rpctrace.NewInterceptor(opts.TracerProvider, opts.Propagator)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		interceptors = append([]connect.Interceptor{ic}, interceptors...) // outermost
+	}
 	copts := []connect.ClientOption{
 		connect.WithGRPC(),
-		connect.WithInterceptors(opts.Interceptors...),
+		connect.WithInterceptors(interceptors...),
 		connect.WithCompressMinBytes(16 << 10), // small requests are cheaper sent as they are
 	}
 	return &Client{

@@ -6,8 +6,10 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
@@ -23,6 +25,16 @@ type jobService struct {
 	store  Store
 	engine *engine.Engine
 	limits Limits
+	log    *zap.Logger
+	trace  submitTracer
+}
+
+// logSubmitted writes the debug line of one accepted job (never its payload).
+func (s *jobService) logSubmitted(r store.JobInsertResult) {
+	if ce := s.log.Check(zap.DebugLevel, "job submitted"); ce != nil {
+		ce.Write(zap.String("job_id", r.Job.ID), zap.String("queue", r.Job.Queue), zap.String("type", r.Job.Type),
+			zap.Int("priority", r.Job.Priority), zap.Bool("existing", r.Existing), jobtrace.JobLogField(r.Job))
+	}
 }
 
 // CancelJob dead-letters a job that is not running, or asks the worker of a
@@ -34,6 +46,9 @@ func (s *jobService) CancelJob(ctx context.Context, req *connect.Request[jqv1.Ca
 	j, err := s.store.JobCancel(ctx, req.Msg.GetJobId())
 	if err != nil {
 		return nil, err
+	}
+	if s.engine != nil {
+		s.engine.JobCancelled(j) // metrics
 	}
 	return connect.NewResponse(&jqv1.CancelJobResponse{
 		Job:             jobToProto(j),
@@ -51,6 +66,7 @@ func (s *jobService) RetryJob(ctx context.Context, req *connect.Request[jqv1.Ret
 		return nil, err
 	}
 	if s.engine != nil {
+		s.engine.JobRetried(j)      // metrics
 		s.engine.JobsReady(j.Queue) // due now: every replica's scheduler looks at once
 	}
 	return connect.NewResponse(&jqv1.RetryJobResponse{Job: jobToProto(j)}), nil

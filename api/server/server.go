@@ -59,6 +59,8 @@ type Options struct {
 	Limits Limits
 	// HandlerOptions are added to every service (interceptors, codecs).
 	HandlerOptions []connect.HandlerOption
+	// Tracing adds RPC and submit spans (zero value: no tracing).
+	Tracing Tracing
 }
 
 // compressMinBytes is the smallest response that is gzip-compressed when the
@@ -77,18 +79,22 @@ var services = []string{
 // New returns one handler serving every jq service over gRPC, gRPC-Web and
 // Connect, plus gRPC reflection (v1 and v1alpha) and grpc.health.v1.
 func New(opts Options) http.Handler {
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
 	mux := http.NewServeMux()
-	hopts := append([]connect.HandlerOption{
+	hopts := append(tracingHandlerOptions(opts.Tracing, opts.Log), // outermost: spans see the final codes
 		connect.WithInterceptors(errorInterceptor(opts.Log)),
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
-		connect.WithCompressMinBytes(compressMinBytes),
-	}, opts.HandlerOptions...)
+		connect.WithCompressMinBytes(compressMinBytes))
+	hopts = append(hopts, opts.HandlerOptions...)
 
-	mux.Handle(jqv1connect.NewJobServiceHandler(&jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits}, hopts...))
+	mux.Handle(jqv1connect.NewJobServiceHandler(&jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log,
+		trace: newSubmitTracer(opts.Tracing)}, hopts...))
 	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store}, hopts...))
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
-		store: opts.Store, engine: opts.Engine,
+		store: opts.Store, engine: opts.Engine, log: opts.Log,
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
 	}, hopts...))
 	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status,

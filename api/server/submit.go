@@ -87,20 +87,27 @@ func specToParams(spec *jqv1.JobSpec, maxPayload int, now time.Time) (store.JobI
 	return p, nil
 }
 
-func (s *jobService) SubmitJob(ctx context.Context, req *connect.Request[jqv1.SubmitJobRequest]) (*connect.Response[jqv1.SubmitJobResponse], error) {
+func (s *jobService) SubmitJob(ctx context.Context, req *connect.Request[jqv1.SubmitJobRequest]) (_ *connect.Response[jqv1.SubmitJobResponse], err error) {
+	ctx, span := s.trace.startSubmit(ctx, req.Msg.GetJob())
+	defer func() { endSubmit(span, err) }()
 	p, err := specToParams(req.Msg.GetJob(), s.limits.MaxPayloadBytes, time.Now())
 	if err != nil {
 		return nil, err
 	}
+	s.trace.stamp(ctx, &p)
 	res, err := s.engine.Submit(ctx, p)
 	if err != nil {
 		return nil, err
 	}
+	submitted(span, res)
+	s.logSubmitted(res)
 	return connect.NewResponse(&jqv1.SubmitJobResponse{JobId: res.Job.ID, Existing: res.Existing}), nil
 }
 
-func (s *jobService) SubmitJobs(ctx context.Context, req *connect.Request[jqv1.SubmitJobsRequest]) (*connect.Response[jqv1.SubmitJobsResponse], error) {
+func (s *jobService) SubmitJobs(ctx context.Context, req *connect.Request[jqv1.SubmitJobsRequest]) (_ *connect.Response[jqv1.SubmitJobsResponse], err error) {
 	specs := req.Msg.GetJobs()
+	ctx, span := s.trace.startBatch(ctx, len(specs))
+	defer func() { endSubmit(span, err) }()
 	if len(specs) == 0 || len(specs) > maxSubmitBatchJobs {
 		return nil, invalid(fmt.Sprintf("jobs: want 1..%d, got %d", maxSubmitBatchJobs, len(specs)))
 	}
@@ -111,11 +118,15 @@ func (s *jobService) SubmitJobs(ctx context.Context, req *connect.Request[jqv1.S
 		if err != nil {
 			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
 		}
+		s.trace.stamp(ctx, &p)
 		ps[i] = p
 	}
 	res, err := s.engine.SubmitMany(ctx, ps)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range res {
+		s.logSubmitted(r)
 	}
 	out := &jqv1.SubmitJobsResponse{Results: make([]*jqv1.SubmitJobResponse, len(res))}
 	for i, r := range res {

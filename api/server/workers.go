@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
@@ -25,6 +27,7 @@ const (
 type workerService struct {
 	store             Store
 	engine            *engine.Engine
+	log               *zap.Logger
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
 }
@@ -60,6 +63,8 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
+	s.log.Info("worker registered", zap.String("worker_id", w.ID), zap.String("hostname", w.Hostname),
+		zap.Int("concurrency", w.Concurrency), zap.Strings("queues", w.Queues), zap.String("version", w.Version))
 	return connect.NewResponse(&jqv1.RegisterWorkerResponse{
 		Worker:            workerToProto(w),
 		HeartbeatInterval: durationpb.New(s.heartbeatInterval),
@@ -126,6 +131,9 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	}
 	sess := s.engine.OpenSession(w, int(req.Msg.GetCapacity()))
 	defer sess.Close()
+	log := s.log.With(zap.String("worker_id", w.ID))
+	log.Info("worker stream opened", zap.Int32("capacity", req.Msg.GetCapacity()))
+	defer log.Info("worker stream closed")
 	// An empty message first (a keepalive, no assignment) flushes the response
 	// headers, so the worker knows at once that its stream is established.
 	if err := stream.Send(&jqv1.StreamJobsResponse{}); err != nil {
@@ -141,6 +149,10 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 		}
 		deadline := timestamppb.New(s.engine.AssignmentDeadline())
 		for _, j := range jobs {
+			if ce := log.Check(zap.DebugLevel, "job assigned"); ce != nil {
+				ce.Write(zap.String("job_id", j.ID), zap.String("queue", j.Queue), zap.Int("attempt", j.Attempt),
+					jobtrace.JobLogField(j))
+			}
 			if err := stream.Send(&jqv1.StreamJobsResponse{Assignment: &jqv1.Assignment{
 				Job: jobToProto(j), Attempt: int32(j.Attempt), Deadline: deadline, //nolint:gosec // small
 			}}); err != nil {
@@ -225,6 +237,7 @@ func (s *workerService) DeregisterWorker(ctx context.Context, req *connect.Reque
 	if err := s.store.WorkerDeregister(ctx, req.Msg.GetWorkerId()); err != nil {
 		return nil, err
 	}
+	s.log.Info("worker deregistered", zap.String("worker_id", req.Msg.GetWorkerId()))
 	return connect.NewResponse(&jqv1.DeregisterWorkerResponse{}), nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/queue"
@@ -66,6 +67,10 @@ type Options struct {
 	// TimeoutGrace is how long past a RUNNING job's own timeout the reaper
 	// waits for the worker's report (10 s).
 	TimeoutGrace time.Duration
+	// Tracer makes the assignment spans (trace.go); nil: none.
+	Tracer trace.Tracer
+	// Observer receives what the engine did, for metrics (observe.go); nil: NopObserver.
+	Observer Observer
 }
 
 func (o *Options) defaults() error {
@@ -98,6 +103,9 @@ func (o *Options) defaults() error {
 	}
 	if o.TimeoutGrace < 0 {
 		o.TimeoutGrace = 0
+	}
+	if o.Observer == nil {
+		o.Observer = NopObserver{}
 	}
 	return nil
 }

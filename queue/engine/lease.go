@@ -22,6 +22,7 @@ func (e *Engine) Ack(ctx context.Context, workerID string, leases []store.JobLea
 	if err != nil {
 		return nil, err
 	}
+	e.observeLeases(outs, false)
 	// A refused ack is never followed by a report (the worker drops the
 	// lease), so its slot and in-flight entry are released here.
 	e.release(ctx, workerID, outs, false, func(o store.LeaseOutcome) bool { return isStale(o.Err) })
@@ -48,6 +49,7 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 	if err != nil {
 		return nil, err
 	}
+	e.observeLeases(out, true)
 	// An applied report ends the attempt; a stale one names an attempt that
 	// is no longer this worker's. Either way the slot is free again.
 	e.release(ctx, workerID, out, true, func(o store.LeaseOutcome) bool { return o.Err == nil || isStale(o.Err) })

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -109,9 +110,14 @@ func (e *Engine) reap(ctx context.Context, st *reaperState, now time.Time) error
 		return err
 	}
 	for range reaperMaxRounds {
-		n, err := e.opts.Store.JobExpireTTL(ctx, reaperBatch)
+		byQueue, err := e.opts.Store.JobExpireTTL(ctx, reaperBatch)
 		if err != nil {
 			return err
+		}
+		n := 0
+		for q, k := range byQueue {
+			n += k
+			e.opts.Observer.DeadLettered(q, k)
 		}
 		if n > 0 {
 			e.recovery.ttlExpired.Add(int64(n))
@@ -152,18 +158,21 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 		byWorker := map[string][]store.LeaseOutcome{}
 		lostWorker := map[string]bool{}
 		failed := 0
+		failedByQueue := map[string]int{}
 		for i, o := range outs {
 			if o.Err != nil {
 				continue // moved on meanwhile (reported, cancelled, another replica's reaper)
 			}
 			failed++
+			failedByQueue[overdue[i].Queue]++
 			e.recovery.addFailed(overdue[i].Reason)
 			byWorker[overdue[i].WorkerID] = append(byWorker[overdue[i].WorkerID], o)
 			if overdue[i].Reason == store.ReasonWorkerLost {
 				lostWorker[overdue[i].WorkerID] = true
 			}
-			e.log.Warn("attempt failed by the reaper", zap.String("job_id", o.ID), zap.Int("attempt", overdue[i].Attempt),
-				zap.String("worker_id", overdue[i].WorkerID), zap.String("reason", overdue[i].Reason))
+			e.log.Warn("attempt failed by the reaper", zap.String("job_id", o.ID), zap.String("queue", overdue[i].Queue),
+				zap.Int("attempt", overdue[i].Attempt), zap.String("worker_id", overdue[i].WorkerID),
+				zap.String("reason", overdue[i].Reason), jobtrace.JobLogField(o.Job))
 		}
 		all := func(store.LeaseOutcome) bool { return true }
 		for w, os := range byWorker {
@@ -176,6 +185,9 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 			// with the worker's report — refused as stale, it still frees the slot — or with a new
 			// stream; freeing it now would send the worker more jobs than its concurrency.
 			e.removeInflight(ctx, w, os, all)
+		}
+		for q, n := range failedByQueue {
+			e.opts.Observer.Failed(q, n)
 		}
 		if failed > 0 {
 			e.WakeReaper() // the retry sweep of this very cycle takes them; a wake costs nothing
@@ -207,6 +219,12 @@ func (e *Engine) retryFailed(ctx context.Context) error {
 		}
 		e.recovery.retried.Add(int64(sweep.Retried))
 		e.recovery.deadLettered.Add(int64(sweep.DeadLettered))
+		for q, n := range sweep.Queues {
+			e.opts.Observer.Requeued(q, n)
+		}
+		for q, n := range sweep.DeadQueues {
+			e.opts.Observer.DeadLettered(q, n)
+		}
 		if sweep.DeadLettered > 0 {
 			e.log.Info("jobs dead-lettered", zap.Int("jobs", sweep.DeadLettered))
 		}

@@ -51,6 +51,7 @@ func (e *Engine) schedulerLoop(ctx context.Context) {
 // the next cycle finds it). It reports whether a queue hit the batch size, so
 // the caller runs another cycle at once.
 func (e *Engine) SchedulerCycle(ctx context.Context) (more bool, err error) {
+	defer func(start time.Time) { e.opts.Observer.SchedulerCycle(time.Since(start)) }(time.Now())
 	pushed := 0
 	for q, free := range e.demand() {
 		n, full, err := e.fillQueue(ctx, q, free)

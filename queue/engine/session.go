@@ -180,6 +180,7 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			break
 		}
 		q := s.queues[(start+i)%len(s.queues)]
+		claimStart := time.Now()
 		ids, err := s.e.opts.Dispatcher.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: s.workerID, Max: free})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -193,6 +194,7 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			if derr != nil {
 				return s.partial(out, fmt.Errorf("claim %s: %w; direct from Postgres: %w", q, err, derr))
 			}
+			s.e.traceAssigned(ctx, claimStart, s.workerID, jobs)
 			free -= len(jobs)
 			out = append(out, jobs...)
 			continue
@@ -210,7 +212,7 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			// The jobs stay PENDING in Postgres; give them back to the
 			// scheduler (the lock goes with the in-flight entry).
 			if rerr := s.e.opts.Dispatcher.InflightRemove(context.WithoutCancel(ctx), store.InflightParams{Queue: q, WorkerID: s.workerID, IDs: ids}); rerr != nil {
-				s.e.log.Warn("release claims after a failed assign failed", zap.String("queue", q), zap.Error(rerr))
+				s.e.log.Warn("release claims after a failed assign failed", zap.String("queue", q), zap.String("worker_id", s.workerID), zap.Error(rerr))
 			}
 			return s.partial(out, fmt.Errorf("assign %s: %w", q, err))
 		}
@@ -222,6 +224,10 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			s.outstanding[j.ID] = q
 		}
 		s.mu.Unlock()
+		s.e.traceAssigned(ctx, claimStart, s.workerID, jobs)
+		if len(jobs) > 0 {
+			s.e.opts.Observer.Assigned(q, len(jobs))
+		}
 		free -= len(jobs)
 		out = append(out, jobs...)
 	}
@@ -250,6 +256,9 @@ func (s *Session) claimDirect(ctx context.Context, q string, free int) ([]*queue
 	}
 	s.mu.Unlock()
 	s.e.directClaims.Add(int64(len(jobs)))
+	if len(jobs) > 0 {
+		s.e.opts.Observer.Assigned(q, len(jobs))
+	}
 	return jobs, nil
 }
 

@@ -84,6 +84,9 @@ func (e *Engine) afterInsert(_ context.Context, res []store.JobInsertResult) {
 			queues[r.Job.Queue]++
 		}
 	}
+	for q, n := range queues {
+		e.opts.Observer.Submitted(q, n)
+	}
 	e.notifyNewWork(queues)
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/queue"
@@ -72,6 +73,9 @@ type Options struct {
 	// OnJobDone, when set, is called after each handler returns (from the
 	// job's goroutine; keep it fast). Meant for metrics and tests.
 	OnJobDone func(JobDone)
+	// Tracer makes an execution span per attempt, continuing the trace stored
+	// with the job (trace.go); nil: none.
+	Tracer trace.Tracer
 }
 
 // Outcome classifies a finished handler.

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/queue"
 )
 
@@ -53,7 +54,7 @@ type reportItem struct {
 
 func (e *Executor) jobLog(t *task) *zap.Logger {
 	return e.log.With(zap.String("job_id", t.lease.JobID), zap.Int("attempt", t.lease.Attempt),
-		zap.String("queue", t.job.Queue), zap.String("type", t.job.Type))
+		zap.String("queue", t.job.Queue), zap.String("type", t.job.Type), jobtrace.JobLogField(t.job))
 }
 
 // accept takes one assignment off the stream: it claims a slot and queues the
@@ -179,6 +180,7 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 		timeout = queue.DefaultJobTimeout
 	}
 	ctx = queue.WithJobInfo(ctx, queue.JobInfo{ID: t.job.ID, Attempt: t.lease.Attempt, Queue: t.job.Queue, Type: t.job.Type})
+	ctx, span := e.startSpan(ctx, t)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errJobTimeout)
 	start := time.Now()
 	res, herr := e.invoke(ctx, t)
@@ -199,18 +201,23 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 		<-e.slots // free the slot before the report can reach the server
 	}
 	e.mu.Unlock()
+	endSpan(span, done)
 
 	switch done.Outcome {
 	case OutcomeAbandoned:
 		e.abandoned.Add(1)
-		log.Info("job outcome not reported", zap.Duration("runtime", runtime), zap.NamedError("cause", cause), zap.Error(herr))
+		// The handler's error text is job data (it may quote the payload or a
+		// secret the job used): the report stores it, the log does not.
+		log.Info("job outcome not reported", zap.Duration("runtime", runtime), zap.NamedError("cause", cause),
+			zap.Bool("handler_error", herr != nil))
 	case OutcomeSucceeded:
 		e.succeeded.Add(1)
 		log.Debug("job succeeded", zap.Duration("runtime", runtime), zap.Int("result_bytes", len(rep.Result)))
 	default:
 		e.failed.Add(1)
+		// Not the error text: it is job data, shown by `jq job status`.
 		log.Info("job failed", zap.String("reason", rep.Reason), zap.Bool("permanent", rep.Permanent),
-			zap.Duration("runtime", runtime), zap.String("error", rep.Error))
+			zap.Duration("runtime", runtime), zap.Int("error_bytes", len(rep.Error)))
 	}
 	if report {
 		e.queueReport(t, rep)
@@ -225,7 +232,16 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 func (e *Executor) invoke(ctx context.Context, t *task) (res []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			e.jobLog(t).Error("handler panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			// The panic value may hold job data: the report carries it; the
+			// log gets its type (a runtime error's text holds no data) and the stack.
+			fields := []zap.Field{zap.String("panic_type", fmt.Sprintf("%T", r)), zap.ByteString("stack", debug.Stack())}
+			if re, ok := r.(interface {
+				error
+				RuntimeError()
+			}); ok { // runtime.Error
+				fields = append(fields, zap.String("panic", re.Error()))
+			}
+			e.jobLog(t).Error("handler panicked", fields...)
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()

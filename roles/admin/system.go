@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"connectrpc.com/connect"
@@ -87,6 +88,10 @@ func (re *runEnv) statusTable(w io.Writer, st *jqv1.GetStatusResponse) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t\t%s\t%s (%s)\n", c.GetName(), state, c.GetDetail(), shortDuration(c.GetLatency().AsDuration()))
+	}
+	if !slices.ContainsFunc(st.GetComponents(), func(c *jqv1.ComponentHealth) bool { return c.GetName() == "kafka" }) {
+		// The server checks Kafka only when it relays events to it.
+		fmt.Fprintf(tw, "kafka\t\t%s\tdisabled on the server (kafka.enabled: false): events stay in Postgres\n", re.paint(colDefault, "-"))
 	}
 	fmt.Fprintf(tw, "workers\t\t%s\t\n", re.paint(colDefault, fmt.Sprintf("%d active", st.GetActiveWorkers())))
 	if err := tw.Flush(); err != nil {

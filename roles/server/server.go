@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
 	apiserver "github.com/jq-dev/jq/api/server"
@@ -46,9 +47,20 @@ type Deps struct {
 	Metrics http.Handler
 	// Engine is the core loop (submit, scheduler, dispatch, ack, report).
 	Engine *engine.Engine
+	// Shutdown is closed when the process begins to stop (SIGTERM), before
+	// this component's own stop: /readyz turns 503 from then on. nil: only
+	// Run's own stop counts.
+	Shutdown <-chan struct{}
+	// Background loops (maintenance, depth gauges) start once the schema is migrated and stop when
+	// Run returns; each returns its stop function.
+	Background []func(context.Context) (stop func())
 	// Relay publishes the job events outbox to Kafka (nil: Kafka disabled, events stay in Postgres).
 	// It runs alongside the engine and stops after it.
 	Relay Relay
+	// Tracing gives the API its RPC and submit spans (zero value: none).
+	Tracing apiserver.Tracing
+	// RPCMetrics times every API call (jq_grpc_request_duration_seconds; nil: not measured).
+	RPCMetrics apiserver.RPCObserver
 }
 
 // Relay is the outbox relay (queue/outbox).
@@ -101,15 +113,20 @@ func (s *Server) Run(ctx context.Context) error {
 	if created {
 		s.log.Info("queue created", zap.String("queue", q.Name))
 	}
+	for _, start := range s.deps.Background {
+		defer start(ctx)()
+	}
 
 	api := apiserver.New(apiserver.Options{
-		Store:   s.deps.Store,
-		Counter: s.deps.Counter,
-		Engine:  s.deps.Engine,
-		Log:     s.log,
-		Version: buildinfo.Get(),
-		Status:  s.status,
-		Limits:  apiserver.Limits{MaxPayloadBytes: cfg.Server.MaxPayloadBytes},
+		Store:          s.deps.Store,
+		Counter:        s.deps.Counter,
+		Engine:         s.deps.Engine,
+		Log:            s.log,
+		Version:        buildinfo.Get(),
+		Status:         s.status,
+		Limits:         apiserver.Limits{MaxPayloadBytes: cfg.Server.MaxPayloadBytes},
+		Tracing:        s.deps.Tracing,
+		HandlerOptions: s.apiHandlerOptions(),
 		Workers: apiserver.WorkerTiming{
 			HeartbeatInterval: cfg.Worker.HeartbeatInterval(),
 			HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
@@ -229,38 +246,41 @@ func (s *Server) Run(ctx context.Context) error {
 
 // status runs the dependency checks for GetStatus.
 func (s *Server) status(ctx context.Context) []health.Result {
-	return health.Run(ctx, 2*time.Second, s.deps.Checks)
+	return health.Run(ctx, readyTimeout, s.deps.Checks)
 }
 
 func (s *Server) healthMux() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if s.draining.Load() || !s.ready.Load() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		res := s.status(r.Context())
-		code := http.StatusOK
-		if !health.Ready(res) {
-			code = http.StatusServiceUnavailable
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		for _, c := range res {
-			state := "ok"
-			if !c.Healthy {
-				state = "degraded"
-				if c.Critical {
-					state = "failing"
-				}
-			}
-			fmt.Fprintf(w, "%s %s: %s\n", c.Name, state, c.Detail)
-		}
-	})
+	mux.Handle("GET /healthz", health.LiveHandler())
+	mux.Handle("GET /readyz", health.ReadyHandler(s.stopping, readyTimeout, func() []health.Check { return s.deps.Checks }))
 	return mux
+}
+
+// apiHandlerOptions are the API's own interceptors (metrics).
+func (s *Server) apiHandlerOptions() []connect.HandlerOption {
+	if s.deps.RPCMetrics == nil {
+		return nil
+	}
+	return []connect.HandlerOption{connect.WithInterceptors(apiserver.MetricsInterceptor(s.deps.RPCMetrics))}
+}
+
+// readyTimeout bounds each /readyz probe; a probe that hangs (a partitioned
+// Postgres) fails instead of hanging the load balancer's request.
+const readyTimeout = 2 * time.Second
+
+// stopping reports whether shutdown has begun: the process was asked to stop
+// (Deps.Shutdown; in --role=all the worker drains first, and this server must
+// already be out of rotation then) or Run is stopping.
+func (s *Server) stopping() bool {
+	if s.draining.Load() || !s.ready.Load() {
+		return true
+	}
+	select {
+	case <-s.deps.Shutdown:
+		return true
+	default:
+		return false
+	}
 }
 
 // apiProtocols enables HTTP/1.1 (Connect, gRPC-Web) and HTTP/2 (gRPC); without

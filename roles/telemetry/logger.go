@@ -1,5 +1,5 @@
 // Package telemetry builds the process-wide observability objects — the
-// logger now, the metrics registry and tracer provider later — once, in
+// logger, the metrics registry and its collectors, the tracer provider — once, in
 // roles, and passes them down. Nothing in jq reaches for a global logger.
 package telemetry
 

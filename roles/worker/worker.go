@@ -17,10 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 )
@@ -37,15 +39,22 @@ type Deps struct {
 	// Metrics is served at /metrics on worker.metrics_port when
 	// metrics.enabled (nil: not served).
 	Metrics http.Handler
+	// Shutdown is closed when the process begins to stop (SIGTERM): /readyz
+	// turns 503 from then on. nil: only Run's own stop counts.
+	Shutdown <-chan struct{}
+	// Tracer makes the job execution spans (nil: none).
+	Tracer trace.Tracer
+	// OnJobDone is called after each handler returns (metrics; nil: nothing).
+	OnJobDone func(executor.JobDone)
 }
 
 // Worker is the running worker component.
 type Worker struct {
-	deps     Deps
-	log      *zap.Logger
-	exec     *executor.Executor
-	stopping atomic.Bool
-	runCtx   context.Context // set before the health server starts
+	deps         Deps
+	log          *zap.Logger
+	exec         *executor.Executor
+	stoppingFlag atomic.Bool
+	runCtx       context.Context // set before the health server starts
 
 	healthAddr atomic.Pointer[string]
 	listening  chan struct{}
@@ -76,6 +85,8 @@ func New(deps Deps) (*Worker, error) {
 		HeartbeatInterval: cfg.HeartbeatInterval(),
 		ShutdownGrace:     cfg.ShutdownGrace(),
 		MaxResultBytes:    deps.Config.Server.MaxResultBytes,
+		Tracer:            deps.Tracer,
+		OnJobDone:         deps.OnJobDone,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -114,7 +125,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- healthSrv.Serve(ln) }()
 	close(w.listening)
-	w.log.Info("worker health endpoints listening", zap.String("health_addr", addr))
+	w.log.Info("worker health endpoints listening", zap.String("worker_id", w.exec.WorkerID()), zap.String("health_addr", addr))
 
 	var metricsSrv *http.Server
 	if w.deps.Metrics != nil && w.deps.Config.Metrics.Enabled {
@@ -140,11 +151,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	case runErr = <-execErr:
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serve health: %w", err)
-		w.stopping.Store(true)
+		w.stoppingFlag.Store(true)
 		cancel()
 		<-execErr
 	}
-	w.stopping.Store(true)
+	w.stoppingFlag.Store(true)
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer scancel()
 	_ = healthSrv.Shutdown(sctx)
@@ -153,27 +164,38 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) healthMux() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
-		_, _ = rw.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, _ *http.Request) {
-		st := w.exec.Status()
-		var why string
-		switch {
-		case w.runCtx.Err() != nil || w.stopping.Load() || st.Stopping:
-			why = "shutting down"
-		case st.Draining:
-			why = "draining: taking no new jobs"
-		case !st.Registered:
-			why = "not registered with the server"
-		case !st.Connected:
-			why = "assignment stream not connected"
-		}
-		if why != "" {
-			http.Error(rw, why, http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = rw.Write([]byte("ready\n"))
-	})
+	mux.Handle("GET /healthz", health.LiveHandler())
+	mux.Handle("GET /readyz", health.ReadyHandler(w.stopping, time.Second, w.readyChecks))
 	return mux
+}
+
+// stopping reports whether the worker's stop has begun (the process's, or
+// this component's, or the operator's SHUTDOWN command).
+func (w *Worker) stopping() bool {
+	if w.runCtx.Err() != nil || w.stoppingFlag.Load() || w.exec.Status().Stopping {
+		return true
+	}
+	select {
+	case <-w.deps.Shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Readiness of a worker is its link to the server, read from the executor's
+// state (no I/O): registered, the assignment stream open, and taking jobs.
+var (
+	errNotRegistered = errors.New("not registered with the server")
+	errNoStream      = errors.New("assignment stream not connected")
+	errDraining      = errors.New("draining: taking no new jobs")
+)
+
+func (w *Worker) readyChecks() []health.Check {
+	st := w.exec.Status()
+	return []health.Check{
+		health.StateCheck("registered", func() bool { return !st.Registered }, errNotRegistered),
+		health.StateCheck("stream", func() bool { return !st.Connected }, errNoStream),
+		health.StateCheck("intake", func() bool { return st.Draining }, errDraining),
+	}
 }

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/queue/executor/executortest"
@@ -33,6 +35,11 @@ type bundle struct {
 
 func setup(t *testing.T, grace int) *bundle {
 	t.Helper()
+	return setupWith(t, grace, nil)
+}
+
+func setupWith(t *testing.T, grace int, shutdown <-chan struct{}) *bundle {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Worker.HealthPort = 0
 	cfg.Worker.ShutdownGraceS = grace
@@ -43,6 +50,7 @@ func setup(t *testing.T, grace int) *bundle {
 	handlers.Register(mux)
 	w, err := worker.New(worker.Deps{
 		Config: &cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Handlers: mux, Conn: srv,
+		Shutdown: shutdown,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -133,4 +141,33 @@ func TestStopTurnsReadinessOffFirst(t *testing.T) {
 	require.Len(t, rs, 1, "the running job finished within the grace period and was reported")
 	require.True(t, rs[0].Success)
 	require.Equal(t, 1, b.srv.Calls(executortest.MethodDeregister))
+}
+
+// TestShutdownSignalTurnsReadinessOff: the process's shutdown signal turns
+// /readyz 503 at once, before the component itself is stopped; the body is
+// the health package's JSON.
+func TestShutdownSignalTurnsReadinessOff(t *testing.T) {
+	t.Parallel()
+	shutdown := make(chan struct{})
+	b := setupWith(t, 5, shutdown)
+	base := "http://" + b.w.HealthAddr()
+	require.Eventually(t, func() bool { c, _ := get(t, base+"/readyz"); return c == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+	_, body := get(t, base+"/readyz")
+	var ready health.Body
+	require.NoError(t, json.Unmarshal([]byte(body), &ready), body)
+	require.Equal(t, health.StatusOK, ready.Status)
+	require.Len(t, ready.Checks, 3)
+	for _, name := range []string{"registered", "stream", "intake"} {
+		require.Equal(t, health.StatusOK, ready.Checks[name].Status, name)
+	}
+
+	close(shutdown)
+	code, body := get(t, base+"/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.JSONEq(t, `{"status":"unavailable","reason":"shutting down"}`, body)
+	select {
+	case err := <-b.done:
+		t.Fatalf("the component stopped on its own: %v", err)
+	default:
+	}
 }

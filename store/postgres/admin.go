@@ -20,7 +20,7 @@ const purgeBatch = 5000
 const (
 	// Walks jobs_dispatch_idx in its order, as sqlJobDue does; ORDER BY names the table's columns
 	// (a bare id would bind to the output column id::text).
-	sqlJobPeekPending = `
+	sqlJobPeekPending = `-- name: job_peek_pending
 SELECT ` + jobColumns + `
 FROM jobs
 WHERE queue = $1 AND state = 'PENDING' AND not_before <= now()
@@ -28,21 +28,23 @@ ORDER BY jobs.priority DESC, jobs.created_at, jobs.id
 LIMIT $2`
 
 	// Walks jobs_dead_lettered_idx (queue, completed_at) backwards.
-	sqlJobPeekDead = `
+	sqlJobPeekDead = `-- name: job_peek_dead
 SELECT ` + jobColumns + `
 FROM jobs
 WHERE queue = $1 AND state = 'DEAD_LETTERED'
 ORDER BY jobs.completed_at DESC, jobs.id DESC
 LIMIT $2`
 
-	sqlQueueExists = `SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)`
+	sqlQueueExists = `-- name: queue_exists
+SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)`
 
-	sqlNow = `SELECT now()`
+	sqlNow = `-- name: now
+SELECT now()`
 
 	// One batch of a purge, oldest dead letters first, over jobs_dead_lettered_idx. The DELETE
 	// re-checks the state of every row it locks: a job retried since the subquery's snapshot is
 	// PENDING by then and stays.
-	sqlJobPurgeQueue = `
+	sqlJobPurgeQueue = `-- name: job_purge_queue
 DELETE FROM jobs
 WHERE id IN (
     SELECT id FROM jobs
@@ -52,7 +54,7 @@ WHERE id IN (
 ) AND state = 'DEAD_LETTERED'
 RETURNING id::text`
 
-	sqlJobPurgeAll = `
+	sqlJobPurgeAll = `-- name: job_purge_all
 DELETE FROM jobs
 WHERE id IN (
     SELECT id FROM jobs
@@ -62,9 +64,10 @@ WHERE id IN (
 RETURNING id::text`
 
 	// An index-only scan of jobs_dead_lettered_idx.
-	sqlJobCountDeadLettered = `SELECT queue, count(*) FROM jobs WHERE state = 'DEAD_LETTERED' GROUP BY queue`
+	sqlJobCountDeadLettered = `-- name: job_count_dead_lettered
+SELECT queue, count(*) FROM jobs WHERE state = 'DEAD_LETTERED' GROUP BY queue`
 
-	sqlWorkerCountLive = `
+	sqlWorkerCountLive = `-- name: worker_count_live
 SELECT count(*) FROM workers
 WHERE status <> 'OFFLINE' AND last_heartbeat_at > now() - $1 * interval '1 millisecond'`
 )

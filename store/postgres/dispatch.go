@@ -53,7 +53,7 @@ const (
 	// INCLUDEd in the index, and LIMIT stops the walk. A paused queue is a one-time filter (an
 	// InitPlan evaluated once, not per row). ORDER BY names j.id: a bare id would bind to the output
 	// column id::text and sort text instead of following the index (TestJobDuePlan).
-	sqlJobDue = `
+	sqlJobDue = `-- name: job_due
 SELECT j.id::text, j.priority, j.created_at
 FROM jobs j
 WHERE j.queue = $1 AND j.state = 'PENDING' AND j.not_before <= now()
@@ -67,7 +67,7 @@ LIMIT $2`
 	// deadlock between batches that list shared ids in different orders. With the lock held and the
 	// state checked on the newest row version, the UPDATE only needs the id. attempt+1 is the new
 	// fencing token; event_seq+1 numbers the event.
-	sqlJobAssignMany = `
+	sqlJobAssignMany = `-- name: job_assign_many
 WITH input AS (
     SELECT * FROM unnest($2::uuid[]) WITH ORDINALITY AS t(i_id, i_ord)
 ),

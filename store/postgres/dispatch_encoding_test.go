@@ -126,6 +126,7 @@ FROM input`
 func inputCTE(tb testing.TB, sql string) string {
 	tb.Helper()
 	end := strings.Index(sql, "\n),\n")
-	require.True(tb, strings.HasPrefix(strings.TrimSpace(sql), "WITH input AS (") && end > 0, "no input CTE")
+	_, body, _ := strings.Cut(sql, "\n") // the name comment
+	require.True(tb, strings.HasPrefix(strings.TrimSpace(body), "WITH input AS (") && end > 0, "no input CTE")
 	return sql[:end] + "\n)"
 }

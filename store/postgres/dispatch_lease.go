@@ -35,7 +35,7 @@ import (
 // true, the job after the write) when it applied, (ord, false, the job as it stands) when the lease
 // is stale. An ord without a row is a job that does not exist.
 const (
-	sqlJobAckMany = `
+	sqlJobAckMany = `-- name: job_ack_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[])
         WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_ord)
@@ -61,7 +61,7 @@ updated AS (
         updated_at = now()
     FROM locked
     WHERE id = l_id
-    RETURNING l_ord, event_seq, ` + jobColumns + `
+    RETURNING l_ord, true AS u_started, event_seq, ` + jobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
@@ -75,7 +75,7 @@ events AS (
 	// A lease held ASSIGNED is acked on the way: started_at is set, event_seq advances by two, and
 	// the events CTE writes ASSIGNED→RUNNING (seq n+1) before RUNNING→DONE|FAILED (seq n+2). The
 	// ORDER BY gives a job's events ascending ids too, the order the outbox relay publishes in.
-	sqlJobReportMany = `
+	sqlJobReportMany = `-- name: job_report_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::boolean[], $5::bytea[], $6::text[],
                          $7::text[], $8::text[], $9::boolean[])
@@ -109,7 +109,7 @@ updated AS (
         updated_at      = now()
     FROM locked
     WHERE id = l_id
-    RETURNING l_ord, l_from, l_error, event_seq, ` + jobColumns + `
+    RETURNING l_ord, l_from = 'ASSIGNED' AS u_started, l_from, l_error, event_seq, ` + jobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
@@ -130,10 +130,12 @@ events AS (
 
 	// A stale row shows the job as the statement's snapshot has it (only used for the error
 	// message). l_again marks a lease that needs no write to count as applied (a repeated ack).
+	// u_started says the write moved the job to RUNNING (an ack, or a report's implied ack): the
+	// engine's metrics count a start once, never for a repeated ack.
 	sqlLeaseOutcomes = `
-SELECT l_ord, true, ` + jobColumns + ` FROM updated
+SELECT l_ord, true, u_started, ` + jobColumns + ` FROM updated
 UNION ALL
-SELECT l_ord, l_again, s.*
+SELECT l_ord, l_again, false, s.*
 FROM locked
 CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
 WHERE l_id IS NULL`
@@ -275,10 +277,10 @@ func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...que
 	seen := make([]bool, len(b.sent))
 	for rows.Next() {
 		var (
-			ord     int64
-			applied bool
+			ord              int64
+			applied, started bool
 		)
-		j, err := scanJob(leadingRow{rows, []any{&ord, &applied}})
+		j, err := scanJob(leadingRow{rows, []any{&ord, &applied, &started}})
 		if err != nil {
 			return err
 		}
@@ -288,7 +290,7 @@ func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...que
 		seen[ord-1] = true
 		i := b.sent[ord-1]
 		if applied {
-			b.outcomes[i].Job = j
+			b.outcomes[i].Job, b.outcomes[i].Started = j, started
 			continue
 		}
 		l := leases[i]
@@ -316,6 +318,7 @@ func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...que
 func (b *leaseBatch) finish(leases []store.JobLease, idempotent bool) []store.LeaseOutcome {
 	for i, f := range b.repeats {
 		if idempotent && leases[i].Attempt == leases[f].Attempt && leases[i].WorkerID == leases[f].WorkerID {
+			// Started stays false: the first occurrence carries the start.
 			b.outcomes[i].Job, b.outcomes[i].Err = b.outcomes[f].Job, b.outcomes[f].Err
 			continue
 		}

@@ -15,13 +15,17 @@ import (
 )
 
 const (
-	sqlJobGet = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
+	sqlJobGet = `-- name: job_get
+SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
 
-	sqlJobEvents = `SELECT ` + eventColumns + ` FROM job_events WHERE job_id = $1 ORDER BY seq`
+	sqlJobEvents = `-- name: job_events
+SELECT ` + eventColumns + ` FROM job_events WHERE job_id = $1 ORDER BY seq`
 
-	sqlJobExists = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
+	sqlJobExists = `-- name: job_exists
+SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
 
-	sqlJobStateAttempt = `SELECT state, attempt FROM jobs WHERE id = $1`
+	sqlJobStateAttempt = `-- name: job_state_attempt
+SELECT state, attempt FROM jobs WHERE id = $1`
 
 	// The compare-and-set of a state change and its event, in one statement (hence one transaction).
 	// Under READ COMMITTED a concurrent writer of the same row makes this UPDATE wait and then
@@ -29,7 +33,7 @@ const (
 	// event_seq is incremented here and the event takes the new value: per-job numbering without a
 	// read or a race. The parameters are gathered in p with p_ names so that they cannot be confused
 	// with the job's columns in RETURNING.
-	sqlJobTransition = `
+	sqlJobTransition = `-- name: job_transition
 WITH p AS (
     SELECT $1::uuid AS p_id, $2::text AS p_from, $3::text AS p_to, $4::integer AS p_attempt,
            $5::text AS p_worker, $6::text AS p_reason, $7::text AS p_error,
@@ -121,7 +125,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	if cursor != nil {
 		where = append(where, "(jobs.created_at, jobs.id) < ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
 	}
-	q := "SELECT " + jobColumns + " FROM jobs"
+	q := "-- name: job_list\nSELECT " + jobColumns + " FROM jobs"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

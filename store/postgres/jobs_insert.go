@@ -25,7 +25,7 @@ const (
 	// insert of the same key to commit first); the caller then reads the existing job back. Rows are
 	// inserted in (queue, key) order so that two batches sharing keys take their locks in the same
 	// order and cannot deadlock.
-	sqlJobInsertMany = `
+	sqlJobInsertMany = `-- name: job_insert_many
 WITH input AS (
     SELECT t.*, now() + (t.ord - 1) * interval '1 microsecond' AS created_at
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::smallint[], $6::integer[],
@@ -73,7 +73,7 @@ events AS (
 -- Only what the database decided: the rest of each job is what the caller sent (insertedJob).
 SELECT id::text, max_retries, ttl_ms, not_before, expires_at, created_at FROM inserted`
 
-	sqlJobByIdempotencyKey = `
+	sqlJobByIdempotencyKey = `-- name: job_by_idempotency_key
 SELECT spec_hash, ` + jobColumns + `
 FROM jobs
 WHERE (queue, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`

@@ -18,7 +18,7 @@ func (s *Store) Notify(ctx context.Context, queues []string) error {
 	if len(queues) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', q) FROM unnest($1::text[]) AS q`, queues); err != nil {
+	if _, err := s.pool.Exec(ctx, "-- name: notify\n"+`SELECT pg_notify('`+notifyChannel+`', q) FROM unnest($1::text[]) AS q`, queues); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil

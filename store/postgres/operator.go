@@ -22,7 +22,7 @@ const (
 	// an event (the state does not change; the failure that follows records the cancellation).
 	// A RUNNING job already cancel-requested is rewritten unchanged (updated_at kept), so that the
 	// statement returns it as it stands.
-	sqlJobCancel = `
+	sqlJobCancel = `-- name: job_cancel
 WITH locked AS MATERIALIZED (
     SELECT id AS l_id, state AS l_from FROM jobs WHERE id = $1::uuid FOR NO KEY UPDATE
 ),
@@ -51,7 +51,7 @@ SELECT ` + jobColumns + ` FROM updated`
 
 	// FAILED, DEAD_LETTERED → PENDING, due now, with the retry budget and both flags reset.
 	// worker_id keeps the last holder, as for every →PENDING.
-	sqlJobRetry = `
+	sqlJobRetry = `-- name: job_retry
 WITH locked AS MATERIALIZED (
     SELECT id AS l_id, state AS l_from FROM jobs WHERE id = $1::uuid FOR NO KEY UPDATE
 ),
@@ -79,10 +79,11 @@ event AS (
 )
 SELECT ` + jobColumns + ` FROM updated`
 
-	sqlJobState = `SELECT state FROM jobs WHERE id = $1`
+	sqlJobState = `-- name: job_state
+SELECT state FROM jobs WHERE id = $1`
 
 	// Repeating the request keeps updated_at: the worker is unchanged.
-	sqlWorkerRequestShutdown = `
+	sqlWorkerRequestShutdown = `-- name: worker_request_shutdown
 UPDATE workers AS w SET
     status             = 'DRAINING',
     shutdown_requested = true,
@@ -90,7 +91,8 @@ UPDATE workers AS w SET
 WHERE id = $1 AND status <> 'OFFLINE'
 RETURNING ` + workerColumns
 
-	sqlWorkerStatus = `SELECT status FROM workers WHERE id = $1`
+	sqlWorkerStatus = `-- name: worker_status
+SELECT status FROM workers WHERE id = $1`
 
 	// Each job is read by its id alone (see dispatch_lease.go on plans over unnest); no lock, since
 	// the answer is advice to the worker and its next heartbeat asks again. The result keeps the
@@ -99,7 +101,7 @@ RETURNING ` + workerColumns
 	// stale attempt next to the current one of the same job (it was re-dispatched to it) must not
 	// have the current one cancelled with it. So an id is cancelled when none of its leases is
 	// current, or when its current lease was cancel-requested.
-	sqlJobLeasesToCancel = `
+	sqlJobLeasesToCancel = `-- name: job_leases_to_cancel
 WITH l AS (
     SELECT i_id, i_ord,
            coalesce(j.state IN ('ASSIGNED', 'RUNNING') AND j.attempt = i_attempt AND j.worker_id = $3, false) AS cur,
@@ -252,7 +254,7 @@ func clampInt32(v int) int32 {
 
 // sqlJobConsumeResult takes a kept result away in the same statement that returns it: the row lock
 // makes concurrent consumers queue up, and the ones behind the first find keep_result false.
-const sqlJobConsumeResult = `
+const sqlJobConsumeResult = `-- name: job_consume_result
 WITH old AS (
     SELECT id AS o_id, result AS o_result, result_checksum AS o_checksum
     FROM jobs

@@ -24,7 +24,7 @@ const (
 	// relay holds the job's earlier event (or it is locked mid-claim) and publishing this one now
 	// could overtake it in the job's partition. The lock lasts this statement only; the lease keeps
 	// other claims off afterwards.
-	sqlEventsClaim = `
+	sqlEventsClaim = `-- name: events_claim
 WITH candidates AS MATERIALIZED (
     SELECT id, job_id, seq
     FROM job_events
@@ -49,17 +49,17 @@ RETURNING e.id, e.job_id::text, e.seq, e.queue, e.type, coalesce(e.from_state, '
           e.reason, e.error, e.worker_id, e.attempt, e.created_at,
           (SELECT j.trace_context FROM jobs j WHERE j.id = e.job_id)`
 
-	sqlEventsMarkPublished = `
+	sqlEventsMarkPublished = `-- name: events_mark_published
 UPDATE job_events SET published_at = now(), claimed_until = NULL
 WHERE id = ANY($1) AND published_at IS NULL`
 
-	sqlEventsRelease = `
+	sqlEventsRelease = `-- name: events_release
 UPDATE job_events SET claimed_until = NULL
 WHERE id = ANY($1) AND published_at IS NULL AND claimed_until IS NOT NULL`
 
 	// Both parts read job_events_unpublished_idx; the age is that of the first event in id order,
 	// which is the next one the relay publishes.
-	sqlOutboxBacklog = `
+	sqlOutboxBacklog = `-- name: outbox_backlog
 SELECT count(*),
        coalesce((SELECT extract(epoch FROM now() - created_at) * 1e6
                  FROM job_events WHERE published_at IS NULL ORDER BY id LIMIT 1), 0)::bigint

@@ -22,6 +22,8 @@ type Config struct {
 	DSN            string        // postgres:// URL or keyword/value string
 	MaxConns       int32         // pool size; 0: pgx's default (max(4, NumCPU))
 	ConnectTimeout time.Duration // per new connection; 0: the DSN's connect_timeout, else none
+	// ObserveQuery, when set, receives every statement's duration by name (querytrace.go).
+	ObserveQuery QueryObserver
 }
 
 // Store is a store.Store over a pgx connection pool.
@@ -46,6 +48,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.ConnectTimeout > 0 {
 		pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	}
+	if cfg.ObserveQuery != nil {
+		pcfg.ConnConfig.Tracer = queryTracer{observe: cfg.ObserveQuery}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

@@ -17,36 +17,43 @@ const (
 INSERT INTO queues (name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms)
 VALUES ($1, $2, $3, $4, $5, $6)`
 
-	sqlQueueCreate = sqlQueueInsert + ` RETURNING ` + queueColumns
+	sqlQueueCreate = "-- name: queue_create\n" + sqlQueueInsert + ` RETURNING ` + queueColumns
 
 	// ON CONFLICT DO NOTHING waits for a concurrent insert of the same name to commit and then skips,
 	// so racing servers never fail; the loser reads the winner's row.
-	sqlQueueEnsure = sqlQueueInsert + ` ON CONFLICT (name) DO NOTHING RETURNING ` + queueColumns
+	sqlQueueEnsure = "-- name: queue_ensure\n" + sqlQueueInsert + ` ON CONFLICT (name) DO NOTHING RETURNING ` + queueColumns
 
-	sqlQueueGet = `SELECT ` + queueColumns + ` FROM queues WHERE name = $1`
+	sqlQueueGet = `-- name: queue_get
+SELECT ` + queueColumns + ` FROM queues WHERE name = $1`
 
-	sqlQueueList = `SELECT ` + queueColumns + ` FROM queues ORDER BY name`
+	sqlQueueList = `-- name: queue_list
+SELECT ` + queueColumns + ` FROM queues ORDER BY name`
 
-	sqlQueueSetPaused = `
+	sqlQueueSetPaused = `-- name: queue_set_paused
 UPDATE queues SET paused = $2, updated_at = now() WHERE name = $1 RETURNING ` + queueColumns
 
 	// FOR UPDATE conflicts with the KEY SHARE lock a job insert takes on its queue row
 	// (sqlJobInsertMany): inserts in flight finish first (and are counted), later ones wait and then
 	// find no queue.
-	sqlQueueLock = `SELECT 1 FROM queues WHERE name = $1 FOR UPDATE`
+	sqlQueueLock = `-- name: queue_lock
+SELECT 1 FROM queues WHERE name = $1 FOR UPDATE`
 
-	sqlQueueHasJobs = `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1)`
+	sqlQueueHasJobs = `-- name: queue_has_jobs
+SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1)`
 
-	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = $1 RETURNING id::text`
+	sqlQueueDeleteJobs = `-- name: queue_delete_jobs
+DELETE FROM jobs WHERE queue = $1 RETURNING id::text`
 
 	// Events have no foreign key to their job (migration 000003): the delete removes them itself. It
 	// runs after the jobs' delete, whose row locks waited for any state change in flight, so it sees
 	// every event those changes wrote.
-	sqlDeleteJobEvents = `DELETE FROM job_events WHERE job_id = ANY($1::uuid[])`
+	sqlDeleteJobEvents = `-- name: delete_job_events
+DELETE FROM job_events WHERE job_id = ANY($1::uuid[])`
 
-	sqlQueueDelete = `DELETE FROM queues WHERE name = $1`
+	sqlQueueDelete = `-- name: queue_delete
+DELETE FROM queues WHERE name = $1`
 
-	sqlQueueStats = `
+	sqlQueueStats = `-- name: queue_stats
 SELECT s.*
 FROM queues q
 CROSS JOIN LATERAL (

@@ -18,7 +18,7 @@ import (
 const (
 	// The active set (ASSIGNED and RUNNING jobs, bounded by the workers' total concurrency) comes
 	// from jobs_worker_active_idx, whose predicate the state filter repeats.
-	sqlJobOverdue = `
+	sqlJobOverdue = `-- name: job_overdue
 SELECT j.id::text, j.attempt, j.worker_id, j.queue, j.state,
        CASE WHEN $3 AND (w.id IS NULL OR w.status = 'OFFLINE') THEN '` + store.ReasonWorkerLost + `'
             WHEN j.state = 'ASSIGNED' THEN '` + store.ReasonAssignmentTimeout + `'
@@ -36,7 +36,7 @@ LIMIT $4`
 	// Shaped like the ack statement (dispatch_lease.go): each job locked by id, the lease checked on
 	// the locked version. The worker is not compared — the reaper fails whoever holds the attempt —
 	// and the event names the state actually left.
-	sqlJobFailMany = `
+	sqlJobFailMany = `-- name: job_fail_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::text[], $5::text[])
         WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_reason, i_error, i_ord)
@@ -61,7 +61,7 @@ updated AS (
         updated_at     = now()
     FROM locked
     WHERE id = l_id
-    RETURNING l_ord, l_from, l_error, event_seq, ` + jobColumns + `
+    RETURNING l_ord, false AS u_started, l_from, l_error, event_seq, ` + jobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
@@ -77,7 +77,7 @@ events AS (
 	// row version. The backoff is queue.RetryPolicy.Backoff: min(base·2^retry_count, max) plus a
 	// jitter of up to queue.JitterFraction (0.1, checked by init) of it. expires_at restarts from the new not_before, as
 	// for any return to PENDING.
-	sqlJobRetryFailed = `
+	sqlJobRetryFailed = `-- name: job_retry_failed
 WITH c AS MATERIALIZED (
     SELECT id AS c_id, queue AS c_queue, retry_count AS c_retries, max_retries AS c_max,
            no_retry AS c_no_retry, cancel_requested AS c_cancel
@@ -122,7 +122,7 @@ events AS (
 SELECT queue, state, count(*) FROM updated GROUP BY queue, state`
 
 	// jobs_expires_idx holds exactly the PENDING jobs with a TTL.
-	sqlJobExpireTTL = `
+	sqlJobExpireTTL = `-- name: job_expire_ttl
 WITH c AS MATERIALIZED (
     SELECT id AS c_id FROM jobs
     WHERE state = 'PENDING' AND expires_at IS NOT NULL AND expires_at < now()
@@ -148,14 +148,15 @@ events AS (
            worker_id, attempt, updated_at
     FROM updated
 )
-SELECT count(*) FROM updated`
+SELECT queue, count(*)::int FROM updated GROUP BY queue`
 
-	sqlWorkerMarkLost = `
+	sqlWorkerMarkLost = `-- name: worker_mark_lost
 UPDATE workers SET status = 'OFFLINE', updated_at = now()
 WHERE status <> 'OFFLINE' AND last_heartbeat_at < now() - $1 * interval '1 microsecond'
 RETURNING id`
 
-	sqlJobHeldBy = `SELECT id::text FROM jobs WHERE worker_id = $1 AND state IN ('ASSIGNED', 'RUNNING')`
+	sqlJobHeldBy = `-- name: job_held_by
+SELECT id::text FROM jobs WHERE worker_id = $1 AND state IN ('ASSIGNED', 'RUNNING')`
 )
 
 func init() {
@@ -268,6 +269,10 @@ func (s *Store) JobRetryFailed(ctx context.Context, limit int) (store.RetrySweep
 			sweep.Queues[q] += n
 		} else {
 			sweep.DeadLettered += n
+			if sweep.DeadQueues == nil {
+				sweep.DeadQueues = map[string]int{}
+			}
+			sweep.DeadQueues[q] += n
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -277,15 +282,26 @@ func (s *Store) JobRetryFailed(ctx context.Context, limit int) (store.RetrySweep
 }
 
 // JobExpireTTL implements store.RecoveryStore.
-func (s *Store) JobExpireTTL(ctx context.Context, limit int) (int, error) {
+func (s *Store) JobExpireTTL(ctx context.Context, limit int) (map[string]int, error) {
 	if limit < 1 || limit > store.MaxDispatchBatch {
-		return 0, fmt.Errorf("%w: ttl sweep limit %d", queue.ErrInvalidArgument, limit)
+		return nil, fmt.Errorf("%w: ttl sweep limit %d", queue.ErrInvalidArgument, limit)
 	}
-	var n int
-	if err := s.pool.QueryRow(ctx, sqlJobExpireTTL, limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: expire jobs: %w", err)
+	rows, err := s.pool.Query(ctx, sqlJobExpireTTL, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: expire jobs: %w", err)
 	}
-	return n, nil
+	byQueue := map[string]int{}
+	var (
+		q string
+		n int
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error {
+		byQueue[q] += n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("postgres: expire jobs: %w", err)
+	}
+	return byQueue, nil
 }
 
 // WorkerMarkLost implements store.RecoveryStore.

@@ -15,7 +15,7 @@ var _ store.RetentionStore = (*Store)(nil)
 // deletes, not the size of the table. SKIP LOCKED:
 // two servers' passes take disjoint batches, and neither waits on the other. The retention travels
 // as microseconds and is compared with the database's now(): one clock for every replica.
-const sqlEventsPrune = `
+const sqlEventsPrune = `-- name: events_prune
 DELETE FROM job_events
 WHERE id = ANY(ARRAY(
     SELECT id FROM job_events

@@ -13,7 +13,7 @@ import (
 
 const (
 	// Re-registering an id (a restarted worker) replaces its row and brings it back ONLINE.
-	sqlWorkerRegister = `
+	sqlWorkerRegister = `-- name: worker_register
 INSERT INTO workers AS w (id, hostname, status, concurrency, queues, version, started_at,
                           last_heartbeat_at, updated_at)
 VALUES ($1, $2, 'ONLINE', $3, $4, $5, now(), now(), now())
@@ -25,17 +25,19 @@ RETURNING ` + workerColumns
 
 	// The database's clock, not the caller's: heartbeat ages are compared by the reaper on any
 	// replica.
-	sqlWorkerHeartbeat = `
+	sqlWorkerHeartbeat = `-- name: worker_heartbeat
 UPDATE workers AS w SET last_heartbeat_at = now(), updated_at = now() WHERE id = $1
 RETURNING ` + workerColumns
 
-	sqlWorkerGet = `SELECT ` + workerColumns + ` FROM workers w WHERE w.id = $1`
+	sqlWorkerGet = `-- name: worker_get
+SELECT ` + workerColumns + ` FROM workers w WHERE w.id = $1`
 
-	sqlWorkerList = `SELECT ` + workerColumns + ` FROM workers w ORDER BY w.id`
+	sqlWorkerList = `-- name: worker_list
+SELECT ` + workerColumns + ` FROM workers w ORDER BY w.id`
 
 	// Only registering brings an OFFLINE worker back: a drain racing the reaper's verdict must not
 	// revive it (compare-and-set on the status).
-	sqlWorkerSetStatus = `
+	sqlWorkerSetStatus = `-- name: worker_set_status
 UPDATE workers AS w SET status = $2, updated_at = now()
 WHERE id = $1 AND (status <> 'OFFLINE' OR $2 = 'OFFLINE')
 RETURNING ` + workerColumns

@@ -37,6 +37,7 @@ func runJobAckTests(t *testing.T, newStore NewDispatchStoreFunc) {
 		)
 
 		j := b.requireApplied(out[0], queue.StateRunning)
+		require.True(t, out[0].Started, "the ack started the job")
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, w, j.WorkerID)
 		require.False(t, j.StartedAt.IsZero())
@@ -57,6 +58,7 @@ func runJobAckTests(t *testing.T, newStore NewDispatchStoreFunc) {
 		// succeeds without a second event: acks are idempotent.
 		again := b.requireApplied(out[6], queue.StateRunning)
 		require.Equal(t, running.StartedAt, again.StartedAt)
+		require.False(t, out[6].Started, "a repeated ack starts nothing")
 		for _, o := range out[1:6] {
 			require.Nil(t, o.Job)
 		}
@@ -137,7 +139,9 @@ func runJobReportTests(t *testing.T, newStore NewDispatchStoreFunc) {
 		j := b.assignOne("w", b.insertOne(b.job("t")))
 		j = b.requireApplied(b.ack(leaseOf(j))[0], queue.StateRunning)
 		result := `{"ok":true}`
-		done := b.requireApplied(b.report(reportSuccess(j, result))[0], queue.StateDone)
+		rep := b.report(reportSuccess(j, result))
+		require.False(t, rep[0].Started, "acked before: the report starts nothing")
+		done := b.requireApplied(rep[0], queue.StateDone)
 		require.Equal(t, []byte(result), done.Result)
 		require.Equal(t, queue.Checksum([]byte(result)), done.ResultChecksum)
 		require.Equal(t, j.StartedAt, done.StartedAt)
@@ -201,6 +205,7 @@ func runJobReportTests(t *testing.T, newStore NewDispatchStoreFunc) {
 			{queue.StateFailed, "cancelled", "boom"},
 		} {
 			j := b.requireApplied(out[i], want.to)
+			require.True(t, out[i].Started, "the implied ack started the job")
 			require.False(t, j.StartedAt.IsZero(), "the implied ack sets started_at")
 			evs := b.events(j.ID)
 			require.Len(t, evs, 4, "both events")

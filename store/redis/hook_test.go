@@ -1,0 +1,63 @@
+package redis_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/redis"
+)
+
+// TestHookNamesOperations: commands by name, the package's scripts by their names (EVALSHA, and
+// EVAL after the server lost them), pipelines as one operation.
+func TestHookNamesOperations(t *testing.T) {
+	t.Parallel()
+	client, prefix := testenv.NewRedis(t)
+	var (
+		mu  sync.Mutex
+		ops = map[string]int{}
+	)
+	client.AddHook(redis.NewHook(func(op string, d time.Duration, err error) {
+		require.GreaterOrEqual(t, d, time.Duration(0))
+		mu.Lock()
+		ops[op]++
+		mu.Unlock()
+	}))
+	ctx := testCtx(t)
+	d, err := redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix})
+	require.NoError(t, err)
+	q := "hook"
+	_, err = d.ReadyPush(ctx, store.ReadyPushParams{Queue: q, LockTTL: time.Minute, Jobs: []store.DueJob{
+		{ID: "0b8f4a0e-4c1b-4a53-9a57-a1f1b1c2d3e4", CreatedAt: time.Now()},
+	}})
+	require.NoError(t, err)
+	_, err = d.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: "w", Max: 1})
+	require.NoError(t, err)
+	_, err = d.ReadyLen(ctx, q)
+	require.NoError(t, err)
+	_, err = d.Counts(ctx, []string{q})
+	require.NoError(t, err)
+	require.ErrorIs(t, client.Get(ctx, prefix+":missing").Err(), goredis.Nil)
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range []string{"ping", "script", "ready_push", "claim", "zcard", "get"} {
+		require.Positive(t, ops[op], "operation %q in %v", op, ops)
+	}
+	require.Zero(t, ops["evalsha"], "scripts are named")
+}
+
+func TestOperationOfEval(t *testing.T) {
+	t.Parallel()
+	for sha, name := range redis.ScriptNames {
+		require.Equal(t, name, redis.Operation(goredis.NewCmd(t.Context(), "EVALSHA", sha, 0)))
+	}
+	require.Equal(t, "evalsha", redis.Operation(goredis.NewCmd(t.Context(), "evalsha", "deadbeef", 0)))
+	require.Equal(t, "eval", redis.Operation(goredis.NewCmd(t.Context(), "eval", "return 1", 0)))
+	require.Equal(t, "zadd", redis.Operation(goredis.NewCmd(t.Context(), "ZADD", "k", 1, "m")))
+}
