@@ -10,20 +10,25 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// sqlDepthSnapshot measures everything the depth gauges show in one round trip. The live states
-// come from jobs_state_updated_idx (their rows are the backlog, not the history); the dead letters
-// from the partial jobs_dead_lettered_idx; DONE jobs, the bulk of the table, are never read. The
-// kind column says which part a row belongs to.
+// sqlDepthSnapshot measures everything the depth gauges show in one round trip, reading only the
+// partial indexes of the live states, never the history (DONE jobs, the bulk of the table): PENDING
+// per queue through jobs_dispatch_idx (a lateral count per queue, so the planner cannot prefer a
+// scan of the table for a big backlog), ASSIGNED/RUNNING through jobs_worker_active_idx, FAILED
+// through jobs_failed_idx, DEAD_LETTERED through jobs_dead_lettered_idx (TestDispatchPlans checks
+// it). Its cost follows the live jobs, not the table. The kind column says which part a row
+// belongs to.
 const sqlDepthSnapshot = `-- name: depth_snapshot
 SELECT 'queue', name, '', 0::bigint FROM queues
 UNION ALL
-SELECT 'jobs', queue, state, count(*) FROM jobs
-WHERE state IN ('PENDING', 'ASSIGNED', 'RUNNING', 'FAILED')
-GROUP BY queue, state
+SELECT 'jobs', q.name, 'PENDING', p.n FROM queues q
+CROSS JOIN LATERAL (SELECT count(*) AS n FROM jobs j WHERE j.queue = q.name AND j.state = 'PENDING') p
+WHERE p.n > 0
 UNION ALL
-SELECT 'jobs', queue, 'DEAD_LETTERED', count(*) FROM jobs
-WHERE state = 'DEAD_LETTERED'
-GROUP BY queue
+SELECT 'jobs', queue, state, count(*) FROM jobs WHERE state IN ('ASSIGNED', 'RUNNING') GROUP BY queue, state
+UNION ALL
+SELECT 'jobs', queue, 'FAILED', count(*) FROM jobs WHERE state = 'FAILED' GROUP BY queue
+UNION ALL
+SELECT 'jobs', queue, 'DEAD_LETTERED', count(*) FROM jobs WHERE state = 'DEAD_LETTERED' GROUP BY queue
 UNION ALL
 SELECT 'workers', '', '', count(*) FROM workers WHERE status IN ('ONLINE', 'DRAINING')`
 

@@ -41,7 +41,7 @@ ANALYZE queues;`
 // TestDispatchPlans checks the plans of the dispatch statements on 200,000 jobs, with the custom
 // plans a prepared statement starts with and with the generic plan it may switch to: JobDue walks
 // jobs_dispatch_idx in order (no sort, no scan of the history); the batch statements reach each job
-// through jobs_pkey and never scan the table.
+// through jobs_pkey and never scan the table; the depth snapshot reads only partial indexes.
 func TestDispatchPlans(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -98,5 +98,13 @@ func TestDispatchPlans(t *testing.T) {
 			require.NotRegexp(t, `Index (Only )?Scan using jobs_(?:[a-z_]+_idx)`, plan, "only jobs_pkey: %s, %s", name, mode)
 			require.Contains(t, plan, "Index Scan using jobs_pkey", "%s, %s", name, mode)
 		}
+	}
+
+	// The depth gauges' statement reads the live states' partial indexes, never the table.
+	plan := explain(t, "EXPLAIN (COSTS OFF) "+sqlDepthSnapshot)
+	t.Logf("DepthSnapshot:\n%s", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs")
+	for _, idx := range []string{"jobs_dispatch_idx", "jobs_worker_active_idx", "jobs_failed_idx", "jobs_dead_lettered_idx"} {
+		require.Contains(t, plan, idx)
 	}
 }
