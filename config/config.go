@@ -160,7 +160,13 @@ type Kafka struct {
 	SASL            KafkaSASL     `koanf:"sasl"`
 	TLS             KafkaTLS      `koanf:"tls"`
 	RetentionH      int           `koanf:"retention_h"`
+	// RelayLeaseS is how long a replica's outbox relay holds the events it is publishing; the
+	// events of a relay that died mid-batch are published again (by any replica) after it.
+	RelayLeaseS int `koanf:"relay_lease_s"`
 }
+
+// RelayLease is the outbox relay's lease on a claimed batch of events.
+func (k Kafka) RelayLease() time.Duration { return seconds(k.RelayLeaseS) }
 
 // Retention is the retention asked for when jq creates its topics.
 func (k Kafka) Retention() time.Duration { return time.Duration(k.RetentionH) * time.Hour }
@@ -331,7 +337,8 @@ func Default() Config {
 				GroupID:         "jq-server",
 				AutoOffsetReset: "earliest",
 			},
-			RetentionH: 168,
+			RetentionH:  168,
+			RelayLeaseS: 30,
 		},
 		Scheduler: Scheduler{
 			IntervalMS:              500,

@@ -150,6 +150,7 @@ func (c *Config) validateKafka(p *checker) {
 	p.match("kafka.topic_events", k.TopicEvents, topicRE)
 	p.match("kafka.topic_dead_letter", k.TopicDeadLetter, topicRE)
 	p.positive("kafka.retention_h", k.RetentionH)
+	p.between("kafka.relay_lease_s", k.RelayLeaseS, 2, 3600)
 	if !k.Enabled {
 		return
 	}

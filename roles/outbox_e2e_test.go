@@ -126,7 +126,8 @@ func TestOutboxDisabledSaysSo(t *testing.T) {
 // kill -9 of the server while its relay is publishing a stream of events (a worker is running
 // 6,000 jobs): after the restart every job_events row reaches Kafka at least once, each job's
 // events first appear in seq order, and an event published twice is the same bytes (same seq).
-// Events the dead relay had leased wait for the lease (30 s) before they are published again.
+// Events the dead relay had leased wait for the lease (kafka.relay_lease_s, 3 s here) before they
+// are published again.
 func TestOutboxServerKilledMidRelay(t *testing.T) {
 	t.Parallel()
 	const partitions = 3
@@ -138,7 +139,10 @@ func TestOutboxServerKilledMidRelay(t *testing.T) {
 	c := newCluster(t)
 	se := newServerEnv(t, c.dsn)
 	se.env = append(se.env, "JQ_REDIS_KEY_PREFIX="+c.prefix, "JQ_SCHEDULER_INTERVAL_MS=100",
-		"JQ_KAFKA_ENABLED=true", "JQ_KAFKA_BROKERS="+brokers[0])
+		"JQ_KAFKA_ENABLED=true", "JQ_KAFKA_BROKERS="+brokers[0], "JQ_KAFKA_RELAY_LEASE_S=3",
+		// Second-scale recovery of the attempts the kill interrupted (as in the fault tests).
+		"JQ_SCHEDULER_ASSIGNMENT_TIMEOUT_S=3", "JQ_SCHEDULER_WORKER_HEARTBEAT_TIMEOUT_S=3",
+		"JQ_SCHEDULER_REAPER_INTERVAL_MS=200", "JQ_WORKER_HEARTBEAT_INTERVAL_S=1")
 	srv := startJQ(t, se.env, "--role=server")
 	srv.waitLog(t, "server started")
 	c.servers = append(c.servers, se)

@@ -217,6 +217,7 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 		Log:             log.Named("outbox"),
 		TopicEvents:     k.TopicEvents,
 		TopicDeadLetter: k.TopicDeadLetter,
+		Lease:           k.RelayLease(),
 		TraceHeaders:    cfg.Tracing.Enabled,
 	})
 	if err != nil {
