@@ -37,7 +37,13 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 				}
 				failures++
 				d := e.capBackoff(bo.next())
-				if failures == 1 || failures%10 == 0 {
+				// One failed attempt is normal when worker and server start together (--role=all,
+				// a deployment rolling out); a second one in a row is worth a warning.
+				switch {
+				case failures == 1:
+					e.log.Debug("cannot register with the server; retrying",
+						zap.Int("attempts", failures), zap.Duration("backoff", d), zap.Error(err))
+				case failures == 2 || failures%10 == 0:
 					e.log.Warn("cannot register with the server; retrying",
 						zap.Int("attempts", failures), zap.Duration("backoff", d), zap.Error(err))
 				}
