@@ -68,7 +68,7 @@ type Server struct {
 // ShutdownGrace is how long in-flight requests may drain on stop.
 func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceS) }
 
-// EventRetention is how long published events stay in Postgres.
+// EventRetention is how long published events (with Kafka off: all events) stay in Postgres.
 func (s Server) EventRetention() time.Duration { return time.Duration(s.EventRetentionH) * time.Hour }
 
 // DB is the PostgreSQL connection. When URL is set it wins over the discrete

@@ -114,6 +114,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		Store:     st,
 		Log:       log.Named("maintenance"),
 		Retention: cfg.Server.EventRetention(),
+		KafkaOff:  !cfg.Kafka.Enabled,
 	})
 	if err != nil {
 		closeAll()

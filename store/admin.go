@@ -17,7 +17,8 @@ type AdminStore interface {
 	// limit), ErrQueueNotFound.
 	JobPeek(ctx context.Context, p JobPeekParams) ([]*queue.Job, error)
 	// JobPurgeDeadLetters permanently deletes the DEAD_LETTERED jobs of p.Queue ("" = every queue)
-	// that were dead-lettered when the call began, with their results and their events, and returns
+	// that were dead-lettered when the call began, with their results and their published events (an
+	// unpublished event stays until the relay has published it and retention removes it), and returns
 	// how many jobs it deleted. It works in batches of one transaction each, so a large purge never
 	// holds many row locks; a job retried meanwhile (no longer DEAD_LETTERED) is kept. Errors:
 	// ErrInvalidArgument (queue name), ErrQueueNotFound.

@@ -11,11 +11,16 @@ const MaxEventsPruneBatch = 10_000
 
 // RetentionStore is the maintenance pass's view of job_events (issue 6): published events are kept
 // for the configured period, for `job logs`, then deleted in bounded batches. An unpublished event
-// is never deleted, whatever its age: it is still owed to Kafka (the outbox, I8). With Kafka off no
-// event is ever published, so none is deleted.
+// is never deleted while Kafka is on, whatever its age: it is still owed to Kafka (the outbox, I8).
+// With Kafka off (kafka.enabled false) no event is ever published, so the pass also deletes
+// unpublished events past the retention (EventsPruneParams.Unpublished); otherwise job_events would
+// grow without end.
 type RetentionStore interface {
 	// EventsPrune deletes up to p.Limit published events created more than p.OlderThan ago (by the
-	// database's clock), oldest first, and returns how many it deleted. Concurrent calls skip each
+	// database's clock), oldest first, and returns how many it deleted. With p.Unpublished it then
+	// fills the rest of the limit with unpublished events past the retention, taken from the oldest
+	// p.Limit unpublished ones (so a batch stays bounded; an event out of id order waits for a
+	// later pass). Concurrent calls skip each
 	// other's rows instead of waiting. The job rows and their event_seq are untouched, so later
 	// events keep numbering from where the job was. Errors: ErrInvalidArgument (p out of range).
 	EventsPrune(ctx context.Context, p EventsPruneParams) (int64, error)
@@ -25,6 +30,8 @@ type RetentionStore interface {
 type EventsPruneParams struct {
 	OlderThan time.Duration // >= 1 ms: the retention period
 	Limit     int           // 1..MaxEventsPruneBatch
+	// Unpublished: Kafka is off, so unpublished events are not owed to anyone and expire too.
+	Unpublished bool
 }
 
 // Validate checks the params before any I/O.

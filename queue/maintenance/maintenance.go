@@ -17,6 +17,9 @@ type Options struct {
 	Log   *zap.Logger
 	// Retention is how long published events are kept (server.event_retention_h); required.
 	Retention time.Duration
+	// KafkaOff: events are never published (kafka.enabled false), so unpublished events expire
+	// after the retention too instead of waiting forever for a relay.
+	KafkaOff bool
 
 	// Interval is the pause between passes, and before the first one (1 min): a server starting
 	// up has its migrations to apply first.
@@ -155,7 +158,9 @@ func (m *Maintenance) Pass(ctx context.Context) int64 {
 func (m *Maintenance) prune(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.StatementTimeout)
 	defer cancel()
-	return m.opts.Store.EventsPrune(ctx, store.EventsPruneParams{OlderThan: m.opts.Retention, Limit: m.opts.BatchSize})
+	return m.opts.Store.EventsPrune(ctx, store.EventsPruneParams{
+		OlderThan: m.opts.Retention, Limit: m.opts.BatchSize, Unpublished: m.opts.KafkaOff,
+	})
 }
 
 // fail logs the first failure of an outage at warn and the following ones at debug.

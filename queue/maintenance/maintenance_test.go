@@ -90,6 +90,15 @@ func TestPassBatchesUntilShort(t *testing.T) {
 	require.Equal(t, 1, logs.FilterMessage("expired job events deleted").Len(), "an empty pass logs nothing")
 }
 
+// With Kafka off the store is asked to expire unpublished events too: nothing will publish them.
+func TestKafkaOffExpiresUnpublished(t *testing.T) {
+	t.Parallel()
+	f := &fakeStore{answers: []int64{3}}
+	m, _ := newMaint(t, f, maintenance.Options{BatchSize: 100, Retention: time.Hour, KafkaOff: true})
+	require.Equal(t, int64(3), m.Pass(context.Background()))
+	require.Equal(t, []store.EventsPruneParams{{OlderThan: time.Hour, Limit: 100, Unpublished: true}}, f.calls)
+}
+
 func TestPassIsBounded(t *testing.T) {
 	t.Parallel()
 	f := &fakeStore{answers: []int64{10, 10, 10, 10, 10}}

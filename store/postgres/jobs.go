@@ -19,7 +19,9 @@ const (
 SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
 
 	sqlJobEvents = `-- name: job_events
-SELECT ` + eventColumns + ` FROM job_events WHERE job_id = $1 ORDER BY seq`
+SELECT ` + eventColumns + ` FROM job_events
+WHERE job_id = $1 AND EXISTS (SELECT 1 FROM jobs WHERE id = $1) -- not the leftovers of a deleted job
+ORDER BY seq`
 
 	sqlJobExists = `-- name: job_exists
 SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`

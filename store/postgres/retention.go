@@ -24,6 +24,20 @@ WHERE id = ANY(ARRAY(
     LIMIT $2
     FOR UPDATE SKIP LOCKED))`
 
+// sqlEventsPruneUnpublished deletes, with Kafka off, the expired events among the oldest
+// unpublished ones: the inner select walks job_events_unpublished_idx in id order and stops at the
+// limit, so a batch costs at most that many rows however many unpublished events are newer.
+const sqlEventsPruneUnpublished = `-- name: events_prune_unpublished
+DELETE FROM job_events
+WHERE id = ANY(ARRAY(
+    SELECT id FROM (
+        SELECT id, created_at FROM job_events
+        WHERE published_at IS NULL
+        ORDER BY id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED) oldest
+    WHERE created_at < now() - $1 * interval '1 microsecond'))`
+
 // EventsPrune implements store.RetentionStore.
 func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int64, error) {
 	if err := p.Validate(); err != nil {
@@ -33,5 +47,13 @@ func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int
 	if err != nil {
 		return 0, fmt.Errorf("postgres: events prune: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	n := tag.RowsAffected()
+	if !p.Unpublished || n >= int64(p.Limit) {
+		return n, nil
+	}
+	tag, err = s.pool.Exec(ctx, sqlEventsPruneUnpublished, p.OlderThan.Microseconds(), int64(p.Limit)-n)
+	if err != nil {
+		return n, fmt.Errorf("postgres: events prune (unpublished): %w", err)
+	}
+	return n + tag.RowsAffected(), nil
 }

@@ -81,7 +81,7 @@ func (b *adminBundle) requireGone(id string) {
 	_, err := b.s.JobGet(b.ctx, id)
 	require.ErrorIs(b.t, err, queue.ErrJobNotFound)
 	_, err = b.s.JobEvents(b.ctx, id)
-	require.ErrorIs(b.t, err, queue.ErrJobNotFound, "the job's events are deleted with it")
+	require.ErrorIs(b.t, err, queue.ErrJobNotFound, "a deleted job has no history")
 }
 
 func testJobPeekPending(t *testing.T, newStore NewAdminStoreFunc) {

@@ -37,6 +37,8 @@ func RunRetentionStore(t *testing.T, newStore func(t *testing.T) RetentionStore)
 		{"BoundedBatchesOldestFirst", testPruneOldestFirst},
 		{"ConcurrentPassesAreDisjoint", testPruneConcurrent},
 		{"InvalidArguments", testPruneInvalid},
+		// Last: it deletes the unpublished events the other subtests leave.
+		{"UnpublishedExpireWithKafkaOff", testPruneUnpublished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &rtBundle{bundle: b.with(t), rs: s}
@@ -209,4 +211,36 @@ func testPruneInvalid(b *rtBundle) {
 		_, err := b.rs.EventsPrune(b.ctx, p)
 		require.ErrorIs(b.t, err, queue.ErrInvalidArgument, "%+v", p)
 	}
+}
+
+// With Kafka off (Unpublished) expired unpublished events go too, published ones first, in batches
+// bounded by the limit; without it they stay (NeverDeletesUnpublished).
+func testPruneUnpublished(b *rtBundle) {
+	t := b.t
+	pruneU := func(olderThan time.Duration, limit int) int64 {
+		t.Helper()
+		n, err := b.rs.EventsPrune(b.ctx, store.EventsPruneParams{OlderThan: olderThan, Limit: limit, Unpublished: true})
+		require.NoError(t, err)
+		require.LessOrEqual(t, n, int64(limit))
+		return n
+	}
+	b.eventually(func() bool { return pruneU(expiring, store.MaxEventsPruneBatch) == 0 })
+
+	var ids []string
+	for range 3 {
+		ids = append(ids, b.insertOne(b.job("kafka-off")).ID)
+	}
+	require.Zero(t, pruneU(time.Hour, 100), "events younger than the retention are kept")
+	for _, id := range ids {
+		require.Len(t, b.events(id), 1)
+	}
+	var total int64
+	b.eventually(func() bool {
+		total += pruneU(expiring, 2)
+		return total == 3
+	})
+	for _, id := range ids {
+		require.Empty(t, b.events(id), "job %s: its unpublished event expired", id)
+	}
+	require.Zero(t, pruneU(expiring, 100))
 }
