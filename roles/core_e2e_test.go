@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,7 +266,7 @@ func TestStaleReportRejected(t *testing.T) {
 func TestSubmitValidation(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	c.startServer("JQ_SERVER_MAX_PAYLOAD_BYTES=1024")
+	c.startServer("JQ_SERVER_MAX_PAYLOAD_BYTES=1024", "JQ_SERVER_MAX_RESULT_BYTES=1024", "JQ_GRPC_MAX_MESSAGE_BYTES=65536")
 	ctx := c.ctx()
 	cases := map[string]*jqv1.JobSpec{
 		"queue name":   {Queue: "Bad Queue", Type: "noop"},
@@ -289,6 +290,11 @@ func TestSubmitValidation(t *testing.T) {
 	}}))
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
 	require.Contains(t, err.Error(), "jobs[1]")
+	// grpc.max_message_bytes bounds every request.
+	_, err = c.client.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: &jqv1.JobSpec{
+		Queue: "default", Type: "noop", Labels: map[string]string{"big": strings.Repeat("x", 70000)},
+	}}))
+	require.Equal(t, connect.CodeResourceExhausted, connect.CodeOf(err), "%v", err)
 	list, err := c.client.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{Queue: "default"}))
 	require.NoError(t, err)
 	require.Empty(t, list.Msg.GetJobs())

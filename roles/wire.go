@@ -200,6 +200,7 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 		Acks:          k.Producer.Acks,
 		Compression:   k.Producer.Compression,
 		BatchSize:     k.Producer.BatchSize,
+		CallSize:      outbox.DefaultBatchSize, // one claim per publish call
 		Linger:        k.Producer.Linger(),
 		SASLMechanism: k.SASL.Mechanism,
 		SASLUsername:  k.SASL.Username,
@@ -331,10 +332,11 @@ func dependencyChecks(cfg *config.Config, st *postgres.Store, rdb *redis.Client)
 	return checks
 }
 
-// schemaCurrent fails unless the database's schema is exactly the version
-// this binary embeds and no migration failed half-way: an older schema lacks
-// what the code needs, and a newer one belongs to a newer release whose
-// servers should take the traffic.
+// schemaCurrent fails when the database's schema is older than the version
+// this binary embeds (the code needs what is missing) or a migration failed
+// half-way. A newer schema is fine: migrations only add (columns, indexes,
+// tables), so during a rolling upgrade the old replicas keep serving after the
+// first new one migrated, and a binary rollback keeps working.
 func schemaCurrent(ctx context.Context, st *postgres.Store) error {
 	want, err := migrations.Latest()
 	if err != nil {
@@ -346,7 +348,7 @@ func schemaCurrent(ctx context.Context, st *postgres.Store) error {
 		return err
 	case dirty:
 		return fmt.Errorf("schema version %d is dirty: a migration failed half-way; fix it and force the version (golang-migrate)", got)
-	case got != want:
+	case got < want:
 		return fmt.Errorf("schema version %d, this binary needs %d", got, want)
 	}
 	return nil

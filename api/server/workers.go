@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
@@ -217,7 +218,10 @@ func (s *workerService) ReportJobs(ctx context.Context, req *connect.Request[jqv
 		case *jqv1.JobReport_Success:
 			p.Success, p.Result = true, o.Success.GetResult()
 		case *jqv1.JobReport_Failure:
-			p.Error, p.Reason, p.Permanent = o.Failure.GetError(), o.Failure.GetReason(), o.Failure.GetPermanent()
+			if !validFailureReason(o.Failure.GetReason()) {
+				return nil, invalid(fmt.Sprintf("reports[%d]: failure.reason: at most %d characters of a-z, 0-9 and _ (or empty)", i, maxFailureReason))
+			}
+			p.Error, p.Reason, p.Permanent = truncateUTF8(o.Failure.GetError(), maxFailureError), o.Failure.GetReason(), o.Failure.GetPermanent()
 		default:
 			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
 		}
@@ -296,4 +300,38 @@ func (s *workerService) ListWorkers(ctx context.Context, _ *connect.Request[jqv1
 		out[i] = workerToProto(w)
 	}
 	return connect.NewResponse(&jqv1.ListWorkersResponse{Workers: out}), nil
+}
+
+// A failure's reason is a short machine word (error, timeout, cancelled, output_too_large, ...); its
+// error text is kept up to maxFailureError bytes. Both travel in the job's events, so bounding them
+// keeps every event far below Kafka's message size limit: an event the broker refuses would hold
+// up the outbox behind it.
+const (
+	maxFailureReason = 64
+	maxFailureError  = 4 << 10
+)
+
+func validFailureReason(r string) bool {
+	if len(r) > maxFailureReason {
+		return false
+	}
+	for _, c := range r {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// truncateUTF8 cuts s to at most n bytes at a rune boundary, marking the cut with "…".
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
+// DefaultBatchSize is the most events one claim takes unless Options.BatchSize says otherwise.
+const DefaultBatchSize = 500
+
 // Options configure a Relay. Zero values take the documented defaults.
 type Options struct {
 	Store store.OutboxStore
@@ -51,7 +54,7 @@ func (o *Options) defaults() error {
 		return errors.New("outbox: both topics are required")
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 500
+		o.BatchSize = DefaultBatchSize
 	}
 	o.BatchSize = min(o.BatchSize, store.MaxOutboxBatch)
 	if o.Lease <= 0 {

@@ -258,10 +258,12 @@ func (s *Server) healthMux() *http.ServeMux {
 
 // apiHandlerOptions are the API's own interceptors (metrics).
 func (s *Server) apiHandlerOptions() []connect.HandlerOption {
-	if s.deps.RPCMetrics == nil {
-		return nil
+	// grpc.max_message_bytes bounds every request a client sends (RESOURCE_EXHAUSTED beyond it).
+	opts := []connect.HandlerOption{connect.WithReadMaxBytes(s.deps.Config.GRPC.MaxMessageBytes)}
+	if s.deps.RPCMetrics != nil {
+		opts = append(opts, connect.WithInterceptors(apiserver.MetricsInterceptor(s.deps.RPCMetrics)))
 	}
-	return []connect.HandlerOption{connect.WithInterceptors(apiserver.MetricsInterceptor(s.deps.RPCMetrics))}
+	return opts
 }
 
 // readyTimeout bounds each /readyz probe; a probe that hangs (a partitioned

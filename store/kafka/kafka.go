@@ -26,10 +26,17 @@ import (
 // Config configures a Sink. The values mirror config.Kafka.
 type Config struct {
 	Brokers     []string
-	Acks        string        // all (default) | one | none
-	Compression string        // none (default) | gzip | snappy | lz4 | zstd
-	BatchSize   int           // messages per partition batch (100)
-	Linger      time.Duration // wait to fill a partial batch (>= 1 ms; kafka-go would wait 1 s on 0)
+	Acks        string // all (default) | one | none
+	Compression string // none (default) | gzip | snappy | lz4 | zstd
+	BatchSize   int    // messages per partition batch (100)
+	// CallSize is the most messages one EventsPublish call carries (the relay's claim). Batches
+	// are made at least this big, so kafka-go never splits one call's messages for a partition
+	// into several batches by count: it could write a later batch after an earlier one failed,
+	// and a job's events would then reach their partition out of order when the relay retries.
+	// (A split by bytes, past 1 MiB per partition and call, remains possible; events are small:
+	// a failure's error is at most 4 KiB.)
+	CallSize int
+	Linger   time.Duration // wait to fill a partial batch (>= 1 ms; kafka-go would wait 1 s on 0)
 	// SASLMechanism is "" (off), plain, scram-sha-256 or scram-sha-512; credentials come from the
 	// configuration (the password from the environment only).
 	SASLMechanism, SASLUsername, SASLPassword string
@@ -83,7 +90,7 @@ func New(cfg Config) (*Sink, error) {
 		Balancer:               &kafka.Murmur2Balancer{},
 		RequiredAcks:           acks,
 		Compression:            comp,
-		BatchSize:              max(cfg.BatchSize, 1),
+		BatchSize:              max(cfg.BatchSize, cfg.CallSize, 1),
 		BatchTimeout:           max(cfg.Linger, time.Millisecond),
 		MaxAttempts:            3, // short broker hiccups (leader moves); the relay retries outages
 		WriteBackoffMin:        50 * time.Millisecond,

@@ -624,7 +624,8 @@ type JobFailure struct {
 	// 4 KiB).
 	Error string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	// Failure reason (see Job.failure_reason) as seen by the worker: "error"
-	// (also when empty), "timeout", "cancelled" or "output_too_large".
+	// (also when empty), "timeout", "cancelled" or "output_too_large"; at most
+	// 64 characters of a-z, 0-9 and _ (anything else is INVALID_ARGUMENT).
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// True when another attempt cannot succeed (seed 001's should_retry =
 	// false): the job is dead-lettered at once, without using its remaining
