@@ -30,8 +30,9 @@ type JobMetrics struct {
 
 	produced, consumed, completed, failed, deadLetter prometheus.Counter
 
-	mu    sync.Mutex
-	known map[string]bool // queues whose series exist
+	mu       sync.Mutex
+	known    map[string]bool // queues whose series exist
+	snapshot map[string]bool // queues of the latest depth snapshot
 }
 
 var _ engine.Observer = (*JobMetrics)(nil)
@@ -85,11 +86,31 @@ func counter(name, help string) prometheus.Counter {
 }
 
 // KnownQueues creates the per-queue series of queues at zero, so that a queue's rates start from
-// a sample rather than from nothing (the depth refresher reports the queues it finds).
+// a sample rather than from nothing (the depth refresher reports the queues it finds), and removes
+// the series of a queue that an earlier snapshot had and this one has not: it was deleted, and its
+// series would otherwise stay for the life of the process. A queue seen only in observations (created
+// after the snapshot was read) is left alone.
 func (m *JobMetrics) KnownQueues(queues []string) {
+	now := make(map[string]bool, len(queues))
 	for _, q := range queues {
+		now[q] = true
 		m.queue(q)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for q := range m.snapshot {
+		if now[q] {
+			continue
+		}
+		delete(m.known, q)
+		for _, s := range jobStates {
+			m.transitions.DeleteLabelValues(q, string(s))
+		}
+		m.assigned.DeleteLabelValues(q)
+		m.processing.DeleteLabelValues(q)
+		m.wait.DeleteLabelValues(q)
+	}
+	m.snapshot = now
 }
 
 // queue returns q after creating its series once.

@@ -140,3 +140,24 @@ func TestOutboxCollectorZeroTopics(t *testing.T) {
 		"jq_kafka_publish_errors_total{topic=dead}":   0,
 	}, gatherValues(t, reg), "Kafka disabled: only the error counters, at 0")
 }
+
+// A queue that a depth snapshot had and the next one has not was deleted: its series go. A queue
+// only observed (created after the snapshot was read) stays.
+func TestJobMetricsForgetDeletedQueues(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewJobMetrics(reg)
+	m.KnownQueues([]string{"gone", "kept"})
+	m.Submitted("gone", 1)
+	m.Submitted("fresh", 1) // not in any snapshot yet
+	m.KnownQueues([]string{"kept"})
+
+	got := gatherValues(t, reg)
+	for k := range got {
+		require.NotContains(t, k, "queue=gone", "series of a deleted queue")
+	}
+	require.Contains(t, got, "jq_job_total{queue=kept}{status=PENDING}")
+	require.InDelta(t, 1, got["jq_job_total{queue=fresh}{status=PENDING}"], 0, "a queue newer than the snapshot keeps its count")
+
+	m.Submitted("gone", 2) // recreated under the same name: counts from zero again
+	require.InDelta(t, 2, gatherValues(t, reg)["jq_job_total{queue=gone}{status=PENDING}"], 0)
+}
