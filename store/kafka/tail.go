@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -121,7 +123,7 @@ func endOffsets(ctx context.Context, d *kafka.Dialer, brokers []string, topic st
 	}
 	out := make(map[int]int64, len(parts))
 	for _, p := range parts {
-		conn, err := d.DialLeader(ctx, "tcp", fmt.Sprintf("%s:%d", p.Leader.Host, p.Leader.Port), topic, p.ID)
+		conn, err := d.DialLeader(ctx, "tcp", net.JoinHostPort(p.Leader.Host, strconv.Itoa(p.Leader.Port)), topic, p.ID)
 		if err != nil {
 			return nil, fmt.Errorf("kafka: tail %s partition %d: %w", topic, p.ID, err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/queue"
 )
 
 func TestDispatchEdgesAreLegal(t *testing.T) {
@@ -100,11 +101,32 @@ func TestDispatchPlans(t *testing.T) {
 		}
 	}
 
+	// A job list filtered by live states (events tail, job list --status) reads their partial
+	// indexes, not the history.
+	liveList := "EXPLAIN (COSTS OFF) SELECT id FROM jobs WHERE " +
+		stateFilter([]queue.State{queue.StateAssigned, queue.StateRunning, queue.StateFailed}) +
+		" ORDER BY created_at DESC, id DESC LIMIT 1001"
+	plan := explain(t, liveList)
+	t.Logf("JobList by live states:\n%s", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs")
+
 	// The depth gauges' statement reads the live states' partial indexes, never the table.
-	plan := explain(t, "EXPLAIN (COSTS OFF) "+sqlDepthSnapshot)
+	plan = explain(t, "EXPLAIN (COSTS OFF) "+sqlDepthSnapshot)
 	t.Logf("DepthSnapshot:\n%s", plan)
 	require.NotContains(t, plan, "Seq Scan on jobs")
 	for _, idx := range []string{"jobs_dispatch_idx", "jobs_worker_active_idx", "jobs_failed_idx", "jobs_dead_lettered_idx"} {
 		require.Contains(t, plan, idx)
 	}
+
+	// Last (it changes the data): with few live jobs in a long history the list combines the
+	// partial indexes instead of walking the history.
+	_, err = conn.Exec(ctx, `UPDATE jobs SET state = 'DONE' WHERE state IN ('RUNNING', 'FAILED') AND random() < 0.98;
+ANALYZE jobs`)
+	require.NoError(t, err)
+	plan = explain(t, liveList)
+	t.Logf("JobList by live states, few live jobs:\n%s", plan)
+	require.NotContains(t, plan, "Seq Scan on jobs")
+	require.Contains(t, plan, "BitmapOr")
+	require.Contains(t, plan, "jobs_worker_active_idx")
+	require.Contains(t, plan, "jobs_failed_idx")
 }
