@@ -38,6 +38,9 @@ type Options struct {
 	// PublishTimeout bounds one publish of a batch (Lease/2); it must stay below Lease so a live
 	// relay finishes before its lease lapses.
 	PublishTimeout time.Duration
+	// StopGrace is how long a batch in flight when the relay is stopped may still take to be
+	// published and marked (5 s): the server's shutdown stays within its bound (NFR-014).
+	StopGrace time.Duration
 	// PollInterval is the pause after a claim that found nothing (200 ms).
 	PollInterval time.Duration
 	// BackoffMin and BackoffMax bound the retry delay after a failure (100 ms, 10 s).
@@ -62,6 +65,9 @@ func (o *Options) defaults() error {
 	}
 	if o.PublishTimeout <= 0 || o.PublishTimeout >= o.Lease {
 		o.PublishTimeout = o.Lease / 2
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 5 * time.Second
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 200 * time.Millisecond
@@ -122,7 +128,7 @@ func (r *Relay) Stats() Stats {
 }
 
 // Run relays until ctx ends. A batch being published when ctx ends is finished (published and
-// marked, within PublishTimeout) before Run returns.
+// marked, within PublishTimeout and at most StopGrace after ctx ended) before Run returns.
 func (r *Relay) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("outbox: relay already running")
@@ -186,20 +192,24 @@ func (r *Relay) relayLoop(ctx context.Context) {
 			continue
 		}
 		// The batch is finished even when ctx ends meanwhile: its lease is ours, and marking it
-		// now spares the next relay a duplicate.
-		wctx := context.WithoutCancel(ctx)
+		// now spares the next relay a duplicate. It gets StopGrace after ctx ends, so a slow broker
+		// cannot hold up the server's shutdown; what is left unmarked is published again later.
+		wctx, done := afterStop(ctx, r.opts.StopGrace)
 		topic, err := r.publish(wctx, evs)
 		if err != nil {
 			r.countError(topic)
 			sinkDown.fail(r.log, "kafka publish failed; retrying", err,
 				zap.String("topic", topic), zap.Int("events", len(evs)))
 			r.release(wctx, evs)
+			done()
 			backoff = r.sleepBackoff(ctx, backoff)
 			continue
 		}
 		sinkDown.recover(r.log, "kafka publish recovered")
 		backoff = 0
-		if err := r.mark(wctx, evs); err != nil {
+		err = r.mark(wctx, evs)
+		done()
+		if err != nil {
 			// Published but not marked: the lease expires and the events are published again
 			// (at least once).
 			storeDown.fail(r.log, "outbox mark published failed; events will be published again", err,
@@ -208,6 +218,28 @@ func (r *Relay) relayLoop(ctx context.Context) {
 			continue
 		}
 		r.published.Add(int64(len(evs)))
+	}
+}
+
+// afterStop returns a context that ends grace after ctx ends (or when done is called): work that
+// must not be cut off by a stop, but must not outlast it by much either.
+func afterStop(ctx context.Context, grace time.Duration) (context.Context, func()) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var timer *time.Timer
+	var mu sync.Mutex
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, cancel)
+	})
+	return wctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
 	}
 }
 
@@ -259,7 +291,9 @@ func (r *Relay) mark(ctx context.Context, evs []store.OutboxEvent) error {
 // release lets the next claim (of any replica) retry the batch at once; if it fails, the lease
 // simply runs out.
 func (r *Relay) release(ctx context.Context, evs []store.OutboxEvent) {
-	ctx, cancel := context.WithTimeout(ctx, storeWriteTimeout)
+	// Its own short deadline: a release after the stop grace ran out still frees the events now
+	// rather than after the lease.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(storeWriteTimeout, 2*time.Second))
 	defer cancel()
 	if err := r.opts.Store.EventsRelease(ctx, ids(evs)); err != nil {
 		r.log.Debug("outbox release failed; the lease will expire", zap.Error(err))
