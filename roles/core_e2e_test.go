@@ -29,6 +29,7 @@ type cluster struct {
 	dsn     string
 	prefix  string
 	servers []serverEnv
+	procs   []*jqProcess // the server processes, in start order
 	client  *client.Client
 }
 
@@ -47,6 +48,7 @@ func (c *cluster) startServer(extraEnv ...string) serverEnv {
 	p := startJQ(c.t, se.env, "--role=server")
 	p.waitLog(c.t, "server started")
 	c.servers = append(c.servers, se)
+	c.procs = append(c.procs, p)
 	if c.client == nil {
 		cl, err := client.New(client.Options{Addr: se.addr()})
 		require.NoError(c.t, err)

@@ -48,13 +48,16 @@ func lastLines(s string, n int) string {
 func TestOutboxEndToEndWithKcat(t *testing.T) {
 	t.Parallel()
 	kcat := kcatPath(t)
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "jq.job-events", "job.dead-lettered"))
+	// No topics: the server creates them, with kafka.retention_h.
+	k, err := kfake.NewCluster(kfake.NumBrokers(1))
 	require.NoError(t, err)
 	t.Cleanup(k.Close)
 	broker := k.ListenAddrs()[0]
 
 	c := newCluster(t)
-	c.startServer("JQ_KAFKA_ENABLED=true", "JQ_KAFKA_BROKERS="+broker)
+	c.startServer("JQ_KAFKA_ENABLED=true", "JQ_KAFKA_BROKERS="+broker, "JQ_KAFKA_RETENTION_H=24")
+	line := c.procs[0].waitLog(t, "kafka topics created")
+	require.ElementsMatch(t, []any{"jq.job-events", "job.dead-lettered"}, line["topics"])
 	c.startWorker(0, "w-kcat", 4, "default")
 	ctx := c.ctx()
 	var ids []string

@@ -220,7 +220,14 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 		TopicEvents:     k.TopicEvents,
 		TopicDeadLetter: k.TopicDeadLetter,
 		Lease:           k.RelayLease(),
-		TraceHeaders:    cfg.Tracing.Enabled,
+		EnsureTopics: func(ctx context.Context) error {
+			created, err := sink.EnsureTopics(ctx, []string{k.TopicEvents, k.TopicDeadLetter}, k.Retention())
+			if len(created) > 0 {
+				log.Info("kafka topics created", zap.Strings("topics", created), zap.Duration("retention", k.Retention()))
+			}
+			return err
+		},
+		TraceHeaders: cfg.Tracing.Enabled,
 	})
 	if err != nil {
 		_ = sink.Close()

@@ -29,6 +29,10 @@ type Options struct {
 	TopicEvents, TopicDeadLetter string
 	// TraceHeaders adds the job's W3C trace context as message headers (tracing on).
 	TraceHeaders bool
+	// EnsureTopics, when set, runs once before the relay publishes (it creates the missing topics
+	// with jq's retention). A failure is logged and relaying goes on: the topics may exist already,
+	// or the broker creates them on first use.
+	EnsureTopics func(ctx context.Context) error
 
 	// BatchSize is the most events one claim takes (500).
 	BatchSize int
@@ -137,6 +141,13 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.log.Info("outbox relay started",
 		zap.String("topic_events", r.opts.TopicEvents), zap.String("topic_dead_letter", r.opts.TopicDeadLetter),
 		zap.Int("batch_size", r.opts.BatchSize), zap.Duration("lease", r.opts.Lease))
+	if r.opts.EnsureTopics != nil {
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := r.opts.EnsureTopics(tctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("kafka topics not created; relying on existing topics or the broker's auto-creation", zap.Error(err))
+		}
+		cancel()
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.backlogLoop(ctx) })
 	r.relayLoop(ctx)

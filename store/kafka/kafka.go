@@ -12,7 +12,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -50,8 +52,9 @@ type Config struct {
 
 // Sink publishes encoded events to Kafka.
 type Sink struct {
-	w  *kafka.Writer
-	tr *kafka.Transport
+	w    *kafka.Writer
+	tr   *kafka.Transport
+	addr net.Addr
 }
 
 var _ store.EventSink = (*Sink)(nil)
@@ -98,7 +101,37 @@ func New(cfg Config) (*Sink, error) {
 		AllowAutoTopicCreation: cfg.AllowAutoTopicCreation,
 		Transport:              tr,
 	}
-	return &Sink{w: w, tr: tr}, nil
+	return &Sink{w: w, tr: tr, addr: w.Addr}, nil
+}
+
+// EnsureTopics creates the topics that do not exist yet, with the broker's default partition count
+// and replication factor and retention.ms = retention, and returns the ones it created. Existing
+// topics are left as they are (their retention is the operator's). It needs a broker that accepts
+// -1 for the defaults (Kafka 2.4 or later) and the right to create topics.
+func (s *Sink) EnsureTopics(ctx context.Context, topics []string, retention time.Duration) (created []string, err error) {
+	req := &kafka.CreateTopicsRequest{Addr: s.addr}
+	for _, t := range topics {
+		req.Topics = append(req.Topics, kafka.TopicConfig{
+			Topic: t, NumPartitions: -1, ReplicationFactor: -1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(retention.Milliseconds(), 10)}},
+		})
+	}
+	cl := &kafka.Client{Addr: s.addr, Transport: s.tr}
+	res, err := cl.CreateTopics(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: create topics: %w", err)
+	}
+	var errs []error
+	for _, t := range topics {
+		switch e := res.Errors[t]; {
+		case e == nil:
+			created = append(created, t)
+		case errors.Is(e, kafka.TopicAlreadyExists):
+		default:
+			errs = append(errs, fmt.Errorf("kafka: create topic %s: %w", t, e))
+		}
+	}
+	return created, errors.Join(errs...)
 }
 
 // EventsPublish implements store.EventSink.
