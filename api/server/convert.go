@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
 )
@@ -25,24 +26,6 @@ func dur(d time.Duration) *durationpb.Duration {
 		return nil
 	}
 	return durationpb.New(d)
-}
-
-var stateToProto = map[queue.State]jqv1.JobState{
-	queue.StatePending:      jqv1.JobState_JOB_STATE_PENDING,
-	queue.StateAssigned:     jqv1.JobState_JOB_STATE_ASSIGNED,
-	queue.StateRunning:      jqv1.JobState_JOB_STATE_RUNNING,
-	queue.StateDone:         jqv1.JobState_JOB_STATE_DONE,
-	queue.StateFailed:       jqv1.JobState_JOB_STATE_FAILED,
-	queue.StateDeadLettered: jqv1.JobState_JOB_STATE_DEAD_LETTERED,
-}
-
-func stateFromProto(s jqv1.JobState) (queue.State, bool) {
-	for k, v := range stateToProto {
-		if v == s {
-			return k, true
-		}
-	}
-	return "", false
 }
 
 func queueToProto(q *queue.Queue) *jqv1.Queue {
@@ -86,7 +69,7 @@ func jobToProto(j *queue.Job) *jqv1.Job {
 		Type:           j.Type,
 		Payload:        j.Payload,
 		Priority:       int32(j.Priority), //nolint:gosec // 0-9
-		State:          stateToProto[j.State],
+		State:          api.StateProto(j.State),
 		MaxRetries:     int32(j.MaxRetries), //nolint:gosec // bounded on submit
 		RetryCount:     int32(j.RetryCount), //nolint:gosec // ≤ max_retries
 		Attempt:        int32(j.Attempt),    //nolint:gosec // small
@@ -119,21 +102,6 @@ func resultToProto(j *queue.Job) *jqv1.JobResult {
 		r.Runtime = durationpb.New(j.CompletedAt.Sub(j.StartedAt))
 	}
 	return r
-}
-
-func eventToProto(e *queue.Event) *jqv1.JobEvent {
-	return &jqv1.JobEvent{
-		JobId:     e.JobID,
-		Queue:     e.Queue,
-		Seq:       e.Seq,
-		FromState: stateToProto[e.From],
-		ToState:   stateToProto[e.To],
-		Timestamp: ts(e.At),
-		WorkerId:  e.WorkerID,
-		Reason:    e.Reason,
-		Attempt:   int32(e.Attempt), //nolint:gosec // small
-		Type:      e.Type,
-	}
 }
 
 func workerToProto(w *queue.Worker) *jqv1.Worker {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/queue"
@@ -89,7 +90,7 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 	if err != nil {
 		return nil, err
 	}
-	out := &jqv1.GetJobResultResponse{State: stateToProto[j.State]}
+	out := &jqv1.GetJobResultResponse{State: api.StateProto(j.State)}
 	if j.State != queue.StateDone || !j.KeepResult {
 		return connect.NewResponse(out), nil
 	}
@@ -126,7 +127,7 @@ func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.Lis
 		return nil, invalid(fmt.Sprintf("page_size %d: want 1..%d", p.Limit, maxPageSize))
 	}
 	for _, st := range m.GetStates() {
-		s, ok := stateFromProto(st)
+		s, ok := api.StateFromProto(st)
 		if !ok {
 			return nil, invalid(fmt.Sprintf("states: unknown job state %v", st))
 		}
@@ -153,7 +154,7 @@ func (s *jobService) ListJobEvents(ctx context.Context, req *connect.Request[jqv
 	}
 	out := make([]*jqv1.JobEvent, len(evs))
 	for i := range evs {
-		out[i] = eventToProto(&evs[i])
+		out[i] = api.EventProto(&evs[i])
 	}
 	return connect.NewResponse(&jqv1.ListJobEventsResponse{Events: out}), nil
 }
