@@ -169,7 +169,10 @@ func (c *Config) validateKafka(p *checker) {
 
 func (c *Config) validateWorker(p *checker) {
 	w := c.Worker
-	p.hostPort("worker.server_addr", w.ServerAddr)
+	// One server, or several replicas (comma-separated) that the worker fails over between.
+	for _, a := range strings.Split(w.ServerAddr, ",") {
+		p.hostPort("worker.server_addr", strings.TrimSpace(a))
+	}
 	if w.ID != "" {
 		p.match("worker.id", w.ID, workerIDRE)
 	}

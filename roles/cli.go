@@ -111,7 +111,7 @@ func (w *workerIdentityFlags) overrides(m map[string]any) {
 
 // workerFlags are seed 002's jq-worker flags.
 type workerFlags struct {
-	ServerAddr *string `help:"Address of the jq server's API (worker.server_addr, default localhost:50051)." placeholder:"HOST:PORT"`
+	ServerAddr *string `help:"Address of the jq server's API, or several replicas comma-separated, tried in order when (re)connecting (worker.server_addr, default localhost:50051)." placeholder:"HOST:PORT[,HOST:PORT…]"`
 	workerIdentityFlags
 	MetricsPort *int `help:"Prometheus /metrics port of the worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
 	HealthPort  *int `help:"/healthz and /readyz port of the worker (worker.health_port, default 8081)." placeholder:"PORT"`

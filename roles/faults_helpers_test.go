@@ -147,10 +147,16 @@ func (r *rig) client() *client.Client { return r.servers[0].client }
 // startWorker starts a worker process against server i.
 func (r *rig) startWorker(server int, id string, concurrency int, queues string) *jqProcess {
 	r.t.Helper()
+	return r.startWorkerAt(r.servers[server].se.addr(), id, concurrency, queues)
+}
+
+// startWorkerAt starts a worker process with --server-addr addrs (one address or a list).
+func (r *rig) startWorkerAt(addrs, id string, concurrency int, queues string) *jqProcess {
+	r.t.Helper()
 	env := append(slices.Clone(r.common),
 		"JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(r.t)),
 		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(r.t)))
-	p := startJQ(r.t, env, "--role=worker", "--server-addr", r.servers[server].se.addr(), "--worker-id", id,
+	p := startJQ(r.t, env, "--role=worker", "--server-addr", addrs, "--worker-id", id,
 		"--concurrency", strconv.Itoa(concurrency), "--queues", queues)
 	r.keepLogOnFailure(p, "worker-"+id)
 	r.workers[id] = p

@@ -142,6 +142,38 @@ func TestFaultServerKill(t *testing.T) {
 	require.Equal(t, len(more), rep.Done)
 }
 
+// A worker given both replicas (--server-addr s0,s1) outlives the one it talks to: kill -9 of
+// server 0 and the worker registers with server 1 and goes on working; nothing is lost.
+func TestFaultWorkerFailsOverToAnotherServer(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.startServer()
+	r.startServer()
+	ctx := r.ctx()
+	r.createQueue(ctx, "work", 3, fastBackoffBase, fastBackoffMax)
+	w := r.startWorkerAt(r.servers[0].se.addr()+","+r.servers[1].se.addr(), "fo-w", 4, "work")
+	w.waitLog(t, "assignment stream open")
+
+	survivor := r.servers[1].client
+	before := r.submit(ctx, survivor, r.faultJobs(100, "work", fault{Mode: "ok", MS: 10}))
+	r.waitSettled(ctx, before, faultSettle, nil)
+	signalProc(t, r.servers[0].proc, syscall.SIGKILL)
+	waitExit(t, r.servers[0].proc, 10*time.Second)
+	killed := time.Now()
+
+	after := r.submit(ctx, survivor, r.faultJobs(100, "work", fault{Mode: "ok", MS: 10}))
+	settled := r.waitSettled(ctx, after, faultSettle, nil)
+	rep := r.check(ctx, append(before, after...))
+	require.Equal(t, len(before)+len(after), rep.Done)
+	byW, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE worker_id = 'fo-w' AND state = 'DONE' AND id = ANY($1::uuid[])`, after)
+	require.NoError(t, err)
+	require.Equal(t, len(after), byW, "the only worker ran the jobs submitted after the kill: it failed over")
+	require.GreaterOrEqual(t, logCount(w, "worker registered"), 2, "registered again, with server 1")
+	t.Logf("failover: the %d jobs submitted after the kill were all done by the worker %v after the kill "+
+		"(%v after their submit); lost=0, duplicates=%d",
+		len(after), time.Since(killed).Round(10*time.Millisecond), settled.Round(10*time.Millisecond), len(rep.Duplicates()))
+}
+
 // SIGSTOP of a worker past the heartbeat timeout, then SIGCONT: meanwhile its
 // jobs ran again elsewhere; the woken worker's outcome for the old attempt is
 // refused (or dropped because the server told it its leases were gone), and

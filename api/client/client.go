@@ -5,6 +5,7 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	"go.opentelemetry.io/otel/propagation"
@@ -24,7 +27,9 @@ import (
 
 // Options select the server and the transport security.
 type Options struct {
-	// Addr is host:port, or a URL (http://… for plaintext, https://… for TLS).
+	// Addr is host:port, or a URL (http://… for plaintext, https://… for TLS), or a comma-separated
+	// list of host:port: several server replicas, tried in order when a connection is made and
+	// kept while it works, so a client outlives the replica it was talking to.
 	Addr string
 	// CAFile verifies the server certificate; setting it (or CertFile) turns on TLS.
 	CAFile string
@@ -54,7 +59,11 @@ type Client struct {
 
 // New builds a client; it does not dial until the first call.
 func New(opts Options) (*Client, error) {
-	baseURL, useTLS, err := baseURL(opts)
+	addrs, err := splitAddrs(opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	baseURL, useTLS, err := baseURL(Options{Addr: addrs[0], CAFile: opts.CAFile, CertFile: opts.CertFile})
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +73,12 @@ func New(opts Options) (*Client, error) {
 		ForceAttemptHTTP2: true,
 		MaxIdleConns:      16,
 	}
+	var fo *failover
+	if len(addrs) > 1 {
+		fo = &failover{addrs: addrs}
+		tr.Proxy = nil // the list names the servers themselves
+		tr.DialContext = fo.dial
+	}
 	p := new(http.Protocols)
 	if useTLS {
 		tc, err := clientTLS(opts)
@@ -71,6 +86,10 @@ func New(opts Options) (*Client, error) {
 			return nil, err
 		}
 		tr.TLSClientConfig = tc
+		if fo != nil {
+			fo.tls = tc
+			tr.DialTLSContext = fo.dialTLS
+		}
 		p.SetHTTP2(true)
 	} else {
 		p.SetUnencryptedHTTP2(true)
@@ -152,6 +171,86 @@ func clientTLS(opts Options) (*tls.Config, error) {
 			return nil, fmt.Errorf("client: tls client certificate: %w", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// splitAddrs is the list of a comma-separated Addr; a URL stands alone.
+func splitAddrs(addr string) ([]string, error) {
+	var out []string
+	for a := range strings.SplitSeq(addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("client: server address is empty")
+	}
+	if len(out) > 1 {
+		for _, a := range out {
+			if _, _, err := net.SplitHostPort(a); err != nil || strings.Contains(a, "://") {
+				return nil, fmt.Errorf("client: server address %q in a list: want host:port", a)
+			}
+		}
+	}
+	return out, nil
+}
+
+// failover dials the first server of its list that answers, starting with the one that answered
+// last: while a replica works every new connection goes to it; when it is gone, the next one
+// takes over. (The transport keeps one HTTP/2 connection and dials again only when it breaks.)
+type failover struct {
+	addrs []string
+	tls   *tls.Config
+
+	mu   sync.Mutex
+	last int
+}
+
+func (f *failover) dial(ctx context.Context, network, _ string) (net.Conn, error) {
+	conn, _, err := f.dialAny(ctx, network)
+	return conn, err
+}
+
+func (f *failover) dialAny(ctx context.Context, network string) (net.Conn, string, error) {
+	f.mu.Lock()
+	start := f.last
+	f.mu.Unlock()
+	var errs []error
+	for i := range f.addrs {
+		n := (start + i) % len(f.addrs)
+		conn, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, f.addrs[n])
+		if err == nil {
+			f.mu.Lock()
+			f.last = n
+			f.mu.Unlock()
+			return conn, f.addrs[n], nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// dialTLS is dial plus the TLS handshake, verifying the certificate against the host actually
+// dialled (replicas may have names of their own).
+func (f *failover) dialTLS(ctx context.Context, network, _ string) (net.Conn, error) {
+	conn, addr, err := f.dialAny(ctx, network)
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	cfg := f.tls.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	cfg.NextProtos = []string{"h2"}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
 	}
 	return tc, nil
 }
