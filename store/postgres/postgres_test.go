@@ -57,6 +57,20 @@ func runMain(m *testing.M) int {
 	return code
 }
 
+// privateStore is a store over a migrated database of its own, for contracts whose statements act
+// on every row of the database (the reaper's, the outbox's, retention, purges).
+func privateStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testenv.NewDatabase(t)
+	require.NoError(t, migrations.Up(ctx, dsn))
+	s, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 8})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunStore(t, func(*testing.T) store.Store { return testStore })

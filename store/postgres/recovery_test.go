@@ -1,28 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/jq-dev/jq/internal/testenv"
-	"github.com/jq-dev/jq/migrations"
-	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/storetest"
 )
 
 // The reaper's statements act on every worker and job of the database: a private one.
 func TestRecoveryStore(t *testing.T) {
-	storetest.RunRecoveryStore(t, func(t *testing.T) storetest.RecoveryStore {
-		dsn := testenv.NewDatabase(t)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		require.NoError(t, migrations.Up(ctx, dsn))
-		s, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 4})
-		require.NoError(t, err)
-		t.Cleanup(s.Close)
-		return s
-	})
+	storetest.RunRecoveryStore(t, func(t *testing.T) storetest.RecoveryStore { return privateStore(t) })
 }
