@@ -26,12 +26,12 @@ import (
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
 )
 
 // One database for the package's engine-less tests, which isolate their data
@@ -100,14 +100,8 @@ func setupEngine(t *testing.T, opts engine.Options) *bundle {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn := testenv.NewDatabase(t)
-	require.NoError(t, migrations.Up(ctx, dsn))
-	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 8})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	rdb, prefix := testenv.NewRedis(t)
-	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: prefix})
-	require.NoError(t, err)
+	st := stores.Postgres(ctx, t, 8)
+	disp := stores.Dispatcher(ctx, t)
 	opts.Store, opts.Dispatcher, opts.Notifier, opts.Log = st, disp, st, zaptest.NewLogger(t)
 	eng, err := engine.New(opts)
 	require.NoError(t, err)

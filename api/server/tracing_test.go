@@ -31,15 +31,12 @@ import (
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/jobtrace"
-	"github.com/jq-dev/jq/internal/testenv"
-	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
 )
 
 type tracedCluster struct {
@@ -79,14 +76,8 @@ func setupTraced(t *testing.T) *tracedCluster {
 	exp := tracetest.NewInMemoryExporter()
 	subTr, srvTr, wrkTr := newTracing(t, exp, "submitter"), newTracing(t, exp, "jq-server"), newTracing(t, exp, "jq-worker")
 
-	dsn := testenv.NewDatabase(t)
-	require.NoError(t, migrations.Up(ctx, dsn))
-	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 8})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	rdb, prefix := testenv.NewRedis(t)
-	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: prefix})
-	require.NoError(t, err)
+	st := stores.Postgres(ctx, t, 8)
+	disp := stores.Dispatcher(ctx, t)
 	q, err := st.QueueCreate(ctx, store.QueueCreateParams{
 		Name: "trace-" + uuid.NewString()[:8], BackoffBase: 10 * time.Millisecond, BackoffMax: 10 * time.Millisecond,
 	})

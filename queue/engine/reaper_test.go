@@ -10,12 +10,11 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/jq-dev/jq/internal/testenv"
-	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
 )
 
 // reaperEnv is one engine with a running reaper over a private database (the reaper acts on every
@@ -33,16 +32,11 @@ func newReaperEnv(t *testing.T, opts engine.Options, rdb *redis.Client, prefix s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	dsn := testenv.NewDatabase(t)
-	require.NoError(t, migrations.Up(ctx, dsn))
-	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 8})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
+	st := stores.Postgres(ctx, t, 8)
 	if rdb == nil {
 		rdb, prefix = testenv.NewRedis(t)
 	}
-	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: prefix})
-	require.NoError(t, err)
+	disp := stores.DispatcherOn(ctx, t, rdb, prefix)
 	q, err := st.QueueCreate(ctx, store.QueueCreateParams{Name: "reaped", BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second})
 	require.NoError(t, err)
 

@@ -13,12 +13,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/jq-dev/jq/internal/testenv"
-	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/maintenance"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/postgres"
 )
 
 func TestMain(m *testing.M) {
@@ -146,12 +144,8 @@ func TestRunDeletesExpiredPublishedEvents(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn := testenv.NewDatabase(t)
-	require.NoError(t, migrations.Up(ctx, dsn))
-	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 4})
-	require.NoError(t, err)
-	defer st.Close()
-	_, err = st.QueueCreate(ctx, store.QueueCreateParams{Name: "retention"})
+	st := stores.Postgres(ctx, t, 4)
+	_, err := st.QueueCreate(ctx, store.QueueCreateParams{Name: "retention"})
 	require.NoError(t, err)
 	var ps []store.JobInsertParams
 	for range 25 {

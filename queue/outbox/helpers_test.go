@@ -23,13 +23,12 @@ import (
 
 	"github.com/jq-dev/jq/internal/kafkatest"
 	"github.com/jq-dev/jq/internal/testenv"
-	"github.com/jq-dev/jq/migrations"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/queue/outbox"
 	"github.com/jq-dev/jq/store"
 	kafkastore "github.com/jq-dev/jq/store/kafka"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
 )
 
 const (
@@ -59,14 +58,8 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	dsn := testenv.NewDatabase(t)
-	require.NoError(t, migrations.Up(ctx, dsn))
-	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 16})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	rdb, prefix := testenv.NewRedis(t)
-	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: prefix})
-	require.NoError(t, err)
+	st := stores.Postgres(ctx, t, 16)
+	disp := stores.Dispatcher(ctx, t)
 	q, err := st.QueueCreate(ctx, store.QueueCreateParams{
 		Name: "events", BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
 	})

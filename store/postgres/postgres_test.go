@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
@@ -63,12 +64,7 @@ func privateStore(t *testing.T) *postgres.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn := testenv.NewDatabase(t)
-	require.NoError(t, migrations.Up(ctx, dsn))
-	s, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 8})
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	return s
+	return stores.Postgres(ctx, t, 8)
 }
 
 func TestStore(t *testing.T) {
