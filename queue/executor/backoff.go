@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -26,16 +25,3 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.cur = 0 }
-
-// sleep waits for d or until ctx ends; it reports whether the full delay
-// passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

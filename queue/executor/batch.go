@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/internal/ctxtime"
 )
 
 // errExpired: an item's deadline passed before the server accepted it.
@@ -138,7 +140,7 @@ func (b *batcher[T]) sendBatch(ctx context.Context, batch []pendingItem[T], bo *
 	b.log.Warn("call failed; retrying",
 		zap.String("call", b.name), zap.Int("items", len(batch)), zap.Duration("backoff", d), zap.Error(err))
 	b.requeue(batch)
-	return sleep(ctx, d)
+	return ctxtime.Sleep(ctx, d)
 }
 
 // finishBatch hands out the results: by position when the server kept the

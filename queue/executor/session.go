@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/internal/ctxtime"
 )
 
 // errStreamReset: the executor itself closed the stream (drain,
@@ -47,7 +49,7 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 					e.log.Warn("cannot register with the server; retrying",
 						zap.Int("attempts", failures), zap.Duration("backoff", d), zap.Error(err))
 				}
-				sleep(ctx, d)
+				ctxtime.Sleep(ctx, d)
 				continue
 			}
 			failures = 0
@@ -79,7 +81,7 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 		}
 		d := e.capBackoff(bo.next())
 		e.log.Warn("assignment stream ended; reconnecting", zap.Duration("backoff", d), zap.Error(err))
-		sleep(ctx, d)
+		ctxtime.Sleep(ctx, d)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/internal/ctxtime"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
@@ -199,7 +200,7 @@ func (r *Relay) relayLoop(ctx context.Context) {
 		storeDown.recover(r.log, "outbox claim recovered")
 		if len(evs) == 0 {
 			backoff = 0
-			sleep(ctx, r.opts.PollInterval)
+			ctxtime.Sleep(ctx, r.opts.PollInterval)
 			continue
 		}
 		// The batch is finished even when ctx ends meanwhile: its lease is ours, and marking it
@@ -320,7 +321,7 @@ func (r *Relay) countError(topic string) {
 // sleepBackoff waits the next delay of an exponential backoff with 0–20 % jitter and returns it.
 func (r *Relay) sleepBackoff(ctx context.Context, prev time.Duration) time.Duration {
 	next := min(max(prev*2, r.opts.BackoffMin), r.opts.BackoffMax)
-	sleep(ctx, next+time.Duration(rand.Int64N(int64(next)/5+1))) //nolint:gosec // jitter
+	ctxtime.Sleep(ctx, next+time.Duration(rand.Int64N(int64(next)/5+1))) //nolint:gosec // jitter
 	return next
 }
 
@@ -349,13 +350,4 @@ func (r *Relay) measureBacklog(ctx context.Context) {
 	r.mu.Lock()
 	r.backlog, r.known = b, true
 	r.mu.Unlock()
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
@@ -262,16 +261,4 @@ func (p *eventPrinter) notice(format string, args ...any) {
 // pad left-aligns s in a column of width w, with at least two spaces after it.
 func pad(s string, w int) string {
 	return s + strings.Repeat(" ", max(w-utf8.RuneCountInString(s), 0)+2)
-}
-
-// sleepCtx waits d or until ctx ends; false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

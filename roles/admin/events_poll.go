@@ -10,6 +10,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/internal/ctxtime"
 )
 
 // followPostgres polls the API for new events every --interval (see Help for what it can see).
@@ -48,7 +49,7 @@ func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
 			}
 			failing = false
 		}
-		if !sleepCtx(re.ctx, c.Interval) {
+		if !ctxtime.Sleep(re.ctx, c.Interval) {
 			return nil
 		}
 	}
