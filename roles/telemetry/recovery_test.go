@@ -16,18 +16,7 @@ func TestRecoveryCollector(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewRecoveryCollector(func() engine.RecoveryStats { return stats }))
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	got := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			name := f.GetName()
-			for _, l := range m.GetLabel() {
-				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
-			}
-			got[name] = m.GetCounter().GetValue()
-		}
-	}
+	got := gatherValues(t, reg)
 	require.Equal(t, map[string]float64{
 		"jq_workers_lost_total":                               2,
 		"jq_reaper_failed_attempts_total{reason=timeout}":     1,
