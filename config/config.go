@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,6 +34,67 @@ type Config struct {
 	Logging   Logging   `koanf:"logging"`
 	Tracing   Tracing   `koanf:"tracing"`
 	Worker    Worker    `koanf:"worker"`
+	Auth      Auth      `koanf:"auth"`
+
+	// Token is the API token this process presents to a jq server (the worker role, the
+	// in-process worker of --role=all); TokenFile reads it from a file instead (a mounted
+	// secret). Empty: none (a server with authentication off, or mTLS identity).
+	Token     string `koanf:"token" secret:"true"`
+	TokenFile string `koanf:"token_file"`
+}
+
+// Auth is the server's authentication and authorization (docs/security.md).
+type Auth struct {
+	// Enabled is auto, true or false. auto (the default) turns authentication on whenever the
+	// API listens on anything but a loopback address.
+	Enabled string `koanf:"enabled"`
+	// Tokens are the accepted API tokens, hashed:
+	// "name=ingest;roles=producer;sha256=<hex>[;queues=a+b]" (jq --role=admin token new).
+	Tokens []string `koanf:"tokens"`
+	// TokensFile holds more entries, one a line (# comments), read at start.
+	TokensFile string `koanf:"tokens_file"`
+	// MTLSPrincipals map client certificates to principals:
+	// "cn=worker-*;roles=worker[;queues=a+b]" (or dns=, uri=).
+	MTLSPrincipals []string `koanf:"mtls_principals"`
+	// AllowInsecure lets a server listen on a non-loopback address with authentication off.
+	AllowInsecure bool `koanf:"allow_insecure"`
+	// RateLimitPerSec is each principal's sustained request rate (0: unlimited); RateBurst the
+	// requests it may make at once.
+	RateLimitPerSec float64 `koanf:"rate_limit_per_sec"`
+	RateBurst       int     `koanf:"rate_burst"`
+	// MaxWorkersPerPrincipal bounds the live (not OFFLINE) workers one principal registers;
+	// MaxStreamsPerPrincipal the assignment streams it holds open on one server.
+	MaxWorkersPerPrincipal int `koanf:"max_workers_per_principal"`
+	MaxStreamsPerPrincipal int `koanf:"max_streams_per_principal"`
+}
+
+// Auth modes (auth.enabled).
+const (
+	AuthAuto = "auto"
+	AuthOn   = "true"
+	AuthOff  = "false"
+)
+
+// AuthRequired reports whether the server authenticates requests: as set, or with auto,
+// whenever grpc.host is not a loopback address ("" listens on every interface).
+func (c *Config) AuthRequired() bool {
+	switch c.Auth.Enabled {
+	case AuthOn:
+		return true
+	case AuthOff:
+		return false
+	}
+	return !IsLoopback(c.GRPC.Host)
+}
+
+// IsLoopback reports whether host is "localhost" or a loopback IP address; "" and every other
+// name are not (they may be reachable from elsewhere).
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // GRPC is the server's API listener.
@@ -56,7 +118,11 @@ type ServerTLS struct {
 
 // Server holds server-role limits and switches.
 type Server struct {
-	ShutdownGraceS  int  `koanf:"shutdown_grace_s"`
+	ShutdownGraceS int `koanf:"shutdown_grace_s"`
+	// MaxWorkers bounds the live workers registered in the cluster; MaxStreams the assignment
+	// streams open on one server.
+	MaxWorkers      int  `koanf:"max_workers"`
+	MaxStreams      int  `koanf:"max_streams"`
 	MaxPayloadBytes int  `koanf:"max_payload_bytes"`
 	MaxResultBytes  int  `koanf:"max_result_bytes"`
 	DryRun          bool `koanf:"dry_run"`
@@ -305,6 +371,8 @@ func Default() Config {
 		},
 		Server: Server{
 			ShutdownGraceS:  30,
+			MaxWorkers:      10000,
+			MaxStreams:      5000,
 			MaxPayloadBytes: 1 << 20,
 			MaxResultBytes:  256 << 10,
 			EventRetentionH: 168,
@@ -364,6 +432,15 @@ func Default() Config {
 			ShutdownGraceS:     60,
 			MetricsPort:        9091,
 			HealthPort:         8081,
+		},
+		Auth: Auth{
+			Enabled:                AuthAuto,
+			Tokens:                 []string{},
+			MTLSPrincipals:         []string{},
+			RateLimitPerSec:        20000,
+			RateBurst:              40000,
+			MaxWorkersPerPrincipal: 1000,
+			MaxStreamsPerPrincipal: 1000,
 		},
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -114,7 +115,28 @@ func (c *Config) problems() []error {
 	c.validateTracingEndpoint(&p)
 
 	c.validateWorker(&p)
+	c.validateAuth(&p)
 	return p.errs
+}
+
+// validateAuth checks shapes; the token and certificate entries themselves are parsed (and
+// reported with their index) when the server starts, by package api/auth.
+func (c *Config) validateAuth(p *checker) {
+	a := c.Auth
+	p.oneOf("auth.enabled", a.Enabled, []string{AuthAuto, AuthOn, AuthOff})
+	if !(a.RateLimitPerSec >= 0) || math.IsInf(a.RateLimitPerSec, 0) {
+		p.add("auth.rate_limit_per_sec", "must be 0 (unlimited) or more, got %v", a.RateLimitPerSec)
+	}
+	if a.RateBurst < 0 {
+		p.add("auth.rate_burst", "must be 0 (one second's worth) or more, got %d", a.RateBurst)
+	}
+	p.positive("auth.max_workers_per_principal", a.MaxWorkersPerPrincipal)
+	p.positive("auth.max_streams_per_principal", a.MaxStreamsPerPrincipal)
+	p.positive("server.max_workers", c.Server.MaxWorkers)
+	p.positive("server.max_streams", c.Server.MaxStreams)
+	if c.Token != "" && c.TokenFile != "" {
+		p.add("token_file", "set token or token_file, not both")
+	}
 }
 
 func (c *Config) validateDB(p *checker) {

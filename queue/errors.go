@@ -24,6 +24,9 @@ var (
 	ErrIdempotencyConflict = errors.New("idempotency key reused with a different job spec")
 	// ErrInvalidArgument: the request is malformed; always wrapped with what is wrong.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrPermissionDenied: the caller is known but may not do this (a worker id registered by
+	// another principal, a queue outside the principal's list, a job submitted by someone else).
+	ErrPermissionDenied = errors.New("permission denied")
 	// ErrShutdown: the component is stopping; used as the cause when job contexts are cancelled.
 	ErrShutdown = errors.New("shutting down")
 )

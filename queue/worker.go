@@ -46,4 +46,7 @@ type Worker struct {
 	LastHeartbeatAt time.Time
 	// ShutdownRequested: ShutdownWorker was called; the worker drains and exits (FR-024).
 	ShutdownRequested bool
+	// Principal registered this worker id ("" while authentication was off); once set, only it
+	// may register the id again or act as this worker.
+	Principal string
 }

@@ -113,12 +113,14 @@ func (w *workerIdentityFlags) overrides(m map[string]any) {
 type workerFlags struct {
 	ServerAddr *string `help:"Address of the jq server's API, or several replicas comma-separated, tried in order when (re)connecting (worker.server_addr, default localhost:50051)." placeholder:"HOST:PORT[,HOST:PORT…]"`
 	workerIdentityFlags
-	MetricsPort *int `help:"Prometheus /metrics port of the worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
-	HealthPort  *int `help:"/healthz and /readyz port of the worker (worker.health_port, default 8081)." placeholder:"PORT"`
+	MetricsPort *int    `help:"Prometheus /metrics port of the worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
+	HealthPort  *int    `help:"/healthz and /readyz port of the worker (worker.health_port, default 8081)." placeholder:"PORT"`
+	TokenFile   *string `help:"File holding the API token the worker presents to the server (token_file; or set JQ_TOKEN)." placeholder:"PATH"`
 }
 
 func (w *workerFlags) overrides(m map[string]any) {
 	setIf(m, "worker.server_addr", w.ServerAddr)
+	setIf(m, "token_file", w.TokenFile)
 	w.workerIdentityFlags.overrides(m)
 	setIf(m, "worker.metrics_port", w.MetricsPort)
 	setIf(m, "worker.health_port", w.HealthPort)

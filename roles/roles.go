@@ -91,6 +91,11 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		fmt.Fprintf(stdio.Stderr, "jq: %s\n", configErrorText(err))
 		return ExitError
 	}
+	if role == RoleAll && cfg.GRPC.Host == "" {
+		// Local development: the all-in-one process is reachable from this machine only, and so
+		// needs no credentials (auth.enabled auto). grpc.host 0.0.0.0 opens it up.
+		cfg.GRPC.Host = "127.0.0.1"
+	}
 	if g.PrintConfig {
 		red := cfg.Redacted()
 		out, err := red.YAML()

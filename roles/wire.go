@@ -158,7 +158,8 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		Shutdown: ctx.Done(),
 		Tracing:  apiTracing(tr),
 
-		RPCMetrics: telemetry.NewRPCMetrics(reg), // jq_grpc_request_duration_seconds
+		RPCMetrics: telemetry.NewRPCMetrics(reg),  // jq_grpc_request_duration_seconds
+		Refused:    telemetry.NewAuthMetrics(reg), // jq_auth_denied_total, jq_api_limited_total
 		Background: []func(context.Context) (stop func()){maint.Start, depth.Start},
 	})
 	if err != nil {
@@ -250,7 +251,12 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 			stopTracing(ctx, tr, log)
 		}
 	}()
+	token, err := clientToken(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	cl, err := client.New(client.Options{
+		Token:          token,
 		Addr:           workerServerAddr(cfg),
 		CAFile:         cfg.Worker.TLS.CAPath,
 		CertFile:       cfg.Worker.TLS.CertPath,
@@ -285,8 +291,20 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	return func(ctx context.Context) error {
 		defer stopTracing(ctx, tr, log) // after the executor's last spans
 		defer cl.Close()
-		return w.Run(ctx)
+		err := w.Run(ctx)
+		if errors.Is(err, executor.ErrNotAllowed) && token == "" && cfg.Worker.TLS.CertPath == "" {
+			return fmt.Errorf("the server requires a token (set JQ_TOKEN or --token-file) or a client certificate (worker.tls.cert_path): %w", err)
+		}
+		return err
 	}, nil
+}
+
+// clientToken is the token this process presents to a server: token, or token_file's content.
+func clientToken(cfg *config.Config) (string, error) {
+	if cfg.TokenFile != "" {
+		return client.ReadTokenFile(cfg.TokenFile)
+	}
+	return cfg.Token, nil
 }
 
 // workerServerAddr is worker.server_addr, except that a worker left at the

@@ -116,6 +116,15 @@ type WorkerRegisterParams struct {
 	Concurrency int
 	Queues      []string
 	Version     string
+	// Principal is the registering caller ("" with authentication off). An id registered by
+	// one principal cannot be registered by another: ErrPermissionDenied.
+	Principal string
+}
+
+// WorkerCounts are the live (not OFFLINE) workers, for the registration limits.
+type WorkerCounts struct {
+	Live            int // in the cluster
+	LiveOfPrincipal int // registered by the principal asked about
 }
 
 // WorkerSetStatusParams sets a worker's status.

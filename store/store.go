@@ -85,4 +85,7 @@ type WorkerStore interface {
 	WorkerSetStatus(ctx context.Context, p WorkerSetStatusParams) (*queue.Worker, error)
 	// WorkerDeregister marks a worker OFFLINE; the row is kept for history. Errors: ErrWorkerNotFound.
 	WorkerDeregister(ctx context.Context, id string) error
+	// WorkerCounts counts the live workers, in all and of one principal, leaving out worker id
+	// except (the one registering again).
+	WorkerCounts(ctx context.Context, principal, except string) (WorkerCounts, error)
 }

@@ -36,6 +36,9 @@ type Options struct {
 	// CertFile and KeyFile are the client certificate for mTLS (FR-048).
 	CertFile string
 	KeyFile  string
+	// Token is sent on every call as "Authorization: Bearer <token>" (a server with
+	// authentication on requires a token or a client certificate; docs/security.md).
+	Token string
 	// Interceptors run on every call (logging, auth, tracing).
 	Interceptors []connect.Interceptor
 	// TracerProvider, when set, gives every call a client span and sends the
@@ -97,6 +100,12 @@ func New(opts Options) (*Client, error) {
 	tr.Protocols = p
 	hc := &http.Client{Transport: tr}
 	interceptors := opts.Interceptors
+	if opts.Token != "" {
+		if strings.ContainsAny(opts.Token, " \t\r\n") {
+			return nil, errors.New("client: the token contains white space (check the token file)")
+		}
+		interceptors = append([]connect.Interceptor{bearer("Bearer " + opts.Token)}, interceptors...)
+	}
 	if opts.TracerProvider != nil {
 		ic, err := rpctrace.NewInterceptor(opts.TracerProvider, opts.Propagator)
 		if err != nil {
@@ -253,4 +262,41 @@ func (f *failover) dialTLS(ctx context.Context, network, _ string) (net.Conn, er
 		return nil, err
 	}
 	return tc, nil
+}
+
+// ReadTokenFile reads a token from a file (a mounted secret), without surrounding white space.
+func ReadTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+// bearer adds the Authorization header to every call.
+type bearer string
+
+func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			req.Header().Set("Authorization", string(b))
+		}
+		return next(ctx, req)
+	}
+}
+
+func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		conn.RequestHeader().Set("Authorization", string(b))
+		return conn
+	}
+}
+
+func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
 }

@@ -26,6 +26,8 @@ func codeOf(err error) connect.Code {
 		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt),
 		errors.Is(err, engine.ErrWorkerLost):
 		return connect.CodeFailedPrecondition
+	case errors.Is(err, queue.ErrPermissionDenied):
+		return connect.CodePermissionDenied
 	case errors.Is(err, queue.ErrShutdown):
 		return connect.CodeUnavailable
 	case errors.Is(err, engine.ErrSessionReplaced):

@@ -14,6 +14,7 @@ import (
 	"connectrpc.com/grpcreflect"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api/auth"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
@@ -21,9 +22,16 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// Limits bound what a request may carry.
+// Limits bound what a request may carry and what callers may hold (0: unlimited).
 type Limits struct {
 	MaxPayloadBytes int
+	// MaxWorkers bounds the live workers in the cluster, MaxWorkersPerPrincipal those of one
+	// principal; MaxStreams the assignment streams open on this server, MaxStreamsPerPrincipal
+	// those of one principal.
+	MaxWorkers             int
+	MaxWorkersPerPrincipal int
+	MaxStreams             int
+	MaxStreamsPerPrincipal int
 }
 
 // WorkerTiming is what workers are told at registration.
@@ -61,6 +69,12 @@ type Options struct {
 	HandlerOptions []connect.HandlerOption
 	// Tracing adds RPC and submit spans (zero value: no tracing).
 	Tracing Tracing
+	// Auth authenticates and authorizes every RPC but the health service (nil: authentication
+	// off, every caller may do everything).
+	Auth *auth.Authenticator
+	// Refused counts a request refused by a limit (auth.Reason*); nil: not counted. With Auth
+	// set, refusals are counted through it instead.
+	Refused func(reason string)
 }
 
 // compressMinBytes is the smallest response that is gzip-compressed when the
@@ -83,7 +97,13 @@ func New(opts Options) http.Handler {
 		opts.Log = zap.NewNop()
 	}
 	mux := http.NewServeMux()
-	hopts := append(tracingHandlerOptions(opts.Tracing, opts.Log), // outermost: spans see the final codes
+	hopts := tracingHandlerOptions(opts.Tracing, opts.Log) // outermost: spans see the final codes
+	var authOpts []connect.HandlerOption
+	if opts.Auth != nil {
+		authOpts = []connect.HandlerOption{connect.WithInterceptors(opts.Auth.Interceptor())}
+		hopts = append(hopts, authOpts...) // before anything that reads the request
+	}
+	hopts = append(hopts,
 		connect.WithInterceptors(errorInterceptor(opts.Log)),
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
@@ -96,14 +116,27 @@ func New(opts Options) http.Handler {
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
 		store: opts.Store, engine: opts.Engine, log: opts.Log,
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
+		limits: opts.Limits, refused: refusedFunc(opts), streams: newStreamCounter(),
 	}, hopts...))
 	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status,
 		adminOps: adminOps{store: opts.Store, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout}}, hopts...))
 
 	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, services...)...)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, authOpts...))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, authOpts...))
+	// The health service stays open: load balancers and orchestrators probe it without
+	// credentials, and it tells nothing but SERVING.
 	checker := grpchealth.NewStaticChecker(services...)
 	mux.Handle(grpchealth.NewHandler(checker))
+	if opts.Auth != nil {
+		return auth.WithTLSState(mux)
+	}
 	return mux
+}
+
+func refusedFunc(opts Options) func(string) {
+	if opts.Refused != nil {
+		return opts.Refused
+	}
+	return func(string) {}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/queue"
@@ -31,6 +33,10 @@ type workerService struct {
 	log               *zap.Logger
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
+	limits            Limits
+	refused           func(reason string)
+	streams           *streamCounter
+	owners            sync.Map // worker id → the principal that registered it
 }
 
 func validWorkerID(id string) error {
@@ -57,9 +63,12 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 			return nil, err
 		}
 	}
+	if err := s.checkRegistration(ctx, m.GetWorkerId(), queues); err != nil {
+		return nil, err
+	}
 	w, err := s.store.WorkerRegister(ctx, store.WorkerRegisterParams{
 		ID: m.GetWorkerId(), Hostname: m.GetHostname(), Concurrency: int(m.GetConcurrency()),
-		Queues: queues, Version: m.GetVersion(),
+		Queues: queues, Version: m.GetVersion(), Principal: auth.Owner(ctx),
 	})
 	if err != nil {
 		return nil, err
@@ -83,6 +92,9 @@ func (s *workerService) Heartbeat(ctx context.Context, req *connect.Request[jqv1
 	running := req.Msg.GetRunning()
 	if len(running) > store.MaxDispatchBatch {
 		return nil, invalid(fmt.Sprintf("running: at most %d leases, got %d", store.MaxDispatchBatch, len(running)))
+	}
+	if err := s.ownWorker(ctx, id); err != nil {
+		return nil, err
 	}
 	w, err := s.store.WorkerHeartbeat(ctx, id)
 	if err != nil {
@@ -117,6 +129,9 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
 		return err
 	}
+	if err := s.ownWorker(ctx, req.Msg.GetWorkerId()); err != nil {
+		return err
+	}
 	w, err := s.store.WorkerGet(ctx, req.Msg.GetWorkerId())
 	if err != nil {
 		return err
@@ -130,6 +145,12 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	case queue.WorkerDraining:
 		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("worker %q is DRAINING: it gets no new jobs", w.ID))
 	}
+	release, err := s.streams.open(auth.Owner(ctx), s.limits)
+	if err != nil {
+		s.refused(auth.ReasonStreamLimit)
+		return err
+	}
+	defer release()
 	sess := s.engine.OpenSession(w, int(req.Msg.GetCapacity()))
 	defer sess.Close()
 	log := s.log.With(zap.String("worker_id", w.ID))
@@ -194,6 +215,9 @@ func (s *workerService) AckJobs(ctx context.Context, req *connect.Request[jqv1.A
 	if err != nil {
 		return nil, err
 	}
+	if err := s.ownWorker(ctx, req.Msg.GetWorkerId()); err != nil {
+		return nil, err
+	}
 	outs, err := s.engine.Ack(ctx, req.Msg.GetWorkerId(), ls)
 	if err != nil {
 		return nil, err
@@ -227,6 +251,9 @@ func (s *workerService) ReportJobs(ctx context.Context, req *connect.Request[jqv
 		}
 		reports[i] = p
 	}
+	if err := s.ownWorker(ctx, m.GetWorkerId()); err != nil {
+		return nil, err
+	}
 	outs, err := s.engine.Report(ctx, m.GetWorkerId(), reports)
 	if err != nil {
 		return nil, err
@@ -236,6 +263,9 @@ func (s *workerService) ReportJobs(ctx context.Context, req *connect.Request[jqv
 
 func (s *workerService) DeregisterWorker(ctx context.Context, req *connect.Request[jqv1.DeregisterWorkerRequest]) (*connect.Response[jqv1.DeregisterWorkerResponse], error) {
 	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
+		return nil, err
+	}
+	if err := s.ownWorker(ctx, req.Msg.GetWorkerId()); err != nil {
 		return nil, err
 	}
 	if err := s.store.WorkerDeregister(ctx, req.Msg.GetWorkerId()); err != nil {

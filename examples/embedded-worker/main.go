@@ -4,7 +4,8 @@
 // a jq server until SIGINT or SIGTERM, then stops gracefully: running jobs get
 // the grace period, their reports are delivered, the worker deregisters.
 //
-// Run it next to a server (for example `jq --role=server`):
+// Run it next to a server (for example `jq --role=server`; with authentication on, give it a
+// worker token in JQ_TOKEN or --token-file):
 //
 //	go run ./examples/embedded-worker --server-addr localhost:50051 --queues images
 //
@@ -49,6 +50,7 @@ func run() error {
 		tlsCA       = flag.String("tls-ca", "", "CA certificate that verifies the server (turns on TLS)")
 		tlsCert     = flag.String("tls-cert", "", "client certificate for mTLS")
 		tlsKey      = flag.String("tls-key", "", "client key for mTLS")
+		tokenFile   = flag.String("token-file", "", "file holding the API token (default: the JQ_TOKEN environment variable)")
 	)
 	flag.Parse()
 
@@ -58,7 +60,13 @@ func run() error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	cl, err := client.New(client.Options{Addr: *addr, CAFile: *tlsCA, CertFile: *tlsCert, KeyFile: *tlsKey})
+	token := os.Getenv("JQ_TOKEN") // a server with authentication on needs a worker token
+	if *tokenFile != "" {
+		if token, err = client.ReadTokenFile(*tokenFile); err != nil {
+			return err
+		}
+	}
+	cl, err := client.New(client.Options{Addr: *addr, CAFile: *tlsCA, CertFile: *tlsCert, KeyFile: *tlsKey, Token: token})
 	if err != nil {
 		return err
 	}

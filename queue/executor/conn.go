@@ -52,6 +52,10 @@ var (
 	// ErrWorkerInactive: the server considers the worker OFFLINE or DRAINING
 	// (FAILED_PRECONDITION).
 	ErrWorkerInactive = errors.New("worker offline or draining")
+	// ErrNotAllowed: the server refused the worker's credentials (UNAUTHENTICATED) or what they
+	// allow (PERMISSION_DENIED: another principal's worker id, a queue outside its list);
+	// repeating it cannot help.
+	ErrNotAllowed = errors.New("refused by the server's authentication")
 	// ErrUnreachable: the server could not be reached or did not answer in
 	// time (UNAVAILABLE, DEADLINE_EXCEEDED).
 	ErrUnreachable = errors.New("server unreachable")

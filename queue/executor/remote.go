@@ -156,6 +156,8 @@ func remoteErr(op string, err error) error {
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument:
 		kind = ErrInvalid
+	case connect.CodeUnauthenticated, connect.CodePermissionDenied:
+		kind = ErrNotAllowed
 	case connect.CodeNotFound:
 		kind = ErrUnknownWorker
 	case connect.CodeFailedPrecondition:

@@ -19,8 +19,8 @@ var errStreamReset = errors.New("stream reset by the worker")
 // sessionLoop keeps the worker registered and its assignment stream open
 // until ctx ends: register (retrying with backoff while the server is not up),
 // wait for a free slot, stream, and on any break reconnect with backoff. Jobs
-// keep running meanwhile. It returns an error only for an invalid
-// registration.
+// keep running meanwhile. It returns an error only for a registration the
+// server refuses as invalid or not allowed.
 func (e *Executor) sessionLoop(ctx context.Context) error {
 	bo := newBackoff(e.opts.MinBackoff, e.opts.MaxBackoff)
 	failures := 0
@@ -31,7 +31,7 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 		}
 		if !e.registered.Load() {
 			if err := e.register(ctx); err != nil {
-				if errors.Is(err, ErrInvalid) {
+				if errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotAllowed) {
 					return fmt.Errorf("register worker: %w", err)
 				}
 				if ctx.Err() != nil {

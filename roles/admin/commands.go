@@ -13,6 +13,8 @@ type Globals struct {
 	TLSCert    string        `name:"tls-cert" help:"Client certificate for mTLS (PEM)." type:"path" placeholder:"PATH"`
 	TLSKey     string        `name:"tls-key" help:"Client private key for mTLS (PEM)." type:"path" placeholder:"PATH"`
 	TLSCA      string        `name:"tls-ca" help:"CA bundle that signed the server certificate (PEM); enables TLS." type:"path" placeholder:"PATH"`
+	Token      string        `help:"API token sent to the server (prefer JQ_TOKEN or --token-file: a flag is visible to other users of the machine)." env:"JQ_TOKEN" placeholder:"TOKEN"`
+	TokenFile  string        `help:"File holding the API token." type:"path" env:"JQ_TOKEN_FILE" placeholder:"PATH"`
 	Output     string        `short:"o" help:"Output format: table, json or yaml." enum:"table,json,yaml" default:"table"`
 	Timeout    time.Duration `help:"Deadline of each request; a command that runs past it fails." default:"10s"`
 }
@@ -31,6 +33,7 @@ type Commands struct {
 	PurgeDLQ PurgeDLQCmd `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs with their history (all queues or one); refuses without --yes."`
 	Bench    BenchCmd    `cmd:"" help:"Load generator: submit jobs and report submit and end-to-end throughput and latency."`
 	Events   EventsCmd   `cmd:"" help:"Lifecycle events."`
+	Token    TokenCmd    `cmd:"" help:"API tokens: issue one for a server's auth.tokens (no server needed)."`
 }
 
 // JobCmd groups the job commands.

@@ -130,11 +130,23 @@ func (re *runEnv) Client() (*client.Client, error) {
 	if re.client != nil {
 		return re.client, nil
 	}
+	token := re.globals.Token
+	if re.globals.TokenFile != "" {
+		if token != "" {
+			return nil, usagef("give --token (JQ_TOKEN) or --token-file (JQ_TOKEN_FILE), not both")
+		}
+		t, err := client.ReadTokenFile(re.globals.TokenFile)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		token = t
+	}
 	c, err := client.New(client.Options{
 		Addr:     re.globals.ServerAddr,
 		CAFile:   re.globals.TLSCA,
 		CertFile: re.globals.TLSCert,
 		KeyFile:  re.globals.TLSKey,
+		Token:    token,
 	})
 	if err != nil {
 		return nil, err
@@ -160,6 +172,15 @@ func errorLine(err error, g *Globals) string {
 				return fmt.Sprintf("the jq server at %s is unavailable: %s", g.ServerAddr, firstLine(ce.Message()))
 			}
 			return fmt.Sprintf("cannot reach the jq server at %s: %s", g.ServerAddr, firstLine(ce.Message()))
+		case connect.CodeUnauthenticated:
+			if g.Token == "" && g.TokenFile == "" && g.TLSCert == "" {
+				return "the server requires a token (set JQ_TOKEN or --token-file) or a client certificate (--tls-cert, --tls-key)"
+			}
+			return fmt.Sprintf("the server did not accept these credentials: %s", firstLine(ce.Message()))
+		case connect.CodePermissionDenied:
+			return fmt.Sprintf("permission denied: %s", firstLine(ce.Message()))
+		case connect.CodeResourceExhausted:
+			return fmt.Sprintf("refused by a server limit: %s", firstLine(ce.Message()))
 		case connect.CodeUnimplemented:
 			return fmt.Sprintf("the server at %s does not implement this yet: %s", g.ServerAddr, firstLine(ce.Message()))
 		}

@@ -22,6 +22,7 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api/auth"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
@@ -61,6 +62,9 @@ type Deps struct {
 	Tracing apiserver.Tracing
 	// RPCMetrics times every API call (jq_grpc_request_duration_seconds; nil: not measured).
 	RPCMetrics apiserver.RPCObserver
+	// Refused counts requests refused by authentication, authorization or a limit
+	// (jq_auth_denied_total, jq_api_limited_total; nil: not counted).
+	Refused func(reason string)
 }
 
 // Relay is the outbox relay (queue/outbox).
@@ -72,6 +76,7 @@ type Relay interface {
 type Server struct {
 	deps     Deps
 	log      *zap.Logger
+	auth     *auth.Authenticator // nil: authentication off
 	draining atomic.Bool
 	ready    atomic.Bool
 
@@ -87,7 +92,14 @@ func New(deps Deps) (*Server, error) {
 	if deps.Config == nil || deps.Log == nil || deps.Store == nil || deps.Migrate == nil || deps.Engine == nil {
 		return nil, errors.New("server: config, logger, store, migrate and engine are required")
 	}
-	return &Server{deps: deps, log: deps.Log, listening: make(chan struct{})}, nil
+	if deps.Refused == nil {
+		deps.Refused = func(string) {}
+	}
+	a, err := buildAuth(deps.Config, deps.Log, deps.Refused)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{deps: deps, log: deps.Log, auth: a, listening: make(chan struct{})}, nil
 }
 
 // Listening is closed once both listeners are bound.
@@ -118,13 +130,19 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	api := apiserver.New(apiserver.Options{
-		Store:          s.deps.Store,
-		Counter:        s.deps.Counter,
-		Engine:         s.deps.Engine,
-		Log:            s.log,
-		Version:        buildinfo.Get(),
-		Status:         s.status,
-		Limits:         apiserver.Limits{MaxPayloadBytes: cfg.Server.MaxPayloadBytes},
+		Store:   s.deps.Store,
+		Counter: s.deps.Counter,
+		Engine:  s.deps.Engine,
+		Log:     s.log,
+		Version: buildinfo.Get(),
+		Status:  s.status,
+		Limits: apiserver.Limits{
+			MaxPayloadBytes: cfg.Server.MaxPayloadBytes,
+			MaxWorkers:      cfg.Server.MaxWorkers, MaxWorkersPerPrincipal: cfg.Auth.MaxWorkersPerPrincipal,
+			MaxStreams: cfg.Server.MaxStreams, MaxStreamsPerPrincipal: cfg.Auth.MaxStreamsPerPrincipal,
+		},
+		Auth:           s.auth,
+		Refused:        s.deps.Refused,
 		Tracing:        s.deps.Tracing,
 		HandlerOptions: s.apiHandlerOptions(),
 		Workers: apiserver.WorkerTiming{
@@ -203,11 +221,14 @@ func (s *Server) Run(ctx context.Context) error {
 		errc <- err
 	}()
 	go func() { errc <- healthSrv.Serve(healthLn) }()
+	if s.auth == nil && !config.IsLoopback(cfg.GRPC.Host) {
+		go warnInsecure(engineCtx, s.log, cfg.GRPC.Host)
+	}
 	s.ready.Store(true)
 	close(s.listening)
 	s.log.Info("server started",
 		zap.String("api_addr", apiAddr), zap.String("health_addr", healthAddr),
-		zap.Bool("tls", tlsCfg != nil), zap.String("version", buildinfo.Get().Version))
+		zap.Bool("tls", tlsCfg != nil), zap.Bool("auth", s.auth != nil), zap.String("version", buildinfo.Get().Version))
 
 	var runErr error
 	select {

@@ -27,7 +27,7 @@ const (
 // workerColumns needs the table alias w: RunningJobs is counted from jobs.
 const workerColumns = `w.id, w.hostname, w.status, w.concurrency, w.queues, w.version,
 	(SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state IN ('ASSIGNED', 'RUNNING'))::int,
-	w.started_at, w.last_heartbeat_at, w.shutdown_requested`
+	w.started_at, w.last_heartbeat_at, w.shutdown_requested, w.principal`
 
 func scanJob(row pgx.Row) (*queue.Job, error) {
 	var (
@@ -108,7 +108,7 @@ func scanWorker(row pgx.Row) (*queue.Worker, error) {
 		status string
 	)
 	if err := row.Scan(&w.ID, &w.Hostname, &status, &w.Concurrency, &w.Queues, &w.Version,
-		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested); err != nil {
+		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested, &w.Principal); err != nil {
 		return nil, err
 	}
 	w.Status = queue.WorkerStatus(status)

@@ -12,16 +12,25 @@ import (
 )
 
 const (
-	// Re-registering an id (a restarted worker) replaces its row and brings it back ONLINE.
+	// Re-registering an id (a restarted worker) replaces its row and brings it back ONLINE. The
+	// first principal to register an id owns it for good: another principal's registration
+	// updates nothing (no row returned); one without a principal (authentication off) keeps the
+	// owner. Owners never change, so the API may cache them.
 	sqlWorkerRegister = `-- name: worker_register
 INSERT INTO workers AS w (id, hostname, status, concurrency, queues, version, started_at,
-                          last_heartbeat_at, updated_at)
-VALUES ($1, $2, 'ONLINE', $3, $4, $5, now(), now(), now())
+                          last_heartbeat_at, updated_at, principal)
+VALUES ($1, $2, 'ONLINE', $3, $4, $5, now(), now(), now(), $6)
 ON CONFLICT (id) DO UPDATE SET
     hostname = excluded.hostname, status = 'ONLINE', concurrency = excluded.concurrency,
     queues = excluded.queues, version = excluded.version, started_at = now(),
-    last_heartbeat_at = now(), updated_at = now(), shutdown_requested = false
+    last_heartbeat_at = now(), updated_at = now(), shutdown_requested = false,
+    principal = CASE WHEN w.principal = '' THEN excluded.principal ELSE w.principal END
+WHERE excluded.principal = '' OR w.principal = '' OR w.principal = excluded.principal
 RETURNING ` + workerColumns
+
+	sqlWorkerCounts = `-- name: worker_counts
+SELECT count(*), count(*) FILTER (WHERE principal = $1)
+FROM workers WHERE status <> 'OFFLINE' AND id <> $2`
 
 	// The database's clock, not the caller's: heartbeat ages are compared by the reaper on any
 	// replica.
@@ -52,11 +61,23 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 	if queues == nil {
 		queues = []string{}
 	}
-	w, err := scanWorker(s.pool.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version))
+	w, err := scanWorker(s.pool.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version, p.Principal))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: worker id %q is registered by another principal", queue.ErrPermissionDenied, p.ID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: register worker: %w", err)
 	}
 	return w, nil
+}
+
+// WorkerCounts implements store.WorkerStore.
+func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (store.WorkerCounts, error) {
+	var c store.WorkerCounts
+	if err := s.pool.QueryRow(ctx, sqlWorkerCounts, principal, except).Scan(&c.Live, &c.LiveOfPrincipal); err != nil {
+		return c, fmt.Errorf("postgres: count workers: %w", err)
+	}
+	return c, nil
 }
 
 // WorkerHeartbeat implements store.WorkerStore.

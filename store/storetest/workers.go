@@ -33,6 +33,53 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, w, got)
 	})
 
+	t.Run("Owner", func(t *testing.T) {
+		b := setup(t, newStore)
+		id := uniqueName("w")
+		reg := func(principal string) (*queue.Worker, error) {
+			return b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Concurrency: 1, Queues: []string{b.queue}, Principal: principal})
+		}
+		// Registered with authentication off: no owner; the first principal takes it.
+		w, err := reg("")
+		require.NoError(t, err)
+		require.Empty(t, w.Principal)
+		w, err = reg("token:a")
+		require.NoError(t, err)
+		require.Equal(t, "token:a", w.Principal)
+		// Another principal cannot take it over, and changes nothing.
+		require.NoError(t, b.s.WorkerDeregister(b.ctx, id))
+		_, err = reg("token:b")
+		require.ErrorIs(t, err, queue.ErrPermissionDenied)
+		got, err := b.s.WorkerGet(b.ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, queue.WorkerOffline, got.Status)
+		require.Equal(t, "token:a", got.Principal)
+		// The owner registers again; so does a caller without a principal, keeping the owner.
+		_, err = reg("token:a")
+		require.NoError(t, err)
+		w, err = reg("")
+		require.NoError(t, err)
+		require.Equal(t, "token:a", w.Principal)
+	})
+
+	t.Run("Counts", func(t *testing.T) {
+		b := setup(t, newStore)
+		owner := uniqueName("p")
+		before, err := b.s.WorkerCounts(b.ctx, owner, "")
+		require.NoError(t, err)
+		require.Zero(t, before.LiveOfPrincipal)
+		ids := []string{uniqueName("w"), uniqueName("w"), uniqueName("w")}
+		for _, id := range ids {
+			_, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Concurrency: 1, Queues: []string{b.queue}, Principal: owner})
+			require.NoError(t, err)
+		}
+		require.NoError(t, b.s.WorkerDeregister(b.ctx, ids[2])) // OFFLINE: not counted
+		c, err := b.s.WorkerCounts(b.ctx, owner, ids[0])       // ids[0] re-registering: not counted
+		require.NoError(t, err)
+		require.Equal(t, 1, c.LiveOfPrincipal)
+		require.GreaterOrEqual(t, c.Live, before.Live+1)
+	})
+
 	t.Run("RegisterInvalid", func(t *testing.T) {
 		b := setup(t, newStore)
 		for _, p := range []store.WorkerRegisterParams{

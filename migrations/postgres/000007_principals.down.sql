@@ -1,0 +1,2 @@
+ALTER TABLE jobs DROP COLUMN IF EXISTS principal;
+ALTER TABLE workers DROP COLUMN IF EXISTS principal;
