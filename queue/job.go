@@ -45,6 +45,8 @@ type Job struct {
 	NoRetry bool
 	// CancelRequested: CancelJob reached the job while it was RUNNING; its worker is told to stop.
 	CancelRequested bool
+	// Principal submitted the job ("" while authentication was off).
+	Principal string
 
 	Result         []byte
 	ResultChecksum string // lowercase hex SHA-256 of Result

@@ -46,6 +46,9 @@ type JobInsertParams struct {
 	Labels         map[string]string
 	KeepResult     bool
 	TraceContext   map[string]string
+	// Principal is the submitting caller ("" with authentication off): producers see only their
+	// own jobs.
+	Principal string
 }
 
 // JobInsertResult is the outcome of one JobInsertParams.
@@ -66,7 +69,9 @@ type JobListParams struct {
 	Queue  string
 	States []queue.State     // any of these
 	Labels map[string]string // all of these
-	Limit  int               // 0: DefaultListLimit; capped at MaxListLimit
+	// Principal, when set, lists only the jobs that principal submitted.
+	Principal string
+	Limit     int // 0: DefaultListLimit; capped at MaxListLimit
 	Cursor string            // NextCursor of the previous page; "": first page
 }
 
@@ -119,6 +124,8 @@ type WorkerRegisterParams struct {
 	// Principal is the registering caller ("" with authentication off). An id registered by
 	// one principal cannot be registered by another: ErrPermissionDenied.
 	Principal string
+	// AnyOwner lets the caller (an admin) register an id another principal owns; the owner stays.
+	AnyOwner bool
 }
 
 // WorkerCounts are the live (not OFFLINE) workers, for the registration limits.

@@ -49,6 +49,12 @@ func (p JobInsertParams) SpecHash() []byte {
 	} else {
 		w.int(0)
 	}
+	// Another principal reusing a key conflicts instead of being handed the job: it may not see
+	// it. Jobs submitted with authentication off hash as before.
+	if p.Principal != "" {
+		w.str("principal")
+		w.str(p.Principal)
+	}
 	return h.Sum(nil)
 }
 

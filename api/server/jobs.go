@@ -44,6 +44,9 @@ func (s *jobService) CancelJob(ctx context.Context, req *connect.Request[jqv1.Ca
 	if err := validJobID(req.Msg.GetJobId()); err != nil {
 		return nil, err
 	}
+	if err := s.ownJob(ctx, req.Msg.GetJobId(), true); err != nil {
+		return nil, err
+	}
 	j, err := s.store.JobCancel(ctx, req.Msg.GetJobId())
 	if err != nil {
 		return nil, err
@@ -80,6 +83,9 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 	if err := validJobID(req.Msg.GetJobId()); err != nil {
 		return nil, err
 	}
+	if err := s.ownJob(ctx, req.Msg.GetJobId(), req.Msg.GetConsume()); err != nil {
+		return nil, err
+	}
 	var j *queue.Job
 	var err error
 	if req.Msg.GetConsume() {
@@ -109,12 +115,18 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 	if err != nil {
 		return nil, err
 	}
+	if principal, only := ownJobsOnly(ctx); only {
+		if err := jobOwnedBy(j, principal); err != nil {
+			return nil, err
+		}
+	}
 	return connect.NewResponse(&jqv1.GetJobResponse{Job: jobToProto(j)}), nil
 }
 
 func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.ListJobsRequest]) (*connect.Response[jqv1.ListJobsResponse], error) {
 	m := req.Msg
 	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize())}
+	p.Principal, _ = ownJobsOnly(ctx) // a producer lists its own jobs
 	if p.Queue != "" {
 		if err := queue.ValidateQueueName(p.Queue); err != nil {
 			return nil, err
@@ -146,6 +158,9 @@ func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.Lis
 
 func (s *jobService) ListJobEvents(ctx context.Context, req *connect.Request[jqv1.ListJobEventsRequest]) (*connect.Response[jqv1.ListJobEventsResponse], error) {
 	if err := validJobID(req.Msg.GetJobId()); err != nil {
+		return nil, err
+	}
+	if err := s.ownJob(ctx, req.Msg.GetJobId(), false); err != nil {
 		return nil, err
 	}
 	evs, err := s.store.JobEvents(ctx, req.Msg.GetJobId())

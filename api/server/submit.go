@@ -94,6 +94,9 @@ func (s *jobService) SubmitJob(ctx context.Context, req *connect.Request[jqv1.Su
 	if err != nil {
 		return nil, err
 	}
+	if err := stampSubmitter(ctx, &p); err != nil {
+		return nil, err
+	}
 	s.trace.stamp(ctx, &p)
 	res, err := s.engine.Submit(ctx, p)
 	if err != nil {
@@ -116,6 +119,9 @@ func (s *jobService) SubmitJobs(ctx context.Context, req *connect.Request[jqv1.S
 	for i, spec := range specs {
 		p, err := specToParams(spec, s.limits.MaxPayloadBytes, now)
 		if err != nil {
+			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+		if err := stampSubmitter(ctx, &p); err != nil {
 			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
 		}
 		s.trace.stamp(ctx, &p)

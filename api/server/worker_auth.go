@@ -37,6 +37,11 @@ func (s *workerService) ownWorker(ctx context.Context, id string) error {
 	return nil
 }
 
+func isAdmin(ctx context.Context) bool {
+	p, ok := auth.FromContext(ctx)
+	return ok && p.IsAdmin()
+}
+
 // checkRegistration applies the principal's queue list and the worker-count limits.
 func (s *workerService) checkRegistration(ctx context.Context, id string, queues []string) error {
 	if p, restricted := auth.Restricted(ctx); restricted {

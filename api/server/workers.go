@@ -68,7 +68,7 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 	}
 	w, err := s.store.WorkerRegister(ctx, store.WorkerRegisterParams{
 		ID: m.GetWorkerId(), Hostname: m.GetHostname(), Concurrency: int(m.GetConcurrency()),
-		Queues: queues, Version: m.GetVersion(), Principal: auth.Owner(ctx),
+		Queues: queues, Version: m.GetVersion(), Principal: auth.Owner(ctx), AnyOwner: isAdmin(ctx),
 	})
 	if err != nil {
 		return nil, err

@@ -120,6 +120,11 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	if len(p.Labels) > 0 {
 		where = append(where, "labels @> "+arg(jsonText(p.Labels))+"::jsonb")
 	}
+	if p.Principal != "" {
+		// No index of its own (it would be one more write per job): a producer's list walks the
+		// newest-first index and filters, as a label filter does.
+		where = append(where, "principal = "+arg(p.Principal))
+	}
 	if cursor != nil {
 		where = append(where, "(jobs.created_at, jobs.id) < ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
 	}

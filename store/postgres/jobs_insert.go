@@ -30,9 +30,9 @@ WITH input AS (
     SELECT t.*, now() + (t.ord - 1) * interval '1 microsecond' AS created_at
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::smallint[], $6::integer[],
                 $7::bigint[], $8::bigint[], $9::timestamptz[], $10::text[], $11::bytea[], $12::text[],
-                $13::boolean[], $14::text[])
+                $13::boolean[], $14::text[], $15::text[])
          WITH ORDINALITY AS t(id, queue, type, payload, priority, max_retries, ttl_ms, timeout_ms, run_at,
-                              idempotency_key, spec_hash, labels, keep_result, trace_context, ord)
+                              idempotency_key, spec_hash, labels, keep_result, trace_context, principal, ord)
 ),
 -- The KEY SHARE lock on each distinct queue row, taken once per statement, is what the foreign key
 -- used to take per row (migration 000003): a queue delete waits for this insert to commit, and an
@@ -55,12 +55,12 @@ resolved AS (
 inserted AS (
     INSERT INTO jobs (id, queue, type, payload, priority, state, max_retries, ttl_ms, timeout_ms,
                       not_before, expires_at, idempotency_key, spec_hash, labels, keep_result,
-                      trace_context, created_at, updated_at)
+                      trace_context, created_at, updated_at, principal)
     SELECT id, r_queue, type, coalesce(payload, ''), priority, 'PENDING', r_max_retries, r_ttl_ms, timeout_ms,
            coalesce(run_at, created_at),
            CASE WHEN r_ttl_ms > 0 THEN coalesce(run_at, created_at) + r_ttl_ms * interval '1 millisecond' END,
            idempotency_key, spec_hash, labels::jsonb, keep_result, trace_context::jsonb,
-           created_at, created_at
+           created_at, created_at, principal
     FROM resolved
     ORDER BY queue, idempotency_key, ord
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
@@ -145,6 +145,7 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 		labels       = make([]string, n)
 		keepResults  = make([]bool, n)
 		traceContext = make([]string, n)
+		principals   = make([]string, n)
 		index        = make(map[string]int, n) // job id → position in ps
 	)
 	for i, p := range ps {
@@ -182,10 +183,11 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 		labels[i] = jsonText(p.Labels)
 		keepResults[i] = p.KeepResult
 		traceContext[i] = jsonText(p.TraceContext)
+		principals[i] = p.Principal
 	}
 
 	rows, err := tx.Query(ctx, sqlJobInsertMany, ids, queues, types, payloads, priorities, maxRetries,
-		ttls, timeouts, runAts, keys, hashes, labels, keepResults, traceContext)
+		ttls, timeouts, runAts, keys, hashes, labels, keepResults, traceContext, principals)
 	if err != nil {
 		return nil, translateInsertError(err)
 	}
@@ -229,7 +231,7 @@ func insertedJob(id string, p store.JobInsertParams, timeoutMS int64, maxRetries
 		ID: id, Queue: p.Queue, Type: p.Type, Payload: payload, Priority: p.Priority,
 		State: queue.StatePending, MaxRetries: maxRetries, TTL: fromMillis(ttlMS), Timeout: fromMillis(timeoutMS),
 		NotBefore: notBefore.UTC(), ExpiresAt: deref(expiresAt), IdempotencyKey: p.IdempotencyKey,
-		KeepResult: p.KeepResult, CreatedAt: created, UpdatedAt: created,
+		KeepResult: p.KeepResult, CreatedAt: created, UpdatedAt: created, Principal: p.Principal,
 	}
 	if len(p.Labels) > 0 {
 		j.Labels = maps.Clone(p.Labels)

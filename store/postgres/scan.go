@@ -15,7 +15,7 @@ const (
 	jobColumns = `id::text, queue, type, payload, priority, state, max_retries, retry_count, attempt,
 		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, labels, keep_result, trace_context,
 		worker_id, last_error, failure_reason, result, result_checksum,
-		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested`
+		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal`
 
 	queueColumns = `name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms, paused,
 		created_at, updated_at`
@@ -40,7 +40,7 @@ func scanJob(row pgx.Row) (*queue.Job, error) {
 	err := row.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &j.Priority, &state, &j.MaxRetries,
 		&j.RetryCount, &j.Attempt, &ttlMS, &timeoutMS, &j.NotBefore, &expiresAt, &j.IdempotencyKey,
 		&labels, &j.KeepResult, &traceContext, &j.WorkerID, &j.LastError, &j.FailureReason, &j.Result,
-		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt, &j.NoRetry, &j.CancelRequested)
+		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt, &j.NoRetry, &j.CancelRequested, &j.Principal)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ ON CONFLICT (id) DO UPDATE SET
     queues = excluded.queues, version = excluded.version, started_at = now(),
     last_heartbeat_at = now(), updated_at = now(), shutdown_requested = false,
     principal = CASE WHEN w.principal = '' THEN excluded.principal ELSE w.principal END
-WHERE excluded.principal = '' OR w.principal = '' OR w.principal = excluded.principal
+WHERE excluded.principal = '' OR w.principal = '' OR w.principal = excluded.principal OR $7
 RETURNING ` + workerColumns
 
 	sqlWorkerCounts = `-- name: worker_counts
@@ -61,7 +61,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 	if queues == nil {
 		queues = []string{}
 	}
-	w, err := scanWorker(s.pool.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version, p.Principal))
+	w, err := scanWorker(s.pool.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version, p.Principal, p.AnyOwner))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: worker id %q is registered by another principal", queue.ErrPermissionDenied, p.ID)
 	}

@@ -211,6 +211,28 @@ func runIdempotencyTests(t *testing.T, newStore NewStoreFunc) {
 		require.Len(t, b.events(first.ID), 1, "no second submission event")
 	})
 
+	t.Run("Principal", func(t *testing.T) {
+		b := setup(t, newStore)
+		p := b.job("t")
+		p.IdempotencyKey, p.Principal = "order-7", "token:a"
+		first := b.insertOne(p)
+		require.Equal(t, "token:a", first.Principal)
+		got, err := b.s.JobGet(b.ctx, first.ID)
+		require.NoError(t, err)
+		require.Equal(t, "token:a", got.Principal)
+		// The same key and spec from another principal conflicts: it is not handed a job it may not see.
+		p.Principal = "token:b"
+		_, err = b.s.JobInsertMany(b.ctx, []store.JobInsertParams{p})
+		require.ErrorIs(t, err, queue.ErrIdempotencyConflict)
+		q := b.job("t")
+		q.Principal = "token:b"
+		other := b.insertOne(q)
+		mine := b.listAll(store.JobListParams{Queue: b.queue, Principal: "token:b"})
+		require.Len(t, mine, 1)
+		require.Equal(t, other.ID, mine[0].ID)
+		require.Len(t, b.listAll(store.JobListParams{Queue: b.queue}), 2)
+	})
+
 	t.Run("DifferentSpecConflicts", func(t *testing.T) {
 		b := setup(t, newStore)
 		p := b.job("t")

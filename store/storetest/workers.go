@@ -57,6 +57,10 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		// The owner registers again; so does a caller without a principal, keeping the owner.
 		_, err = reg("token:a")
 		require.NoError(t, err)
+		// An admin may register it; the owner stays.
+		w, err = b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Concurrency: 1, Queues: []string{b.queue}, Principal: "token:admin", AnyOwner: true})
+		require.NoError(t, err)
+		require.Equal(t, "token:a", w.Principal)
 		w, err = reg("")
 		require.NoError(t, err)
 		require.Equal(t, "token:a", w.Principal)
