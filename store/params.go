@@ -71,8 +71,8 @@ type JobListParams struct {
 	Labels map[string]string // all of these
 	// Principal, when set, lists only the jobs that principal submitted.
 	Principal string
-	Limit     int // 0: DefaultListLimit; capped at MaxListLimit
-	Cursor string            // NextCursor of the previous page; "": first page
+	Limit     int    // 0: DefaultListLimit; capped at MaxListLimit
+	Cursor    string // NextCursor of the previous page; "": first page
 }
 
 // JobListResult is one page of jobs, newest first.

@@ -78,7 +78,7 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, b.s.WorkerDeregister(b.ctx, ids[2])) // OFFLINE: not counted
-		c, err := b.s.WorkerCounts(b.ctx, owner, ids[0])       // ids[0] re-registering: not counted
+		c, err := b.s.WorkerCounts(b.ctx, owner, ids[0])        // ids[0] re-registering: not counted
 		require.NoError(t, err)
 		require.Equal(t, 1, c.LiveOfPrincipal)
 		require.GreaterOrEqual(t, c.Live, before.Live+1)
