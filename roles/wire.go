@@ -68,6 +68,12 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	}()
 	dsn := cfg.DB.DSN()
 	reg := telemetry.NewRegistry()
+	// Before any connection: an unsafe or broken auth configuration stops the server at once.
+	refused := telemetry.NewAuthMetrics(reg) // jq_auth_denied_total, jq_api_limited_total
+	authn, err := server.BuildAuth(cfg, log, refused)
+	if err != nil {
+		return nil, err
+	}
 	st, err := postgres.New(ctx, postgres.Config{
 		DSN:            dsn,
 		MaxConns:       int32(cfg.DB.PoolSize), //nolint:gosec // validated 1..10000
@@ -158,8 +164,9 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		Shutdown: ctx.Done(),
 		Tracing:  apiTracing(tr),
 
-		RPCMetrics: telemetry.NewRPCMetrics(reg),  // jq_grpc_request_duration_seconds
-		Refused:    telemetry.NewAuthMetrics(reg), // jq_auth_denied_total, jq_api_limited_total
+		RPCMetrics: telemetry.NewRPCMetrics(reg), // jq_grpc_request_duration_seconds
+		Refused:    refused,
+		Auth:       authn,
 		Background: []func(context.Context) (stop func()){maint.Start, depth.Start},
 	})
 	if err != nil {

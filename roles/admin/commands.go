@@ -33,7 +33,7 @@ type Commands struct {
 	PurgeDLQ PurgeDLQCmd `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs with their history (all queues or one); refuses without --yes."`
 	Bench    BenchCmd    `cmd:"" help:"Load generator: submit jobs and report submit and end-to-end throughput and latency."`
 	Events   EventsCmd   `cmd:"" help:"Lifecycle events."`
-	Token    TokenCmd    `cmd:"" help:"API tokens: issue one for a server's auth.tokens (no server needed)."`
+	Tokens   TokenCmd    `cmd:"" name:"token" help:"API tokens: issue one for a server's auth.tokens (no server needed)."`
 }
 
 // JobCmd groups the job commands.

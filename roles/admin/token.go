@@ -16,17 +16,17 @@ type TokenCmd struct {
 // TokenNewCmd is `token new`.
 type TokenNewCmd struct {
 	Name   string   `help:"Name of the principal (logs, metrics, ownership of workers and jobs)." required:""`
-	Role   []string `help:"Roles: producer, worker, viewer, admin (repeatable or comma-separated)." required:"" sep:","`
+	Roles  []string `help:"Roles: producer, worker, viewer, admin (comma-separated)." required:"" sep:","`
 	Queues []string `help:"Queues the principal may use (workers: take jobs from; producers: submit to); default all." sep:","`
 }
 
 // Run issues the token. It runs offline: the server learns the hash from its configuration.
 func (c *TokenNewCmd) Run(re *runEnv) error {
-	roles := make([]auth.Role, 0, len(c.Role))
-	for _, r := range c.Role {
+	roles := make([]auth.Role, 0, len(c.Roles))
+	for _, r := range c.Roles {
 		role, err := auth.ParseRole(r)
 		if err != nil {
-			return usagef("--role: %v", err)
+			return usagef("--roles: %v", err)
 		}
 		roles = append(roles, role)
 	}

@@ -15,11 +15,11 @@ import (
 	"github.com/jq-dev/jq/config"
 )
 
-// buildAuth returns the API's authenticator, or nil when authentication is off. It refuses the
+// BuildAuth returns the API's authenticator, or nil when authentication is off. It refuses the
 // unsafe configurations: authentication off on a non-loopback address without
 // auth.allow_insecure, authentication on with no credential configured (nobody could get in),
 // and certificate rules without client certificates.
-func buildAuth(cfg *config.Config, log *zap.Logger, denied func(string)) (*auth.Authenticator, error) {
+func BuildAuth(cfg *config.Config, log *zap.Logger, denied func(string)) (*auth.Authenticator, error) {
 	host := cfg.GRPC.Host
 	where := fmt.Sprintf("grpc.host %q", host)
 	if host == "" {

@@ -62,9 +62,10 @@ type Deps struct {
 	Tracing apiserver.Tracing
 	// RPCMetrics times every API call (jq_grpc_request_duration_seconds; nil: not measured).
 	RPCMetrics apiserver.RPCObserver
-	// Refused counts requests refused by authentication, authorization or a limit
-	// (jq_auth_denied_total, jq_api_limited_total; nil: not counted).
+	// Refused counts requests refused by a limit (jq_api_limited_total; nil: not counted).
 	Refused func(reason string)
+	// Auth authenticates and authorizes the API's callers (BuildAuth; nil: authentication off).
+	Auth *auth.Authenticator
 }
 
 // Relay is the outbox relay (queue/outbox).
@@ -95,11 +96,7 @@ func New(deps Deps) (*Server, error) {
 	if deps.Refused == nil {
 		deps.Refused = func(string) {}
 	}
-	a, err := buildAuth(deps.Config, deps.Log, deps.Refused)
-	if err != nil {
-		return nil, err
-	}
-	return &Server{deps: deps, log: deps.Log, auth: a, listening: make(chan struct{})}, nil
+	return &Server{deps: deps, log: deps.Log, auth: deps.Auth, listening: make(chan struct{})}, nil
 }
 
 // Listening is closed once both listeners are bound.
