@@ -26,6 +26,7 @@ import (
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -486,4 +487,76 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, reason string) f
 	}
 	t.Fatalf("no %s{reason=%q}", name, reason)
 	return 0
+}
+
+// TestWorkerAndStreamLimits: a principal past auth.max_workers_per_principal or
+// auth.max_streams_per_principal gets RESOURCE_EXHAUSTED; a worker registering again does not count
+// twice, and a closed stream frees its slot.
+func TestWorkerAndStreamLimits(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := stores.Postgres(ctx, t, 8)
+	disp := stores.Dispatcher(ctx, t)
+	eng, err := engine.New(engine.Options{Store: st, Dispatcher: disp, Notifier: st, Log: zaptest.NewLogger(t)})
+	require.NoError(t, err)
+	engCtx, stopEngine := context.WithCancel(context.Background())
+	engDone := make(chan struct{})
+	go func() { _ = eng.Run(engCtx); close(engDone) }()
+	defer func() { eng.CloseSessions(); stopEngine(); <-engDone }()
+
+	tok, err := auth.NewToken()
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	refused := telemetry.NewAuthMetrics(reg)
+	a, err := auth.New(auth.Options{Denied: refused,
+		Tokens: []auth.TokenEntry{{Name: "w", Roles: []auth.Role{auth.RoleWorker}, SHA256: auth.HashToken(tok), Queues: []string{"default"}}}})
+	require.NoError(t, err)
+	addr := serveAuth(t, apiserver.Options{Store: st, Engine: eng, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
+		Limits: apiserver.Limits{MaxWorkers: 100, MaxWorkersPerPrincipal: 2, MaxStreams: 100, MaxStreamsPerPrincipal: 1}})
+	cl, err := client.New(client.Options{Addr: addr, Token: tok})
+	require.NoError(t, err)
+	defer cl.Close()
+	register := func(id string, queues ...string) error {
+		if len(queues) == 0 {
+			queues = []string{"default"}
+		}
+		_, err := cl.Workers.RegisterWorker(ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{WorkerId: id, Hostname: "h", Concurrency: 1, Queues: queues}))
+		return err
+	}
+	requireCode(t, connect.CodePermissionDenied, register("w0", "other"), "a queue outside the principal's list")
+	require.NoError(t, register("w1"))
+	require.NoError(t, register("w2"))
+	require.NoError(t, register("w1"), "registering again is not one more worker")
+	err = register("w3")
+	requireCode(t, connect.CodeResourceExhausted, err)
+	require.Contains(t, err.Error(), "auth.max_workers_per_principal")
+
+	open := func(ctx context.Context, id string) (*connect.ServerStreamForClient[jqv1.StreamJobsResponse], error) {
+		s, err := cl.Workers.StreamJobs(ctx, connect.NewRequest(&jqv1.StreamJobsRequest{WorkerId: id}))
+		if err != nil {
+			return nil, err
+		}
+		if !s.Receive() {
+			return nil, s.Err()
+		}
+		return s, nil
+	}
+	sctx, closeFirst := context.WithCancel(ctx)
+	first, err := open(sctx, "w1")
+	require.NoError(t, err)
+	_, err = open(ctx, "w2")
+	requireCode(t, connect.CodeResourceExhausted, err)
+	require.Contains(t, err.Error(), "auth.max_streams_per_principal")
+	closeFirst()
+	_ = first.Close()
+	testenv.Eventually(t, 10*time.Second, func() error {
+		s, err := open(ctx, "w2")
+		if err == nil {
+			_ = s.Close()
+		}
+		return err
+	})
+	require.Equal(t, 1.0, counterValue(t, reg, "jq_api_limited_total", auth.ReasonWorkerLimit))
+	require.GreaterOrEqual(t, counterValue(t, reg, "jq_api_limited_total", auth.ReasonStreamLimit), 1.0)
 }
