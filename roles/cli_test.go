@@ -132,3 +132,18 @@ func TestProducerRoleNotYetAvailable(t *testing.T) {
 	require.Equal(t, roles.ExitError, r.code)
 	require.Contains(t, r.stderr, "producer component is not implemented yet")
 }
+
+// TestAllRoleListsOnLoopback: local development needs no credentials because --role=all listens
+// on 127.0.0.1 unless grpc.host says otherwise; a server keeps "" (every interface, auth on).
+// The token never shows in --print-config.
+func TestAllRoleListsOnLoopback(t *testing.T) {
+	t.Parallel()
+	r := runJQ(t, []string{"JQ_TOKEN=jq_canary-token"}, "--role=all", "--print-config")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^\s+host: 127\.0\.0\.1$`, r.stdout)
+	require.NotContains(t, r.stdout, "jq_canary-token")
+	r = runJQ(t, []string{"JQ_GRPC_HOST=0.0.0.0"}, "--role=all", "--print-config")
+	require.Regexp(t, `(?m)^\s+host: 0\.0\.0\.0$`, r.stdout)
+	r = runJQ(t, nil, "--role=server", "--print-config")
+	require.Regexp(t, `(?m)^\s+host: ""$`, r.stdout)
+}
