@@ -279,6 +279,18 @@ type Worker struct {
 	// TestHandlers registers the "fault" handler (panics, exits the process,
 	// ignores cancellation) for fault-injection tests. Never in production.
 	TestHandlers bool `koanf:"test_handlers"`
+	// Exec switches on the exec handler; see WorkerExec.
+	Exec WorkerExec `koanf:"exec"`
+}
+
+// WorkerExec controls the exec handler, which runs a program per job: off by
+// default, because with it on whoever can submit a job runs programs on the
+// worker. Allow lists the programs as absolute paths; a job's argv[0] must be
+// one of them exactly (after filepath.Clean, no PATH lookup, symbolic links
+// not resolved). A shell runs only when a shell is itself listed.
+type WorkerExec struct {
+	Enabled bool     `koanf:"enabled"`
+	Allow   []string `koanf:"allow"`
 }
 
 // HeartbeatInterval is the pause between worker heartbeats.
@@ -364,6 +376,7 @@ func Default() Config {
 			ShutdownGraceS:     60,
 			MetricsPort:        9091,
 			HealthPort:         8081,
+			Exec:               WorkerExec{Allow: []string{}},
 		},
 	}
 }

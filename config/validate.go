@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -200,6 +201,14 @@ func (c *Config) validateWorker(p *checker) {
 	p.distinctPorts(map[string]int{"worker.metrics_port": w.MetricsPort, "worker.health_port": w.HealthPort})
 	if (w.TLS.CertPath == "") != (w.TLS.KeyPath == "") {
 		p.add("worker.tls", "cert_path and key_path must be set together")
+	}
+	if w.Exec.Enabled && len(w.Exec.Allow) == 0 {
+		p.add("worker.exec.allow", "must list at least one program (an absolute path) when worker.exec.enabled is true")
+	}
+	for i, prog := range w.Exec.Allow {
+		if !filepath.IsAbs(prog) {
+			p.add("worker.exec.allow["+strconv.Itoa(i)+"]", "must be an absolute path, got %q", prog)
+		}
 	}
 }
 

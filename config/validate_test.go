@@ -105,6 +105,15 @@ func TestValidateRules(t *testing.T) {
 			c.Worker.ID = "has space"
 			c.Worker.TLS.CertPath = "/cert.pem"
 		}, []string{"worker.server_addr:", "worker.id:", "worker.tls: cert_path and key_path must be set together"}},
+		{"exec enabled without allow", func(c *config.Config) { c.Worker.Exec.Enabled = true },
+			[]string{"worker.exec.allow: must list at least one program (an absolute path) when worker.exec.enabled is true"}},
+		{"exec allow relative", func(c *config.Config) {
+			c.Worker.Exec.Enabled = true
+			c.Worker.Exec.Allow = []string{"/usr/bin/convert", "convert", "./bin/gzip", ""}
+		}, []string{`worker.exec.allow[1]: must be an absolute path, got "convert"`, `worker.exec.allow[2]: must be an absolute path, got "./bin/gzip"`,
+			`worker.exec.allow[3]: must be an absolute path, got ""`}},
+		{"exec allow checked while disabled", func(c *config.Config) { c.Worker.Exec.Allow = []string{"sh"} },
+			[]string{`worker.exec.allow[0]: must be an absolute path, got "sh"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +145,22 @@ func TestValidateAcceptsVariants(t *testing.T) {
 	c.Worker.ID = "host-1234"
 	c.Worker.TLS = config.WorkerTLS{CertPath: "/c", KeyPath: "/k", CAPath: "/ca"}
 	c.Tracing.SampleRatio = 0
+	c.Worker.Exec = config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/local/bin/../bin/x"}}
 	require.NoError(t, c.Validate())
+}
+
+func TestExecConfig(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "worker:\n  exec:\n    enabled: true\n")
+	err := loadErr(t, config.LoadOptions{File: path, Environ: []string{"JQ_WORKER_EXEC_ALLOW=convert"}})
+	require.ErrorContains(t, err, "worker.exec.allow[0]: must be an absolute path")
+	require.Len(t, strings.Split(err.Error(), "\n"), 1, "one line per problem")
+	err = loadErr(t, config.LoadOptions{File: path})
+	require.EqualError(t, err, "worker.exec.allow: must list at least one program (an absolute path) when worker.exec.enabled is true")
+
+	cfg, _ := load(t, config.LoadOptions{File: path, Environ: []string{"JQ_WORKER_EXEC_ALLOW=/usr/bin/convert, /usr/bin/gzip"}})
+	require.Equal(t, config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/bin/gzip"}}, cfg.Worker.Exec)
+	require.False(t, config.Default().Worker.Exec.Enabled, "exec is off by default")
 }
 
 func TestFieldError(t *testing.T) {
