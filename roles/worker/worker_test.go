@@ -47,7 +47,7 @@ func setupWith(t *testing.T, grace int, shutdown <-chan struct{}) *bundle {
 	cfg.Worker.ID = "w-" + t.Name()
 	srv := executortest.NewServer(executortest.Options{HeartbeatInterval: time.Hour})
 	mux := queue.NewMux()
-	handlers.Register(mux)
+	handlers.Register(mux, nil)
 	w, err := worker.New(worker.Deps{
 		Config: &cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Handlers: mux, Conn: srv,
 		Shutdown: shutdown,
@@ -170,4 +170,19 @@ func TestShutdownSignalTurnsReadinessOff(t *testing.T) {
 		t.Fatalf("the component stopped on its own: %v", err)
 	default:
 	}
+}
+
+// TestExecDisabledByDefault: the stock worker reports an exec job as a
+// permanent failure that says why, so the server dead-letters it at once.
+func TestExecDisabledByDefault(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 5)
+	j := &queue.Job{ID: "00000000-0000-4000-8000-000000000003", Queue: "default", Type: "exec", Payload: []byte(`{"argv": ["/bin/sh", "-c", "true"]}`)}
+	b.srv.Submit(j)
+	require.Eventually(t, func() bool { return len(b.srv.ReportsFor(j.ID)) == 1 }, 10*time.Second, 5*time.Millisecond)
+	r := b.srv.ReportsFor(j.ID)[0]
+	require.False(t, r.Success)
+	require.True(t, r.Permanent)
+	require.Equal(t, executor.ReasonError, r.Reason)
+	require.Equal(t, "exec handler is disabled on this worker (worker.exec.enabled)", r.Error)
 }
