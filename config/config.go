@@ -236,10 +236,14 @@ func (s Scheduler) TimeoutGrace() time.Duration { return seconds(s.TimeoutGraceS
 // a lock never outlives the assignment it protects.
 func (s Scheduler) LockTTL() time.Duration { return s.AssignmentTimeout() }
 
-// Metrics is the server's Prometheus endpoint.
+// Metrics is the Prometheus endpoint of the server (Port) and the worker
+// (Worker.MetricsPort). Pprof adds the Go profiler's /debug/pprof/ on the same
+// port; off by default, since profiles expose the process's internals and a
+// CPU profile or trace costs CPU while it runs.
 type Metrics struct {
 	Enabled bool `koanf:"enabled"`
 	Port    int  `koanf:"port"`
+	Pprof   bool `koanf:"pprof"`
 }
 
 // Health is the server's /healthz and /readyz endpoint.
@@ -275,6 +279,7 @@ type Worker struct {
 	ShutdownGraceS     int       `koanf:"shutdown_grace_s"`
 	MetricsPort        int       `koanf:"metrics_port"`
 	HealthPort         int       `koanf:"health_port"`
+	BindHost           string    `koanf:"bind_host"` // metrics and health listen address, like grpc.host; "" = all interfaces
 	TLS                WorkerTLS `koanf:"tls"`
 	// TestHandlers registers the "fault" handler (panics, exits the process,
 	// ignores cancellation) for fault-injection tests. Never in production.

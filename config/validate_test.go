@@ -114,6 +114,9 @@ func TestValidateRules(t *testing.T) {
 			`worker.exec.allow[3]: must be an absolute path, got ""`}},
 		{"exec allow checked while disabled", func(c *config.Config) { c.Worker.Exec.Allow = []string{"sh"} },
 			[]string{`worker.exec.allow[0]: must be an absolute path, got "sh"`}},
+		{"bind host", func(c *config.Config) { c.Worker.BindHost = "127.0.0.1:9091" },
+			[]string{`worker.bind_host: must be an IP address or a host name without a port ("" = all interfaces), got "127.0.0.1:9091"`}},
+		{"bind host brackets", func(c *config.Config) { c.Worker.BindHost = "[::1]" }, []string{"worker.bind_host:"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +150,10 @@ func TestValidateAcceptsVariants(t *testing.T) {
 	c.Tracing.SampleRatio = 0
 	c.Worker.Exec = config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/local/bin/../bin/x"}}
 	require.NoError(t, c.Validate())
+	for _, h := range []string{"127.0.0.1", "::1", "0.0.0.0", "localhost", "worker-1.example.internal"} {
+		c.Worker.BindHost = h
+		require.NoError(t, c.Validate(), h)
+	}
 }
 
 func TestExecConfig(t *testing.T) {
@@ -161,6 +168,15 @@ func TestExecConfig(t *testing.T) {
 	cfg, _ := load(t, config.LoadOptions{File: path, Environ: []string{"JQ_WORKER_EXEC_ALLOW=/usr/bin/convert, /usr/bin/gzip"}})
 	require.Equal(t, config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/bin/gzip"}}, cfg.Worker.Exec)
 	require.False(t, config.Default().Worker.Exec.Enabled, "exec is off by default")
+}
+
+func TestListenerConfig(t *testing.T) {
+	t.Parallel()
+	require.False(t, config.Default().Metrics.Pprof, "pprof is off by default")
+	require.Empty(t, config.Default().Worker.BindHost, "all interfaces, as before")
+	cfg, _ := load(t, config.LoadOptions{Environ: []string{"JQ_METRICS_PPROF=true", "JQ_WORKER_BIND_HOST=127.0.0.1"}})
+	require.True(t, cfg.Metrics.Pprof)
+	require.Equal(t, "127.0.0.1", cfg.Worker.BindHost)
 }
 
 func TestFieldError(t *testing.T) {
