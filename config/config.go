@@ -302,10 +302,14 @@ func (s Scheduler) TimeoutGrace() time.Duration { return seconds(s.TimeoutGraceS
 // a lock never outlives the assignment it protects.
 func (s Scheduler) LockTTL() time.Duration { return s.AssignmentTimeout() }
 
-// Metrics is the server's Prometheus endpoint.
+// Metrics is the Prometheus endpoint of the server (Port) and the worker
+// (Worker.MetricsPort). Pprof adds the Go profiler's /debug/pprof/ on the same
+// port; off by default, since profiles expose the process's internals and a
+// CPU profile or trace costs CPU while it runs.
 type Metrics struct {
 	Enabled bool `koanf:"enabled"`
 	Port    int  `koanf:"port"`
+	Pprof   bool `koanf:"pprof"`
 }
 
 // Health is the server's /healthz and /readyz endpoint.
@@ -341,10 +345,23 @@ type Worker struct {
 	ShutdownGraceS     int       `koanf:"shutdown_grace_s"`
 	MetricsPort        int       `koanf:"metrics_port"`
 	HealthPort         int       `koanf:"health_port"`
+	BindHost           string    `koanf:"bind_host"` // metrics and health listen address, like grpc.host; "" = all interfaces
 	TLS                WorkerTLS `koanf:"tls"`
 	// TestHandlers registers the "fault" handler (panics, exits the process,
 	// ignores cancellation) for fault-injection tests. Never in production.
 	TestHandlers bool `koanf:"test_handlers"`
+	// Exec switches on the exec handler; see WorkerExec.
+	Exec WorkerExec `koanf:"exec"`
+}
+
+// WorkerExec controls the exec handler, which runs a program per job: off by
+// default, because with it on whoever can submit a job runs programs on the
+// worker. Allow lists the programs as absolute paths; a job's argv[0] must be
+// one of them exactly (after filepath.Clean, no PATH lookup, symbolic links
+// not resolved). A shell runs only when a shell is itself listed.
+type WorkerExec struct {
+	Enabled bool     `koanf:"enabled"`
+	Allow   []string `koanf:"allow"`
 }
 
 // HeartbeatInterval is the pause between worker heartbeats.
@@ -432,6 +449,7 @@ func Default() Config {
 			ShutdownGraceS:     60,
 			MetricsPort:        9091,
 			HealthPort:         8081,
+			Exec:               WorkerExec{Allow: []string{}},
 		},
 		Auth: Auth{
 			Enabled:                AuthAuto,

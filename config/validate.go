@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -44,6 +45,7 @@ var (
 	topicRE      = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 	keyPrefixRE  = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 	workerIDRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$`)
+	hostnameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$`)
 	logLevels    = []string{"trace", "debug", "info", "warn", "error"}
 	logFormats   = []string{"json", "text"}
 	sslModes     = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
@@ -222,6 +224,17 @@ func (c *Config) validateWorker(p *checker) {
 	p.distinctPorts(map[string]int{"worker.metrics_port": w.MetricsPort, "worker.health_port": w.HealthPort})
 	if (w.TLS.CertPath == "") != (w.TLS.KeyPath == "") {
 		p.add("worker.tls", "cert_path and key_path must be set together")
+	}
+	if w.BindHost != "" && net.ParseIP(w.BindHost) == nil && !hostnameRE.MatchString(w.BindHost) {
+		p.add("worker.bind_host", "must be an IP address or a host name without a port (\"\" = all interfaces), got %q", w.BindHost)
+	}
+	if w.Exec.Enabled && len(w.Exec.Allow) == 0 {
+		p.add("worker.exec.allow", "must list at least one program (an absolute path) when worker.exec.enabled is true")
+	}
+	for i, prog := range w.Exec.Allow {
+		if !filepath.IsAbs(prog) {
+			p.add("worker.exec.allow["+strconv.Itoa(i)+"]", "must be an absolute path, got %q", prog)
+		}
 	}
 }
 

@@ -105,6 +105,18 @@ func TestValidateRules(t *testing.T) {
 			c.Worker.ID = "has space"
 			c.Worker.TLS.CertPath = "/cert.pem"
 		}, []string{"worker.server_addr:", "worker.id:", "worker.tls: cert_path and key_path must be set together"}},
+		{"exec enabled without allow", func(c *config.Config) { c.Worker.Exec.Enabled = true },
+			[]string{"worker.exec.allow: must list at least one program (an absolute path) when worker.exec.enabled is true"}},
+		{"exec allow relative", func(c *config.Config) {
+			c.Worker.Exec.Enabled = true
+			c.Worker.Exec.Allow = []string{"/usr/bin/convert", "convert", "./bin/gzip", ""}
+		}, []string{`worker.exec.allow[1]: must be an absolute path, got "convert"`, `worker.exec.allow[2]: must be an absolute path, got "./bin/gzip"`,
+			`worker.exec.allow[3]: must be an absolute path, got ""`}},
+		{"exec allow checked while disabled", func(c *config.Config) { c.Worker.Exec.Allow = []string{"sh"} },
+			[]string{`worker.exec.allow[0]: must be an absolute path, got "sh"`}},
+		{"bind host", func(c *config.Config) { c.Worker.BindHost = "127.0.0.1:9091" },
+			[]string{`worker.bind_host: must be an IP address or a host name without a port ("" = all interfaces), got "127.0.0.1:9091"`}},
+		{"bind host brackets", func(c *config.Config) { c.Worker.BindHost = "[::1]" }, []string{"worker.bind_host:"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +148,35 @@ func TestValidateAcceptsVariants(t *testing.T) {
 	c.Worker.ID = "host-1234"
 	c.Worker.TLS = config.WorkerTLS{CertPath: "/c", KeyPath: "/k", CAPath: "/ca"}
 	c.Tracing.SampleRatio = 0
+	c.Worker.Exec = config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/local/bin/../bin/x"}}
 	require.NoError(t, c.Validate())
+	for _, h := range []string{"127.0.0.1", "::1", "0.0.0.0", "localhost", "worker-1.example.internal"} {
+		c.Worker.BindHost = h
+		require.NoError(t, c.Validate(), h)
+	}
+}
+
+func TestExecConfig(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "worker:\n  exec:\n    enabled: true\n")
+	err := loadErr(t, config.LoadOptions{File: path, Environ: []string{"JQ_WORKER_EXEC_ALLOW=convert"}})
+	require.ErrorContains(t, err, "worker.exec.allow[0]: must be an absolute path")
+	require.Len(t, strings.Split(err.Error(), "\n"), 1, "one line per problem")
+	err = loadErr(t, config.LoadOptions{File: path})
+	require.EqualError(t, err, "worker.exec.allow: must list at least one program (an absolute path) when worker.exec.enabled is true")
+
+	cfg, _ := load(t, config.LoadOptions{File: path, Environ: []string{"JQ_WORKER_EXEC_ALLOW=/usr/bin/convert, /usr/bin/gzip"}})
+	require.Equal(t, config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/bin/gzip"}}, cfg.Worker.Exec)
+	require.False(t, config.Default().Worker.Exec.Enabled, "exec is off by default")
+}
+
+func TestListenerConfig(t *testing.T) {
+	t.Parallel()
+	require.False(t, config.Default().Metrics.Pprof, "pprof is off by default")
+	require.Empty(t, config.Default().Worker.BindHost, "all interfaces, as before")
+	cfg, _ := load(t, config.LoadOptions{Environ: []string{"JQ_METRICS_PPROF=true", "JQ_WORKER_BIND_HOST=127.0.0.1"}})
+	require.True(t, cfg.Metrics.Pprof)
+	require.Equal(t, "127.0.0.1", cfg.Worker.BindHost)
 }
 
 func TestFieldError(t *testing.T) {

@@ -174,13 +174,14 @@ func newAdminE2E(t *testing.T) (*cluster, adminCLI) {
 	return c, adminCLI{t: t, addr: se.addr()}
 }
 
-func (c *cluster) startFastWorker(id, queues string) *jqProcess {
+func (c *cluster) startFastWorker(id, queues string, extraEnv ...string) *jqProcess {
 	c.t.Helper()
 	env := []string{
 		"JQ_WORKER_HEALTH_PORT=" + fmt.Sprint(freePort(c.t)),
 		"JQ_WORKER_METRICS_PORT=" + fmt.Sprint(freePort(c.t)),
 		"JQ_WORKER_HEARTBEAT_INTERVAL_S=1",
 	}
+	env = append(env, extraEnv...)
 	return startJQ(c.t, env, "--role=worker", "--server-addr", c.servers[0].addr(), "--worker-id", id,
 		"--concurrency", "4", "--queues", queues)
 }
@@ -193,10 +194,12 @@ func TestAdminJobsE2E(t *testing.T) {
 	q := a.json([]string{"queue"}, "queue", "create", "e2e", "--max-retries", "0", "--backoff-base", "100ms")
 	requireFields(t, q["queue"], queueFields)
 	a.fails(1, `queue "e2e" already exists`, "queue", "create", "e2e")
-	c.startFastWorker("w-jobs", "default,e2e")
+	echo, fail := program(t, "echo"), program(t, "false")
+	c.startFastWorker("w-jobs", "default,e2e", execEnv(echo, fail)...)
 
 	// Submit → DONE, with the handler's output as the result.
-	id := a.submit("--queue", "e2e", "--type", "exec", "--payload", `{"argv":["echo","hello"]}`, "--label", "team=ops")
+	payload := fmt.Sprintf(`{"argv":[%q,"hello"]}`, echo)
+	id := a.submit("--queue", "e2e", "--type", "exec", "--payload", payload, "--label", "team=ops")
 	job := a.waitState(id, "DONE")
 	res := requireFields(t, job["result"], []string{"data", "checksum_sha256", "runtime", "completed_at"})
 	data, err := base64.StdEncoding.DecodeString(res["data"].(string))
@@ -204,13 +207,13 @@ func TestAdminJobsE2E(t *testing.T) {
 	require.Equal(t, "hello\n", string(data))
 	require.Equal(t, "w-jobs", job["worker_id"])
 	table := a.ok("job", "status", id)
-	for _, w := range []string{id, "e2e", "exec", "DONE", "hello", `{"argv":["echo","hello"]}`, "CREATED", "STARTED", "COMPLETED"} {
+	for _, w := range []string{id, "e2e", "exec", "DONE", "hello", payload, "CREATED", "STARTED", "COMPLETED"} {
 		require.Contains(t, table, w)
 	}
 	require.Regexp(t, `COMPLETED +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((just now|\d+[smhd] ago)\)`, table, "absolute and relative times")
 
 	// A failing exec job with no retries ends DEAD_LETTERED and is listed.
-	bad := a.submit("--queue", "e2e", "--type", "exec", "--payload", `{"argv":["false"]}`)
+	bad := a.submit("--queue", "e2e", "--type", "exec", "--payload", fmt.Sprintf(`{"argv":[%q]}`, fail))
 	dead := a.waitState(bad, "DEAD_LETTERED")
 	require.Equal(t, "error", dead["failure_reason"])
 	listed := a.json([]string{"jobs", "next_page_token"}, "job", "list", "--status", "DEAD_LETTERED")

@@ -304,8 +304,9 @@ func TestLogsCarryContextAndNoSecrets(t *testing.T) {
 	se := newServerEnv(t, testenv.NewDatabase(t))
 	srv := startJQ(t, append(append(se.env, secrets...), "JQ_REDIS_ADDR="+rds.Addr()), "--role=server", "--log-level=trace")
 	srv.waitLog(t, "server started")
-	w := startJQ(t, append(secrets, "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t)),
-		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t))),
+	echo, sh := program(t, "echo"), program(t, "sh")
+	w := startJQ(t, append(append(secrets, "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t)),
+		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t))), execEnv(echo, sh)...),
 		"--role=worker", "--server-addr", se.addr(), "--worker-id", "w-logs", "--queues", "logs", "--log-level=trace")
 	w.waitLog(t, "assignment stream open")
 
@@ -327,8 +328,8 @@ func TestLogsCarryContextAndNoSecrets(t *testing.T) {
 		return resp.Msg.GetJobId()
 	}
 	inPayload := submit("noop", map[string]string{"secret": canary})
-	inResult := submit("exec", map[string]any{"argv": []string{"echo", canary}})
-	inError := submit("exec", map[string]any{"argv": []string{"sh", "-c", "echo " + canary + " >&2; exit 3"}})
+	inResult := submit("exec", map[string]any{"argv": []string{echo, canary}})
+	inError := submit("exec", map[string]any{"argv": []string{sh, "-c", "echo " + canary + " >&2; exit 3"}})
 
 	waitJobState(t, ctx, cl, inPayload, jqv1.JobState_JOB_STATE_DONE)
 	done := waitJobState(t, ctx, cl, inResult, jqv1.JobState_JOB_STATE_DONE)

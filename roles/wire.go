@@ -275,7 +275,10 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	mux := queue.NewMux()
-	handlers.Register(mux)
+	handlers.Register(mux, execOptions(cfg.Worker.Exec))
+	if cfg.Worker.Exec.Enabled {
+		log.Info("exec handler enabled", zap.Strings("allow", cfg.Worker.Exec.Allow))
+	}
 	if cfg.Worker.TestHandlers {
 		mux.Register(handlers.TypeFault, handlers.Fault())
 	}
@@ -312,6 +315,16 @@ func clientToken(cfg *config.Config) (string, error) {
 		return client.ReadTokenFile(cfg.TokenFile)
 	}
 	return cfg.Token, nil
+}
+
+// execOptions turns worker.exec into the exec handler's options; nil (exec
+// disabled) unless worker.exec.enabled, which validation pairs with a
+// non-empty allow-list.
+func execOptions(c config.WorkerExec) *handlers.ExecOptions {
+	if !c.Enabled {
+		return nil
+	}
+	return &handlers.ExecOptions{Allow: c.Allow}
 }
 
 // workerServerAddr is worker.server_addr, except that a worker left at the

@@ -19,6 +19,7 @@ mkdir -p "$OUT"
 
 export JQ_DB_URL="$PGURL_BASE/$DB?sslmode=disable" JQ_REDIS_ADDR="$REDIS_ADDR" JQ_REDIS_KEY_PREFIX="perf$$:"
 export JQ_LOGGING_LEVEL=warn
+[ -z "${PROFILE:-}" ] || export JQ_METRICS_PPROF=true # /debug/pprof is off by default
 
 pids=()
 cleanup() {

@@ -1,8 +1,10 @@
 // Command embedded-worker is an application that embeds a jq worker: it
 // registers its own Go handler ("resize", in resize.go) next to jq's
-// built-ins (noop, sleep, exec) on a queue.Mux, and runs the executor against
-// a jq server until SIGINT or SIGTERM, then stops gracefully: running jobs get
-// the grace period, their reports are delivered, the worker deregisters.
+// built-ins (noop, sleep, and exec, which stays disabled: pass
+// handlers.ExecOptions with an allow-list of programs to enable it) on a
+// queue.Mux, and runs the executor against a jq server until SIGINT or
+// SIGTERM, then stops gracefully: running jobs get the grace period, their
+// reports are delivered, the worker deregisters.
 //
 // Run it next to a server (for example `jq --role=server`; with authentication on, give it a
 // worker token in JQ_TOKEN or --token-file):
@@ -73,7 +75,7 @@ func run() error {
 	defer cl.Close()
 
 	mux := queue.NewMux()
-	handlers.Register(mux)
+	handlers.Register(mux, nil) // exec disabled
 	mux.Register(TypeResize, Resize())
 
 	exec, err := executor.New(executor.Options{

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,20 +20,27 @@ import (
 
 // ExecPayload is the payload of the exec handler.
 type ExecPayload struct {
-	// Argv is the program and its arguments; required. argv[0] is looked up
-	// in PATH when it contains no slash. No shell is involved.
+	// Argv is the program and its arguments; required. argv[0] must be an
+	// absolute path listed in ExecOptions.Allow (no PATH lookup). No shell is
+	// involved unless argv[0] is one.
 	Argv []string `json:"argv"`
 	// Stdin is written to the program's standard input (empty: /dev/null).
 	Stdin string `json:"stdin,omitempty"`
 	// Env is added to the minimal base environment (PATH); it may override
-	// PATH.
+	// PATH, which the program sees but which never selects the program.
 	Env map[string]string `json:"env,omitempty"`
 	// Dir is the working directory (default: the worker's).
 	Dir string `json:"dir,omitempty"`
 }
 
-// ExecOptions tune the exec handler; zero values take the defaults.
+// ExecOptions tune the exec handler; zero values take the defaults, except
+// Allow: an empty list allows nothing.
 type ExecOptions struct {
+	// Allow lists the programs the handler may run, as absolute paths
+	// (worker.exec.allow). A job's argv[0] must equal one of them after
+	// filepath.Clean; any other job, or a relative argv[0], fails permanently
+	// without running anything (ErrExecNotAllowed).
+	Allow []string
 	// MaxOutputBytes bounds stdout, which becomes the result; beyond it the
 	// process group is killed and the job fails permanently with reason
 	// output_too_large. Default 256 KiB (the server's result limit).
@@ -45,8 +51,9 @@ type ExecOptions struct {
 	// WaitDelay bounds the wait for output pipes after the process is gone
 	// (a descendant that left the process group may hold them). Default 2s.
 	WaitDelay time.Duration
-	// PATH is the base environment's PATH. Default: the worker's own PATH, or
-	// a standard one when that is empty.
+	// PATH is the base environment's PATH (the program's, not used to find
+	// it). Default: the worker's own PATH, or a standard one when that is
+	// empty.
 	PATH string
 }
 
@@ -57,18 +64,16 @@ const (
 	standardPATH      = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-// Exec runs a program without a shell (payload: ExecPayload) with the
-// default options; see ExecWith.
-func Exec() queue.Handler { return ExecWith(ExecOptions{}) }
-
-// ExecWith returns the exec handler: it runs argv in its own process group
-// with the minimal environment plus the payload's env, feeds stdin, and
+// ExecWith returns the exec handler: when argv[0] is in opts.Allow it runs
+// argv without a shell, in its own process group, with the minimal
+// environment plus the payload's env, feeds stdin, and
 // returns stdout as the result when the program exits 0. A non-zero exit is a
 // (retryable) error carrying the exit code and the tail of stderr. When the
 // job's context ends (timeout, cancellation, shutdown) the whole process
 // group is killed with SIGKILL, so grandchildren die too; so is whatever the
-// program left running in its group when it exits. A missing program, a bad
-// payload and oversized output are permanent failures.
+// program left running in its group when it exits. A program outside the
+// allow-list, a missing program, a bad payload and oversized output are
+// permanent failures.
 func ExecWith(opts ExecOptions) queue.Handler {
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = defaultMaxOutput
@@ -85,10 +90,13 @@ func ExecWith(opts ExecOptions) queue.Handler {
 	if opts.PATH == "" {
 		opts.PATH = standardPATH
 	}
-	return &execHandler{opts: opts}
+	return &execHandler{opts: opts, allow: newAllowList(opts.Allow)}
 }
 
-type execHandler struct{ opts ExecOptions }
+type execHandler struct {
+	opts  ExecOptions
+	allow allowList
+}
 
 // errOutputLimit is the cause used to stop a program whose output overflowed.
 var errOutputLimit = errors.New("output limit reached")
@@ -101,13 +109,16 @@ func (h *execHandler) Handle(ctx context.Context, job *queue.Job) ([]byte, error
 	if len(p.Argv) == 0 || p.Argv[0] == "" {
 		return nil, queue.Permanent(errors.New(`exec: invalid payload: "argv" needs at least the program to run`))
 	}
-	env, path, err := h.environ(p.Env)
+	name := p.Argv[0]
+	prog, err := h.allow.check(name)
 	if err != nil {
 		return nil, err
 	}
-	name := p.Argv[0]
-	prog, err := lookPath(name, path, p.Dir)
+	env, err := h.environ(p.Env)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := exec.LookPath(prog); err != nil {
 		return nil, queue.Permanent(fmt.Errorf("exec %s: %w", name, err))
 	}
 
@@ -166,13 +177,13 @@ func (h *execHandler) Handle(ctx context.Context, job *queue.Job) ([]byte, error
 }
 
 // environ builds the child's environment: PATH, then the payload's variables
-// in sorted order. It also returns the effective PATH for the lookup.
-func (h *execHandler) environ(extra map[string]string) ([]string, string, error) {
+// in sorted order.
+func (h *execHandler) environ(extra map[string]string) ([]string, error) {
 	path := h.opts.PATH
 	keys := make([]string, 0, len(extra))
 	for k, v := range extra {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return nil, "", queue.Permanent(fmt.Errorf("exec: invalid payload: bad environment variable %q", k))
+			return nil, queue.Permanent(fmt.Errorf("exec: invalid payload: bad environment variable %q", k))
 		}
 		if k == "PATH" {
 			path = v
@@ -186,32 +197,7 @@ func (h *execHandler) environ(extra map[string]string) ([]string, string, error)
 	for _, k := range keys {
 		env = append(env, k+"="+extra[k])
 	}
-	return env, path, nil
-}
-
-// lookPath resolves a program name against the child's PATH (not the
-// worker's, which exec.Command would use). Names with a slash are taken as
-// they are, relative to dir.
-func lookPath(name, path, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		check := name
-		if dir != "" && !filepath.IsAbs(name) {
-			check = filepath.Join(dir, name)
-		}
-		if _, err := exec.LookPath(check); err != nil {
-			return "", err
-		}
-		return name, nil
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue // a relative PATH entry would depend on the worker's cwd
-		}
-		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
+	return env, nil
 }
 
 // group kills the child's process group (whose id is the leader's pid) until

@@ -5,6 +5,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jq-dev/jq/queue"
 )
@@ -17,8 +18,17 @@ type ExecPayload struct {
 	Dir   string            `json:"dir,omitempty"`
 }
 
-// Exec fails every job permanently: process groups are a unix feature.
-func Exec() queue.Handler {
+// ExecOptions tune the exec handler (unix only).
+type ExecOptions struct {
+	Allow           []string
+	MaxOutputBytes  int
+	StderrTailBytes int
+	WaitDelay       time.Duration
+	PATH            string
+}
+
+// ExecWith fails every job permanently: process groups are a unix feature.
+func ExecWith(ExecOptions) queue.Handler {
 	return queue.HandlerFunc(func(context.Context, *queue.Job) ([]byte, error) {
 		return nil, queue.Permanent(errors.New("exec: not supported on this platform"))
 	})

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,9 +27,34 @@ func execJob(t *testing.T, p handlers.ExecPayload) *queue.Job {
 	return job("exec", string(b))
 }
 
+// bin is the absolute path of a program from the test's PATH.
+func bin(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	require.NoError(t, err)
+	require.True(t, filepath.IsAbs(p), p)
+	return p
+}
+
+// allowing returns the exec handler allowed to run exactly the named
+// programs (resolved with bin).
+func allowing(t *testing.T, names ...string) queue.Handler {
+	t.Helper()
+	return handlers.ExecWith(handlers.ExecOptions{Allow: bins(t, names...)})
+}
+
+func bins(t *testing.T, names ...string) []string {
+	t.Helper()
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = bin(t, n)
+	}
+	return out
+}
+
 func TestExecSuccess(t *testing.T) {
 	t.Parallel()
-	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"echo", "hello", "world"}}))
+	out, err := allowing(t, "echo").Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{bin(t, "echo"), "hello", "world"}}))
 	require.NoError(t, err)
 	require.Equal(t, "hello world\n", string(out))
 }
@@ -36,8 +62,8 @@ func TestExecSuccess(t *testing.T) {
 func TestExecStdinEnvDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{
-		Argv:  []string{"sh", "-c", `read line; printf '%s|%s|%s|%s' "$line" "$GREETING" "$(pwd)" "${HOME:-nohome}"`},
+	out, err := allowing(t, "sh").Handle(t.Context(), execJob(t, handlers.ExecPayload{
+		Argv:  []string{bin(t, "sh"), "-c", `read line; printf '%s|%s|%s|%s' "$line" "$GREETING" "$(pwd)" "${HOME:-nohome}"`},
 		Stdin: "from stdin\n",
 		Env:   map[string]string{"GREETING": "hi there"},
 		Dir:   dir,
@@ -51,7 +77,7 @@ func TestExecStdinEnvDir(t *testing.T) {
 
 func TestExecArgvIsNotAShell(t *testing.T) {
 	t.Parallel()
-	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"echo", "$HOME", "; ls", "*"}}))
+	out, err := allowing(t, "echo").Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{bin(t, "echo"), "$HOME", "; ls", "*"}}))
 	require.NoError(t, err)
 	require.Equal(t, "$HOME ; ls *\n", string(out))
 }
@@ -60,7 +86,7 @@ func TestExecNonZeroExit(t *testing.T) {
 	t.Parallel()
 	// More than the tail limit on stderr: only the end is kept.
 	script := `i=0; while [ $i -lt 400 ]; do echo "noise line $i" >&2; i=$((i+1)); done; echo "the real problem" >&2; exit 3`
-	_, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"sh", "-c", script}}))
+	_, err := allowing(t, "sh").Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{bin(t, "sh"), "-c", script}}))
 	require.Error(t, err)
 	require.False(t, queue.IsPermanent(err), "a failing program may succeed on retry")
 	msg := err.Error()
@@ -72,8 +98,10 @@ func TestExecNonZeroExit(t *testing.T) {
 
 func TestExecMissingBinary(t *testing.T) {
 	t.Parallel()
-	for _, argv0 := range []string{"jq-no-such-program-xyz", "/nonexistent/bin/prog", "./relative/missing"} {
-		_, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{argv0}}))
+	// Listed, but missing or not a program.
+	for _, argv0 := range []string{"/nonexistent/bin/prog", filepath.Join(t.TempDir(), "missing"), t.TempDir()} {
+		h := handlers.ExecWith(handlers.ExecOptions{Allow: []string{argv0}})
+		_, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{argv0}}))
 		require.Error(t, err, argv0)
 		require.True(t, queue.IsPermanent(err), argv0)
 		require.Contains(t, err.Error(), argv0)
@@ -82,15 +110,16 @@ func TestExecMissingBinary(t *testing.T) {
 
 func TestExecBadPayload(t *testing.T) {
 	t.Parallel()
+	h := allowing(t, "true")
 	for payload, want := range map[string]string{
 		`{}`:                             `"argv" needs at least the program`,
 		`{"argv": []}`:                   `"argv" needs at least the program`,
 		`{"argv": [""]}`:                 `"argv" needs at least the program`,
 		`{"argv": "echo hi"}`:            "cannot unmarshal",
 		`{"argv": ["true"], "shell": 1}`: `unknown field "shell"`,
-		`{"argv": ["true"], "env": {"A=B": "x"}}`: "bad environment variable",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"A=B": "x"}}`: "bad environment variable",
 	} {
-		_, err := handlers.Exec().Handle(t.Context(), job("exec", payload))
+		_, err := h.Handle(t.Context(), job("exec", payload))
 		require.Error(t, err, payload)
 		require.True(t, queue.IsPermanent(err), payload)
 		require.Contains(t, err.Error(), want, payload)
@@ -99,14 +128,14 @@ func TestExecBadPayload(t *testing.T) {
 
 func TestExecOutputLimit(t *testing.T) {
 	t.Parallel()
-	h := handlers.ExecWith(handlers.ExecOptions{MaxOutputBytes: 1000})
-	out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"head", "-c", "1000", "/dev/zero"}}))
+	h := handlers.ExecWith(handlers.ExecOptions{MaxOutputBytes: 1000, Allow: bins(t, "head", "yes")})
+	out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{bin(t, "head"), "-c", "1000", "/dev/zero"}}))
 	require.NoError(t, err)
 	require.Len(t, out, 1000)
 
 	// `yes` never stops by itself: the overflow must kill it.
 	start := time.Now()
-	_, err = h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"yes"}}))
+	_, err = h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{bin(t, "yes")}}))
 	require.ErrorIs(t, err, queue.ErrOutputTooLarge)
 	require.True(t, queue.IsPermanent(err))
 	require.Contains(t, err.Error(), "1000 bytes")
@@ -122,8 +151,8 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := handlers.Exec().Handle(ctx, execJob(t, handlers.ExecPayload{
-		Argv: []string{"sh", "-c", `sleep 30 & echo $! > "$0"; sleep 30`, pidFile},
+	_, err := allowing(t, "sh").Handle(ctx, execJob(t, handlers.ExecPayload{
+		Argv: []string{bin(t, "sh"), "-c", `sleep 30 & echo $! > "$0"; sleep 30`, pidFile},
 	}))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Contains(t, err.Error(), "process group killed")
@@ -139,8 +168,8 @@ func TestExecKillsLeftoversOnExit(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "bg.pid")
 	start := time.Now()
-	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{
-		Argv: []string{"sh", "-c", `sleep 30 & echo $! > "$0"; echo done`, pidFile},
+	out, err := allowing(t, "sh").Handle(t.Context(), execJob(t, handlers.ExecPayload{
+		Argv: []string{bin(t, "sh"), "-c", `sleep 30 & echo $! > "$0"; echo done`, pidFile},
 	}))
 	require.NoError(t, err)
 	require.Equal(t, "done\n", string(out))
@@ -149,18 +178,81 @@ func TestExecKillsLeftoversOnExit(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return !alive(pid) }, "left-over child %d survived", pid)
 }
 
+// TestExecPATHFromPayload: a PATH in the payload reaches the program's
+// environment but never selects the program.
 func TestExecPATHFromPayload(t *testing.T) {
 	t.Parallel()
-	// PATH from the payload is used for the lookup too.
 	dir := t.TempDir()
 	script := filepath.Join(dir, "hello-jq")
-	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho from custom path\n"), 0o755))
-	out, err := handlers.Exec().Handle(t.Context(), execJob(t, handlers.ExecPayload{
-		Argv: []string{"hello-jq"},
-		Env:  map[string]string{"PATH": dir + ":/usr/bin:/bin"},
-	}))
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho \"from $PATH\"\n"), 0o755))
+	h := handlers.ExecWith(handlers.ExecOptions{Allow: []string{script}})
+	env := map[string]string{"PATH": dir + ":/usr/bin:/bin"}
+
+	_, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"hello-jq"}, Env: env}))
+	require.ErrorIs(t, err, handlers.ErrExecNotAllowed)
+	require.True(t, queue.IsPermanent(err))
+
+	out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{script}, Env: env}))
 	require.NoError(t, err)
-	require.Equal(t, "from custom path\n", string(out))
+	require.Equal(t, "from "+dir+":/usr/bin:/bin\n", string(out))
+}
+
+// TestExecAllowList: only a listed absolute path runs; anything else fails
+// permanently, naming the program, without running it.
+func TestExecAllowList(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	marker := filepath.Join(tmp, "ran")
+	unlisted := filepath.Join(tmp, "unlisted")
+	require.NoError(t, os.WriteFile(unlisted, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755))
+	echo := bin(t, "echo")            // /usr/bin/echo
+	dir, base := filepath.Split(echo) // "./echo" exists relative to dir
+	// Entries and argv[0] are both compared after filepath.Clean.
+	h := handlers.ExecWith(handlers.ExecOptions{Allow: []string{dir + "./" + base}})
+
+	for _, argv0 := range []string{echo, dir + "../" + filepath.Base(dir) + "//" + base} {
+		out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{argv0, "ok"}}))
+		require.NoError(t, err, argv0)
+		require.Equal(t, "ok\n", string(out), argv0)
+	}
+
+	for argv0, want := range map[string]string{
+		"/bin/sh":        "exec: /bin/sh is not in worker.exec.allow",
+		"/bin/../bin/sh": "exec: /bin/sh is not in worker.exec.allow",
+		unlisted:         "exec: " + unlisted + " is not in worker.exec.allow",
+		"echo":           `exec: "echo" is not in worker.exec.allow: argv[0] must be an absolute path (no PATH lookup)`,
+		"./echo":         `exec: "./echo" is not in worker.exec.allow: argv[0] must be an absolute path (no PATH lookup)`,
+		"bin/echo":       `exec: "bin/echo" is not in worker.exec.allow: argv[0] must be an absolute path (no PATH lookup)`,
+	} {
+		_, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{argv0}, Dir: dir}))
+		require.EqualError(t, err, want, argv0)
+		require.ErrorIs(t, err, handlers.ErrExecNotAllowed, argv0)
+		require.True(t, queue.IsPermanent(err), argv0)
+	}
+	require.NoFileExists(t, marker, "a program outside the list never starts")
+
+	// An empty list allows nothing.
+	_, err := handlers.ExecWith(handlers.ExecOptions{}).Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{echo}}))
+	require.ErrorIs(t, err, handlers.ErrExecNotAllowed)
+}
+
+// TestExecRunsTheCleanedPath: "link/../prog" is compared as "prog" by its
+// lexical clean form, so that form must be what runs; the kernel would follow
+// the link first and reach another directory's prog.
+func TestExecRunsTheCleanedPath(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	allowed, other := filepath.Join(root, "allowed"), filepath.Join(root, "other")
+	require.NoError(t, os.MkdirAll(filepath.Join(other, "sub"), 0o755))
+	require.NoError(t, os.Mkdir(allowed, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(allowed, "prog"), []byte("#!/bin/sh\necho allowed\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "prog"), []byte("#!/bin/sh\necho other\n"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(other, "sub"), filepath.Join(allowed, "link")))
+
+	h := handlers.ExecWith(handlers.ExecOptions{Allow: []string{filepath.Join(allowed, "prog")}})
+	out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{allowed + "/link/../prog"}}))
+	require.NoError(t, err)
+	require.Equal(t, "allowed\n", string(out))
 }
 
 func readPID(t *testing.T, path string) int {
@@ -197,4 +289,16 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, msg string
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestRegisterWithExec(t *testing.T) {
+	t.Parallel()
+	mux := queue.NewMux()
+	handlers.Register(mux, &handlers.ExecOptions{Allow: bins(t, "echo")})
+	out, err := mux.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{bin(t, "echo"), "hi"}}))
+	require.NoError(t, err)
+	require.Equal(t, "hi\n", string(out))
+	_, err = mux.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"/bin/sh", "-c", "true"}}))
+	require.EqualError(t, err, "exec: /bin/sh is not in worker.exec.allow")
+	require.True(t, queue.IsPermanent(err))
 }

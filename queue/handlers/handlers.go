@@ -1,6 +1,7 @@
 // Package handlers holds jq's built-in job handlers, usable from the plain
 // binary and from applications that embed a worker: noop and sleep (the
-// workhorses of tests and benchmarks) and exec (run a program, SPEC §6).
+// workhorses of tests and benchmarks) and exec (run a program, SPEC §6; off
+// unless enabled with an allow-list of programs).
 //
 // Payloads are JSON objects decoded strictly: an unknown field, a wrong type
 // or trailing data is a permanent failure naming the problem, because
@@ -26,11 +27,17 @@ const (
 	TypeExec  = "exec"
 )
 
-// Register adds noop, sleep and exec (with default options) to mux.
-func Register(mux *queue.Mux) {
+// Register adds noop, sleep and exec to mux. exec runs programs only when
+// exec is not nil (ExecWith(*exec), limited to exec.Allow); otherwise it is
+// ExecDisabled, which dead-letters every exec job with a message saying so.
+func Register(mux *queue.Mux, exec *ExecOptions) {
 	mux.Register(TypeNoop, Noop())
 	mux.Register(TypeSleep, Sleep())
-	mux.Register(TypeExec, Exec())
+	if exec != nil {
+		mux.Register(TypeExec, ExecWith(*exec))
+	} else {
+		mux.Register(TypeExec, ExecDisabled())
+	}
 }
 
 // Noop succeeds at once with an empty result, whatever the payload.

@@ -19,14 +19,27 @@ func job(typ, payload string) *queue.Job {
 
 func ExampleRegister() {
 	mux := queue.NewMux()
-	handlers.Register(mux)
+	handlers.Register(mux, nil) // nil: exec runs no programs
 	fmt.Println(mux.Types())
 
 	out, err := mux.Handle(context.Background(), &queue.Job{Type: "sleep", Payload: []byte(`{"ms": 1}`)})
 	fmt.Println(string(out), err)
+	_, err = mux.Handle(context.Background(), &queue.Job{Type: "exec", Payload: []byte(`{"argv": ["/bin/true"]}`)})
+	fmt.Println(err, queue.IsPermanent(err))
 	// Output:
 	// [exec noop sleep]
 	// {"slept_ms":1} <nil>
+	// exec handler is disabled on this worker (worker.exec.enabled) true
+}
+
+func TestExecDisabled(t *testing.T) {
+	t.Parallel()
+	for _, payload := range []string{`{"argv": ["/bin/sh", "-c", "true"]}`, `{}`, `not json`} {
+		_, err := handlers.ExecDisabled().Handle(t.Context(), job("exec", payload))
+		require.EqualError(t, err, "exec handler is disabled on this worker (worker.exec.enabled)")
+		require.ErrorIs(t, err, handlers.ErrExecDisabled)
+		require.True(t, queue.IsPermanent(err), "dead-lettered at once, not retried")
+	}
 }
 
 func TestNoop(t *testing.T) {

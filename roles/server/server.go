@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -29,6 +28,7 @@ import (
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
+	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -164,11 +164,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if cfg.Metrics.Enabled && s.deps.Metrics != nil {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", s.deps.Metrics)
-		// Profiles for operators chasing a slow server; same port as metrics,
-		// which is not the public API port.
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// Profiles for operators chasing a slow server, only when asked for;
+		// same port as metrics, which is not the public API port.
+		if cfg.Metrics.Pprof {
+			telemetry.RegisterPprof(mux)
+		}
 		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		if metricsLn, err = net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Metrics.Port))); err != nil {
 			return fmt.Errorf("listen metrics: %w", err)

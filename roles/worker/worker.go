@@ -1,6 +1,8 @@
 // Package worker is the worker component: it runs the executor (register,
 // stream assignments, run handlers, report) against a jq server and serves
-// /healthz and /readyz on worker.health_port. /readyz is 200 only while the
+// /healthz and /readyz on worker.health_port (and /metrics, with
+// /debug/pprof/ when metrics.pprof, on worker.metrics_port), both bound to
+// worker.bind_host. /readyz is 200 only while the
 // worker is registered with its assignment stream open, and 503 from the
 // moment a stop begins; the stop itself is the executor's two-phase stop
 // (NFR-015: running jobs get worker.shutdown_grace_s, default 60 s).
@@ -25,6 +27,7 @@ import (
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
+	"github.com/jq-dev/jq/roles/telemetry"
 )
 
 // Deps is what the worker component needs; roles/wire.go builds it.
@@ -37,7 +40,8 @@ type Deps struct {
 	// fake in tests.
 	Conn executor.Conn
 	// Metrics is served at /metrics on worker.metrics_port when
-	// metrics.enabled (nil: not served).
+	// metrics.enabled (nil: not served), with the Go profiler when
+	// metrics.pprof.
 	Metrics http.Handler
 	// Shutdown is closed when the process begins to stop (SIGTERM): /readyz
 	// turns 503 from then on. nil: only Run's own stop counts.
@@ -56,8 +60,9 @@ type Worker struct {
 	stoppingFlag atomic.Bool
 	runCtx       context.Context // set before the health server starts
 
-	healthAddr atomic.Pointer[string]
-	listening  chan struct{}
+	healthAddr  atomic.Pointer[string]
+	metricsAddr atomic.Pointer[string]
+	listening   chan struct{}
 }
 
 // New validates deps and builds the executor. It contacts nothing: the
@@ -97,49 +102,63 @@ func New(deps Deps) (*Worker, error) {
 // Executor is the runtime behind the component (for stats).
 func (w *Worker) Executor() *executor.Executor { return w.exec }
 
-// Listening is closed once the health listener is bound.
+// Listening is closed once the health listener (and the metrics one, when
+// served) is bound.
 func (w *Worker) Listening() <-chan struct{} { return w.listening }
 
 // HealthAddr is the bound health address (valid after Listening).
-func (w *Worker) HealthAddr() string {
-	if p := w.healthAddr.Load(); p != nil {
-		return *p
+func (w *Worker) HealthAddr() string { return deref(w.healthAddr.Load()) }
+
+// MetricsAddr is the bound metrics address (valid after Listening; "" when
+// metrics are not served).
+func (w *Worker) MetricsAddr() string { return deref(w.metricsAddr.Load()) }
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
 	}
-	return ""
+	return *p
 }
 
 // Run serves the health endpoints and runs the executor until ctx ends (or
 // the operator's SHUTDOWN command), then stops gracefully and returns nil.
 func (w *Worker) Run(ctx context.Context) error {
-	port := w.deps.Config.Worker.HealthPort
-	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+	cfg := w.deps.Config
+	host := cfg.Worker.BindHost
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Worker.HealthPort)))
 	if err != nil {
 		return fmt.Errorf("listen health: %w", err)
 	}
 	addr := ln.Addr().String()
 	w.healthAddr.Store(&addr)
+	var mln net.Listener
+	if w.deps.Metrics != nil && cfg.Metrics.Enabled {
+		if mln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Worker.MetricsPort))); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listen metrics: %w", err)
+		}
+		maddr := mln.Addr().String()
+		w.metricsAddr.Store(&maddr)
+	}
 	// Readiness turns 503 the moment ctx ends, before the executor starts
 	// its stop.
 	w.runCtx = ctx
 	healthSrv := &http.Server{Handler: w.healthMux(), ReadHeaderTimeout: 5 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- healthSrv.Serve(ln) }()
-	close(w.listening)
-	w.log.Info("worker health endpoints listening", zap.String("worker_id", w.exec.WorkerID()), zap.String("health_addr", addr))
-
-	var metricsSrv *http.Server
-	if w.deps.Metrics != nil && w.deps.Config.Metrics.Enabled {
-		mln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(w.deps.Config.Worker.MetricsPort)))
-		if err != nil {
-			_ = healthSrv.Close()
-			return fmt.Errorf("listen metrics: %w", err)
-		}
+	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", w.deps.Metrics)
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		if cfg.Metrics.Pprof {
+			telemetry.RegisterPprof(mux)
+		}
+		metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = metricsSrv.Serve(mln) }()
 		defer func() { _ = metricsSrv.Close() }()
 	}
+	close(w.listening)
+	w.log.Info("worker health endpoints listening", zap.String("worker_id", w.exec.WorkerID()),
+		zap.String("health_addr", addr), zap.String("metrics_addr", w.MetricsAddr()))
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

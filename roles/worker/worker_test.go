@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -40,18 +41,27 @@ func setup(t *testing.T, grace int) *bundle {
 
 func setupWith(t *testing.T, grace int, shutdown <-chan struct{}) *bundle {
 	t.Helper()
+	return setupDeps(t, func(cfg *config.Config, d *worker.Deps) {
+		cfg.Worker.ShutdownGraceS = grace
+		d.Shutdown = shutdown
+	})
+}
+
+// setupDeps starts a worker whose config and deps tweak may change.
+func setupDeps(t *testing.T, tweak func(*config.Config, *worker.Deps)) *bundle {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Worker.HealthPort = 0
-	cfg.Worker.ShutdownGraceS = grace
 	cfg.Worker.Concurrency = 2
 	cfg.Worker.ID = "w-" + t.Name()
 	srv := executortest.NewServer(executortest.Options{HeartbeatInterval: time.Hour})
 	mux := queue.NewMux()
-	handlers.Register(mux)
-	w, err := worker.New(worker.Deps{
+	handlers.Register(mux, nil)
+	deps := worker.Deps{
 		Config: &cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Handlers: mux, Conn: srv,
-		Shutdown: shutdown,
-	})
+	}
+	tweak(&cfg, &deps)
+	w, err := worker.New(deps)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bundle{srv: srv, w: w, cancel: cancel, done: make(chan error, 1)}
@@ -170,4 +180,64 @@ func TestShutdownSignalTurnsReadinessOff(t *testing.T) {
 		t.Fatalf("the component stopped on its own: %v", err)
 	default:
 	}
+}
+
+// TestListenersBindHostAndPprof: the health and metrics listeners bind to
+// worker.bind_host (all interfaces when empty), and /debug/pprof/ is served
+// on the metrics port only with metrics.pprof.
+func TestListenersBindHostAndPprof(t *testing.T) {
+	t.Parallel()
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "jq_up 1\n") })
+	for _, tc := range []struct {
+		name     string
+		host     string
+		pprof    bool
+		wantHost string
+		pprofAt  int
+	}{
+		{name: "defaults", pprofAt: http.StatusNotFound}, // all interfaces: "::" or "0.0.0.0"
+		{name: "loopback and pprof", host: "127.0.0.1", pprof: true, wantHost: "127.0.0.1", pprofAt: http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupDeps(t, func(cfg *config.Config, d *worker.Deps) {
+				cfg.Worker.MetricsPort = 0
+				cfg.Worker.BindHost = tc.host
+				cfg.Metrics.Pprof = tc.pprof
+				d.Metrics = metrics
+			})
+			for _, addr := range []string{b.w.HealthAddr(), b.w.MetricsAddr()} {
+				host, _, err := net.SplitHostPort(addr)
+				require.NoError(t, err)
+				if tc.wantHost == "" {
+					require.True(t, net.ParseIP(host).IsUnspecified(), addr)
+				} else {
+					require.Equal(t, tc.wantHost, host, addr)
+				}
+			}
+			local := func(addr string) string { _, port, _ := net.SplitHostPort(addr); return "http://127.0.0.1:" + port }
+			code, body := get(t, local(b.w.MetricsAddr())+"/metrics")
+			require.Equal(t, http.StatusOK, code)
+			require.Equal(t, "jq_up 1\n", body)
+			code, _ = get(t, local(b.w.MetricsAddr())+"/debug/pprof/")
+			require.Equal(t, tc.pprofAt, code)
+			code, _ = get(t, local(b.w.HealthAddr())+"/debug/pprof/")
+			require.Equal(t, http.StatusNotFound, code, "never on the health port")
+		})
+	}
+}
+
+// TestExecDisabledByDefault: the stock worker reports an exec job as a
+// permanent failure that says why, so the server dead-letters it at once.
+func TestExecDisabledByDefault(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 5)
+	j := &queue.Job{ID: "00000000-0000-4000-8000-000000000003", Queue: "default", Type: "exec", Payload: []byte(`{"argv": ["/bin/sh", "-c", "true"]}`)}
+	b.srv.Submit(j)
+	require.Eventually(t, func() bool { return len(b.srv.ReportsFor(j.ID)) == 1 }, 10*time.Second, 5*time.Millisecond)
+	r := b.srv.ReportsFor(j.ID)[0]
+	require.False(t, r.Success)
+	require.True(t, r.Permanent)
+	require.Equal(t, executor.ReasonError, r.Reason)
+	require.Equal(t, "exec handler is disabled on this worker (worker.exec.enabled)", r.Error)
 }
