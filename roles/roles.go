@@ -95,6 +95,9 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		// Local development: the all-in-one process is reachable from this machine only, and so
 		// needs no credentials (auth.enabled auto). grpc.host 0.0.0.0 opens it up.
 		cfg.GRPC.Host = "127.0.0.1"
+		if cfg.Worker.BindHost == "" {
+			cfg.Worker.BindHost = "127.0.0.1"
+		}
 	}
 	if g.PrintConfig {
 		red := cfg.Redacted()

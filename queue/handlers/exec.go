@@ -176,6 +176,14 @@ func (h *execHandler) Handle(ctx context.Context, job *queue.Job) ([]byte, error
 	return stdout.Bytes(), nil
 }
 
+// loaderVariable reports the variables that make the dynamic loader or the C library load code or
+// data from a path (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, DYLD_*, GCONV_PATH, …): a payload that
+// sets them runs code of its choosing inside an allowed program.
+func loaderVariable(k string) bool {
+	return strings.HasPrefix(k, "LD_") || strings.HasPrefix(k, "DYLD_") ||
+		slices.Contains([]string{"GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "MALLOC_TRACE"}, k)
+}
+
 // environ builds the child's environment: PATH, then the payload's variables
 // in sorted order.
 func (h *execHandler) environ(extra map[string]string) ([]string, error) {
@@ -184,6 +192,9 @@ func (h *execHandler) environ(extra map[string]string) ([]string, error) {
 	for k, v := range extra {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 			return nil, queue.Permanent(fmt.Errorf("exec: invalid payload: bad environment variable %q", k))
+		}
+		if loaderVariable(k) {
+			return nil, queue.Permanent(fmt.Errorf("exec: the payload may not set %s: it would make an allowed program load other code", k))
 		}
 		if k == "PATH" {
 			path = v

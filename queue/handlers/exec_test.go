@@ -117,7 +117,10 @@ func TestExecBadPayload(t *testing.T) {
 		`{"argv": [""]}`:                 `"argv" needs at least the program`,
 		`{"argv": "echo hi"}`:            "cannot unmarshal",
 		`{"argv": ["true"], "shell": 1}`: `unknown field "shell"`,
-		`{"argv": ["` + bin(t, "true") + `"], "env": {"A=B": "x"}}`: "bad environment variable",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"A=B": "x"}}`:                "bad environment variable",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"LD_PRELOAD": "/tmp/x.so"}}`: "may not set LD_PRELOAD",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"LD_LIBRARY_PATH": "/tmp"}}`: "may not set LD_LIBRARY_PATH",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"GCONV_PATH": "/tmp"}}`:      "may not set GCONV_PATH",
 	} {
 		_, err := h.Handle(t.Context(), job("exec", payload))
 		require.Error(t, err, payload)
