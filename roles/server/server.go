@@ -136,13 +136,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apiSrv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		Protocols:         apiProtocols(tlsCfg != nil),
-		TLSConfig:         tlsCfg,
-		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
-	}
+	apiSrv := newAPIServer(cfg.GRPC, api, tlsCfg, s.log)
 	healthSrv := &http.Server{Handler: s.healthMux(), ReadHeaderTimeout: 5 * time.Second}
 	var metricsSrv *http.Server
 	var metricsLn net.Listener
