@@ -21,9 +21,23 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// Limits bound what a request may carry.
+// Limits bound what a request may carry, and what a page of jobs may hold.
 type Limits struct {
 	MaxPayloadBytes int
+	// MaxPageBytes bounds one page of ListJobs or PeekQueue (server.max_page_bytes); 0:
+	// DefaultMaxPageBytes.
+	MaxPageBytes int
+}
+
+// DefaultMaxPageBytes is the page byte budget when Limits.MaxPageBytes is 0: what a gRPC client
+// accepts by default.
+const DefaultMaxPageBytes = 4 << 20
+
+func (l Limits) maxPageBytes() int {
+	if l.MaxPageBytes > 0 {
+		return l.MaxPageBytes
+	}
+	return DefaultMaxPageBytes
 }
 
 // WorkerTiming is what workers are told at registration.
@@ -98,7 +112,8 @@ func New(opts Options) http.Handler {
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
 	}, hopts...))
 	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status,
-		adminOps: adminOps{store: opts.Store, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout}}, hopts...))
+		adminOps: adminOps{store: opts.Store, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
+			maxPageBytes: opts.Limits.maxPageBytes()}}, hopts...))
 
 	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, services...)...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))

@@ -124,7 +124,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Log:            s.log,
 		Version:        buildinfo.Get(),
 		Status:         s.status,
-		Limits:         apiserver.Limits{MaxPayloadBytes: cfg.Server.MaxPayloadBytes},
+		Limits:         apiserver.Limits{MaxPayloadBytes: cfg.Server.MaxPayloadBytes, MaxPageBytes: cfg.Server.MaxPageBytes},
 		Tracing:        s.deps.Tracing,
 		HandlerOptions: s.apiHandlerOptions(),
 		Workers: apiserver.WorkerTiming{
