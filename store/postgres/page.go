@@ -18,10 +18,10 @@ SELECT id::text, payload, result FROM jobs WHERE id = ANY($1::uuid[])`
 // (store.PageCut over store.JobPageBytes), and whether the budget cut it. Only the first candidates
 // rows can be in the page; a row after them is a lookahead that tells whether more exist, and is
 // returned only when the budget did not cut the page. With withData the kept jobs' payloads
-// and results are read afterwards, in the same snapshot; the rows of the page query never carry them,
+// and results are read afterwards, in the same snapshot (a read-only repeatable-read transaction); the rows of the page query never carry them,
 // so what a page holds in memory at once is its metadata plus at most maxBytes (and one job) of data.
 func (s *Store) jobPage(ctx context.Context, candidates int, withData bool, maxBytes int, q string, args ...any) (jobs []*queue.Job, cut bool, err error) {
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	page := func(tx querier) error {
 		rows, err := tx.Query(ctx, q, args...)
 		if err != nil {
 			return err
@@ -51,11 +51,16 @@ func (s *Store) jobPage(ctx context.Context, candidates int, withData bool, maxB
 			return readJobData(ctx, tx, jobs[:min(len(jobs), candidates)])
 		}
 		return nil
-	})
+	}
+	if !withData {
+		return jobs, cut, page(s.pool)
+	}
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return page(tx) })
 	return jobs, cut, err
 }
 
-func readJobData(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
+func readJobData(ctx context.Context, tx querier, jobs []*queue.Job) error {
 	byID := make(map[string]*queue.Job, len(jobs))
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
