@@ -103,10 +103,30 @@ type GRPC struct {
 	Host            string    `koanf:"host"` // "" listens on all interfaces
 	TLS             ServerTLS `koanf:"tls"`
 	MaxMessageBytes int       `koanf:"max_message_bytes"`
+	// ReadHeaderTimeoutS bounds a new connection's first bytes: the TLS handshake, an HTTP/1.1
+	// request's headers, or the HTTP/2 client preface. A connection that sends nothing is closed.
+	ReadHeaderTimeoutS int `koanf:"read_header_timeout_s"`
+	// IdleTimeoutS closes a connection with no request in progress: an HTTP/1.1 keep-alive
+	// connection between requests, or an HTTP/2 connection with no open stream. A worker's
+	// assignment stream is an open stream, so its connection is never idle.
+	IdleTimeoutS int `koanf:"idle_timeout_s"`
+	// ReadBodyTimeoutS is how long a request's body may take to arrive, counted from its headers;
+	// a slower request fails with RESOURCE_EXHAUSTED. It ends with the body, so a stream whose
+	// request has been sent (StreamJobs) is not limited by it.
+	ReadBodyTimeoutS int `koanf:"read_body_timeout_s"`
 }
 
 // Addr is the listen address, host:port.
 func (g GRPC) Addr() string { return net.JoinHostPort(g.Host, strconv.Itoa(g.Port)) }
+
+// ReadHeaderTimeout bounds the first bytes of a connection and the headers of each request.
+func (g GRPC) ReadHeaderTimeout() time.Duration { return seconds(g.ReadHeaderTimeoutS) }
+
+// IdleTimeout closes connections with no request in progress.
+func (g GRPC) IdleTimeout() time.Duration { return seconds(g.IdleTimeoutS) }
+
+// ReadBodyTimeout bounds the arrival of a request's body.
+func (g GRPC) ReadBodyTimeout() time.Duration { return seconds(g.ReadBodyTimeoutS) }
 
 // ServerTLS configures TLS on the API listener; ClientCAPath turns on mTLS.
 type ServerTLS struct {
@@ -129,6 +149,9 @@ type Server struct {
 	// EventRetentionH keeps published job_events rows (the history `job logs` shows) this long;
 	// unpublished ones are never deleted.
 	EventRetentionH int `koanf:"event_retention_h"`
+	// MaxPageBytes bounds the encoded size of one page of jobs (ListJobs, PeekQueue): a page stops
+	// early, with a next page token, rather than grow past it. A page holds at least one job.
+	MaxPageBytes int `koanf:"max_page_bytes"`
 }
 
 // ShutdownGrace is how long in-flight requests may drain on stop.
@@ -229,6 +252,11 @@ type Kafka struct {
 	// RelayLeaseS is how long a replica's outbox relay holds the events it is publishing; the
 	// events of a relay that died mid-batch are published again (by any replica) after it.
 	RelayLeaseS int `koanf:"relay_lease_s"`
+	// MaxEventBytes caps one published message (key, value and headers). An event over it is
+	// published without its trace-context headers, or, if still over, parked: kept in Postgres,
+	// never published (jq_outbox_events_oversized_total). Keep it below the brokers'
+	// message.max.bytes (1 MiB by default).
+	MaxEventBytes int `koanf:"max_event_bytes"`
 }
 
 // RelayLease is the outbox relay's lease on a claimed batch of events.
@@ -383,8 +411,11 @@ type WorkerTLS struct {
 func Default() Config {
 	return Config{
 		GRPC: GRPC{
-			Port:            50051,
-			MaxMessageBytes: 4 << 20,
+			Port:               50051,
+			MaxMessageBytes:    4 << 20,
+			ReadHeaderTimeoutS: 10,
+			IdleTimeoutS:       120,
+			ReadBodyTimeoutS:   30,
 		},
 		Server: Server{
 			ShutdownGraceS:  30,
@@ -392,6 +423,7 @@ func Default() Config {
 			MaxStreams:      5000,
 			MaxPayloadBytes: 1 << 20,
 			MaxResultBytes:  256 << 10,
+			MaxPageBytes:    4 << 20,
 			EventRetentionH: 168,
 		},
 		DB: DB{
@@ -422,8 +454,9 @@ func Default() Config {
 				GroupID:         "jq-server",
 				AutoOffsetReset: "earliest",
 			},
-			RetentionH:  168,
-			RelayLeaseS: 30,
+			RetentionH:    168,
+			RelayLeaseS:   30,
+			MaxEventBytes: 900 << 10,
 		},
 		Scheduler: Scheduler{
 			IntervalMS:              500,

@@ -38,6 +38,16 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 const (
 	maxBatch       = 10000
 	maxConcurrency = 10000
+	// Connection timeouts of the API listener: at most a day (a disabled timeout is what let idle
+	// connections pile up).
+	maxTimeoutS = 86400
+	// A page must hold a job's metadata; past 1 GiB it bounds nothing.
+	minPageBytes = 64 << 10
+	maxPageBytes = 1 << 30
+	// An event without its trace context is a few hundred bytes; Kafka's own ceiling on a message
+	// is a broker setting, rarely raised past 100 MiB.
+	minEventBytes = 4 << 10
+	maxEventBytes = 100 << 20
 )
 
 var (
@@ -67,6 +77,9 @@ func (c *Config) problems() []error {
 
 	p.port("grpc.port", c.GRPC.Port)
 	p.positive("grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
+	p.between("grpc.read_header_timeout_s", c.GRPC.ReadHeaderTimeoutS, 1, maxTimeoutS)
+	p.between("grpc.idle_timeout_s", c.GRPC.IdleTimeoutS, 1, maxTimeoutS)
+	p.between("grpc.read_body_timeout_s", c.GRPC.ReadBodyTimeoutS, 1, maxTimeoutS)
 	if c.GRPC.TLS.Enabled {
 		p.required("grpc.tls.cert_path", c.GRPC.TLS.CertPath, "when grpc.tls.enabled is true")
 		p.required("grpc.tls.key_path", c.GRPC.TLS.KeyPath, "when grpc.tls.enabled is true")
@@ -78,6 +91,7 @@ func (c *Config) problems() []error {
 	p.positive("server.max_payload_bytes", c.Server.MaxPayloadBytes)
 	p.positive("server.max_result_bytes", c.Server.MaxResultBytes)
 	p.positive("server.event_retention_h", c.Server.EventRetentionH)
+	p.between("server.max_page_bytes", c.Server.MaxPageBytes, minPageBytes, maxPageBytes)
 	if c.GRPC.MaxMessageBytes > 0 {
 		p.atMost("server.max_payload_bytes", c.Server.MaxPayloadBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
 		p.atMost("server.max_result_bytes", c.Server.MaxResultBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
@@ -175,6 +189,7 @@ func (c *Config) validateKafka(p *checker) {
 	p.match("kafka.topic_dead_letter", k.TopicDeadLetter, topicRE)
 	p.positive("kafka.retention_h", k.RetentionH)
 	p.between("kafka.relay_lease_s", k.RelayLeaseS, 2, 3600)
+	p.between("kafka.max_event_bytes", k.MaxEventBytes, minEventBytes, maxEventBytes)
 	if !k.Enabled {
 		return
 	}

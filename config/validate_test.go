@@ -45,6 +45,13 @@ func TestValidateRules(t *testing.T) {
 			c.GRPC.MaxMessageBytes = 1024
 			c.Server.MaxResultBytes = 0
 		}, []string{"server.max_payload_bytes: must not exceed grpc.max_message_bytes (1024), got 1048576", "server.max_result_bytes: must be positive"}},
+		{"resource bounds", func(c *config.Config) {
+			c.GRPC.ReadHeaderTimeoutS, c.GRPC.IdleTimeoutS, c.GRPC.ReadBodyTimeoutS = 0, -1, 86401
+			c.Server.MaxPageBytes = 1024
+			c.Kafka.MaxEventBytes = 0
+		}, []string{"grpc.read_header_timeout_s: must be between 1 and 86400, got 0", "grpc.idle_timeout_s: must be between 1 and 86400, got -1",
+			"grpc.read_body_timeout_s: must be between 1 and 86400, got 86401", "server.max_page_bytes: must be between 65536 and 1073741824, got 1024",
+			"kafka.max_event_bytes: must be between 4096 and 104857600, got 0"}},
 		{"timeouts", func(c *config.Config) {
 			c.Server.ShutdownGraceS = 0
 			c.Scheduler.IntervalMS = -1

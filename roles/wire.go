@@ -217,6 +217,8 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 		TLSCAPath:     k.TLS.CAPath,
 		// Convenient for development brokers; a production broker's own setting decides.
 		AllowAutoTopicCreation: true,
+		// The relay trims or parks the events over it first; the writer's batches stay under it too.
+		MaxMessageBytes: k.MaxEventBytes,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -228,6 +230,7 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 		TopicEvents:     k.TopicEvents,
 		TopicDeadLetter: k.TopicDeadLetter,
 		Lease:           k.RelayLease(),
+		MaxEventBytes:   k.MaxEventBytes,
 		EnsureTopics: func(ctx context.Context) error {
 			created, err := sink.EnsureTopics(ctx, []string{k.TopicEvents, k.TopicDeadLetter}, k.Retention())
 			if len(created) > 0 {

@@ -14,8 +14,8 @@ type AdminStore interface {
 	// PENDING jobs in dispatch order (priority DESC, created_at, id — the scheduler's order, whether
 	// or not the queue is paused), or with p.Dead the DEAD_LETTERED jobs, most recently
 	// dead-lettered first (completed_at DESC, id DESC). Errors: ErrInvalidArgument (queue name,
-	// limit), ErrQueueNotFound.
-	JobPeek(ctx context.Context, p JobPeekParams) ([]*queue.Job, error)
+	// limit), ErrQueueNotFound. p.WithData and p.MaxBytes work as in JobListParams.
+	JobPeek(ctx context.Context, p JobPeekParams) (JobPeekResult, error)
 	// JobPurgeDeadLetters permanently deletes the DEAD_LETTERED jobs of p.Queue ("" = every queue)
 	// that were dead-lettered when the call began, with their results and their published events (an
 	// unpublished event stays until the relay has published it and retention removes it), and returns
@@ -41,6 +41,18 @@ type JobPeekParams struct {
 	Queue string
 	Limit int  // 0: DefaultPeekLimit; 1..MaxPeekLimit
 	Dead  bool // the dead-letter tail instead of the next PENDING jobs
+	// WithData returns each job's payload and result; without it they are not read.
+	WithData bool
+	// MaxBytes ends the list early (Truncated) before the JobPageBytes of its jobs pass it; at
+	// least one job is returned. 0: only Limit bounds the list.
+	MaxBytes int
+}
+
+// JobPeekResult is what JobPeek found.
+type JobPeekResult struct {
+	Jobs []*queue.Job
+	// Truncated: MaxBytes stopped the list before Limit jobs; more may match.
+	Truncated bool
 }
 
 // Validate checks p and returns the effective limit.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jq-dev/jq/queue"
@@ -71,11 +72,26 @@ type OutboxBacklog struct {
 type EventSink interface {
 	// EventsPublish writes msgs to topic, in order per key, and returns once the broker has
 	// acknowledged every one (as its acks setting asks). On error any subset may have been written:
-	// the relay publishes the batch again, and consumers de-duplicate on (job_id, seq).
+	// the relay publishes the batch again, and consumers de-duplicate on (job_id, seq). Messages
+	// refused for their size are named by an *EventsTooLargeError.
 	EventsPublish(ctx context.Context, topic string, msgs []EventMessage) error
 	// Close flushes and releases the sink's connections.
 	Close() error
 }
+
+// EventsTooLargeError is an EventsPublish error for messages that the sink or the broker refused as
+// too large (Kafka's MESSAGE_TOO_LARGE). Publishing them again as they are fails again; the other
+// messages of the call may or may not have been written.
+type EventsTooLargeError struct {
+	Indexes []int // positions in msgs of the refused messages
+	Err     error
+}
+
+func (e *EventsTooLargeError) Error() string {
+	return fmt.Sprintf("%d of the messages too large: %v", len(e.Indexes), e.Err)
+}
+
+func (e *EventsTooLargeError) Unwrap() error { return e.Err }
 
 // EventMessage is one encoded event.
 type EventMessage struct {

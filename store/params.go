@@ -73,6 +73,12 @@ type JobListParams struct {
 	Principal string
 	Limit     int    // 0: DefaultListLimit; capped at MaxListLimit
 	Cursor    string // NextCursor of the previous page; "": first page
+	// WithData returns each job's payload and result; without it they are not even read (Payload
+	// is empty, Result nil).
+	WithData bool
+	// MaxBytes ends the page early, with a NextCursor, before the JobPageBytes of its jobs pass it;
+	// the page still holds at least one job. 0: only Limit bounds the page.
+	MaxBytes int
 }
 
 // JobListResult is one page of jobs, newest first.

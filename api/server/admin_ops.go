@@ -27,6 +27,7 @@ type adminOps struct {
 	store            Store
 	counter          DispatchCounter // nil: GetStats answers UNAVAILABLE
 	heartbeatTimeout time.Duration
+	maxPageBytes     int // PeekQueue's byte budget
 }
 
 // GetStats reports Redis's ready and in-flight counts per queue with
@@ -74,7 +75,7 @@ func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStat
 }
 
 // PeekQueue shows a queue's next jobs, or its newest dead letters, without
-// their results.
+// their results (and payloads unless asked), within the page byte budget.
 func (s *adminOps) PeekQueue(ctx context.Context, req *connect.Request[jqv1.PeekQueueRequest]) (*connect.Response[jqv1.PeekQueueResponse], error) {
 	m := req.Msg
 	if err := queue.ValidateQueueName(m.GetQueue()); err != nil {
@@ -83,16 +84,17 @@ func (s *adminOps) PeekQueue(ctx context.Context, req *connect.Request[jqv1.Peek
 	if m.GetLimit() < 0 || m.GetLimit() > store.MaxPeekLimit {
 		return nil, invalid(fmt.Sprintf("limit %d: want 0..%d", m.GetLimit(), store.MaxPeekLimit))
 	}
-	jobs, err := s.store.JobPeek(ctx, store.JobPeekParams{Queue: m.GetQueue(), Limit: int(m.GetLimit()), Dead: m.GetDead()})
+	res, err := s.store.JobPeek(ctx, store.JobPeekParams{Queue: m.GetQueue(), Limit: int(m.GetLimit()), Dead: m.GetDead(),
+		WithData: m.GetIncludePayloads(), MaxBytes: s.maxPageBytes})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*jqv1.Job, len(jobs))
-	for i, j := range jobs {
+	out := make([]*jqv1.Job, len(res.Jobs))
+	for i, j := range res.Jobs {
 		out[i] = jobToProto(j)
 		out[i].Result = nil
 	}
-	return connect.NewResponse(&jqv1.PeekQueueResponse{Jobs: out}), nil
+	return connect.NewResponse(&jqv1.PeekQueueResponse{Jobs: out, Truncated: res.Truncated}), nil
 }
 
 // PurgeDeadLetters deletes dead letters, only when confirmed.

@@ -125,7 +125,8 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 
 func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.ListJobsRequest]) (*connect.Response[jqv1.ListJobsResponse], error) {
 	m := req.Msg
-	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize())}
+	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize()),
+		WithData: m.GetIncludePayloads(), MaxBytes: s.limits.maxPageBytes()}
 	p.Principal, _ = ownJobsOnly(ctx) // a producer lists its own jobs
 	if p.Queue != "" {
 		if err := queue.ValidateQueueName(p.Queue); err != nil {
@@ -152,6 +153,9 @@ func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.Lis
 	out := make([]*jqv1.Job, len(res.Jobs))
 	for i, j := range res.Jobs {
 		out[i] = jobToProto(j)
+		if !p.WithData {
+			out[i].Result = nil // its checksum and runtime too: no half a result
+		}
 	}
 	return connect.NewResponse(&jqv1.ListJobsResponse{Jobs: out, NextPageToken: res.NextCursor}), nil
 }

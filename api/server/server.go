@@ -22,9 +22,13 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// Limits bound what a request may carry and what callers may hold (0: unlimited).
+// Limits bound what a request may carry, what a page of jobs may hold and what callers may hold
+// (0: unlimited, but for MaxPageBytes).
 type Limits struct {
 	MaxPayloadBytes int
+	// MaxPageBytes bounds one page of ListJobs or PeekQueue (server.max_page_bytes); 0:
+	// DefaultMaxPageBytes.
+	MaxPageBytes int
 	// MaxWorkers bounds the live workers in the cluster, MaxWorkersPerPrincipal those of one
 	// principal; MaxStreams the assignment streams open on this server, MaxStreamsPerPrincipal
 	// those of one principal.
@@ -32,6 +36,17 @@ type Limits struct {
 	MaxWorkersPerPrincipal int
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
+}
+
+// DefaultMaxPageBytes is the page byte budget when Limits.MaxPageBytes is 0: what a gRPC client
+// accepts by default.
+const DefaultMaxPageBytes = 4 << 20
+
+func (l Limits) maxPageBytes() int {
+	if l.MaxPageBytes > 0 {
+		return l.MaxPageBytes
+	}
+	return DefaultMaxPageBytes
 }
 
 // WorkerTiming is what workers are told at registration.
@@ -119,7 +134,8 @@ func New(opts Options) http.Handler {
 		limits: opts.Limits, refused: refusedFunc(opts), streams: newStreamCounter(),
 	}, hopts...))
 	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status,
-		adminOps: adminOps{store: opts.Store, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout}}, hopts...))
+		adminOps: adminOps{store: opts.Store, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
+			maxPageBytes: opts.Limits.maxPageBytes()}}, hopts...))
 
 	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, services...)...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, authOpts...))

@@ -24,6 +24,7 @@ type Record struct {
 	Offset    int64
 	Value     []byte
 	Event     *jqv1.JobEvent
+	Headers   map[string]string
 }
 
 // Key names one job_events row: the job and its per-job sequence number.
@@ -66,7 +67,11 @@ func Consume(t testing.TB, brokers []string, topic string, partitions int) []Rec
 			ev := new(jqv1.JobEvent)
 			require.NoError(t, proto.Unmarshal(r.Value, ev), "the value decodes as jq.v1.JobEvent")
 			require.Equal(t, ev.GetJobId(), string(r.Key), "key = job_id")
-			out = append(out, Record{Partition: r.Partition, Offset: r.Offset, Value: r.Value, Event: ev})
+			rec := Record{Partition: r.Partition, Offset: r.Offset, Value: r.Value, Event: ev, Headers: map[string]string{}}
+			for _, h := range r.Headers {
+				rec.Headers[h.Key] = string(h.Value)
+			}
+			out = append(out, rec)
 		})
 	}
 	require.Equal(t, total, int64(len(out)))

@@ -35,6 +35,12 @@
 //     jq_outbox_oldest_unpublished_seconds) grows and drains when Kafka returns.
 //   - A batch whose dead-letter publish fails after its events-topic publish succeeded is published
 //     again whole: duplicates, never gaps.
+//   - An event too large for Kafka (over Options.MaxEventBytes, kafka.max_event_bytes, or refused by
+//     the broker as MESSAGE_TOO_LARGE) never holds up the others: it is published without its trace
+//     context (header jq-truncated: trace_context), or, if still too large, parked: marked published
+//     with its batch but never sent; it stays in Postgres. Several messages refused at once (a whole
+//     batch to a partition) are published one at a time, so that only a message refused on its own
+//     is trimmed or parked. Counted in jq_outbox_events_oversized_total{action}.
 //   - Postgres down: the claim fails; same backoff and logging.
 //   - Relay killed after publishing, before marking: the lease expires and another claim publishes
 //     the events again. Delivery is at least once; a duplicate carries the same (job_id, seq), which

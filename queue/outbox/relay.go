@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -52,7 +53,14 @@ type Options struct {
 	BackoffMin, BackoffMax time.Duration
 	// BacklogInterval is how often the backlog is measured for the metrics (5 s).
 	BacklogInterval time.Duration
+	// MaxEventBytes caps one message (DefaultMaxEventBytes): an event over it is published without
+	// its trace context, or parked if still too large; so is one the broker refuses as too large.
+	MaxEventBytes int
 }
+
+// DefaultMaxEventBytes is Options.MaxEventBytes unless set: below Kafka's default
+// message.max.bytes (1 MiB), with room for the record batch around the message.
+const DefaultMaxEventBytes = 900 << 10
 
 func (o *Options) defaults() error {
 	if o.Store == nil || o.Sink == nil || o.Log == nil {
@@ -86,6 +94,9 @@ func (o *Options) defaults() error {
 	if o.BacklogInterval <= 0 {
 		o.BacklogInterval = 5 * time.Second
 	}
+	if o.MaxEventBytes <= 0 {
+		o.MaxEventBytes = DefaultMaxEventBytes
+	}
 	return nil
 }
 
@@ -95,6 +106,9 @@ type Stats struct {
 	PublishErrors map[string]int64 // failed publish attempts by topic
 	Backlog       store.OutboxBacklog
 	BacklogKnown  bool // a measurement succeeded at least once
+	// Oversized counts the events too large for Kafka by what became of them: Trimmed (published
+	// without their trace context) or Parked (never published).
+	Oversized map[string]int64
 }
 
 // Relay publishes the outbox to the event sink; see the package documentation.
@@ -105,6 +119,7 @@ type Relay struct {
 	published atomic.Int64
 	mu        sync.Mutex
 	errs      map[string]int64
+	oversized map[string]int64
 	backlog   store.OutboxBacklog
 	known     bool
 	running   atomic.Bool
@@ -118,7 +133,7 @@ func New(opts Options) (*Relay, error) {
 	}
 	// Both topics are exported from the start, so an error rate is defined before the first error.
 	errs := map[string]int64{opts.TopicEvents: 0, opts.TopicDeadLetter: 0}
-	return &Relay{opts: opts, log: opts.Log, errs: errs}, nil
+	return &Relay{opts: opts, log: opts.Log, errs: errs, oversized: map[string]int64{Trimmed: 0, Parked: 0}}, nil
 }
 
 // Stats returns the relay's counters and the latest backlog measurement.
@@ -129,7 +144,8 @@ func (r *Relay) Stats() Stats {
 	for k, v := range r.errs {
 		errs[k] = v
 	}
-	return Stats{Published: r.published.Load(), PublishErrors: errs, Backlog: r.backlog, BacklogKnown: r.known}
+	return Stats{Published: r.published.Load(), PublishErrors: errs, Oversized: maps.Clone(r.oversized),
+		Backlog: r.backlog, BacklogKnown: r.known}
 }
 
 // Run relays until ctx ends. A batch being published when ctx ends is finished (published and
@@ -207,7 +223,7 @@ func (r *Relay) relayLoop(ctx context.Context) {
 		// now spares the next relay a duplicate. It gets StopGrace after ctx ends, so a slow broker
 		// cannot hold up the server's shutdown; what is left unmarked is published again later.
 		wctx, done := afterStop(ctx, r.opts.StopGrace)
-		topic, err := r.publish(wctx, evs)
+		topic, shrunk, err := r.publish(wctx, evs)
 		if err != nil {
 			r.countError(topic)
 			sinkDown.fail(r.log, "kafka publish failed; retrying", err,
@@ -229,7 +245,8 @@ func (r *Relay) relayLoop(ctx context.Context) {
 			backoff = r.sleepBackoff(ctx, backoff)
 			continue
 		}
-		r.published.Add(int64(len(evs)))
+		r.published.Add(int64(len(evs) - shrunk.parked))
+		r.countOversized(shrunk)
 	}
 }
 
@@ -256,31 +273,136 @@ func afterStop(ctx context.Context, grace time.Duration) (context.Context, func(
 }
 
 // publish writes the batch to the events topic, then its dead-letter events to the dead-letter
-// topic. It returns the topic that failed.
-func (r *Relay) publish(ctx context.Context, evs []store.OutboxEvent) (string, error) {
+// topic, each event trimmed or parked when it is too large (see shrink). It returns the topic that
+// failed, and what it shrank.
+func (r *Relay) publish(ctx context.Context, evs []store.OutboxEvent) (string, shrunk, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.PublishTimeout)
 	defer cancel()
-	all := make([]store.EventMessage, 0, len(evs))
-	var dead []store.EventMessage
+	var sh shrunk
+	all := make([]*outgoing, len(evs))
 	for i := range evs {
 		m, err := encode(&evs[i], r.opts.TraceHeaders)
 		if err != nil {
-			return r.opts.TopicEvents, fmt.Errorf("outbox: encode event %d: %w", evs[i].ID, err)
+			return r.opts.TopicEvents, sh, fmt.Errorf("outbox: encode event %d: %w", evs[i].ID, err)
 		}
-		all = append(all, m)
-		if evs[i].To == queue.StateDeadLettered {
-			dead = append(dead, m)
+		o := &outgoing{ev: &evs[i], msg: m}
+		for !o.parked && messageBytes(m) > r.opts.MaxEventBytes {
+			r.shrink(o, &sh, "over kafka.max_event_bytes")
+			m = o.msg
+		}
+		all[i] = o
+	}
+	if err := r.publishTopic(ctx, r.opts.TopicEvents, all, &sh); err != nil {
+		return r.opts.TopicEvents, sh, err
+	}
+	var dead []*outgoing
+	for _, o := range all {
+		if !o.parked && o.ev.To == queue.StateDeadLettered {
+			dead = append(dead, o)
 		}
 	}
-	if err := r.opts.Sink.EventsPublish(ctx, r.opts.TopicEvents, all); err != nil {
-		return r.opts.TopicEvents, err
+	if err := r.publishTopic(ctx, r.opts.TopicDeadLetter, dead, &sh); err != nil {
+		return r.opts.TopicDeadLetter, sh, err
 	}
-	if len(dead) > 0 {
-		if err := r.opts.Sink.EventsPublish(ctx, r.opts.TopicDeadLetter, dead); err != nil {
-			return r.opts.TopicDeadLetter, err
+	return "", sh, nil
+}
+
+// outgoing is one event on its way to Kafka.
+type outgoing struct {
+	ev      *store.OutboxEvent
+	msg     store.EventMessage
+	trimmed bool // its trace context is left out
+	parked  bool // too large even so: never published
+}
+
+// shrunk counts what one publish trimmed and parked; it is counted once the batch is published.
+type shrunk struct{ trimmed, parked int }
+
+// Actions on an oversized event (Stats.Oversized, jq_outbox_events_oversized_total{action}).
+const (
+	Trimmed = "trimmed"
+	Parked  = "parked"
+)
+
+// truncatedHeader marks a message whose event was trimmed; its value names what was left out.
+const truncatedHeader = "jq-truncated"
+
+// shrink makes o smaller after it was found or refused as too large: it drops the trace-context
+// headers (the only part of an event that can be large; the event itself is a few hundred bytes)
+// and marks the message truncated, or, when there is nothing left to drop, parks it. A parked event
+// stays in Postgres (job logs show it) and is marked published with its batch: it would never fit.
+func (r *Relay) shrink(o *outgoing, sh *shrunk, why string) {
+	fields := []zap.Field{zap.String("job_id", o.ev.JobID), zap.Int64("seq", o.ev.Seq), zap.Int64("event_id", o.ev.ID),
+		zap.Int("bytes", messageBytes(o.msg)), zap.Int("max_event_bytes", r.opts.MaxEventBytes), zap.String("cause", why)}
+	if !o.trimmed && len(o.msg.Headers) > 0 {
+		o.msg.Headers = []store.EventHeader{{Key: truncatedHeader, Value: []byte("trace_context")}}
+		o.trimmed = true
+		sh.trimmed++
+		r.log.Warn("outbox event too large for kafka; publishing it without its trace context", fields...)
+		return
+	}
+	o.parked = true
+	sh.parked++
+	if o.trimmed {
+		sh.trimmed-- // counted by its end: parked
+	}
+	r.log.Error("outbox event too large for kafka; parked, it stays in postgres and is not published", fields...)
+}
+
+// publishTopic publishes the events that are not parked. A message refused as too large on its own
+// is shrunk and the batch published again (duplicates, never gaps). When several are refused at
+// once they may be innocent: a broker refuses a whole batch to a partition when the batch is over
+// its limit. Then the events are published one at a time, and only one refused on its own is
+// shrunk; nothing is trimmed or parked for its neighbours' size.
+func (r *Relay) publishTopic(ctx context.Context, topic string, out []*outgoing, sh *shrunk) error {
+	for {
+		var live []*outgoing
+		for _, o := range out {
+			if !o.parked {
+				live = append(live, o)
+			}
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		err := r.opts.Sink.EventsPublish(ctx, topic, messages(live))
+		var tl *store.EventsTooLargeError
+		if !errors.As(err, &tl) || len(tl.Indexes) == 0 {
+			return err
+		}
+		if len(tl.Indexes) == 1 {
+			r.shrink(live[tl.Indexes[0]], sh, "refused by kafka")
+			continue
+		}
+		r.log.Warn("kafka refused a batch as too large; publishing its events one at a time",
+			zap.String("topic", topic), zap.Int("refused", len(tl.Indexes)), zap.Int("events", len(live)))
+		return r.publishOneByOne(ctx, topic, live, sh)
+	}
+}
+
+func (r *Relay) publishOneByOne(ctx context.Context, topic string, live []*outgoing, sh *shrunk) error {
+	for _, o := range live {
+		for !o.parked {
+			err := r.opts.Sink.EventsPublish(ctx, topic, []store.EventMessage{o.msg})
+			if err == nil {
+				break
+			}
+			var tl *store.EventsTooLargeError
+			if !errors.As(err, &tl) {
+				return err
+			}
+			r.shrink(o, sh, "refused by kafka on its own")
 		}
 	}
-	return "", nil
+	return nil
+}
+
+func messages(out []*outgoing) []store.EventMessage {
+	msgs := make([]store.EventMessage, len(out))
+	for i, o := range out {
+		msgs[i] = o.msg
+	}
+	return msgs
 }
 
 func ids(evs []store.OutboxEvent) []int64 {
@@ -310,6 +432,16 @@ func (r *Relay) release(ctx context.Context, evs []store.OutboxEvent) {
 	if err := r.opts.Store.EventsRelease(ctx, ids(evs)); err != nil {
 		r.log.Debug("outbox release failed; the lease will expire", zap.Error(err))
 	}
+}
+
+func (r *Relay) countOversized(sh shrunk) {
+	if sh == (shrunk{}) {
+		return
+	}
+	r.mu.Lock()
+	r.oversized[Trimmed] += int64(sh.trimmed)
+	r.oversized[Parked] += int64(sh.parked)
+	r.mu.Unlock()
 }
 
 func (r *Relay) countError(topic string) {

@@ -88,6 +88,7 @@ type JobListCmd struct {
 	Status    string `help:"Only these states (comma-separated): PENDING, ASSIGNED, RUNNING, DONE, FAILED, DEAD_LETTERED."`
 	Limit     int    `help:"Jobs per page, 1-1000." default:"20"`
 	PageToken string `help:"Continue after a previous page (printed at its end)."`
+	Payloads  bool   `help:"Include each job's payload and kept result in --output json/yaml (pages of large jobs then hold fewer jobs)."`
 }
 
 // QueueCmd groups the queue commands.
@@ -168,6 +169,8 @@ type PeekCmd struct {
 	Queue string `arg:"" help:"Queue name."`
 	N     int    `short:"n" help:"How many jobs, 1-1000." default:"10"`
 	Dead  bool   `help:"Show the newest dead-lettered jobs instead."`
+	// Payloads also adds the table's PAYLOAD column.
+	Payloads bool `help:"Include each job's payload (a PAYLOAD column in the table)."`
 }
 
 // PurgeDLQCmd is `purge-dlq`.

@@ -219,6 +219,7 @@ func (c *JobListCmd) Run(re *runEnv) error {
 	defer cancel()
 	resp, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{
 		Queue: c.Queue, States: states, PageSize: int32(c.Limit), PageToken: c.PageToken, //nolint:gosec // ≤ 1000
+		IncludePayloads: c.Payloads && re.globals.Output != "table", // the table has no payload column
 	}))
 	if err != nil {
 		return named(err, "queue", c.Queue)
@@ -226,8 +227,12 @@ func (c *JobListCmd) Run(re *runEnv) error {
 	if err := re.printMessage(resp.Msg, func(w io.Writer) error { return re.jobsTable(w, resp.Msg.GetJobs()) }); err != nil {
 		return err
 	}
-	if next := resp.Msg.GetNextPageToken(); next != "" && re.globals.Output == "table" {
-		fmt.Fprintf(re.Stderr, "more jobs: add --page-token %s\n", next)
+	if re.globals.Output == "table" {
+		if next := resp.Msg.GetNextPageToken(); next != "" {
+			fmt.Fprintf(re.Stderr, "more jobs: add --page-token %s\n", next)
+		}
+	} else if !c.Payloads && len(resp.Msg.GetJobs()) > 0 {
+		fmt.Fprintln(re.Stderr, "payloads and results left out: add --payloads, or see one job with `job status`")
 	}
 	return nil
 }

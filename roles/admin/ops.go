@@ -50,9 +50,14 @@ func (c *PeekCmd) Run(re *runEnv) error {
 	}
 	ctx, cancel := re.callCtx()
 	defer cancel()
-	resp, err := cl.Admin.PeekQueue(ctx, connect.NewRequest(&jqv1.PeekQueueRequest{Queue: c.Queue, Limit: int32(c.N), Dead: c.Dead})) //nolint:gosec // ≤ 1000
+	resp, err := cl.Admin.PeekQueue(ctx, connect.NewRequest(&jqv1.PeekQueueRequest{
+		Queue: c.Queue, Limit: int32(c.N), Dead: c.Dead, IncludePayloads: c.Payloads, //nolint:gosec // ≤ 1000
+	}))
 	if err != nil {
 		return named(err, "queue", c.Queue)
+	}
+	if resp.Msg.GetTruncated() {
+		fmt.Fprintf(re.Stderr, "only %d jobs fit one response (the server's max_page_bytes)\n", len(resp.Msg.GetJobs()))
 	}
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
 		tw := newTable(w)
@@ -63,10 +68,15 @@ func (c *PeekCmd) Run(re *runEnv) error {
 					dash(j.GetFailureReason()), j.GetRetryCount(), j.GetMaxRetries(), dash(bytesLine(j.GetLastError())))
 			}
 		} else {
-			fmt.Fprintln(tw, "#\tID\tTYPE\tPRIORITY\tCREATED\tPAYLOAD")
+			payload := func(*jqv1.Job) string { return "" }
+			header := "#\tID\tTYPE\tPRIORITY\tCREATED\n"
+			if c.Payloads {
+				payload = func(j *jqv1.Job) string { return "\t" + bytesLine(string(j.GetPayload())) }
+				header = "#\tID\tTYPE\tPRIORITY\tCREATED\tPAYLOAD\n"
+			}
+			fmt.Fprint(tw, header)
 			for i, j := range resp.Msg.GetJobs() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", i+1, j.GetId(), j.GetType(), j.GetPriority(), re.when(j.GetCreatedAt()),
-					bytesLine(string(j.GetPayload())))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s%s\n", i+1, j.GetId(), j.GetType(), j.GetPriority(), re.when(j.GetCreatedAt()), payload(j))
 			}
 		}
 		return tw.Flush()

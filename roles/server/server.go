@@ -134,8 +134,8 @@ func (s *Server) Run(ctx context.Context) error {
 		Version: buildinfo.Get(),
 		Status:  s.status,
 		Limits: apiserver.Limits{
-			MaxPayloadBytes: cfg.Server.MaxPayloadBytes,
-			MaxWorkers:      cfg.Server.MaxWorkers, MaxWorkersPerPrincipal: cfg.Auth.MaxWorkersPerPrincipal,
+			MaxPayloadBytes: cfg.Server.MaxPayloadBytes, MaxPageBytes: cfg.Server.MaxPageBytes,
+			MaxWorkers: cfg.Server.MaxWorkers, MaxWorkersPerPrincipal: cfg.Auth.MaxWorkersPerPrincipal,
 			MaxStreams: cfg.Server.MaxStreams, MaxStreamsPerPrincipal: cfg.Auth.MaxStreamsPerPrincipal,
 		},
 		Auth:           s.auth,
@@ -151,13 +151,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apiSrv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		Protocols:         apiProtocols(tlsCfg != nil),
-		TLSConfig:         tlsCfg,
-		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
-	}
+	apiSrv := newAPIServer(cfg.GRPC, api, tlsCfg, s.log)
 	healthSrv := &http.Server{Handler: s.healthMux(), ReadHeaderTimeout: 5 * time.Second}
 	var metricsSrv *http.Server
 	var metricsLn net.Listener

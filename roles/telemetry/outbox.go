@@ -11,6 +11,7 @@ type outboxCollector struct {
 	stats                                  func() outbox.Stats
 	topics                                 []string
 	published, errors, backlog, oldestSecs *prometheus.Desc
+	oversized                              *prometheus.Desc
 }
 
 // NewOutboxCollector returns a collector of the relay's counters and of the backlog it last
@@ -28,11 +29,14 @@ func NewOutboxCollector(stats func() outbox.Stats, topics ...string) prometheus.
 		errors:     prometheus.NewDesc("jq_kafka_publish_errors_total", "Failed publish attempts of this replica's outbox relay, by topic.", []string{"topic"}, nil),
 		backlog:    prometheus.NewDesc("jq_outbox_backlog_events", "Job events not yet published to Kafka.", nil, nil),
 		oldestSecs: prometheus.NewDesc("jq_outbox_oldest_unpublished_seconds", "Age of the oldest job event not yet published to Kafka (0 when none).", nil, nil),
+		oversized: prometheus.NewDesc("jq_outbox_events_oversized_total",
+			"Job events too large for Kafka (kafka.max_event_bytes, or refused by the broker), by action: trimmed (published without their trace context) or parked (never published).",
+			[]string{"action"}, nil),
 	}
 }
 
 func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.published, c.errors, c.backlog, c.oldestSecs} {
+	for _, d := range []*prometheus.Desc{c.published, c.errors, c.backlog, c.oldestSecs, c.oversized} {
 		ch <- d
 	}
 }
@@ -56,6 +60,9 @@ func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(s.Published))
+	for action, n := range s.Oversized {
+		ch <- prometheus.MustNewConstMetric(c.oversized, prometheus.CounterValue, float64(n), action)
+	}
 	if !s.BacklogKnown {
 		return
 	}

@@ -16,6 +16,7 @@ func TestOutboxCollector(t *testing.T) {
 	stats := outbox.Stats{
 		Published:     7,
 		PublishErrors: map[string]int64{"jq.job-events": 3, "job.dead-lettered": 0},
+		Oversized:     map[string]int64{outbox.Trimmed: 2, outbox.Parked: 1},
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewOutboxCollector(func() outbox.Stats { return stats }))
@@ -25,6 +26,8 @@ func TestOutboxCollector(t *testing.T) {
 		"jq_outbox_published_events_total":                       7,
 		"jq_kafka_publish_errors_total{topic=jq.job-events}":     3,
 		"jq_kafka_publish_errors_total{topic=job.dead-lettered}": 0,
+		"jq_outbox_events_oversized_total{action=trimmed}":       2,
+		"jq_outbox_events_oversized_total{action=parked}":        1,
 	}, gather())
 
 	stats.Backlog, stats.BacklogKnown = store.OutboxBacklog{Events: 42, OldestAge: 1500 * time.Millisecond}, true

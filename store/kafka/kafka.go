@@ -7,6 +7,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -35,10 +36,14 @@ type Config struct {
 	// are made at least this big, so kafka-go never splits one call's messages for a partition
 	// into several batches by count: it could write a later batch after an earlier one failed,
 	// and a job's events would then reach their partition out of order when the relay retries.
-	// (A split by bytes, past 1 MiB per partition and call, remains possible; events are small:
-	// a failure's error is at most 4 KiB.)
+	// (A split by bytes, past MaxMessageBytes per partition and call, remains possible; events are
+	// small unless they carry a large trace context.)
 	CallSize int
 	Linger   time.Duration // wait to fill a partial batch (>= 1 ms; kafka-go would wait 1 s on 0)
+	// MaxMessageBytes is the most one message may take, and the most one batch to a partition
+	// takes (kafka.max_event_bytes; 0: kafka-go's 1 MiB). Keep it at or below the brokers'
+	// message.max.bytes, so that no batch is refused whole for one large message.
+	MaxMessageBytes int
 	// SASLMechanism is "" (off), plain, scram-sha-256 or scram-sha-512; credentials come from the
 	// configuration (the password from the environment only).
 	SASLMechanism, SASLUsername, SASLPassword string
@@ -95,6 +100,7 @@ func New(cfg Config) (*Sink, error) {
 		Compression:            comp,
 		BatchSize:              max(cfg.BatchSize, cfg.CallSize, 1),
 		BatchTimeout:           max(cfg.Linger, time.Millisecond),
+		BatchBytes:             int64(cfg.MaxMessageBytes),
 		MaxAttempts:            3, // short broker hiccups (leader moves); the relay retries outages
 		WriteBackoffMin:        50 * time.Millisecond,
 		WriteBackoffMax:        500 * time.Millisecond,
@@ -150,9 +156,42 @@ func (s *Sink) EventsPublish(ctx context.Context, topic string, msgs []store.Eve
 		}
 	}
 	if err := s.w.WriteMessages(ctx, km...); err != nil {
+		if tl := tooLarge(err, km); tl != nil {
+			return fmt.Errorf("kafka: publish to %s: %w", topic, tl)
+		}
 		return fmt.Errorf("kafka: publish to %s: %w", topic, summarize(err))
 	}
 	return nil
+}
+
+// tooLarge names the messages that were refused for their size: the one kafka-go refuses before
+// sending anything (over the writer's BatchBytes), or those the broker answered MESSAGE_TOO_LARGE
+// (or RECORD_LIST_TOO_LARGE) for. nil when err is not about size.
+func tooLarge(err error, km []kafka.Message) *store.EventsTooLargeError {
+	var mtl kafka.MessageTooLargeError
+	if errors.As(err, &mtl) {
+		for i := range km {
+			if bytes.Equal(km[i].Key, mtl.Message.Key) && bytes.Equal(km[i].Value, mtl.Message.Value) {
+				return &store.EventsTooLargeError{Indexes: []int{i}, Err: kafka.MessageSizeTooLarge}
+			}
+		}
+		return nil
+	}
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) {
+		return nil
+	}
+	var tl store.EventsTooLargeError
+	for i, e := range we {
+		if errors.Is(e, kafka.MessageSizeTooLarge) || errors.Is(e, kafka.RecordListTooLarge) {
+			tl.Indexes = append(tl.Indexes, i)
+			tl.Err = e
+		}
+	}
+	if len(tl.Indexes) == 0 {
+		return nil
+	}
+	return &tl
 }
 
 // summarize shortens kafka-go's per-message WriteErrors (one entry per message of the batch, mostly

@@ -21,7 +21,7 @@ const (
 	// Walks jobs_dispatch_idx in its order, as sqlJobDue does; ORDER BY names the table's columns
 	// (a bare id would bind to the output column id::text).
 	sqlJobPeekPending = `-- name: job_peek_pending
-SELECT ` + jobColumns + `
+SELECT ` + jobPageColumns + `
 FROM jobs
 WHERE queue = $1 AND state = 'PENDING' AND not_before <= now()
 ORDER BY jobs.priority DESC, jobs.created_at, jobs.id
@@ -29,7 +29,7 @@ LIMIT $2`
 
 	// Walks jobs_dead_lettered_idx (queue, completed_at) backwards.
 	sqlJobPeekDead = `-- name: job_peek_dead
-SELECT ` + jobColumns + `
+SELECT ` + jobPageColumns + `
 FROM jobs
 WHERE queue = $1 AND state = 'DEAD_LETTERED'
 ORDER BY jobs.completed_at DESC, jobs.id DESC
@@ -73,29 +73,25 @@ WHERE status <> 'OFFLINE' AND last_heartbeat_at > now() - $1 * interval '1 milli
 )
 
 // JobPeek implements store.AdminStore.
-func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) ([]*queue.Job, error) {
+func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error) {
 	limit, err := p.Validate()
 	if err != nil {
-		return nil, err
+		return store.JobPeekResult{}, err
 	}
 	q := sqlJobPeekPending
 	if p.Dead {
 		q = sqlJobPeekDead
 	}
-	rows, err := s.pool.Query(ctx, q, p.Queue, limit)
+	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, p.Queue, limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: peek jobs: %w", err)
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: peek jobs: %w", err)
+		return store.JobPeekResult{}, fmt.Errorf("postgres: peek jobs: %w", err)
 	}
 	if len(jobs) == 0 {
 		if err := s.queueMustExist(ctx, p.Queue); err != nil {
-			return nil, err
+			return store.JobPeekResult{}, err
 		}
 	}
-	return jobs, nil
+	return store.JobPeekResult{Jobs: jobs, Truncated: cut}, nil
 }
 
 // JobPurgeDeadLetters implements store.AdminStore. Events have no foreign key to their job

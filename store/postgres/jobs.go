@@ -128,7 +128,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	if cursor != nil {
 		where = append(where, "(jobs.created_at, jobs.id) < ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
 	}
-	q := "-- name: job_list\nSELECT " + jobColumns + " FROM jobs"
+	q := "-- name: job_list\nSELECT " + jobPageColumns + " FROM jobs"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -137,18 +137,14 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	// and sort text, not the uuid the cursor compares (and the index holds).
 	q += " ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT " + arg(limit+1)
 
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
+	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {
 		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
 	}
 	var res store.JobListResult
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		last := jobs[limit-1]
+	if cut || len(jobs) > limit {
+		jobs = jobs[:min(len(jobs), limit)]
+		last := jobs[len(jobs)-1]
 		res.NextCursor = store.EncodeJobCursor(store.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID})
 	}
 	res.Jobs = jobs

@@ -17,6 +17,14 @@ const (
 		worker_id, last_error, failure_reason, result, result_checksum,
 		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal`
 
+	// jobPageColumns are jobColumns with NULL for payload and result, followed by their sizes:
+	// pages read the data of only the jobs that fit their byte budget (see jobPage).
+	jobPageColumns = `id::text, queue, type, NULL::bytea, priority, state, max_retries, retry_count, attempt,
+		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, labels, keep_result, trace_context,
+		worker_id, last_error, failure_reason, NULL::bytea, result_checksum,
+		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal,
+		octet_length(payload), coalesce(octet_length(result), 0)`
+
 	queueColumns = `name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms, paused,
 		created_at, updated_at`
 
@@ -29,7 +37,8 @@ const workerColumns = `w.id, w.hostname, w.status, w.concurrency, w.queues, w.ve
 	(SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state IN ('ASSIGNED', 'RUNNING'))::int,
 	w.started_at, w.last_heartbeat_at, w.shutdown_requested, w.principal`
 
-func scanJob(row pgx.Row) (*queue.Job, error) {
+// scanJob reads jobColumns, or jobPageColumns with the two sizes scanned into extra.
+func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 	var (
 		j                                 queue.Job
 		state                             string
@@ -37,10 +46,11 @@ func scanJob(row pgx.Row) (*queue.Job, error) {
 		expiresAt, startedAt, completedAt *time.Time
 		labels, traceContext              map[string]string
 	)
-	err := row.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &j.Priority, &state, &j.MaxRetries,
+	dst := []any{&j.ID, &j.Queue, &j.Type, &j.Payload, &j.Priority, &state, &j.MaxRetries,
 		&j.RetryCount, &j.Attempt, &ttlMS, &timeoutMS, &j.NotBefore, &expiresAt, &j.IdempotencyKey,
 		&labels, &j.KeepResult, &traceContext, &j.WorkerID, &j.LastError, &j.FailureReason, &j.Result,
-		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt, &j.NoRetry, &j.CancelRequested, &j.Principal)
+		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt, &j.NoRetry, &j.CancelRequested, &j.Principal}
+	err := row.Scan(append(dst, extra...)...)
 	if err != nil {
 		return nil, err
 	}

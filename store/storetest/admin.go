@@ -29,6 +29,7 @@ func RunAdminStore(t *testing.T, newStore, newIsolated NewAdminStoreFunc) {
 	t.Run("JobPeekPending", func(t *testing.T) { testJobPeekPending(t, newStore) })
 	t.Run("JobPeekDead", func(t *testing.T) { testJobPeekDead(t, newStore) })
 	t.Run("JobPeekInvalid", func(t *testing.T) { testJobPeekInvalid(t, newStore) })
+	t.Run("JobPeekByteBudget", func(t *testing.T) { testJobPeekByteBudget(t, newStore) })
 	t.Run("JobPurgeQueue", func(t *testing.T) { testJobPurgeQueue(t, newStore) })
 	t.Run("JobPurgeInvalid", func(t *testing.T) { testJobPurgeInvalid(t, newStore) })
 	t.Run("JobCountDeadLettered", func(t *testing.T) { testJobCountDeadLettered(t, newStore) })
@@ -61,9 +62,9 @@ func (b *adminBundle) peek(p store.JobPeekParams) []*queue.Job {
 	if p.Queue == "" {
 		p.Queue = b.queue
 	}
-	jobs, err := b.a.JobPeek(b.ctx, p)
+	res, err := b.a.JobPeek(b.ctx, p)
 	require.NoError(b.t, err)
-	return jobs
+	return res.Jobs
 }
 
 // dead returns a new job of the bundle's queue (or of q) that is DEAD_LETTERED.
@@ -104,11 +105,14 @@ func testJobPeekPending(t *testing.T, newStore NewAdminStoreFunc) {
 
 	// priority DESC, then created_at (insert order here).
 	want := []string{pending[2].ID, pending[5].ID, pending[1].ID, pending[3].ID, pending[6].ID, pending[0].ID, pending[4].ID}
-	got := b.peek(store.JobPeekParams{})
+	got := b.peek(store.JobPeekParams{WithData: true})
 	require.Equal(t, want, ids(got))
 	for _, j := range got {
 		require.Equal(t, queue.StatePending, j.State)
 		require.Equal(t, b.get(j.ID).Payload, j.Payload)
+	}
+	for _, j := range b.peek(store.JobPeekParams{}) {
+		require.Empty(t, j.Payload, "payloads only when asked")
 	}
 	require.Equal(t, want[:3], ids(b.peek(store.JobPeekParams{Limit: 3})))
 

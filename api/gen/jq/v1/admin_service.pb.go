@@ -611,9 +611,11 @@ type PeekQueueRequest struct {
 	// Maximum number of jobs to return. 0 means 10; at most 1000.
 	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Show dead-lettered jobs instead of pending ones.
-	Dead          bool `protobuf:"varint,3,opt,name=dead,proto3" json:"dead,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Dead bool `protobuf:"varint,3,opt,name=dead,proto3" json:"dead,omitempty"`
+	// Return each job's payload. Without it payloads are left out.
+	IncludePayloads bool `protobuf:"varint,4,opt,name=include_payloads,json=includePayloads,proto3" json:"include_payloads,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PeekQueueRequest) Reset() {
@@ -667,11 +669,22 @@ func (x *PeekQueueRequest) GetDead() bool {
 	return false
 }
 
+func (x *PeekQueueRequest) GetIncludePayloads() bool {
+	if x != nil {
+		return x.IncludePayloads
+	}
+	return false
+}
+
 // PeekQueueResponse carries the jobs.
 type PeekQueueResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The jobs, in the order described on PeekQueue, without result data.
-	Jobs          []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// The jobs, in the order described on PeekQueue, without result data,
+	// and without payload unless include_payloads was set.
+	Jobs []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// True when the page byte budget stopped the list before limit jobs
+	// (more jobs may match).
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -711,6 +724,13 @@ func (x *PeekQueueResponse) GetJobs() []*Job {
 		return x.Jobs
 	}
 	return nil
+}
+
+func (x *PeekQueueResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
 }
 
 // PurgeDeadLettersRequest selects the dead letters to delete.
@@ -859,14 +879,16 @@ const file_jq_v1_admin_service_proto_rawDesc = "" +
 	"\x10GetStatsResponse\x120\n" +
 	"\x06queues\x18\x01 \x03(\v2\x18.jq.v1.QueueRuntimeStatsR\x06queues\x12\x1a\n" +
 	"\binflight\x18\x02 \x01(\x03R\binflight\x12'\n" +
-	"\x0flive_heartbeats\x18\x03 \x01(\x03R\x0eliveHeartbeats\"R\n" +
+	"\x0flive_heartbeats\x18\x03 \x01(\x03R\x0eliveHeartbeats\"}\n" +
 	"\x10PeekQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x12\n" +
-	"\x04dead\x18\x03 \x01(\bR\x04dead\"3\n" +
+	"\x04dead\x18\x03 \x01(\bR\x04dead\x12)\n" +
+	"\x10include_payloads\x18\x04 \x01(\bR\x0fincludePayloads\"Q\n" +
 	"\x11PeekQueueResponse\x12\x1e\n" +
 	"\x04jobs\x18\x01 \x03(\v2\n" +
-	".jq.v1.JobR\x04jobs\"I\n" +
+	".jq.v1.JobR\x04jobs\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"I\n" +
 	"\x17PurgeDeadLettersRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x18\n" +
 	"\aconfirm\x18\x02 \x01(\bR\aconfirm\"4\n" +

@@ -295,7 +295,8 @@ type Job struct {
 	Queue string `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
 	// Job type (handler name); see JobSpec.type.
 	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
-	// Opaque job input, exactly as submitted.
+	// Opaque job input, exactly as submitted. Left out of ListJobs and
+	// PeekQueue unless their include_payloads is set.
 	Payload []byte `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
 	// Dispatch priority, 0 to 9, 9 first.
 	Priority int32 `protobuf:"varint,5,opt,name=priority,proto3" json:"priority,omitempty"`
@@ -361,8 +362,8 @@ type Job struct {
 	// When the job reached DONE or DEAD_LETTERED. Unset otherwise.
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,43,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
 	// Output of a DONE job, present only while it is retained (keep_result,
-	// see GetJobResult). Returned by GetJob; omitted from ListJobs and
-	// PeekQueue.
+	// see GetJobResult). Returned by GetJob, and by ListJobs with
+	// include_payloads; omitted from PeekQueue.
 	Result        *JobResult `protobuf:"bytes,50,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

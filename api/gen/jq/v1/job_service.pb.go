@@ -325,9 +325,14 @@ type ListJobsRequest struct {
 	// filters.
 	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Only jobs carrying all of these labels with exactly these values.
-	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Labels map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Return each job's payload and, for a DONE job whose result is retained,
+	// its result (Job.result). Without it both are left out, which keeps pages
+	// small; GetJob always returns them. With it, pages of large jobs hold
+	// fewer jobs (see ListJobs).
+	IncludePayloads bool `protobuf:"varint,6,opt,name=include_payloads,json=includePayloads,proto3" json:"include_payloads,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListJobsRequest) Reset() {
@@ -395,12 +400,21 @@ func (x *ListJobsRequest) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *ListJobsRequest) GetIncludePayloads() bool {
+	if x != nil {
+		return x.IncludePayloads
+	}
+	return false
+}
+
 // ListJobsResponse is one page of jobs.
 type ListJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The jobs of this page, newest first, without result data.
+	// The jobs of this page, newest first; without payload and result unless
+	// include_payloads was set.
 	Jobs []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	// Token for the next page; empty when this is the last page.
+	// Token for the next page; empty when this is the last page. A page cut
+	// short by the byte budget has one too.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -877,14 +891,15 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\".\n" +
 	"\x0eGetJobResponse\x12\x1c\n" +
 	"\x03job\x18\x01 \x01(\v2\n" +
-	".jq.v1.JobR\x03job\"\x83\x02\n" +
+	".jq.v1.JobR\x03job\"\xae\x02\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12'\n" +
 	"\x06states\x18\x02 \x03(\x0e2\x0f.jq.v1.JobStateR\x06states\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12:\n" +
-	"\x06labels\x18\x05 \x03(\v2\".jq.v1.ListJobsRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x05 \x03(\v2\".jq.v1.ListJobsRequest.LabelsEntryR\x06labels\x12)\n" +
+	"\x10include_payloads\x18\x06 \x01(\bR\x0fincludePayloads\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Z\n" +

@@ -63,7 +63,11 @@ type AdminServiceClient interface {
 	GetStats(context.Context, *connect.Request[v1.GetStatsRequest]) (*connect.Response[v1.GetStatsResponse], error)
 	// PeekQueue shows jobs of a queue without changing them: the next due
 	// PENDING jobs in dispatch order (priority descending, then created_at),
-	// or with dead set the most recently dead-lettered jobs first.
+	// or with dead set the most recently dead-lettered jobs first. Jobs come
+	// without payload unless include_payloads is set, and the list stops early
+	// (truncated) before its encoded size would pass the server's page byte
+	// budget (server.max_page_bytes); it holds at least one job when any
+	// matches.
 	//
 	// Errors: INVALID_ARGUMENT (bad queue name, limit out of range);
 	// NOT_FOUND (no such queue).
@@ -172,7 +176,11 @@ type AdminServiceHandler interface {
 	GetStats(context.Context, *connect.Request[v1.GetStatsRequest]) (*connect.Response[v1.GetStatsResponse], error)
 	// PeekQueue shows jobs of a queue without changing them: the next due
 	// PENDING jobs in dispatch order (priority descending, then created_at),
-	// or with dead set the most recently dead-lettered jobs first.
+	// or with dead set the most recently dead-lettered jobs first. Jobs come
+	// without payload unless include_payloads is set, and the list stops early
+	// (truncated) before its encoded size would pass the server's page byte
+	// budget (server.max_page_bytes); it holds at least one job when any
+	// matches.
 	//
 	// Errors: INVALID_ARGUMENT (bad queue name, limit out of range);
 	// NOT_FOUND (no such queue).

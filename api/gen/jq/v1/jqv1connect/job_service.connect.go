@@ -80,8 +80,12 @@ type JobServiceClient interface {
 	// job).
 	GetJob(context.Context, *connect.Request[v1.GetJobRequest]) (*connect.Response[v1.GetJobResponse], error)
 	// ListJobs lists jobs matching all given filters, newest first
-	// (created_at descending, then id), one page at a time (FR-032). Results
-	// omit JobResult data.
+	// (created_at descending, then id), one page at a time (FR-032). Jobs come
+	// without payload and result unless include_payloads is set. A page holds
+	// at most page_size jobs and stops early, with a next_page_token, before
+	// its encoded size would pass the server's page byte budget
+	// (server.max_page_bytes, default 4 MiB); it always holds at least one job
+	// when any matches.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
 	// or a page_token used with different filters); NOT_FOUND (queue filter
@@ -264,8 +268,12 @@ type JobServiceHandler interface {
 	// job).
 	GetJob(context.Context, *connect.Request[v1.GetJobRequest]) (*connect.Response[v1.GetJobResponse], error)
 	// ListJobs lists jobs matching all given filters, newest first
-	// (created_at descending, then id), one page at a time (FR-032). Results
-	// omit JobResult data.
+	// (created_at descending, then id), one page at a time (FR-032). Jobs come
+	// without payload and result unless include_payloads is set. A page holds
+	// at most page_size jobs and stops early, with a next_page_token, before
+	// its encoded size would pass the server's page byte budget
+	// (server.max_page_bytes, default 4 MiB); it always holds at least one job
+	// when any matches.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
 	// or a page_token used with different filters); NOT_FOUND (queue filter
