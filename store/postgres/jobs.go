@@ -144,7 +144,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	if len(jobs) > limit {
 		jobs = jobs[:limit]
 		last := jobs[limit-1]
-		res.NextCursor = store.EncodeJobCursor(store.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		res.NextCursor = p.CursorAfter(last)
 	}
 	res.Jobs = jobs
 	return res, nil
