@@ -335,4 +335,38 @@ func TestRegisterWorkerRefusals(t *testing.T) {
 	requireRefused(t, connect.CodeInvalidArgument, err, "ack")
 }
 
+// A worker the server does not know gets NOT_FOUND for its acks and reports (the worker registers
+// again), and its leases change nothing.
+func TestAckAndReportFromUnknownWorker(t *testing.T) {
+	b := setupEngine(t, engine.Options{})
+	w := b.register(1)
+	j := b.lease(w, b.insert(store.JobInsertParams{}), false)
+	stranger := "w-" + uuid.NewString()[:12]
+	lease := []*jqv1.JobLease{{JobId: j.ID, Attempt: int32(j.Attempt)}} //nolint:gosec // small
+
+	_, err := b.cl.Workers.AckJobs(b.ctx, connect.NewRequest(&jqv1.AckJobsRequest{WorkerId: stranger, Leases: lease}))
+	requireRefused(t, connect.CodeNotFound, err, "ack")
+	_, err = b.cl.Workers.ReportJobs(b.ctx, connect.NewRequest(&jqv1.ReportJobsRequest{
+		WorkerId: stranger,
+		Reports: []*jqv1.JobReport{{
+			JobId: j.ID, Attempt: int32(j.Attempt), //nolint:gosec // small
+			Outcome: &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{}},
+		}},
+	}))
+	requireRefused(t, connect.CodeNotFound, err, "report")
+	got, err := b.store.JobGet(b.ctx, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, queue.StateAssigned, got.State, "nothing changed")
+
+	// The worker that holds the job is known, and its ack applies.
+	res, err := b.cl.Workers.AckJobs(b.ctx, connect.NewRequest(&jqv1.AckJobsRequest{WorkerId: w, Leases: lease}))
+	require.NoError(t, err)
+	require.True(t, res.Msg.GetResults()[0].GetOk())
+	// A known worker's stale lease is a per-lease verdict, not NOT_FOUND.
+	other := b.register(1)
+	res, err = b.cl.Workers.AckJobs(b.ctx, connect.NewRequest(&jqv1.AckJobsRequest{WorkerId: other, Leases: lease}))
+	require.NoError(t, err)
+	require.False(t, res.Msg.GetResults()[0].GetOk())
+}
+
 func ptr[T any](v T) *T { return &v }
