@@ -22,7 +22,7 @@ var queueNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 // with a letter or digit. The name is used in Redis keys and metric labels, hence the small alphabet.
 func ValidateQueueName(name string) error {
 	if !queueNameRE.MatchString(name) {
-		return fmt.Errorf("%w: queue name %q must match %s", ErrInvalidArgument, name, queueNameRE)
+		return fmt.Errorf("%w: queue name %s must match %s", ErrInvalidArgument, Excerpt(name), queueNameRE)
 	}
 	return nil
 }

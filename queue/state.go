@@ -29,7 +29,7 @@ func States() []State {
 func ParseState(s string) (State, error) {
 	st := State(strings.ToUpper(strings.TrimSpace(s)))
 	if !st.Valid() {
-		return "", fmt.Errorf("%w: unknown job state %q", ErrInvalidArgument, s)
+		return "", fmt.Errorf("%w: unknown job state %s", ErrInvalidArgument, Excerpt(s))
 	}
 	return st, nil
 }

@@ -20,7 +20,7 @@ const (
 func ParseWorkerStatus(s string) (WorkerStatus, error) {
 	st := WorkerStatus(strings.ToUpper(strings.TrimSpace(s)))
 	if !st.Valid() {
-		return "", fmt.Errorf("%w: unknown worker status %q", ErrInvalidArgument, s)
+		return "", fmt.Errorf("%w: unknown worker status %s", ErrInvalidArgument, Excerpt(s))
 	}
 	return st, nil
 }

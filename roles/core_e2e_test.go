@@ -242,10 +242,16 @@ func TestStaleReportRejected(t *testing.T) {
 		require.False(t, rep.Msg.GetResults()[0].GetOk())
 		require.Contains(t, rep.Msg.GetResults()[0].GetError(), "stale")
 	}
-	// Another worker's report for the right attempt is refused too.
-	rep, err := w.ReportJobs(ctx, connect.NewRequest(&jqv1.ReportJobsRequest{WorkerId: "w-other", Reports: []*jqv1.JobReport{{
+	// Another worker's report for the right attempt is refused too: NOT_FOUND while that worker is
+	// not registered, a stale lease once it is.
+	other := &jqv1.ReportJobsRequest{WorkerId: "w-other", Reports: []*jqv1.JobReport{{
 		JobId: id, Attempt: 1, Outcome: &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{}},
-	}}}))
+	}}}
+	_, err = w.ReportJobs(ctx, connect.NewRequest(other))
+	require.Equal(t, connect.CodeNotFound, connect.CodeOf(err), "%v", err)
+	_, err = w.RegisterWorker(ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{WorkerId: "w-other", Hostname: "test", Concurrency: 1, Queues: []string{"default"}}))
+	require.NoError(t, err)
+	rep, err := w.ReportJobs(ctx, connect.NewRequest(other))
 	require.NoError(t, err)
 	require.False(t, rep.Msg.GetResults()[0].GetOk())
 

@@ -55,31 +55,9 @@ type JobPeekResult struct {
 	Truncated bool
 }
 
-// Validate checks p and returns the effective limit.
-func (p JobPeekParams) Validate() (limit int, err error) {
-	if err := queue.ValidateQueueName(p.Queue); err != nil {
-		return 0, err
-	}
-	switch {
-	case p.Limit == 0:
-		return DefaultPeekLimit, nil
-	case p.Limit < 0 || p.Limit > MaxPeekLimit:
-		return 0, invalid("peek limit %d: want 1..%d", p.Limit, MaxPeekLimit)
-	}
-	return p.Limit, nil
-}
-
 // JobPurgeDeadLettersParams selects the dead letters to delete.
 type JobPurgeDeadLettersParams struct {
 	Queue string // "": every queue
-}
-
-// Validate checks p.
-func (p JobPurgeDeadLettersParams) Validate() error {
-	if p.Queue == "" {
-		return nil
-	}
-	return queue.ValidateQueueName(p.Queue)
 }
 
 // DispatchCounts are the sizes of one queue's Redis dispatch structures.

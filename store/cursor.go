@@ -1,47 +1,110 @@
 package store
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/jq-dev/jq/queue"
 )
 
-// JobCursor is the position after which JobList continues: the sort key of the last job of a page.
+// JobCursor is the position after which JobList continues: the sort key of the last job of a page,
+// and the fingerprint of the filters of the listing it belongs to.
 type JobCursor struct {
 	CreatedAt time.Time // microsecond precision, like the stores
 	ID        string
+	// Filter fingerprints the filters the cursor was issued for (JobListParams.CursorAfter), so a
+	// page token replayed with another queue, states or labels is refused instead of continuing a
+	// different listing from a position that means nothing there.
+	Filter uint64
 }
 
-// cursorVersion prefixes the encoding so that it can change without misreading old tokens.
-const cursorVersion = "j1"
+// cursorVersion prefixes the encoding so that it can change without misreading old tokens. j1
+// tokens (without the filter) are refused as malformed; a client starts its listing again.
+const cursorVersion = "j2"
 
 // EncodeJobCursor returns the opaque page token for c.
 func EncodeJobCursor(c JobCursor) string {
-	raw := cursorVersion + "." + strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID
+	raw := cursorVersion + "." + strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID + "." +
+		strconv.FormatUint(c.Filter, 16)
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
 // DecodeJobCursor parses a page token from a client. Anything not produced by EncodeJobCursor is
-// ErrInvalidArgument: only canonical tokens are accepted.
+// ErrInvalidArgument: only canonical tokens are accepted. (Strict base64 still skips '\r' and '\n',
+// and a number or UUID has other spellings, hence the final comparison with the re-encoding.)
 func DecodeJobCursor(s string) (JobCursor, error) {
+	malformed := invalid("malformed page_token (pass next_page_token unchanged, or none for the first page)")
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
-		return JobCursor{}, invalid("malformed page cursor")
+		return JobCursor{}, malformed
 	}
 	parts := strings.Split(string(raw), ".")
-	if len(parts) != 3 || parts[0] != cursorVersion {
-		return JobCursor{}, invalid("malformed page cursor")
+	if len(parts) != 4 || parts[0] != cursorVersion {
+		return JobCursor{}, malformed
 	}
 	micros, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || strconv.FormatInt(micros, 10) != parts[1] {
-		return JobCursor{}, invalid("malformed page cursor")
+	if err != nil {
+		return JobCursor{}, malformed
 	}
 	id, err := uuid.Parse(parts[2])
-	if err != nil || id.String() != parts[2] {
-		return JobCursor{}, invalid("malformed page cursor")
+	if err != nil {
+		return JobCursor{}, malformed
 	}
-	return JobCursor{CreatedAt: time.UnixMicro(micros).UTC(), ID: parts[2]}, nil
+	filter, err := strconv.ParseUint(parts[3], 16, 64)
+	if err != nil {
+		return JobCursor{}, malformed
+	}
+	c := JobCursor{CreatedAt: time.UnixMicro(micros).UTC(), ID: id.String(), Filter: filter}
+	if EncodeJobCursor(c) != s {
+		return JobCursor{}, malformed
+	}
+	return c, nil
+}
+
+// CursorAfter is the page token that continues this listing after job j.
+func (p JobListParams) CursorAfter(j *queue.Job) string {
+	return EncodeJobCursor(JobCursor{CreatedAt: j.CreatedAt, ID: j.ID, Filter: p.filterHash()})
+}
+
+// filterHash fingerprints the filters of a listing: the queue, the set of states, the labels and the
+// principal whose jobs are listed,
+// in a canonical order (the same states in another order, or repeated, are the same listing).
+// The page size is not part of it: a client may change it between pages.
+func (p JobListParams) filterHash() uint64 {
+	h := sha256.New()
+	w := specWriter{h: h}
+	w.str("jq.job-list-filter.v1")
+	w.str(p.Queue)
+	states := make([]string, len(p.States))
+	for i, s := range p.States {
+		states[i] = string(s)
+	}
+	slices.Sort(states)
+	states = slices.Compact(states)
+	w.int(int64(len(states)))
+	for _, s := range states {
+		w.str(s)
+	}
+	keys := make([]string, 0, len(p.Labels))
+	for k := range p.Labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.int(int64(len(keys)))
+	for _, k := range keys {
+		w.str(k)
+		w.str(p.Labels[k])
+	}
+	if p.Principal != "" { // a producer's own listing (tokens issued before principals still match)
+		w.str("principal")
+		w.str(p.Principal)
+	}
+	return binary.BigEndian.Uint64(h.Sum(nil))
 }

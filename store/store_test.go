@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -18,9 +19,9 @@ import (
 func TestJobCursorRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, c := range []store.JobCursor{
-		{CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 678901000, time.UTC), ID: uuid.NewString()},
+		{CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 678901000, time.UTC), ID: uuid.NewString(), Filter: 42},
 		{CreatedAt: time.UnixMicro(0).UTC(), ID: uuid.Nil.String()},
-		{CreatedAt: time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC), ID: uuid.NewString()},
+		{CreatedAt: time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC), ID: uuid.NewString(), Filter: math.MaxUint64},
 	} {
 		s := store.EncodeJobCursor(c)
 		require.NotContains(t, s, c.ID, "opaque")
@@ -32,16 +33,20 @@ func TestJobCursorRoundTrip(t *testing.T) {
 
 func TestJobCursorInvalid(t *testing.T) {
 	t.Parallel()
-	valid := store.EncodeJobCursor(store.JobCursor{CreatedAt: time.Now(), ID: uuid.NewString()})
+	id := uuid.NewString()
+	valid := store.EncodeJobCursor(store.JobCursor{CreatedAt: time.Now(), ID: id, Filter: 7})
 	for _, s := range []string{
 		"", "!!", "Zm9vYmFy", valid[:len(valid)-2], valid + "=", strings.ToUpper(valid),
-		b64("j1.123"), b64("j2.123." + uuid.NewString()), b64("j1.x." + uuid.NewString()),
-		b64("j1.123.not-a-uuid"), b64("j1.123." + strings.ToUpper(uuid.NewString())),
-		b64("j1.123." + uuid.NewString() + ".x"), b64("j1.+123." + uuid.NewString()),
-		b64("j1.0123." + uuid.NewString()),
+		valid[:8] + "\n" + valid[8:], valid[:8] + "\r\n" + valid[8:], valid + "\n", " " + valid,
+		b64("j2.123"), b64("j2.123." + id), b64("j1.123." + id), b64("j3.123." + id + ".7"),
+		b64("j2.x." + id + ".7"), b64("j2.123.not-a-uuid.7"), b64("j2.123." + strings.ToUpper(id) + ".7"),
+		b64("j2.123.{" + id + "}.7"), b64("j2.123." + id + ".7.x"), b64("j2.+123." + id + ".7"),
+		b64("j2.0123." + id + ".7"), b64("j2.123." + id + ".07"), b64("j2.123." + id + ".A"),
+		b64("j2.123." + id + "."), b64("j2.123." + id + ".10000000000000000"),
 	} {
 		_, err := store.DecodeJobCursor(s)
 		require.ErrorIs(t, err, queue.ErrInvalidArgument, "%q", s)
+		require.NotContains(t, err.Error(), "\n")
 	}
 }
 
@@ -50,16 +55,18 @@ func b64(s string) string {
 }
 
 // FuzzDecodeJobCursor: page tokens come from clients. Decoding never panics, fails only with
-// ErrInvalidArgument, and whatever it accepts re-encodes to the same token.
+// ErrInvalidArgument, and whatever it accepts re-encodes to the same token (one token per position:
+// testdata/fuzz holds the inputs that once broke this, a token with a newline among them).
 func FuzzDecodeJobCursor(f *testing.F) {
-	f.Add(store.EncodeJobCursor(store.JobCursor{CreatedAt: time.Unix(1700000000, 123000), ID: uuid.NewString()}))
+	f.Add(store.EncodeJobCursor(store.JobCursor{CreatedAt: time.Unix(1700000000, 123000), ID: uuid.NewString(), Filter: 1 << 63}))
 	f.Add("")
 	f.Add("Zm9vYmFy")
-	f.Add(b64("j1.-1." + uuid.Nil.String()))
+	f.Add(b64("j2.-1." + uuid.Nil.String() + ".0"))
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := store.DecodeJobCursor(s)
 		if err != nil {
 			require.ErrorIs(t, err, queue.ErrInvalidArgument)
+			require.NotContains(t, err.Error(), "\n")
 			return
 		}
 		require.Equal(t, s, store.EncodeJobCursor(c))
@@ -131,35 +138,100 @@ func TestQueueCreateParamsQueue(t *testing.T) {
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
 	require.Contains(t, err.Error(), "max_retries")
 	require.Contains(t, err.Error(), "ttl", "every problem is reported at once")
+
+	for _, p := range []store.QueueCreateParams{
+		{Name: "q", MaxRetries: ptr(store.MaxJobRetries + 1)},
+		{Name: "q", TTL: store.MaxDuration + 1},
+		{Name: "q", BackoffBase: time.Minute, BackoffMax: time.Second},
+		{Name: "q", BackoffMax: store.MaxDuration + 1},
+		{Name: "q", PriorityWeights: map[int]int{9: store.MaxPriorityWeight + 1}},
+		{Name: "q", PriorityWeights: map[int]int{10: 1}},
+		{Name: "q", PriorityWeights: map[int]int{0: 0}},
+	} {
+		_, err := p.Queue()
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
+	}
+	_, err = store.QueueCreateParams{Name: "q", MaxRetries: ptr(store.MaxJobRetries), TTL: store.MaxDuration,
+		PriorityWeights: map[int]int{9: store.MaxPriorityWeight}}.Queue()
+	require.NoError(t, err)
 }
 
 func TestJobInsertParamsValidate(t *testing.T) {
 	t.Parallel()
-	ok := store.JobInsertParams{Queue: "q", Type: "t"}
-	require.NoError(t, ok.Validate())
-	for name, change := range map[string]func(p *store.JobInsertParams){
-		"id":          func(p *store.JobInsertParams) { p.ID = "x" },
-		"queue":       func(p *store.JobInsertParams) { p.Queue = "" },
-		"type":        func(p *store.JobInsertParams) { p.Type = strings.Repeat("t", store.MaxTypeLen+1) },
-		"priority":    func(p *store.JobInsertParams) { p.Priority = 10 },
-		"max retries": func(p *store.JobInsertParams) { p.MaxRetries = ptr(math.MaxInt32 + 1) },
-		"ttl":         func(p *store.JobInsertParams) { p.TTL = -1 },
-		"timeout":     func(p *store.JobInsertParams) { p.Timeout = -1 },
-		"key":         func(p *store.JobInsertParams) { p.IdempotencyKey = strings.Repeat("k", store.MaxIdempotencyKeyLen+1) },
-		"label value": func(p *store.JobInsertParams) {
-			p.Labels = map[string]string{"k": strings.Repeat("v", store.MaxLabelLen+1)}
+	ok := store.JobInsertParams{
+		Queue: "q", Type: "email.send:v2", MaxRetries: ptr(store.MaxJobRetries), TTL: store.MaxDuration, Timeout: store.MaxJobTimeout,
+		IdempotencyKey: strings.Repeat("k", store.MaxIdempotencyKeyLen),
+		Labels:         map[string]string{strings.Repeat("k", store.MaxLabelKeyLen): strings.Repeat("é", store.MaxLabelValueLen/2)},
+		TraceContext: map[string]string{
+			"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+			"tracestate":  strings.Repeat("v", store.MaxTraceContextValueLen),
 		},
+	}
+	require.NoError(t, ok.Validate())
+	require.NoError(t, store.JobInsertParams{Queue: "q", Type: "t"}.Validate(), "zero durations are the defaults")
+	for name, change := range map[string]func(p *store.JobInsertParams){
+		"id":              func(p *store.JobInsertParams) { p.ID = "x" },
+		"queue":           func(p *store.JobInsertParams) { p.Queue = "" },
+		"type empty":      func(p *store.JobInsertParams) { p.Type = "" },
+		"type long":       func(p *store.JobInsertParams) { p.Type = strings.Repeat("t", store.MaxTypeLen+1) },
+		"type space":      func(p *store.JobInsertParams) { p.Type = "no op" },
+		"type control":    func(p *store.JobInsertParams) { p.Type = "no\x00op" },
+		"type unicode":    func(p *store.JobInsertParams) { p.Type = "café" },
+		"priority":        func(p *store.JobInsertParams) { p.Priority = 10 },
+		"max retries":     func(p *store.JobInsertParams) { p.MaxRetries = ptr(store.MaxJobRetries + 1) },
+		"max retries neg": func(p *store.JobInsertParams) { p.MaxRetries = ptr(-1) },
+		"ttl":             func(p *store.JobInsertParams) { p.TTL = -1 },
+		"ttl long":        func(p *store.JobInsertParams) { p.TTL = store.MaxDuration + 1 },
+		"timeout":         func(p *store.JobInsertParams) { p.Timeout = -1 },
+		"timeout long":    func(p *store.JobInsertParams) { p.Timeout = store.MaxJobTimeout + 1 },
+		"key":             func(p *store.JobInsertParams) { p.IdempotencyKey = strings.Repeat("k", store.MaxIdempotencyKeyLen+1) },
+		"key control":     func(p *store.JobInsertParams) { p.IdempotencyKey = "k\n" },
+		"label key empty": func(p *store.JobInsertParams) { p.Labels = map[string]string{"": "v"} },
+		"label key long": func(p *store.JobInsertParams) {
+			p.Labels = map[string]string{strings.Repeat("k", store.MaxLabelKeyLen+1): "v"}
+		},
+		"label value": func(p *store.JobInsertParams) {
+			p.Labels = map[string]string{"k": strings.Repeat("v", store.MaxLabelValueLen+1)}
+		},
+		"label control": func(p *store.JobInsertParams) { p.Labels = map[string]string{"k": "\x1b[2J"} },
+		"label C1":      func(p *store.JobInsertParams) { p.Labels = map[string]string{"k\u009b": "v"} },
 		"labels": func(p *store.JobInsertParams) {
 			p.Labels = map[string]string{}
 			for i := range store.MaxLabels + 1 {
-				p.Labels[strings.Repeat("k", i+1)] = "v"
+				p.Labels[fmt.Sprint(i)] = "v"
+			}
+		},
+		"trace entries": func(p *store.JobInsertParams) {
+			p.TraceContext = map[string]string{}
+			for i := range store.MaxTraceContextEntries + 1 {
+				p.TraceContext[fmt.Sprint(i)] = "v"
+			}
+		},
+		"trace key long":  func(p *store.JobInsertParams) { p.TraceContext = map[string]string{strings.Repeat("k", 65): "v"} },
+		"trace key empty": func(p *store.JobInsertParams) { p.TraceContext = map[string]string{"": "v"} },
+		"trace key space": func(p *store.JobInsertParams) { p.TraceContext = map[string]string{"trace parent": "v"} },
+		"trace value":     func(p *store.JobInsertParams) { p.TraceContext = map[string]string{"k": strings.Repeat("v", 513)} },
+		"trace value NUL": func(p *store.JobInsertParams) { p.TraceContext = map[string]string{"k": "v\x00"} },
+		"trace total": func(p *store.JobInsertParams) {
+			p.TraceContext = map[string]string{}
+			for i := range 5 {
+				p.TraceContext[fmt.Sprint(i)] = strings.Repeat("v", 500)
 			}
 		},
 	} {
 		p := ok
 		change(&p)
-		require.ErrorIs(t, p.Validate(), queue.ErrInvalidArgument, name)
+		err := p.Validate()
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
+		requireShortMessage(t, err)
 	}
+}
+
+// requireShortMessage: a refusal's first line (what a client sees) quotes little of the input.
+func requireShortMessage(t *testing.T, err error) {
+	t.Helper()
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	require.LessOrEqual(t, len(line), 200, line)
 }
 
 func TestParseJobID(t *testing.T) {
@@ -174,9 +246,55 @@ func TestParseJobID(t *testing.T) {
 
 func TestWorkerParamsValidate(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, store.WorkerRegisterParams{ID: "w", Queues: []string{"q"}}.Validate())
+	ok := store.WorkerRegisterParams{
+		ID: strings.Repeat("w", store.MaxWorkerIDLen), Hostname: "höst-1.example.com", Concurrency: store.MaxWorkerConcurrency,
+		Queues: []string{"q"}, Version: "v1.2.3 (go1.26)",
+	}
+	require.NoError(t, ok.Validate())
+	for name, change := range map[string]func(p *store.WorkerRegisterParams){
+		"id empty":         func(p *store.WorkerRegisterParams) { p.ID = "" },
+		"id long":          func(p *store.WorkerRegisterParams) { p.ID = strings.Repeat("w", store.MaxWorkerIDLen+1) },
+		"id space":         func(p *store.WorkerRegisterParams) { p.ID = "w 1" },
+		"id NUL":           func(p *store.WorkerRegisterParams) { p.ID = "w\x00" },
+		"hostname NUL":     func(p *store.WorkerRegisterParams) { p.Hostname = "h\x00" },
+		"hostname escape":  func(p *store.WorkerRegisterParams) { p.Hostname = "\x1b]0;pwned\x07" },
+		"hostname long":    func(p *store.WorkerRegisterParams) { p.Hostname = strings.Repeat("h", store.MaxHostnameLen+1) },
+		"version long":     func(p *store.WorkerRegisterParams) { p.Version = strings.Repeat("v", store.MaxVersionLen+1) },
+		"version newline":  func(p *store.WorkerRegisterParams) { p.Version = "1\n2" },
+		"concurrency zero": func(p *store.WorkerRegisterParams) { p.Concurrency = 0 },
+		"concurrency high": func(p *store.WorkerRegisterParams) { p.Concurrency = store.MaxWorkerConcurrency + 1 },
+		"no queues":        func(p *store.WorkerRegisterParams) { p.Queues = nil },
+		"bad queue":        func(p *store.WorkerRegisterParams) { p.Queues = []string{"Q"} },
+		"duplicate queue":  func(p *store.WorkerRegisterParams) { p.Queues = []string{"a", "b", "a"} },
+		"too many queues": func(p *store.WorkerRegisterParams) {
+			p.Queues = nil
+			for i := range store.MaxWorkerQueues + 1 {
+				p.Queues = append(p.Queues, fmt.Sprint("q", i))
+			}
+		},
+	} {
+		p := ok
+		change(&p)
+		err := p.Validate()
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
+		requireShortMessage(t, err)
+	}
 	require.NoError(t, store.WorkerSetStatusParams{ID: "w", Status: queue.WorkerDraining}.Validate())
 	require.ErrorIs(t, store.WorkerSetStatusParams{Status: queue.WorkerDraining}.Validate(), queue.ErrInvalidArgument)
+	require.ErrorIs(t, store.WorkerSetStatusParams{ID: "w\x00", Status: queue.WorkerDraining}.Validate(), queue.ErrInvalidArgument)
+}
+
+func TestFailureText(t *testing.T) {
+	t.Parallel()
+	require.True(t, store.ValidFailureReason(""))
+	require.True(t, store.ValidFailureReason("output_too_large"))
+	for _, r := range []string{"Not A Word", strings.Repeat("a", store.MaxFailureReasonLen+1), "tab\there", "é"} {
+		require.False(t, store.ValidFailureReason(r), r)
+	}
+	require.Equal(t, "boom\n\tat main.go:1", store.TrimFailureError("boom\n\tat main.go:1"))
+	cut := store.TrimFailureError(strings.Repeat("é", 5000))
+	require.LessOrEqual(t, len(cut), store.MaxFailureErrorLen)
+	require.True(t, strings.HasSuffix(cut, "…"))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -188,15 +306,42 @@ func TestJobListParamsValidate(t *testing.T) {
 	require.Equal(t, store.DefaultListLimit, limit)
 	require.Nil(t, cursor)
 
-	c := store.JobCursor{CreatedAt: time.UnixMicro(42).UTC(), ID: uuid.NewString()}
-	limit, cursor, err = store.JobListParams{Limit: store.MaxListLimit + 5, Cursor: store.EncodeJobCursor(c)}.Validate()
+	j := &queue.Job{CreatedAt: time.UnixMicro(42).UTC(), ID: uuid.NewString()}
+	p := store.JobListParams{Queue: "q", States: []queue.State{queue.StatePending, queue.StateFailed}, Labels: map[string]string{"a": "1"}}
+	p.Cursor = p.CursorAfter(j)
+	p.Limit = store.MaxListLimit + 5
+	limit, cursor, err = p.Validate()
 	require.NoError(t, err)
 	require.Equal(t, store.MaxListLimit, limit, "capped")
-	require.Equal(t, &c, cursor)
+	require.Equal(t, j.CreatedAt, cursor.CreatedAt)
+	require.Equal(t, j.ID, cursor.ID)
 
-	_, _, err = store.JobListParams{Queue: "Q", States: []queue.State{"nope"}, Limit: -1, Cursor: "?"}.Validate()
+	same := p
+	same.States = []queue.State{queue.StateFailed, queue.StatePending, queue.StateFailed}
+	same.Limit = 3
+	_, _, err = same.Validate()
+	require.NoError(t, err, "the same set of states, and another page size, continue the listing")
+
+	for name, change := range map[string]func(p *store.JobListParams){
+		"queue":       func(p *store.JobListParams) { p.Queue = "r" },
+		"no queue":    func(p *store.JobListParams) { p.Queue = "" },
+		"states":      func(p *store.JobListParams) { p.States = []queue.State{queue.StatePending} },
+		"no states":   func(p *store.JobListParams) { p.States = nil },
+		"label value": func(p *store.JobListParams) { p.Labels = map[string]string{"a": "2"} },
+		"no labels":   func(p *store.JobListParams) { p.Labels = nil },
+		"label moved": func(p *store.JobListParams) { p.Labels = map[string]string{"a1": ""} },
+	} {
+		other := p
+		change(&other)
+		_, _, err := other.Validate()
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
+		require.ErrorContains(t, err, "other filters", name)
+	}
+
+	_, _, err = store.JobListParams{Queue: "Q", States: []queue.State{"nope"}, Limit: -1, Cursor: "?",
+		Labels: map[string]string{"": "x"}}.Validate()
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
-	for _, what := range []string{"queue name", "state", "limit", "cursor"} {
+	for _, what := range []string{"queue name", "state", "labels", "limit", "page_token"} {
 		require.Contains(t, err.Error(), what, "every problem is reported")
 	}
 }

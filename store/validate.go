@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -12,16 +14,52 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// Limits on submitted strings; they keep one bad request from bloating indexes.
+// This file is the one place of the limits on what a job, a queue, a worker or a listing may carry:
+// the bounds the API contract (api/proto/jq/v1, docs/api.md) promises. The API converts a request
+// and calls these; every backend calls them again before any I/O, so a client, a test or a future
+// backend all meet the same rules and the same ErrInvalidArgument. Messages are one line and quote
+// at most queue.MaxExcerpt bytes of the input.
+
+// Limits of a job spec.
 const (
-	MaxIdempotencyKeyLen = 256
-	MaxTypeLen           = 256
+	MaxTypeLen           = 128 // type: 1..128 bytes of printable ASCII without spaces
+	MaxIdempotencyKeyLen = 255
 	MaxLabels            = 64
-	MaxLabelLen          = 256
+	MaxLabelKeyLen       = 63
+	MaxLabelValueLen     = 255
+	MaxJobRetries        = 100
+	MaxJobTimeout        = 24 * time.Hour
+	MaxDuration          = 366 * 24 * time.Hour // ttl, run_at ahead, backoff
+
+	// The trace context is what an OpenTelemetry text-map propagator writes: traceparent (55 bytes),
+	// tracestate and perhaps baggage. It travels with the job to every worker and into events, so
+	// it is bounded like the rest.
+	MaxTraceContextEntries  = 8
+	MaxTraceContextKeyLen   = 64
+	MaxTraceContextValueLen = 512
+	MaxTraceContextBytes    = 2 << 10 // keys and values together
 )
 
-// The helpers below hold the argument checks every backend shares, so that they all refuse the same
-// input with the same ErrInvalidArgument.
+// Limits of a queue.
+const (
+	MaxPriorityWeight = 1000
+)
+
+// Limits of a worker and its reports.
+const (
+	MaxWorkerIDLen       = 255 // printable ASCII without spaces
+	MaxHostnameLen       = 255
+	MaxVersionLen        = 128
+	MaxWorkerConcurrency = 1024
+	MaxWorkerQueues      = 64
+
+	// A failure's reason is a short machine word (error, timeout, output_too_large, ...); its error
+	// text is cut to MaxFailureErrorLen. Both travel in the job's events, so bounding them keeps
+	// every event far below Kafka's message size limit: an event the broker refuses would hold up
+	// the outbox behind it.
+	MaxFailureReasonLen = 64
+	MaxFailureErrorLen  = 4 << 10
+)
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{queue.ErrInvalidArgument}, args...)...)
@@ -31,9 +69,93 @@ func invalid(format string, args ...any) error {
 func ParseJobID(id string) (string, error) {
 	u, err := uuid.Parse(id)
 	if err != nil {
-		return "", invalid("job id %q is not a UUID", id)
+		return "", invalid("job_id %s is not a UUID", queue.Excerpt(id))
 	}
 	return u.String(), nil
+}
+
+// isToken reports whether s is printable ASCII without spaces (0x21..0x7e): job types, worker ids,
+// trace context keys.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// isPrintableASCII reports whether s is printable ASCII, spaces included (trace context values).
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// isText reports whether s is UTF-8 without control characters (C0, DEL, C1): what may be stored
+// and shown on a terminal. Postgres refuses NUL in text, so this also keeps a NUL from failing a
+// statement that carries other clients' rows.
+func isText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == 0x7f || c >= utf8.RuneSelf {
+			return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+		}
+	}
+	return true
+}
+
+// ValidateWorkerID accepts 1..MaxWorkerIDLen bytes of printable ASCII without spaces.
+func ValidateWorkerID(id string) error {
+	if id == "" || len(id) > MaxWorkerIDLen || !isToken(id) {
+		return invalid("worker_id %s: want 1..%d bytes of printable ASCII without spaces", queue.Excerpt(id), MaxWorkerIDLen)
+	}
+	return nil
+}
+
+// ValidateLabels checks a label map (a job's labels, a listing's label filter, a worker's labels):
+// at most MaxLabels entries, keys 1..MaxLabelKeyLen bytes, values at most MaxLabelValueLen bytes,
+// both UTF-8 without control characters. It reports the first problem only.
+func ValidateLabels(field string, labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return invalid("%s: at most %d entries, got %d", field, MaxLabels, len(labels))
+	}
+	for k, v := range labels {
+		switch {
+		case k == "" || len(k) > MaxLabelKeyLen:
+			return invalid("%s: key %s: want 1..%d bytes", field, queue.Excerpt(k), MaxLabelKeyLen)
+		case len(v) > MaxLabelValueLen:
+			return invalid("%s: value of %s: at most %d bytes", field, queue.Excerpt(k), MaxLabelValueLen)
+		case !isText(k) || !isText(v):
+			return invalid("%s: %s: control characters are not allowed", field, queue.Excerpt(k))
+		}
+	}
+	return nil
+}
+
+// ValidateTraceContext checks a job's trace context: at most MaxTraceContextEntries entries, keys
+// 1..MaxTraceContextKeyLen bytes of printable ASCII without spaces, values at most
+// MaxTraceContextValueLen bytes of printable ASCII, MaxTraceContextBytes in all.
+func ValidateTraceContext(tc map[string]string) error {
+	if len(tc) > MaxTraceContextEntries {
+		return invalid("trace_context: at most %d entries, got %d", MaxTraceContextEntries, len(tc))
+	}
+	total := 0
+	for k, v := range tc {
+		total += len(k) + len(v)
+		switch {
+		case k == "" || len(k) > MaxTraceContextKeyLen || !isToken(k):
+			return invalid("trace_context: key %s: want 1..%d bytes of printable ASCII without spaces", queue.Excerpt(k), MaxTraceContextKeyLen)
+		case len(v) > MaxTraceContextValueLen || !isPrintableASCII(v):
+			return invalid("trace_context: value of %s: want at most %d bytes of printable ASCII", queue.Excerpt(k), MaxTraceContextValueLen)
+		}
+	}
+	if total > MaxTraceContextBytes {
+		return invalid("trace_context: %d bytes in all, at most %d", total, MaxTraceContextBytes)
+	}
+	return nil
 }
 
 // Queue validates p and returns the queue it describes with the defaults applied (timestamps unset).
@@ -51,13 +173,13 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 	}
 	var errs []error
 	if p.MaxRetries != nil {
-		if *p.MaxRetries < 0 || *p.MaxRetries > math.MaxInt32 {
-			errs = append(errs, invalid("max_retries %d is out of range", *p.MaxRetries))
+		if *p.MaxRetries < 0 || *p.MaxRetries > MaxJobRetries {
+			errs = append(errs, invalid("max_retries %d: want 0..%d", *p.MaxRetries, MaxJobRetries))
 		}
 		q.MaxRetries = *p.MaxRetries
 	}
-	if p.TTL < 0 {
-		errs = append(errs, invalid("ttl %v is negative", p.TTL))
+	if p.TTL < 0 || p.TTL > MaxDuration {
+		errs = append(errs, invalid("ttl %v: want 0..%v", p.TTL, MaxDuration))
 	}
 	if q.BackoffBase == 0 {
 		q.BackoffBase = queue.DefaultBackoffBase
@@ -65,17 +187,18 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 	if q.BackoffMax == 0 {
 		q.BackoffMax = max(queue.DefaultBackoffMax, q.BackoffBase)
 	}
-	if q.BackoffBase < 0 || q.BackoffMax < 0 {
+	switch {
+	case q.BackoffBase < 0 || q.BackoffMax < 0:
 		errs = append(errs, invalid("backoff durations must not be negative"))
-	} else if q.BackoffMax < q.BackoffBase {
-		errs = append(errs, invalid("backoff max %v is below backoff base %v", q.BackoffMax, q.BackoffBase))
+	case q.BackoffMax > MaxDuration:
+		errs = append(errs, invalid("backoff_max %v: at most %v", q.BackoffMax, MaxDuration))
+	case q.BackoffMax < q.BackoffBase:
+		errs = append(errs, invalid("backoff_max %v is below backoff_base %v", q.BackoffMax, q.BackoffBase))
 	}
 	for prio, w := range p.PriorityWeights {
-		if prio < queue.MinPriority || prio > queue.MaxPriority {
-			errs = append(errs, invalid("priority weight key %d is outside %d..%d", prio, queue.MinPriority, queue.MaxPriority))
-		}
-		if w <= 0 {
-			errs = append(errs, invalid("priority weight %d of priority %d must be positive", w, prio))
+		if prio < queue.MinPriority || prio > queue.MaxPriority || w < 1 || w > MaxPriorityWeight {
+			errs = append(errs, invalid("priority_weights %d=%d: want priority %d..%d and weight 1..%d",
+				prio, w, queue.MinPriority, queue.MaxPriority, MaxPriorityWeight))
 		}
 		q.PriorityWeights[prio] = w
 	}
@@ -85,7 +208,8 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 	return q, nil
 }
 
-// Validate checks one job's arguments (not whether its queue exists).
+// Validate checks one job's arguments (not whether its queue exists). Zero TTL and Timeout mean
+// "the default"; the API refuses an explicit zero before it gets here.
 func (p JobInsertParams) Validate() error {
 	var errs []error
 	if p.ID != "" {
@@ -96,48 +220,36 @@ func (p JobInsertParams) Validate() error {
 	if err := queue.ValidateQueueName(p.Queue); err != nil {
 		errs = append(errs, err)
 	}
-	for name, v := range map[string]string{"type": p.Type, "idempotency key": p.IdempotencyKey} {
-		if strings.ContainsRune(v, 0) {
-			errs = append(errs, invalid("%s contains a NUL byte", name))
-		}
-	}
-	for _, m := range []map[string]string{p.Labels, p.TraceContext} {
-		for k, v := range m {
-			if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
-				errs = append(errs, invalid("label or trace context %q contains a NUL byte", k))
-			}
-		}
-	}
-	if len(p.Type) > MaxTypeLen {
-		errs = append(errs, invalid("type is longer than %d bytes", MaxTypeLen))
+	if p.Type == "" || len(p.Type) > MaxTypeLen || !isToken(p.Type) {
+		errs = append(errs, invalid("type %s: want 1..%d bytes of printable ASCII without spaces (the handler name, e.g. noop)",
+			queue.Excerpt(p.Type), MaxTypeLen))
 	}
 	if p.Priority < queue.MinPriority || p.Priority > queue.MaxPriority {
-		errs = append(errs, invalid("priority %d is outside %d..%d", p.Priority, queue.MinPriority, queue.MaxPriority))
+		errs = append(errs, invalid("priority %d: want %d..%d", p.Priority, queue.MinPriority, queue.MaxPriority))
 	}
-	if p.MaxRetries != nil && (*p.MaxRetries < 0 || *p.MaxRetries > math.MaxInt32) {
-		errs = append(errs, invalid("max_retries %d is out of range", *p.MaxRetries))
+	if p.MaxRetries != nil && (*p.MaxRetries < 0 || *p.MaxRetries > MaxJobRetries) {
+		errs = append(errs, invalid("max_retries %d: want 0..%d", *p.MaxRetries, MaxJobRetries))
 	}
-	if p.TTL < 0 {
-		errs = append(errs, invalid("ttl %v is negative", p.TTL))
+	if p.TTL < 0 || p.TTL > MaxDuration {
+		errs = append(errs, invalid("ttl %v: want at most %v", p.TTL, MaxDuration))
 	}
-	if p.Timeout < 0 {
-		errs = append(errs, invalid("timeout %v is negative", p.Timeout))
+	if p.Timeout < 0 || p.Timeout > MaxJobTimeout {
+		errs = append(errs, invalid("timeout %v: want at most %v", p.Timeout, MaxJobTimeout))
 	}
-	if len(p.IdempotencyKey) > MaxIdempotencyKeyLen {
-		errs = append(errs, invalid("idempotency key is longer than %d bytes", MaxIdempotencyKeyLen))
+	if len(p.IdempotencyKey) > MaxIdempotencyKeyLen || !isText(p.IdempotencyKey) {
+		errs = append(errs, invalid("idempotency_key: want at most %d bytes without control characters", MaxIdempotencyKeyLen))
 	}
-	if len(p.Labels) > MaxLabels {
-		errs = append(errs, invalid("more than %d labels", MaxLabels))
+	if err := ValidateLabels("labels", p.Labels); err != nil {
+		errs = append(errs, err)
 	}
-	for k, v := range p.Labels {
-		if k == "" || len(k) > MaxLabelLen || len(v) > MaxLabelLen {
-			errs = append(errs, invalid("label %q: keys must be 1..%d bytes, values at most %d", k, MaxLabelLen, MaxLabelLen))
-		}
+	if err := ValidateTraceContext(p.TraceContext); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
 // Validate checks a list request and returns it with the page size resolved and the cursor decoded.
+// A cursor continues only the listing it was issued for: with other filters it is refused.
 func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 	var errs []error
 	if p.Queue != "" {
@@ -147,8 +259,11 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 	}
 	for _, s := range p.States {
 		if !s.Valid() {
-			errs = append(errs, invalid("unknown job state %q", s))
+			errs = append(errs, invalid("unknown job state %s", queue.Excerpt(string(s))))
 		}
+	}
+	if err := ValidateLabels("labels", p.Labels); err != nil {
+		errs = append(errs, err)
 	}
 	switch {
 	case p.Limit < 0:
@@ -160,8 +275,11 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 	}
 	if p.Cursor != "" {
 		c, err := DecodeJobCursor(p.Cursor)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, err)
+		case c.Filter != p.filterHash():
+			errs = append(errs, invalid("page_token belongs to a listing with other filters (queue, states, labels)"))
 		}
 		cursor = &c
 	}
@@ -169,6 +287,28 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 		return 0, nil, err
 	}
 	return limit, cursor, nil
+}
+
+// Validate checks p and returns the effective limit.
+func (p JobPeekParams) Validate() (limit int, err error) {
+	if err := queue.ValidateQueueName(p.Queue); err != nil {
+		return 0, err
+	}
+	switch {
+	case p.Limit == 0:
+		return DefaultPeekLimit, nil
+	case p.Limit < 0 || p.Limit > MaxPeekLimit:
+		return 0, invalid("peek limit %d: want 1..%d", p.Limit, MaxPeekLimit)
+	}
+	return p.Limit, nil
+}
+
+// Validate checks p.
+func (p JobPurgeDeadLettersParams) Validate() error {
+	if p.Queue == "" {
+		return nil
+	}
+	return queue.ValidateQueueName(p.Queue)
 }
 
 // Validate checks a transition request: first the transition table (ErrIllegalTransition, before
@@ -202,30 +342,48 @@ func (p JobTransitionParams) Validate() (id string, err error) {
 	return id, errors.Join(errs...)
 }
 
-// Validate checks a registration.
+// Validate checks a registration: the worker id, hostname and version (UTF-8 without control
+// characters, at most MaxHostnameLen and MaxVersionLen bytes; both may be empty), a concurrency of
+// 1..MaxWorkerConcurrency and 1..MaxWorkerQueues distinct valid queue names.
 func (p WorkerRegisterParams) Validate() error {
 	var errs []error
-	if p.ID == "" {
-		errs = append(errs, invalid("worker id is empty"))
+	if err := ValidateWorkerID(p.ID); err != nil {
+		errs = append(errs, err)
 	}
-	if p.Concurrency < 0 {
-		errs = append(errs, invalid("concurrency %d is negative", p.Concurrency))
+	if len(p.Hostname) > MaxHostnameLen || !isText(p.Hostname) {
+		errs = append(errs, invalid("hostname %s: want at most %d bytes without control characters", queue.Excerpt(p.Hostname), MaxHostnameLen))
 	}
+	if len(p.Version) > MaxVersionLen || !isText(p.Version) {
+		errs = append(errs, invalid("version %s: want at most %d bytes without control characters", queue.Excerpt(p.Version), MaxVersionLen))
+	}
+	if p.Concurrency < 1 || p.Concurrency > MaxWorkerConcurrency {
+		errs = append(errs, invalid("concurrency %d: want 1..%d", p.Concurrency, MaxWorkerConcurrency))
+	}
+	if len(p.Queues) < 1 || len(p.Queues) > MaxWorkerQueues {
+		errs = append(errs, invalid("queues: want 1..%d names, got %d", MaxWorkerQueues, len(p.Queues)))
+	}
+	seen := make(map[string]bool, len(p.Queues))
 	for _, q := range p.Queues {
 		if err := queue.ValidateQueueName(q); err != nil {
 			errs = append(errs, err)
+			break
 		}
+		if seen[q] {
+			errs = append(errs, invalid("queues: %s is listed twice", queue.Excerpt(q)))
+			break
+		}
+		seen[q] = true
 	}
 	return errors.Join(errs...)
 }
 
 // Validate checks a status change.
 func (p WorkerSetStatusParams) Validate() error {
-	if p.ID == "" {
-		return invalid("worker id is empty")
+	if err := ValidateWorkerID(p.ID); err != nil {
+		return err
 	}
 	if !p.Status.Valid() {
-		return invalid("unknown worker status %q", p.Status)
+		return invalid("unknown worker status %s", queue.Excerpt(string(p.Status)))
 	}
 	return nil
 }
@@ -246,7 +404,7 @@ func (p JobDueParams) Validate() error {
 // skips them (see DispatchStore.JobAssignMany).
 func (p JobAssignParams) Validate() error {
 	var errs []error
-	if err := validateWorkerID(p.WorkerID); err != nil {
+	if err := ValidateWorkerID(p.WorkerID); err != nil {
 		errs = append(errs, err)
 	}
 	if err := ValidateDispatchBatch(len(p.IDs)); err != nil {
@@ -265,28 +423,46 @@ func (l JobLease) Validate() (id string, err error) {
 	if l.Attempt < 1 || l.Attempt > math.MaxInt32 {
 		return "", invalid("attempt %d of job %s is outside 1..%d", l.Attempt, id, math.MaxInt32)
 	}
-	if err := validateWorkerID(l.WorkerID); err != nil {
+	if err := ValidateWorkerID(l.WorkerID); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// ValidFailureReason accepts a reason of at most MaxFailureReasonLen characters of a-z, 0-9 and _
+// (empty means DefaultFailureReason).
+func ValidFailureReason(r string) bool {
+	if len(r) > MaxFailureReasonLen {
+		return false
+	}
+	for i := 0; i < len(r); i++ {
+		if c := r[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// TrimFailureError cuts a worker's error text to MaxFailureErrorLen bytes at a rune boundary,
+// marking the cut with "…": a long text is kept in part rather than refused (the report must land,
+// or the job waits for its timeout). Line breaks stay (error texts are often stack traces); the
+// backends replace what they cannot store (NUL, invalid UTF-8).
+func TrimFailureError(s string) string {
+	if len(s) <= MaxFailureErrorLen {
+		return s
+	}
+	const mark = "…"
+	cut := MaxFailureErrorLen - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // ValidateDispatchBatch refuses a DispatchStore batch of more than MaxDispatchBatch items.
 func ValidateDispatchBatch(n int) error {
 	if n > MaxDispatchBatch {
 		return invalid("batch of %d items exceeds %d", n, MaxDispatchBatch)
-	}
-	return nil
-}
-
-// validateWorkerID accepts a non-empty UTF-8 string without NUL bytes: what every backend can store
-// and compare.
-func validateWorkerID(id string) error {
-	if id == "" {
-		return invalid("worker id is empty")
-	}
-	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
-		return invalid("worker id %q is not NUL-free UTF-8", id)
 	}
 	return nil
 }

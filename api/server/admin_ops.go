@@ -9,7 +9,6 @@ import (
 	"connectrpc.com/connect"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
-	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -77,15 +76,12 @@ func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStat
 // PeekQueue shows a queue's next jobs, or its newest dead letters, without
 // their results (and payloads unless asked), within the page byte budget.
 func (s *adminOps) PeekQueue(ctx context.Context, req *connect.Request[jqv1.PeekQueueRequest]) (*connect.Response[jqv1.PeekQueueResponse], error) {
-	m := req.Msg
-	if err := queue.ValidateQueueName(m.GetQueue()); err != nil {
+	p, err := peekParams(req.Msg)
+	if err != nil {
 		return nil, err
 	}
-	if m.GetLimit() < 0 || m.GetLimit() > store.MaxPeekLimit {
-		return nil, invalid(fmt.Sprintf("limit %d: want 0..%d", m.GetLimit(), store.MaxPeekLimit))
-	}
-	res, err := s.store.JobPeek(ctx, store.JobPeekParams{Queue: m.GetQueue(), Limit: int(m.GetLimit()), Dead: m.GetDead(),
-		WithData: m.GetIncludePayloads(), MaxBytes: s.maxPageBytes})
+	p.WithData, p.MaxBytes = req.Msg.GetIncludePayloads(), s.maxPageBytes
+	res, err := s.store.JobPeek(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -100,15 +96,14 @@ func (s *adminOps) PeekQueue(ctx context.Context, req *connect.Request[jqv1.Peek
 // PurgeDeadLetters deletes dead letters, only when confirmed.
 func (s *adminOps) PurgeDeadLetters(ctx context.Context, req *connect.Request[jqv1.PurgeDeadLettersRequest]) (*connect.Response[jqv1.PurgeDeadLettersResponse], error) {
 	m := req.Msg
-	if m.GetQueue() != "" {
-		if err := queue.ValidateQueueName(m.GetQueue()); err != nil {
-			return nil, err
-		}
+	p := store.JobPurgeDeadLettersParams{Queue: m.GetQueue()}
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	if !m.GetConfirm() {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("purging dead letters needs confirm (the CLI's --yes); nothing was deleted"))
 	}
-	n, err := s.store.JobPurgeDeadLetters(ctx, store.JobPurgeDeadLettersParams{Queue: m.GetQueue()})
+	n, err := s.store.JobPurgeDeadLetters(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -126,19 +126,3 @@ func workerToProto(w *queue.Worker) *jqv1.Worker {
 		LastHeartbeatAt: ts(w.LastHeartbeatAt),
 	}
 }
-
-// durationField checks a non-negative duration of at most a year and stores it.
-func durationField(name string, d *durationpb.Duration, dst *time.Duration) error {
-	if d == nil {
-		return nil
-	}
-	if err := d.CheckValid(); err != nil {
-		return invalid(name + ": " + err.Error())
-	}
-	v := d.AsDuration()
-	if v < 0 || v > 366*24*time.Hour {
-		return invalid(name + " " + v.String() + ": want 0..8784h")
-	}
-	*dst = v
-	return nil
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
@@ -59,7 +60,24 @@ func toConnect(log *zap.Logger, procedure string, err error) error {
 		// failure. Retrying is safe for requests with an idempotency key.
 		return connect.NewError(connect.CodeUnavailable, errors.New("the server could not complete the request; its outcome is unknown (retry with an idempotency key to avoid a duplicate)"))
 	}
-	return connect.NewError(code, errors.New(firstLine(err.Error())))
+	return connect.NewError(code, errors.New(clientMessage(err.Error())))
+}
+
+// maxMessage bounds what a client is told. Validation quotes little of the input
+// (queue.Excerpt); this is the backstop for every other message.
+const maxMessage = 300
+
+// clientMessage is the first line of an error text, at most maxMessage bytes.
+func clientMessage(s string) string {
+	s = firstLine(s)
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func firstLine(s string) string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"connectrpc.com/connect"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/api"
@@ -14,12 +13,6 @@ import (
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
-)
-
-// maxPageSize bounds ListJobs pages.
-const (
-	defaultPageSize = 20
-	maxPageSize     = 1000
 )
 
 type jobService struct {
@@ -124,28 +117,13 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 }
 
 func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.ListJobsRequest]) (*connect.Response[jqv1.ListJobsResponse], error) {
-	m := req.Msg
-	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize()),
-		WithData: m.GetIncludePayloads(), MaxBytes: s.limits.maxPageBytes()}
-	p.Principal, _ = ownJobsOnly(ctx) // a producer lists its own jobs
-	if p.Queue != "" {
-		if err := queue.ValidateQueueName(p.Queue); err != nil {
-			return nil, err
-		}
+	p, err := listParams(req.Msg)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case p.Limit == 0:
-		p.Limit = defaultPageSize
-	case p.Limit < 0 || p.Limit > maxPageSize:
-		return nil, invalid(fmt.Sprintf("page_size %d: want 1..%d", p.Limit, maxPageSize))
-	}
-	for _, st := range m.GetStates() {
-		s, ok := api.StateFromProto(st)
-		if !ok {
-			return nil, invalid(fmt.Sprintf("states: unknown job state %v", st))
-		}
-		p.States = append(p.States, s)
-	}
+	p.WithData, p.MaxBytes = req.Msg.GetIncludePayloads(), s.limits.maxPageBytes()
+	// A producer lists its own jobs; the store refuses a page token of another listing.
+	p.Principal, _ = ownJobsOnly(ctx)
 	res, err := s.store.JobList(ctx, p)
 	if err != nil {
 		return nil, err
@@ -176,11 +154,4 @@ func (s *jobService) ListJobEvents(ctx context.Context, req *connect.Request[jqv
 		out[i] = api.EventProto(&evs[i])
 	}
 	return connect.NewResponse(&jqv1.ListJobEventsResponse{Events: out}), nil
-}
-
-func validJobID(id string) error {
-	if _, err := uuid.Parse(id); err != nil {
-		return invalid(fmt.Sprintf("job_id %q is not a UUID", id))
-	}
-	return nil
 }

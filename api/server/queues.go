@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 
 	"connectrpc.com/connect"
 
@@ -16,35 +15,9 @@ type queueService struct {
 }
 
 func (s *queueService) CreateQueue(ctx context.Context, req *connect.Request[jqv1.CreateQueueRequest]) (*connect.Response[jqv1.CreateQueueResponse], error) {
-	m := req.Msg
-	if err := queue.ValidateQueueName(m.GetName()); err != nil {
+	p, err := queueParams(req.Msg)
+	if err != nil {
 		return nil, err
-	}
-	p := store.QueueCreateParams{Name: m.GetName()}
-	if m.MaxRetries != nil {
-		if m.GetMaxRetries() < 0 || m.GetMaxRetries() > 1000 {
-			return nil, invalid(fmt.Sprintf("max_retries %d: want 0..1000", m.GetMaxRetries()))
-		}
-		n := int(m.GetMaxRetries())
-		p.MaxRetries = &n
-	}
-	if err := durationField("ttl", m.GetTtl(), &p.TTL); err != nil {
-		return nil, err
-	}
-	if err := durationField("backoff_base", m.GetBackoffBase(), &p.BackoffBase); err != nil {
-		return nil, err
-	}
-	if err := durationField("backoff_max", m.GetBackoffMax(), &p.BackoffMax); err != nil {
-		return nil, err
-	}
-	if len(m.GetPriorityWeights()) > 0 {
-		p.PriorityWeights = map[int]int{}
-		for prio, w := range m.GetPriorityWeights() {
-			if prio < queue.MinPriority || prio > queue.MaxPriority || w < 1 || w > 1000 {
-				return nil, invalid(fmt.Sprintf("priority_weights %d=%d: want priority 0..9 and weight 1..1000", prio, w))
-			}
-			p.PriorityWeights[int(prio)] = int(w)
-		}
 	}
 	q, err := s.store.QueueCreate(ctx, p)
 	if err != nil {

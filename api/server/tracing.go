@@ -74,12 +74,19 @@ func (s submitTracer) startBatch(ctx context.Context, n int) (context.Context, t
 }
 
 // stamp stores the submit span's trace context with a job whose submitter
-// did not set one explicitly (JobSpec.trace_context wins).
+// did not set one explicitly (JobSpec.trace_context wins). The context comes
+// partly from the caller's headers (tracestate, baggage): when it exceeds the
+// job's trace context limits only traceparent is kept, so a large header
+// never fails the submit.
 func (s submitTracer) stamp(ctx context.Context, p *store.JobInsertParams) {
 	if s.tracer == nil || len(p.TraceContext) > 0 {
 		return
 	}
-	p.TraceContext = jobtrace.Inject(ctx)
+	tc := jobtrace.Inject(ctx)
+	if store.ValidateTraceContext(tc) != nil {
+		tc = map[string]string{"traceparent": tc["traceparent"]}
+	}
+	p.TraceContext = tc
 }
 
 // submitted names the job on its submit span.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -344,5 +345,25 @@ func TestTracingFollowsJobFromSubmitToExecution(t *testing.T) {
 		c.requireContinues(id, parent, 1)
 		require.NotEqual(t, tid, c.jobSpans(id)[jobtrace.SpanSubmit][0].SpanContext.TraceID(),
 			"the submit RPC has its own trace; the job follows the context its submitter chose")
+	})
+
+	t.Run("LargeTracestateKeepsTraceparent", func(t *testing.T) {
+		// 32 members of 52 bytes: a valid tracestate far above the job's 512-byte value limit. The
+		// server keeps the job's traceparent and drops the rest rather than failing the submit.
+		members := make([]string, 32)
+		for i := range members {
+			members[i] = fmt.Sprintf("vendor%02d=%s", i, strings.Repeat("v", 43))
+		}
+		req := connect.NewRequest(&jqv1.SubmitJobRequest{Job: &jqv1.JobSpec{Queue: c.queue, Type: "steady"}})
+		req.Header().Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+		req.Header().Set("tracestate", strings.Join(members, ","))
+		res, err := c.plain.Jobs.SubmitJob(c.ctx, req)
+		require.NoError(t, err)
+		c.waitAttempts(res.Msg.GetJobId(), 1)
+		got, err := c.plain.Jobs.GetJob(c.ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: res.Msg.GetJobId()}))
+		require.NoError(t, err)
+		tc := got.Msg.GetJob().GetTraceContext()
+		require.Len(t, tc, 1)
+		require.Contains(t, tc["traceparent"], "4bf92f3577b34da6a3ce929d0e0e4736", "the job continues the caller's trace")
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
@@ -21,12 +20,6 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-const (
-	maxWorkerIDLen   = 255
-	maxConcurrency   = 1024
-	maxLeasesPerCall = 1000
-)
-
 type workerService struct {
 	store             Store
 	engine            *engine.Engine
@@ -39,37 +32,16 @@ type workerService struct {
 	owners            sync.Map // worker id → the principal that registered it
 }
 
-func validWorkerID(id string) error {
-	if id == "" || len(id) > maxWorkerIDLen {
-		return invalid(fmt.Sprintf("worker_id: want 1..%d bytes", maxWorkerIDLen))
-	}
-	return nil
-}
-
 func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request[jqv1.RegisterWorkerRequest]) (*connect.Response[jqv1.RegisterWorkerResponse], error) {
-	m := req.Msg
-	if err := validWorkerID(m.GetWorkerId()); err != nil {
+	p, err := registerParams(req.Msg)
+	if err != nil {
 		return nil, err
 	}
-	if m.GetConcurrency() < 1 || m.GetConcurrency() > maxConcurrency {
-		return nil, invalid(fmt.Sprintf("concurrency %d: want 1..%d", m.GetConcurrency(), maxConcurrency))
-	}
-	queues := m.GetQueues()
-	if len(queues) == 0 {
-		queues = []string{queue.DefaultQueue}
-	}
-	for _, q := range queues {
-		if err := queue.ValidateQueueName(q); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.checkRegistration(ctx, m.GetWorkerId(), queues); err != nil {
+	if err := s.checkRegistration(ctx, p.ID, p.Queues); err != nil {
 		return nil, err
 	}
-	w, err := s.store.WorkerRegister(ctx, store.WorkerRegisterParams{
-		ID: m.GetWorkerId(), Hostname: m.GetHostname(), Concurrency: int(m.GetConcurrency()),
-		Queues: queues, Version: m.GetVersion(), Principal: auth.Owner(ctx), AnyOwner: isAdmin(ctx),
-	})
+	p.Principal, p.AnyOwner = auth.Owner(ctx), isAdmin(ctx)
+	w, err := s.store.WorkerRegister(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +58,9 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 // command and the leases it should stop (cancelled or no longer its own).
 func (s *workerService) Heartbeat(ctx context.Context, req *connect.Request[jqv1.HeartbeatRequest]) (*connect.Response[jqv1.HeartbeatResponse], error) {
 	id := req.Msg.GetWorkerId()
-	if err := validWorkerID(id); err != nil {
+	held, err := heldLeases(id, req.Msg.GetRunning())
+	if err != nil {
 		return nil, err
-	}
-	running := req.Msg.GetRunning()
-	if len(running) > store.MaxDispatchBatch {
-		return nil, invalid(fmt.Sprintf("running: at most %d leases, got %d", store.MaxDispatchBatch, len(running)))
 	}
 	if err := s.ownWorker(ctx, id); err != nil {
 		return nil, err
@@ -111,11 +80,7 @@ func (s *workerService) Heartbeat(ctx context.Context, req *connect.Request[jqv1
 	case w.Status == queue.WorkerDraining:
 		out.Command = jqv1.WorkerCommand_WORKER_COMMAND_DRAIN
 	}
-	if len(running) > 0 {
-		held := make([]store.JobLease, len(running))
-		for i, l := range running {
-			held[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: id}
-		}
+	if len(held) > 0 {
 		if out.CancelJobIds, err = s.store.JobLeasesToCancel(ctx, id, held); err != nil {
 			return nil, err
 		}
@@ -185,20 +150,6 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	}
 }
 
-func leases(workerID string, ls []*jqv1.JobLease) ([]store.JobLease, error) {
-	if err := validWorkerID(workerID); err != nil {
-		return nil, err
-	}
-	if len(ls) == 0 || len(ls) > maxLeasesPerCall {
-		return nil, invalid(fmt.Sprintf("want 1..%d items, got %d", maxLeasesPerCall, len(ls)))
-	}
-	out := make([]store.JobLease, len(ls))
-	for i, l := range ls {
-		out[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: workerID}
-	}
-	return out, nil
-}
-
 func leaseResults(outs []store.LeaseOutcome) []*jqv1.LeaseResult {
 	res := make([]*jqv1.LeaseResult, len(outs))
 	for i, o := range outs {
@@ -227,29 +178,9 @@ func (s *workerService) AckJobs(ctx context.Context, req *connect.Request[jqv1.A
 
 func (s *workerService) ReportJobs(ctx context.Context, req *connect.Request[jqv1.ReportJobsRequest]) (*connect.Response[jqv1.ReportJobsResponse], error) {
 	m := req.Msg
-	ls := make([]*jqv1.JobLease, len(m.GetReports()))
-	for i, r := range m.GetReports() {
-		ls[i] = &jqv1.JobLease{JobId: r.GetJobId(), Attempt: r.GetAttempt()}
-	}
-	base, err := leases(m.GetWorkerId(), ls)
+	reports, err := reportParams(m)
 	if err != nil {
 		return nil, err
-	}
-	reports := make([]store.JobReportParams, len(base))
-	for i, r := range m.GetReports() {
-		p := store.JobReportParams{JobLease: base[i]}
-		switch o := r.GetOutcome().(type) {
-		case *jqv1.JobReport_Success:
-			p.Success, p.Result = true, o.Success.GetResult()
-		case *jqv1.JobReport_Failure:
-			if !validFailureReason(o.Failure.GetReason()) {
-				return nil, invalid(fmt.Sprintf("reports[%d]: failure.reason: at most %d characters of a-z, 0-9 and _ (or empty)", i, maxFailureReason))
-			}
-			p.Error, p.Reason, p.Permanent = truncateUTF8(o.Failure.GetError(), maxFailureError), o.Failure.GetReason(), o.Failure.GetPermanent()
-		default:
-			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
-		}
-		reports[i] = p
 	}
 	if err := s.ownWorker(ctx, m.GetWorkerId()); err != nil {
 		return nil, err
@@ -330,38 +261,4 @@ func (s *workerService) ListWorkers(ctx context.Context, _ *connect.Request[jqv1
 		out[i] = workerToProto(w)
 	}
 	return connect.NewResponse(&jqv1.ListWorkersResponse{Workers: out}), nil
-}
-
-// A failure's reason is a short machine word (error, timeout, cancelled, output_too_large, ...); its
-// error text is kept up to maxFailureError bytes. Both travel in the job's events, so bounding them
-// keeps every event far below Kafka's message size limit: an event the broker refuses would hold
-// up the outbox behind it.
-const (
-	maxFailureReason = 64
-	maxFailureError  = 4 << 10
-)
-
-func validFailureReason(r string) bool {
-	if len(r) > maxFailureReason {
-		return false
-	}
-	for _, c := range r {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
-}
-
-// truncateUTF8 cuts s to at most n bytes at a rune boundary, marking the cut with "…".
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }

@@ -13,13 +13,17 @@ import (
 )
 
 // Ack moves the worker's leases ASSIGNED→RUNNING; concurrent acks of all
-// workers are written together. One outcome per lease, in order.
+// workers are written together. One outcome per lease, in order;
+// queue.ErrWorkerNotFound when the worker is not registered.
 func (e *Engine) Ack(ctx context.Context, workerID string, leases []store.JobLease) ([]store.LeaseOutcome, error) {
 	for i := range leases {
 		leases[i].WorkerID = workerID
 	}
 	outs, err := e.acks.do(ctx, leases)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.knownWorker(ctx, workerID, outs); err != nil {
 		return nil, err
 	}
 	e.observeLeases(outs, false)
@@ -32,7 +36,8 @@ func (e *Engine) Ack(ctx context.Context, workerID string, leases []store.JobLea
 // Report records finished attempts (DONE or FAILED); concurrent reports of
 // all workers are written together. An oversized success result fails the
 // attempt with reason output_too_large. The attempts' slots are freed and
-// their in-flight entries removed.
+// their in-flight entries removed. queue.ErrWorkerNotFound when the worker is
+// not registered.
 func (e *Engine) Report(ctx context.Context, workerID string, reports []store.JobReportParams) ([]store.LeaseOutcome, error) {
 	for i := range reports {
 		r := &reports[i]
@@ -49,6 +54,9 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 	if err != nil {
 		return nil, err
 	}
+	if err := e.knownWorker(ctx, workerID, out); err != nil {
+		return nil, err
+	}
 	e.observeLeases(out, true)
 	// An applied report ends the attempt; a stale one names an attempt that
 	// is no longer this worker's. Either way the slot is free again.
@@ -60,6 +68,30 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 		}
 	}
 	return out, nil
+}
+
+// knownWorker returns ErrWorkerNotFound when a batch of an unknown worker
+// applied nothing. A job is only ever held by a registered worker, so an
+// unknown worker's leases never apply: the check is needed only when none
+// did, and then costs one read; a worker with a stream open here is known
+// without it. Any other outcome of the read leaves the batch's outcomes to
+// speak.
+func (e *Engine) knownWorker(ctx context.Context, workerID string, outs []store.LeaseOutcome) error {
+	for _, o := range outs {
+		if o.Err == nil {
+			return nil
+		}
+	}
+	e.mu.Lock()
+	s := e.sessions[workerID]
+	e.mu.Unlock()
+	if s != nil {
+		return nil
+	}
+	if _, err := e.opts.Store.WorkerGet(ctx, workerID); errors.Is(err, queue.ErrWorkerNotFound) {
+		return err
+	}
+	return nil
 }
 
 func (e *Engine) flushAcks(ctx context.Context, reqs [][]store.JobLease) ([][]store.LeaseOutcome, error) {

@@ -138,3 +138,56 @@ func TestPaintKeepsColumnsAligned(t *testing.T) {
 	require.False(t, (&runEnv{}).color)
 	require.Equal(t, "DONE", (&runEnv{}).state(jqv1.JobState_JOB_STATE_DONE))
 }
+
+func TestCellEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"email.send":              "email.send",
+		"héllo wörld 日本 🙂":        "héllo wörld 日本 🙂",
+		"\x1b[2J\x1b]0;pwned\x07": `\x1b[2J\x1b]0;pwned\a`,
+		"a\tb\nc\rd\x00e\x7f":     `a\tb\nc\rd\x00e\x7f`,
+		"csi\u009b31m":            `csi\u009b31m`,
+		"abc\u202edef\u2066":      `abc\u202edef\u2066`,
+		"line\u2028sep":           `line\u2028sep`,
+		"bad\xffutf8":             `bad\xffutf8`,
+		`back\slash`:              `back\slash`,
+	} {
+		require.Equal(t, want, cell(in), "%q", in)
+	}
+	require.Equal(t, "-", dash(""))
+	require.Equal(t, `\x1b`, dash("\x1b"))
+}
+
+// Every table cell and message built from server data is escaped: a job type, a label, an error
+// text, a worker's hostname or a queue name cannot move the cursor, recolour or clear the screen,
+// or break the table's lines.
+func TestTablesEscapeServerText(t *testing.T) {
+	t.Parallel()
+	const evil = "x\x1b[2J\x1b]0;pwned\x07\n\ty\u009b31m\u202e"
+	re := &runEnv{now: time.Now, globals: &Globals{ServerAddr: "h:1"}}
+	job := &jqv1.Job{
+		Id: evil, Queue: evil, Type: evil, WorkerId: evil, LastError: evil, FailureReason: evil,
+		Payload: []byte(evil), State: jqv1.JobState_JOB_STATE_FAILED,
+	}
+	worker := &jqv1.Worker{Id: evil, Hostname: evil, Queues: []string{evil, evil}, Version: evil}
+	status := &jqv1.GetStatusResponse{
+		ServerVersion: evil,
+		Components:    []*jqv1.ComponentHealth{{Name: evil, Detail: evil}},
+		Queues:        []*jqv1.QueueDepth{{Queue: evil}},
+	}
+	event := &jqv1.JobEvent{JobId: evil, Queue: evil, Reason: evil, WorkerId: evil}
+	var out strings.Builder
+	require.NoError(t, re.jobTable(&out, job))
+	require.NoError(t, re.jobsTable(&out, []*jqv1.Job{job}))
+	require.NoError(t, re.statusTable(&out, status))
+	p := &eventPrinter{re: re}
+	out.WriteString(p.line(event) + "\n")
+	fmt.Fprintln(&out, errorLine(connect.NewError(connect.CodeInvalidArgument, errors.New(evil)), &Globals{}))
+	require.NoError(t, re.workersTable(&out, []*jqv1.Worker{worker}))
+
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		require.Equal(t, -1, strings.IndexFunc(line, unsafeRune), "%q", line)
+		require.NotContains(t, line, "\t")
+	}
+	require.Contains(t, out.String(), `\x1b[2J`, "escaped, not dropped")
+}

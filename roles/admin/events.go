@@ -245,7 +245,7 @@ func (p *eventPrinter) line(e *jqv1.JobEvent) string {
 	}
 	move := from + "→" + stateName(e.GetToState())
 	painted := from + "→" + p.re.state(e.GetToState())
-	return pad(at, wTime) + pad(e.GetJobId(), wJob) + pad(e.GetQueue(), wQueue) +
+	return pad(at, wTime) + pad(cell(e.GetJobId()), wJob) + pad(cell(e.GetQueue()), wQueue) +
 		painted + strings.Repeat(" ", max(wMove-utf8.RuneCountInString(move), 0)+2) +
 		pad(dash(e.GetReason()), wReason) + pad(dash(e.GetWorkerId()), wWorker) + fmt.Sprint(e.GetAttempt())
 }

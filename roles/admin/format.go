@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -185,9 +186,9 @@ func bytesText(b []byte) string {
 	}
 	if utf8.RuneCountInString(s) > maxCell {
 		r := []rune(s)
-		return string(r[:maxCell]) + fmt.Sprintf("… (%d bytes; --output json shows all)", len(b))
+		return cell(string(r[:maxCell])) + fmt.Sprintf("… (%d bytes; --output json shows all)", len(b))
 	}
-	return s
+	return cell(s)
 }
 
 // newTable is the tabwriter of every table.
@@ -195,10 +196,61 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 }
 
-// dash stands in for an empty cell, so columns never collapse.
+// dash stands in for an empty cell, so columns never collapse. It escapes s
+// like cell.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return cell(s)
+}
+
+// cell makes text from the server safe to print on a terminal: control
+// characters (C0, DEL, C1: ESC starts every ANSI sequence, and a tab or a
+// newline would break the table), Unicode's line separators and the
+// bidirectional overrides that reorder what follows are written as Go escapes
+// (\x1b, \n, \u202e), as are invalid UTF-8 bytes; all other text, Unicode
+// included, is kept. Every string from the server goes through cell (or
+// dash) before it is printed in a table or a message.
+func cell(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == 0x7f || c >= utf8.RuneSelf {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// unsafeRune reports whether r may change what a terminal shows beyond
+// itself.
+func unsafeRune(r rune) bool {
+	switch {
+	case unicode.IsControl(r): // C0, DEL, C1 (U+009B is a one-byte CSI)
+		return true
+	case r == '\u2028', r == '\u2029': // line and paragraph separators
+		return true
+	case r == '\u061c', r == '\u200e', r == '\u200f', // bidirectional marks and overrides
+		r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+		return true
+	}
+	return false
 }

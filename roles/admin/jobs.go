@@ -36,7 +36,7 @@ func (c *JobSubmitCmd) Run(re *runEnv) error {
 		return failed(named(err, "queue", c.Queue), "cannot submit to queue %q", c.Queue)
 	}
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		_, err := fmt.Fprintln(w, resp.Msg.GetJobId())
+		_, err := fmt.Fprintln(w, cell(resp.Msg.GetJobId()))
 		return err
 	})
 }
@@ -129,9 +129,9 @@ func (c *JobStatusCmd) Run(re *runEnv) error {
 func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
 	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("ID", j.GetId())
-	row("QUEUE", j.GetQueue())
-	row("TYPE", j.GetType())
+	row("ID", cell(j.GetId()))
+	row("QUEUE", cell(j.GetQueue()))
+	row("TYPE", cell(j.GetType()))
 	row("STATUS", re.state(j.GetState()))
 	row("PRIORITY", fmt.Sprint(j.GetPriority()))
 	row("RETRIES", fmt.Sprintf("%d of %d", j.GetRetryCount(), j.GetMaxRetries()))
@@ -174,10 +174,10 @@ func (c *JobCancelCmd) Run(re *runEnv) error {
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
 		j := resp.Msg.GetJob()
 		if resp.Msg.GetCancelRequested() {
-			_, err := fmt.Fprintf(w, "job %s is %s: its worker %s was asked to stop it\n", j.GetId(), re.state(j.GetState()), j.GetWorkerId())
+			_, err := fmt.Fprintf(w, "job %s is %s: its worker %s was asked to stop it\n", cell(j.GetId()), re.state(j.GetState()), cell(j.GetWorkerId()))
 			return err
 		}
-		_, err := fmt.Fprintf(w, "job %s cancelled: %s (%s)\n", j.GetId(), re.state(j.GetState()), j.GetFailureReason())
+		_, err := fmt.Fprintf(w, "job %s cancelled: %s (%s)\n", cell(j.GetId()), re.state(j.GetState()), cell(j.GetFailureReason()))
 		return err
 	})
 }
@@ -196,7 +196,7 @@ func (c *JobRetryCmd) Run(re *runEnv) error {
 	}
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
 		j := resp.Msg.GetJob()
-		_, err := fmt.Fprintf(w, "job %s is %s again, retry count reset to %d\n", j.GetId(), re.state(j.GetState()), j.GetRetryCount())
+		_, err := fmt.Fprintf(w, "job %s is %s again, retry count reset to %d\n", cell(j.GetId()), re.state(j.GetState()), j.GetRetryCount())
 		return err
 	})
 }
@@ -229,7 +229,7 @@ func (c *JobListCmd) Run(re *runEnv) error {
 	}
 	if re.globals.Output == "table" {
 		if next := resp.Msg.GetNextPageToken(); next != "" {
-			fmt.Fprintf(re.Stderr, "more jobs: add --page-token %s\n", next)
+			fmt.Fprintf(re.Stderr, "more jobs: add --page-token %s\n", cell(next))
 		}
 	} else if !c.Payloads && len(resp.Msg.GetJobs()) > 0 {
 		fmt.Fprintln(re.Stderr, "payloads and results left out: add --payloads, or see one job with `job status`")
@@ -259,7 +259,7 @@ func (re *runEnv) jobsTable(w io.Writer, jobs []*jqv1.Job) error {
 	tw := newTable(w)
 	fmt.Fprintf(tw, "ID\tQUEUE\tTYPE\t%s\tPRIORITY\tRETRIES\tCREATED\tUPDATED\n", re.header("STATUS"))
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.GetId(), j.GetQueue(), j.GetType(), re.state(j.GetState()),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", cell(j.GetId()), cell(j.GetQueue()), cell(j.GetType()), re.state(j.GetState()),
 			j.GetPriority(), j.GetRetryCount(), j.GetMaxRetries(), re.when(j.GetCreatedAt()), re.ago(j.GetUpdatedAt()))
 	}
 	return tw.Flush()

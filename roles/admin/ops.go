@@ -28,7 +28,7 @@ func (c *StatsCmd) Run(re *runEnv) error {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "QUEUE\tREADY\tIN FLIGHT\tDEAD_LETTERED\t")
 		for _, q := range resp.Msg.GetQueues() {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", q.GetQueue(), q.GetReady(), q.GetInflight(), q.GetDeadLettered())
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", cell(q.GetQueue()), q.GetReady(), q.GetInflight(), q.GetDeadLettered())
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -64,7 +64,7 @@ func (c *PeekCmd) Run(re *runEnv) error {
 		if c.Dead {
 			fmt.Fprintln(tw, "ID\tTYPE\tDEAD-LETTERED\tREASON\tRETRIES\tERROR")
 			for _, j := range resp.Msg.GetJobs() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", j.GetId(), j.GetType(), re.when(j.GetCompletedAt()),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", cell(j.GetId()), cell(j.GetType()), re.when(j.GetCompletedAt()),
 					dash(j.GetFailureReason()), j.GetRetryCount(), j.GetMaxRetries(), dash(bytesLine(j.GetLastError())))
 			}
 		} else {
@@ -76,7 +76,7 @@ func (c *PeekCmd) Run(re *runEnv) error {
 			}
 			fmt.Fprint(tw, header)
 			for i, j := range resp.Msg.GetJobs() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s%s\n", i+1, j.GetId(), j.GetType(), j.GetPriority(), re.when(j.GetCreatedAt()), payload(j))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s%s\n", i+1, cell(j.GetId()), cell(j.GetType()), j.GetPriority(), re.when(j.GetCreatedAt()), payload(j))
 			}
 		}
 		return tw.Flush()

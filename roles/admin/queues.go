@@ -35,7 +35,7 @@ func (c *QueueListCmd) Run(re *runEnv) error {
 			if q.GetPaused() {
 				state = re.paint(colYellow, "paused")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\n", q.GetName(), state, q.GetMaxRetries(), duration(q.GetTtl()),
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\n", cell(q.GetName()), state, q.GetMaxRetries(), duration(q.GetTtl()),
 				duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()), re.when(q.GetCreatedAt()))
 		}
 		return tw.Flush()
@@ -97,7 +97,7 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 	}
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
 		q := resp.Msg.GetQueue()
-		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s\n", q.GetName(),
+		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s\n", cell(q.GetName()),
 			q.GetMaxRetries(), duration(q.GetTtl()), duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()))
 		return err
 	})
@@ -159,7 +159,7 @@ func (c *QueueStatsCmd) Run(re *runEnv) error {
 		s := resp.Msg.GetStats()
 		tw := newTable(w)
 		row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
-		row("QUEUE", s.GetQueue())
+		row("QUEUE", cell(s.GetQueue()))
 		row("PENDING", s.GetPending())
 		row("ASSIGNED", s.GetAssigned())
 		row("RUNNING", s.GetRunning())
@@ -197,7 +197,7 @@ func setPaused(re *runEnv, name string, paused bool) error {
 			if q.GetPaused() {
 				word = "paused: submits are accepted, nothing is dispatched until it is resumed"
 			}
-			_, err := fmt.Fprintf(w, "queue %s %s\n", q.GetName(), word)
+			_, err := fmt.Fprintf(w, "queue %s %s\n", cell(q.GetName()), word)
 			return err
 		}
 	}

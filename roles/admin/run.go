@@ -162,6 +162,11 @@ func (re *runEnv) callCtx() (context.Context, context.CancelFunc) {
 
 // errorLine renders an error as the one line an operator reads.
 func errorLine(err error, g *Globals) string {
+	return cell(errorText(err, g))
+}
+
+// errorText is errorLine before escaping.
+func errorText(err error, g *Globals) string {
 	var ce *connect.Error
 	if errors.As(err, &ce) {
 		switch ce.Code() {

@@ -41,7 +41,7 @@ func (c *VersionCmd) Run(re *runEnv) error {
 	if callErr != nil {
 		return callErr
 	}
-	fmt.Fprintf(re.Stdout, "server: %s\n", buildinfo.Info{Version: out.GetVersion(), Commit: out.GetCommit(), BuildTime: out.GetBuildTime(), GoVersion: out.GetGoVersion()})
+	fmt.Fprintf(re.Stdout, "server: %s\n", cell(buildinfo.Info{Version: out.GetVersion(), Commit: out.GetCommit(), BuildTime: out.GetBuildTime(), GoVersion: out.GetGoVersion()}.String()))
 	return nil
 }
 
@@ -78,7 +78,7 @@ func (c *StatusCmd) Run(re *runEnv) error {
 
 func (re *runEnv) statusTable(w io.Writer, st *jqv1.GetStatusResponse) error {
 	tw := newTable(w)
-	fmt.Fprintf(tw, "server\t%s\t%s\tversion %s\n", re.globals.ServerAddr, re.paint(colGreen, "reachable"), st.GetServerVersion())
+	fmt.Fprintf(tw, "server\t%s\t%s\tversion %s\n", re.globals.ServerAddr, re.paint(colGreen, "reachable"), cell(st.GetServerVersion()))
 	for _, c := range st.GetComponents() {
 		state := re.paint(colGreen, "ok")
 		if !c.GetHealthy() {
@@ -87,7 +87,7 @@ func (re *runEnv) statusTable(w io.Writer, st *jqv1.GetStatusResponse) error {
 				state = re.paint(colYellow, "DEGRADED")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t\t%s\t%s (%s)\n", c.GetName(), state, c.GetDetail(), shortDuration(c.GetLatency().AsDuration()))
+		fmt.Fprintf(tw, "%s\t\t%s\t%s (%s)\n", cell(c.GetName()), state, cell(c.GetDetail()), shortDuration(c.GetLatency().AsDuration()))
 	}
 	if !slices.ContainsFunc(st.GetComponents(), func(c *jqv1.ComponentHealth) bool { return c.GetName() == "kafka" }) {
 		// The server checks Kafka only when it relays events to it.
@@ -101,7 +101,7 @@ func (re *runEnv) statusTable(w io.Writer, st *jqv1.GetStatusResponse) error {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "QUEUE\tPENDING\tASSIGNED\tRUNNING\tFAILED\tDEAD_LETTERED\t")
 	for _, q := range st.GetQueues() {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", q.GetQueue(), q.GetPending(), q.GetAssigned(), q.GetRunning(), q.GetFailed(), q.GetDeadLettered())
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", cell(q.GetQueue()), q.GetPending(), q.GetAssigned(), q.GetRunning(), q.GetFailed(), q.GetDeadLettered())
 	}
 	return tw.Flush()
 }

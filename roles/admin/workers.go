@@ -23,16 +23,18 @@ func (c *WorkerListCmd) Run(re *runEnv) error {
 	if err != nil {
 		return err
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		tw := newTable(w)
-		fmt.Fprintf(tw, "ID\tHOST\t%s\tCONCURRENCY\tRUNNING\tQUEUES\tVERSION\tLAST HEARTBEAT\n", re.header("STATUS"))
-		for _, wk := range resp.Msg.GetWorkers() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", wk.GetId(), dash(wk.GetHostname()), re.workerStatus(wk.GetStatus()),
-				wk.GetConcurrency(), wk.GetRunningJobs(), dash(strings.Join(wk.GetQueues(), ",")), dash(wk.GetVersion()),
-				re.when(wk.GetLastHeartbeatAt()))
-		}
-		return tw.Flush()
-	})
+	return re.printMessage(resp.Msg, func(w io.Writer) error { return re.workersTable(w, resp.Msg.GetWorkers()) })
+}
+
+func (re *runEnv) workersTable(w io.Writer, workers []*jqv1.Worker) error {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "ID\tHOST\t%s\tCONCURRENCY\tRUNNING\tQUEUES\tVERSION\tLAST HEARTBEAT\n", re.header("STATUS"))
+	for _, wk := range workers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", cell(wk.GetId()), dash(wk.GetHostname()), re.workerStatus(wk.GetStatus()),
+			wk.GetConcurrency(), wk.GetRunningJobs(), dash(strings.Join(wk.GetQueues(), ",")), dash(wk.GetVersion()),
+			re.when(wk.GetLastHeartbeatAt()))
+	}
+	return tw.Flush()
 }
 
 // Run drains a worker (FR-023).
@@ -50,7 +52,7 @@ func (c *WorkerDrainCmd) Run(re *runEnv) error {
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
 		wk := resp.Msg.GetWorker()
 		_, err := fmt.Fprintf(w, "worker %s is %s: it finishes its %d running jobs and takes no new ones\n",
-			wk.GetId(), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
+			cell(wk.GetId()), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
 		return err
 	})
 }
@@ -70,7 +72,7 @@ func (c *WorkerShutdownCmd) Run(re *runEnv) error {
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
 		wk := resp.Msg.GetWorker()
 		_, err := fmt.Fprintf(w, "worker %s is %s: it finishes its %d running jobs, deregisters and exits\n",
-			wk.GetId(), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
+			cell(wk.GetId()), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
 		return err
 	})
 }

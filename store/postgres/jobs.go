@@ -144,8 +144,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	var res store.JobListResult
 	if cut || len(jobs) > limit {
 		jobs = jobs[:min(len(jobs), limit)]
-		last := jobs[len(jobs)-1]
-		res.NextCursor = store.EncodeJobCursor(store.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		res.NextCursor = p.CursorAfter(jobs[len(jobs)-1])
 	}
 	res.Jobs = jobs
 	return res, nil

@@ -1,0 +1,243 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/jq-dev/jq/api"
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Request validation: where a request message becomes store parameters. What only the wire knows
+// is checked here (a field's presence, a duration's encoding, enum values, page and batch sizes,
+// the configured payload limit); the limits of jobs, queues, workers and listings themselves are
+// store's Validate methods (store/validate.go), which this calls before any I/O and every backend
+// calls again. Every refusal wraps queue.ErrInvalidArgument (INVALID_ARGUMENT, see errors.go) with a
+// one-line message that quotes at most queue.MaxExcerpt bytes of the input; nothing is written.
+
+// Request-level limits of the contract (api/proto/jq/v1).
+const (
+	maxSubmitBatchJobs = 1000
+	maxLeasesPerCall   = 1000
+	defaultPageSize    = store.DefaultListLimit
+	maxPageSize        = store.MaxListLimit
+)
+
+// specToParams validates one JobSpec and converts it.
+func specToParams(spec *jqv1.JobSpec, maxPayload int, now time.Time) (store.JobInsertParams, error) {
+	if spec == nil {
+		return store.JobInsertParams{}, invalid("job: missing")
+	}
+	if len(spec.GetPayload()) > maxPayload {
+		return store.JobInsertParams{}, invalid(fmt.Sprintf("payload of %d bytes exceeds the limit of %d", len(spec.GetPayload()), maxPayload))
+	}
+	p := store.JobInsertParams{
+		Queue:          spec.GetQueue(),
+		Type:           spec.GetType(),
+		Payload:        spec.GetPayload(),
+		Priority:       int(spec.GetPriority()),
+		IdempotencyKey: spec.GetIdempotencyKey(),
+		Labels:         spec.GetLabels(),
+		KeepResult:     spec.GetKeepResult(),
+		TraceContext:   spec.GetTraceContext(),
+	}
+	if spec.MaxRetries != nil {
+		n := int(spec.GetMaxRetries())
+		p.MaxRetries = &n
+	}
+	if err := positiveDuration("ttl", spec.GetTtl(), &p.TTL); err != nil {
+		return p, err
+	}
+	if err := positiveDuration("timeout", spec.GetTimeout(), &p.Timeout); err != nil {
+		return p, err
+	}
+	if spec.GetRunAt() != nil {
+		if err := spec.GetRunAt().CheckValid(); err != nil {
+			return p, invalid("run_at: not a valid timestamp")
+		}
+		p.RunAt = spec.GetRunAt().AsTime()
+		if p.RunAt.After(now.Add(store.MaxDuration)) {
+			return p, invalid(fmt.Sprintf("run_at: at most %v ahead", store.MaxDuration))
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// positiveDuration reads an optional duration: unset (nil) leaves dst alone (the default applies);
+// when set it must be valid and positive. Upper bounds are store's.
+func positiveDuration(name string, d *durationpb.Duration, dst *time.Duration) error {
+	if d == nil {
+		return nil
+	}
+	if err := d.CheckValid(); err != nil {
+		return invalid(name + ": not a valid duration")
+	}
+	v := d.AsDuration()
+	if v <= 0 {
+		return invalid(name + " " + v.String() + ": must be positive when set (leave it unset for the default)")
+	}
+	*dst = v
+	return nil
+}
+
+// submitBatch checks the size of a SubmitJobs batch.
+func submitBatch(n int) error {
+	if n == 0 || n > maxSubmitBatchJobs {
+		return invalid(fmt.Sprintf("jobs: want 1..%d, got %d", maxSubmitBatchJobs, n))
+	}
+	return nil
+}
+
+func validJobID(id string) error {
+	_, err := store.ParseJobID(id)
+	return err
+}
+
+// listParams converts a ListJobs request. Every state must be a known one: an unknown value (a
+// newer client's, or a typo) would otherwise filter by nothing and list everything.
+func listParams(m *jqv1.ListJobsRequest) (store.JobListParams, error) {
+	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize())}
+	switch {
+	case p.Limit == 0:
+		p.Limit = defaultPageSize
+	case p.Limit < 0 || p.Limit > maxPageSize:
+		return p, invalid(fmt.Sprintf("page_size %d: want 1..%d (0 means %d)", p.Limit, maxPageSize, defaultPageSize))
+	}
+	for i, st := range m.GetStates() {
+		s, ok := api.StateFromProto(st)
+		if !ok {
+			return p, invalid(fmt.Sprintf("states[%d]: %d is not a job state (want JOB_STATE_PENDING..JOB_STATE_DEAD_LETTERED)", i, int32(st)))
+		}
+		p.States = append(p.States, s)
+	}
+	if _, _, err := p.Validate(); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// queueParams converts a CreateQueue request.
+func queueParams(m *jqv1.CreateQueueRequest) (store.QueueCreateParams, error) {
+	p := store.QueueCreateParams{Name: m.GetName()}
+	if m.MaxRetries != nil {
+		n := int(m.GetMaxRetries())
+		p.MaxRetries = &n
+	}
+	for _, d := range []struct {
+		name string
+		v    *durationpb.Duration
+		dst  *time.Duration
+	}{{"ttl", m.GetTtl(), &p.TTL}, {"backoff_base", m.GetBackoffBase(), &p.BackoffBase}, {"backoff_max", m.GetBackoffMax(), &p.BackoffMax}} {
+		if err := positiveDuration(d.name, d.v, d.dst); err != nil {
+			return p, err
+		}
+	}
+	if len(m.GetPriorityWeights()) > 0 {
+		p.PriorityWeights = make(map[int]int, len(m.GetPriorityWeights()))
+		for prio, w := range m.GetPriorityWeights() {
+			p.PriorityWeights[int(prio)] = int(w)
+		}
+	}
+	if _, err := p.Queue(); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// registerParams converts a RegisterWorker request. The worker's labels are not stored, but they
+// are held to the documented limits all the same.
+func registerParams(m *jqv1.RegisterWorkerRequest) (store.WorkerRegisterParams, error) {
+	p := store.WorkerRegisterParams{
+		ID: m.GetWorkerId(), Hostname: m.GetHostname(), Concurrency: int(m.GetConcurrency()),
+		Queues: m.GetQueues(), Version: m.GetVersion(),
+	}
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	if err := store.ValidateLabels("labels", m.GetLabels()); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func validWorkerID(id string) error {
+	return store.ValidateWorkerID(id)
+}
+
+// heldLeases converts a heartbeat's leases.
+func heldLeases(workerID string, ls []*jqv1.JobLease) ([]store.JobLease, error) {
+	if err := validWorkerID(workerID); err != nil {
+		return nil, err
+	}
+	if len(ls) > store.MaxDispatchBatch {
+		return nil, invalid(fmt.Sprintf("running: at most %d leases, got %d", store.MaxDispatchBatch, len(ls)))
+	}
+	out := make([]store.JobLease, len(ls))
+	for i, l := range ls {
+		out[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: workerID}
+	}
+	return out, nil
+}
+
+// leases converts the leases of an ack (or the leases of a report's items). A malformed job id or
+// attempt is not a refusal of the call: the store answers it for that lease alone.
+func leases(workerID string, ls []*jqv1.JobLease) ([]store.JobLease, error) {
+	if err := validWorkerID(workerID); err != nil {
+		return nil, err
+	}
+	if len(ls) == 0 || len(ls) > maxLeasesPerCall {
+		return nil, invalid(fmt.Sprintf("want 1..%d items, got %d", maxLeasesPerCall, len(ls)))
+	}
+	out := make([]store.JobLease, len(ls))
+	for i, l := range ls {
+		out[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: workerID}
+	}
+	return out, nil
+}
+
+// reportParams converts a ReportJobs request. A failure's reason is a short machine word or the
+// request is refused; its error text is cut to store.MaxFailureErrorLen, not refused.
+func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
+	ls := make([]*jqv1.JobLease, len(m.GetReports()))
+	for i, r := range m.GetReports() {
+		ls[i] = &jqv1.JobLease{JobId: r.GetJobId(), Attempt: r.GetAttempt()}
+	}
+	base, err := leases(m.GetWorkerId(), ls)
+	if err != nil {
+		return nil, err
+	}
+	reports := make([]store.JobReportParams, len(base))
+	for i, r := range m.GetReports() {
+		p := store.JobReportParams{JobLease: base[i]}
+		switch o := r.GetOutcome().(type) {
+		case *jqv1.JobReport_Success:
+			p.Success, p.Result = true, o.Success.GetResult()
+		case *jqv1.JobReport_Failure:
+			if !store.ValidFailureReason(o.Failure.GetReason()) {
+				return nil, invalid(fmt.Sprintf("reports[%d]: failure.reason %s: at most %d characters of a-z, 0-9 and _ (or empty)",
+					i, queue.Excerpt(o.Failure.GetReason()), store.MaxFailureReasonLen))
+			}
+			p.Error, p.Reason, p.Permanent = store.TrimFailureError(o.Failure.GetError()), o.Failure.GetReason(), o.Failure.GetPermanent()
+		default:
+			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
+		}
+		reports[i] = p
+	}
+	return reports, nil
+}
+
+// peekParams converts a PeekQueue request.
+func peekParams(m *jqv1.PeekQueueRequest) (store.JobPeekParams, error) {
+	p := store.JobPeekParams{Queue: m.GetQueue(), Limit: int(m.GetLimit()), Dead: m.GetDead()}
+	if _, err := p.Validate(); err != nil {
+		return p, err
+	}
+	return p, nil
+}
