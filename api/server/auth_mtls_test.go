@@ -60,7 +60,8 @@ func TestMTLSIdentity(t *testing.T) {
 		Tokens: []auth.TokenEntry{{Name: "v", Roles: []auth.Role{auth.RoleViewer}, SHA256: auth.HashToken(viewerToken)}},
 	})
 	require.NoError(t, err)
-	addr := serveTLS(t, apiserver.Options{Store: testStore, Log: zaptest.NewLogger(t), Auth: a, Refused: refused}, srvCert, ca.CertFile)
+	addr := serveTLS(t, apiserver.Options{Store: testStore, Log: zaptest.NewLogger(t), Auth: a, Refused: refused}, srvCert, ca.CertFile,
+		tls.RequireAndVerifyClientCert)
 
 	dial := func(c testenv.Cert, root, token string) *client.Client {
 		cl, err := client.New(client.Options{Addr: addr, CAFile: root, CertFile: c.CertFile, KeyFile: c.KeyFile, Token: token})
@@ -108,9 +109,9 @@ func TestMTLSIdentity(t *testing.T) {
 	require.Positive(t, counterValue(t, reg, "jq_auth_denied_total", auth.ReasonUnknownCert))
 }
 
-// serveTLS serves the API over TLS that requires a client certificate of clientCA, as a server
-// with grpc.tls.client_ca_path does.
-func serveTLS(t *testing.T, opts apiserver.Options, c testenv.Cert, clientCA string) string {
+// serveTLS serves the API over TLS with client certificates of clientCA, verified as mode says
+// (roles/server: required with authentication off, verified when given with it on).
+func serveTLS(t *testing.T, opts apiserver.Options, c testenv.Cert, clientCA string, mode tls.ClientAuthType) string {
 	t.Helper()
 	opts.Version = buildinfo.Get()
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
@@ -127,7 +128,7 @@ func serveTLS(t *testing.T, opts apiserver.Options, c testenv.Cert, clientCA str
 	srv := &http.Server{
 		Handler: apiserver.New(opts), Protocols: p, ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
-			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},
+			ClientAuth: mode, MinVersion: tls.VersionTLS12},
 	}
 	served := make(chan struct{})
 	go func() { _ = srv.ServeTLS(ln, "", ""); close(served) }()

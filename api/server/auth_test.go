@@ -8,6 +8,7 @@ package server_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"slices"
@@ -105,11 +106,18 @@ type authFixture struct {
 	dead    *queue.Job // DEAD_LETTERED, for retry
 	running *queue.Job // RUNNING on worker A, attempt 1
 	workerA string     // registered by worker A
-	denied  *prometheus.CounterVec
 	reg     *prometheus.Registry
+	// With certificates (setupAuthTLS), each caller presents its own client certificate, mapped
+	// to its role by a rule on its common name, and sends no token.
+	ca    *testenv.CA
+	certs map[string]testenv.Cert
 }
 
-func setupAuth(t *testing.T) *authFixture {
+// Authentication by token (setupAuth) or by client certificate (setupAuthTLS).
+func setupAuth(t *testing.T) *authFixture    { return setupAuthWith(t, false) }
+func setupAuthTLS(t *testing.T) *authFixture { return setupAuthWith(t, true) }
+
+func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	t.Helper()
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -139,14 +147,32 @@ func setupAuth(t *testing.T) *authFixture {
 		f.tokens[caller] = tok
 		entries = append(entries, auth.TokenEntry{Name: caller, Roles: []auth.Role{role}, SHA256: auth.HashToken(tok)})
 	}
+	var rules []auth.CertRule
+	if certs {
+		f.ca, f.certs = testenv.NewCA(t, "jq-matrix"), map[string]testenv.Cert{}
+		for _, e := range entries {
+			cn := "cn-" + e.Name
+			f.certs[e.Name] = f.ca.Client(cn, nil)
+			r, err := auth.ParseCertRule("cn=" + cn + ";roles=" + string(e.Roles[0]))
+			require.NoError(t, err)
+			rules = append(rules, r)
+		}
+		entries = nil // certificates only
+	}
 	refused := telemetry.NewAuthMetrics(f.reg)
-	a, err := auth.New(auth.Options{Tokens: entries, Denied: refused, Log: zaptest.NewLogger(t)})
+	a, err := auth.New(auth.Options{Tokens: entries, CertRules: rules, Denied: refused, Log: zaptest.NewLogger(t)})
 	require.NoError(t, err)
-	f.addr = serveAuth(t, apiserver.Options{
+	opts := apiserver.Options{
 		Store: st, Engine: eng, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
 		Limits:  apiserver.Limits{MaxPayloadBytes: 1 << 20},
 		Workers: apiserver.WorkerTiming{HeartbeatInterval: time.Second, HeartbeatTimeout: 10 * time.Second},
-	})
+	}
+	if certs {
+		// As a server with authentication on: a certificate is verified when given, not required.
+		f.addr = serveTLS(t, opts, f.ca.Server("jq-server"), f.ca.CertFile, tls.VerifyClientCertIfGiven)
+	} else {
+		f.addr = serveAuth(t, opts)
+	}
 
 	// Fixtures, made through the API by their owners.
 	f.queue = "auth-" + uuid.NewString()[:8]
@@ -176,7 +202,11 @@ func setupAuth(t *testing.T) *authFixture {
 	// Paused: the engine dispatches nothing while the matrix runs, so only the calls change state.
 	_, err = st.QueueSetPaused(ctx, store.QueueSetPausedParams{Name: f.queue, Paused: true})
 	require.NoError(t, err)
-	require.Equal(t, "token:"+callerProducer, f.job.Principal)
+	if certs {
+		require.Equal(t, "cert:cn:cn-"+callerProducer, f.job.Principal)
+	} else {
+		require.Equal(t, "token:"+callerProducer, f.job.Principal)
+	}
 	return f
 }
 
@@ -201,7 +231,11 @@ func serveAuth(t *testing.T, opts apiserver.Options) string {
 
 func (f *authFixture) client(t *testing.T, caller string) *client.Client {
 	t.Helper()
-	cl, err := client.New(client.Options{Addr: f.addr, Token: f.tokens[caller]})
+	opts := client.Options{Addr: f.addr, Token: f.tokens[caller]}
+	if f.ca != nil {
+		opts = client.Options{Addr: f.addr, CAFile: f.ca.CertFile, CertFile: f.certs[caller].CertFile, KeyFile: f.certs[caller].KeyFile}
+	}
+	cl, err := client.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl
@@ -360,7 +394,11 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *client.Cl
 // one through authorization. Only refusals run here: allowed calls that change state would change
 // the fixtures the next call needs (they run in TestAuthorizationAllowed).
 func TestAuthorizationMatrix(t *testing.T) {
-	f := setupAuth(t)
+	t.Run("Tokens", func(t *testing.T) { testAuthorizationMatrix(t, setupAuth(t)) })
+	t.Run("Certificates", func(t *testing.T) { testAuthorizationMatrix(t, setupAuthTLS(t)) })
+}
+
+func testAuthorizationMatrix(t *testing.T, f *authFixture) {
 	calls := f.calls()
 	require.Len(t, calls, len(wantRoles), "one call per procedure")
 	for _, procedure := range sortedKeys(wantRoles) {
@@ -393,8 +431,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 	require.Positive(t, counterValue(t, f.reg, "jq_auth_denied_total", auth.ReasonForbidden))
 	require.Positive(t, counterValue(t, f.reg, "jq_auth_denied_total", auth.ReasonNotOwner))
 
-	// A token that matches no configured hash, and a malformed header.
-	bad, err := client.New(client.Options{Addr: f.addr, Token: "jq_not-a-real-token"})
+	// A token that matches no configured hash.
+	opts := client.Options{Addr: f.addr, Token: "jq_not-a-real-token"}
+	if f.ca != nil {
+		opts.CAFile = f.ca.CertFile
+	}
+	bad, err := client.New(opts)
 	require.NoError(t, err)
 	defer bad.Close()
 	_, err = bad.Admin.GetVersion(f.ctx, connect.NewRequest(&jqv1.GetVersionRequest{}))

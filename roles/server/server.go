@@ -147,7 +147,7 @@ func (s *Server) Run(ctx context.Context) error {
 			HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
 		},
 	})
-	tlsCfg, err := serverTLS(cfg.GRPC.TLS)
+	tlsCfg, err := serverTLS(cfg.GRPC.TLS, s.auth != nil)
 	if err != nil {
 		return err
 	}
@@ -310,9 +310,11 @@ func apiProtocols(tls bool) *http.Protocols {
 	return p
 }
 
-// serverTLS builds the API's TLS config; with a client CA it requires and
-// verifies client certificates (mTLS, FR-047).
-func serverTLS(c config.ServerTLS) (*tls.Config, error) {
+// serverTLS builds the API's TLS config. With a client CA and authentication off, every connection
+// must present a certificate of that CA (FR-047's mTLS gate). With authentication on, a certificate
+// is verified when given and identifies the caller; token clients may connect without one, and
+// a request with neither is UNAUTHENTICATED (api/auth).
+func serverTLS(c config.ServerTLS, authOn bool) (*tls.Config, error) {
 	if !c.Enabled {
 		return nil, nil
 	}
@@ -332,6 +334,9 @@ func serverTLS(c config.ServerTLS) (*tls.Config, error) {
 		}
 		tc.ClientCAs = pool
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
+		if authOn {
+			tc.ClientAuth = tls.VerifyClientCertIfGiven
+		}
 	}
 	return tc, nil
 }
