@@ -19,6 +19,7 @@ mkdir -p "$OUT"
 
 export JQ_DB_URL="$PGURL_BASE/$DB?sslmode=disable" JQ_REDIS_ADDR="$REDIS_ADDR" JQ_REDIS_KEY_PREFIX="perf$$:"
 export JQ_LOGGING_LEVEL=warn
+export JQ_GRPC_HOST=127.0.0.1 # loopback: no credentials needed (docs/security.md)
 [ -z "${PROFILE:-}" ] || export JQ_METRICS_PPROF=true # /debug/pprof is off by default
 
 pids=()
@@ -38,7 +39,7 @@ start_server() {
 	echo "server did not become ready" >&2; cat "$OUT/server.log" >&2; exit 1
 }
 start_worker() {
-	$JQ --role=worker --server-addr localhost:50061 --concurrency 256 --metrics-port 50064 --health-port 50065 >"$OUT/worker.log" 2>&1 &
+	$JQ --role=worker --server-addr localhost:50061 --concurrency ${WORKER_CONCURRENCY:-100} --metrics-port 50064 --health-port 50065 >"$OUT/worker.log" 2>&1 &
 	pids+=($!)
 }
 stop_all() { cleanup; pids=(); }

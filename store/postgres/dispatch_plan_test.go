@@ -130,3 +130,74 @@ ANALYZE jobs`)
 	require.Contains(t, plan, "jobs_worker_active_idx")
 	require.Contains(t, plan, "jobs_failed_idx")
 }
+
+// TestHotPlansOnEmptyTable: right after the migrations the jobs table is empty and never analyzed.
+// The batch statements, prepared and executed there more than the five times after which
+// PostgreSQL may cache a generic plan (for an empty table: a scan of it), still reach jobs
+// through its primary key once the table has filled up, without an ANALYZE in between: the defect
+// every fresh install had, where the cached plan scanned a growing table on every call.
+func TestHotPlansOnEmptyTable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testenv.NewDatabase(t)
+	require.NoError(t, migrations.Up(ctx, dsn))
+	st, err := New(ctx, Config{DSN: dsn, MaxConns: 1})
+	require.NoError(t, err)
+	defer st.Close()
+	conn, err := st.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	var mode string
+	require.NoError(t, conn.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode))
+	require.Equal(t, "force_custom_plan", mode)
+
+	explain := func(query string) string {
+		rows, err := conn.Query(ctx, query)
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return strings.Join(lines, "\n")
+	}
+	ids := "'{00000000-0000-4000-8000-000000000001,00000000-0000-4000-8000-000000000002}'"
+	stmts := map[string][2]string{
+		"JobAssignMany": {"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany, "EXECUTE assign('w', " + ids + ")"},
+		"JobAckMany":    {"PREPARE ack(uuid[], integer[], text[]) AS " + sqlJobAckMany, "EXECUTE ack(" + ids + ", '{1,1}', '{w,w}')"},
+		"JobReportMany": {"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[]) AS " + sqlJobReportMany,
+			`EXECUTE report(` + ids + `, '{1,1}', '{w,w}', '{true,true}', '{"\\x00","\\x00"}', '{c,c}', '{e,e}', '{r,r}', '{false,false}')`},
+	}
+	for name, stmt := range stmts {
+		_, err := conn.Exec(ctx, stmt[0])
+		require.NoError(t, err)
+		// The same statement prepared again under force_generic_plan: the plan that the default
+		// plan_cache_mode (auto) may settle on, made now, on the empty table.
+		_, err = conn.Exec(ctx, strings.Replace(stmt[0], "PREPARE ", "PREPARE generic_", 1))
+		require.NoError(t, err)
+		for range 6 {
+			_, err := conn.Exec(ctx, stmt[1])
+			require.NoError(t, err, name)
+		}
+		_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, strings.Replace(stmt[1], "EXECUTE ", "EXECUTE generic_", 1))
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, "SET plan_cache_mode = force_custom_plan")
+		require.NoError(t, err)
+	}
+	_, err = conn.Exec(ctx, `INSERT INTO queues (name) VALUES ('hot');
+INSERT INTO jobs (id, queue, type, priority, state, max_retries, spec_hash, created_at)
+SELECT gen_random_uuid(), 'hot', 't', 0, 'RUNNING', 3, '\x00', now() FROM generate_series(1, 20000)`)
+	require.NoError(t, err)
+	for name, stmt := range stmts {
+		plan := explain("EXPLAIN (COSTS OFF) " + stmt[1])
+		t.Logf("%s, 20,000 jobs, never analyzed:\n%s", name, plan)
+		require.NotContains(t, plan, "Seq Scan on jobs", name)
+		require.Contains(t, plan, "Index Scan using jobs_pkey", name)
+	}
+	// The defect the setting avoids: the generic plan cached on the empty table scans it now.
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+	plan := explain("EXPLAIN (COSTS OFF) " + strings.Replace(stmts["JobReportMany"][1], "EXECUTE ", "EXECUTE generic_", 1))
+	t.Logf("JobReportMany, the generic plan made on the empty table:\n%s", plan)
+	require.Contains(t, plan, "Seq Scan on jobs")
+}

@@ -52,6 +52,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ObserveQuery != nil {
 		pcfg.ConnConfig.Tracer = queryTracer{observe: cfg.ObserveQuery}
 	}
+	// pgx prepares and caches every statement, and PostgreSQL may then keep one generic plan per
+	// statement. A generic plan made while the jobs table is empty or never analyzed (every fresh
+	// install) scans the whole table, and stays in use as the table grows. Custom plans are made
+	// per execution with the actual table size and always reach jobs through its primary key
+	// (TestHotPlansOnEmptyTable). A DSN that sets plan_cache_mode itself wins.
+	if _, set := pcfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		pcfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
