@@ -62,7 +62,7 @@ func TestJobRunsWithJobInfoAndTimeout(t *testing.T) {
 	require.Equal(t, "echo:hi", string(r.Result))
 	require.Equal(t, 1, r.Attempt)
 	require.Positive(t, r.Runtime)
-	require.Equal(t, []executor.Lease{{JobID: j.ID, Attempt: 1}}, b.srv.Acks())
+	require.Empty(t, b.srv.Acks(), "a job that ends within AckDelay is acknowledged by its report")
 	require.Equal(t, executortest.Done, b.srv.JobState(j.ID))
 	eventually(t, 5*time.Second, func() bool { return b.exec.Ready() })
 }
@@ -107,9 +107,13 @@ func TestAcksAndReportsBatched(t *testing.T) {
 	const n = 1000
 	b := setup(t, func(c *config) {
 		c.opts.Concurrency = 64
+		c.opts.AckDelay = time.Nanosecond // every start acknowledged, to see the acks batched
 		c.server.Latency = 2 * time.Millisecond
 	})
-	b.mux.RegisterFunc("noop", func(context.Context, *queue.Job) ([]byte, error) { return nil, nil })
+	b.mux.RegisterFunc("noop", func(context.Context, *queue.Job) ([]byte, error) {
+		time.Sleep(time.Millisecond) // long enough for the ack timer to fire first
+		return nil, nil
+	})
 	b.start(t)
 	b.srv.Submit(jobs(n, "noop")...)
 	eventually(t, 30*time.Second, func() bool { return successes(b.srv.Reports()) == n })
@@ -121,7 +125,7 @@ func TestAcksAndReportsBatched(t *testing.T) {
 	st := b.exec.Stats()
 	require.Equal(t, int64(acks), st.AckCalls)
 	require.Equal(t, int64(reports), st.ReportCalls)
-	require.Len(t, b.srv.Acks(), n)
+	require.Greater(t, len(b.srv.Acks()), n/2, "most starts acknowledged before their report")
 }
 
 func TestPanicBecomesFailure(t *testing.T) {
@@ -313,6 +317,7 @@ func TestOverCapacityAssignmentReported(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *config) {
 		c.opts.Concurrency = 1
+		c.opts.AckDelay = time.Millisecond
 		c.server.IgnoreCapacity = true
 	})
 	g := newGate()
@@ -333,26 +338,33 @@ func TestOverCapacityAssignmentReported(t *testing.T) {
 		require.Contains(t, r.Error, "beyond its concurrency of 1")
 	}
 	require.Equal(t, int64(2), b.exec.Stats().ProtocolErrors)
-	require.Len(t, b.srv.Acks(), 1, "only the job that runs is acked")
+	eventually(t, 5*time.Second, func() bool { return len(b.srv.Acks()) == 1 }) // only the job that runs is acked
 	close(g.release)
 	eventually(t, 5*time.Second, func() bool { return len(b.srv.ReportsFor(first)) == 1 })
 	require.Equal(t, 1, b.exec.Stats().MaxRunning)
 }
 
-func TestAckRejectedJobNotRun(t *testing.T) {
+// TestAckRejectedJobStopped: handlers start without waiting for an ack; when the server refuses a
+// running job's ack (its attempt is no longer this worker's), the handler is cancelled and its
+// outcome is not reported.
+func TestAckRejectedJobStopped(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
-	var ran atomic.Int64
-	b.mux.RegisterFunc("noop", func(context.Context, *queue.Job) ([]byte, error) { ran.Add(1); return nil, nil })
-	rejected := newJob("noop", "")
+	b := setup(t, func(c *config) { c.opts.AckDelay = time.Millisecond })
+	g := newGate()
+	b.mux.Register("gate", g)
+	rejected := newJob("gate", "")
 	b.srv.OnAck(func(l executor.Lease) (bool, string) { return l.JobID != rejected.ID, "job cancelled" })
 	b.start(t)
 	b.srv.Submit(rejected)
+	g.waitStarted(t, 1)
 	eventually(t, 5*time.Second, func() bool { return b.exec.Stats().AcksRejected == 1 })
-	ok := newJob("noop", "")
+	eventually(t, 5*time.Second, func() bool { return g.cause(rejected.ID) != nil })
+	require.ErrorContains(t, g.cause(rejected.ID), "lease lost")
+	ok := newJob("gate", "")
 	b.srv.Submit(ok)
+	g.waitStarted(t, 1)
+	close(g.release)
 	eventually(t, 5*time.Second, func() bool { return len(b.srv.ReportsFor(ok.ID)) == 1 })
-	require.Equal(t, int64(1), ran.Load())
 	require.Empty(t, b.srv.ReportsFor(rejected.ID))
 }
 
@@ -445,7 +457,7 @@ func TestOfflineHeartbeatAbandonsJobs(t *testing.T) {
 func TestShutdownGrace(t *testing.T) {
 	t.Parallel()
 	const grace = 300 * time.Millisecond
-	b := setup(t, func(c *config) { c.opts.ShutdownGrace = grace })
+	b := setup(t, func(c *config) { c.opts.ShutdownGrace, c.opts.AckDelay = grace, time.Millisecond })
 	short := newGate()
 	long := newGate()
 	b.mux.Register("short", short)

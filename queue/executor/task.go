@@ -30,7 +30,7 @@ const maxErrorBytes = 4 << 10
 type taskState int
 
 const (
-	stateAcking    taskState = iota // holds a slot, waiting for the ack verdict
+	stateAcking    taskState = iota // holds a slot, waiting for the ack verdict (no longer entered: handlers start at once)
 	stateRunning                    // holds a slot, handler running
 	stateReporting                  // slot released, report queued
 	stateDone                       // finished or dropped
@@ -45,6 +45,11 @@ type task struct {
 	// cancelCause is a cancellation that arrived before the handler started.
 	cancelCause error
 	abandoned   bool // the outcome must not be reported
+	// ackTimer acknowledges the start if the handler is still running after AckDelay; a job that
+	// ends sooner is acknowledged by its report (the server records RUNNING and the outcome
+	// together). ackQueued: the ack was handed to the ack batcher.
+	ackTimer  *time.Timer
+	ackQueued bool
 }
 
 type reportItem struct {
@@ -57,8 +62,11 @@ func (e *Executor) jobLog(t *task) *zap.Logger {
 		zap.String("queue", t.job.Queue), zap.String("type", t.job.Type), jobtrace.JobLogField(t.job))
 }
 
-// accept takes one assignment off the stream: it claims a slot and queues the
-// ack; the handler starts once the server confirms the ack.
+// accept takes one assignment off the stream: it claims a slot and starts the
+// handler at once. The assignment is already this worker's in Postgres (the
+// server committed it before sending it): no commit stands between a slot and
+// its handler. The start is acknowledged only if the handler is still running
+// after AckDelay (lazyAck); a refused ack cancels it.
 func (e *Executor) accept(a *Assignment) {
 	e.received.Add(1)
 	if a.Job == nil || a.Job.ID == "" {
@@ -109,11 +117,27 @@ func (e *Executor) accept(a *Assignment) {
 		e.queueReport(t, Report{Lease: t.lease, Error: msg, Reason: ReasonError})
 		return
 	}
-	t.state = stateAcking
+	ctx, cancel := context.WithCancelCause(e.jobsBase)
+	t.state = stateRunning
+	t.cancel = cancel
 	e.tasks[t.lease.JobID] = t
 	e.active.Add(1)
+	// Well inside the deadline: a job still running then has been acknowledged.
+	delay := min(e.opts.AckDelay, time.Until(ackBy)/2)
+	t.ackTimer = time.AfterFunc(max(delay, 0), func() { e.lazyAck(t, ackBy) })
 	e.mu.Unlock()
+	go e.execute(ctx, t)
+}
 
+// lazyAck queues the ack of a job still running after AckDelay.
+func (e *Executor) lazyAck(t *task, ackBy time.Time) {
+	e.mu.Lock()
+	if t.state != stateRunning || t.ackQueued || t.abandoned {
+		e.mu.Unlock()
+		return
+	}
+	t.ackQueued = true
+	e.mu.Unlock()
 	e.acks.add(t, ackBy)
 }
 
@@ -127,45 +151,22 @@ func (e *Executor) sendAcks(ctx context.Context, ts []*task) ([]LeaseResult, err
 	return res, err
 }
 
-// ackDone starts the handler of an acknowledged job, or drops a rejected one.
+// ackDone handles the server's verdict on a running job's ack: a refused ack
+// (the attempt is no longer this worker's) cancels the handler, and its outcome
+// is not reported. A job that already finished is judged by its report.
 func (e *Executor) ackDone(t *task, res LeaseResult, err error) {
-	log := e.jobLog(t)
 	e.mu.Lock()
-	if t.state != stateAcking {
-		e.mu.Unlock()
+	defer e.mu.Unlock()
+	if t.state != stateRunning || (err == nil && res.OK) {
 		return
 	}
-	switch {
-	case err != nil || !res.OK:
-		e.releaseLocked(t)
-		e.mu.Unlock()
-		e.acksRejected.Add(1)
-		reason := res.Error
-		if err != nil {
-			reason = err.Error()
-		}
-		log.Info("assignment not acknowledged; not running it", zap.String("reason", reason))
-		return
-	case e.jobsBase.Err() != nil:
-		e.releaseLocked(t)
-		e.mu.Unlock()
-		e.abandoned.Add(1)
-		return
-	case t.cancelCause != nil:
-		// Cancelled while the ack was in flight: report without running.
-		t.state = stateReporting
-		<-e.slots
-		e.mu.Unlock()
-		e.failed.Add(1)
-		e.queueReport(t, Report{Lease: t.lease, Error: t.cancelCause.Error(), Reason: ReasonCancelled, Permanent: true})
-		e.active.Done()
-		return
+	e.acksRejected.Add(1)
+	reason := res.Error
+	if err != nil {
+		reason = err.Error()
 	}
-	ctx, cancel := context.WithCancelCause(e.jobsBase)
-	t.state = stateRunning
-	t.cancel = cancel
-	e.mu.Unlock()
-	go e.execute(ctx, t)
+	e.jobLog(t).Info("start not acknowledged by the server; stopping the job", zap.String("reason", reason))
+	e.abandonLocked(t, errLeaseLost)
 }
 
 // execute runs the handler with the job's timeout and reports the outcome.
@@ -199,6 +200,9 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 	} else {
 		t.state = stateReporting
 		<-e.slots // free the slot before the report can reach the server
+	}
+	if t.ackTimer != nil {
+		t.ackTimer.Stop() // the report acknowledges the start
 	}
 	e.mu.Unlock()
 	endSpan(span, done)
@@ -395,6 +399,8 @@ func (e *Executor) cancelByServer(ids []string) {
 			t.cancelCause = errCancelledByServer
 		case stateRunning:
 			t.cancel(errCancelledByServer)
+		default: // finished already: its report speaks
+			continue
 		}
 		e.jobLog(t).Info("job cancelled by the server")
 	}
