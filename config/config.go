@@ -365,9 +365,15 @@ type Tracing struct {
 
 // Worker configures the worker role.
 type Worker struct {
-	ServerAddr         string    `koanf:"server_addr"`
-	ID                 string    `koanf:"id"` // "" = hostname-PID, resolved by the worker
-	Concurrency        int       `koanf:"concurrency"`
+	ServerAddr  string `koanf:"server_addr"`
+	ID          string `koanf:"id"` // "" = hostname-PID, resolved by the worker
+	Concurrency int    `koanf:"concurrency"`
+	// Prefetch is how many assignments the worker accepts beyond its concurrency (they wait on
+	// the worker for a free slot): -1 = as many as concurrency, 0 = none.
+	Prefetch int `koanf:"prefetch"`
+	// AckDelayMS is how long a job runs before the worker acknowledges its start (a shorter job's
+	// report acknowledges it): 0 = every start at once.
+	AckDelayMS         int       `koanf:"ack_delay_ms"`
 	Queues             []string  `koanf:"queues"`
 	HeartbeatIntervalS int       `koanf:"heartbeat_interval_s"`
 	ShutdownGraceS     int       `koanf:"shutdown_grace_s"`
@@ -390,6 +396,22 @@ type Worker struct {
 type WorkerExec struct {
 	Enabled bool     `koanf:"enabled"`
 	Allow   []string `koanf:"allow"`
+}
+
+// PrefetchCount is worker.prefetch resolved: -1 is as many as the concurrency.
+func (w Worker) PrefetchCount() int {
+	if w.Prefetch < 0 {
+		return w.Concurrency
+	}
+	return w.Prefetch
+}
+
+// AckDelay is worker.ack_delay_ms for the executor (negative: at once).
+func (w Worker) AckDelay() time.Duration {
+	if w.AckDelayMS <= 0 {
+		return -1
+	}
+	return millis(w.AckDelayMS)
 }
 
 // HeartbeatInterval is the pause between worker heartbeats.
@@ -477,6 +499,8 @@ func Default() Config {
 		Worker: Worker{
 			ServerAddr:         "localhost:50051",
 			Concurrency:        4,
+			Prefetch:           -1,
+			AckDelayMS:         1000,
 			Queues:             []string{"default"},
 			HeartbeatIntervalS: 5,
 			ShutdownGraceS:     60,

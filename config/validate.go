@@ -216,6 +216,12 @@ func (c *Config) validateWorker(p *checker) {
 		p.match("worker.id", w.ID, workerIDRE)
 	}
 	p.between("worker.concurrency", w.Concurrency, 1, maxConcurrency)
+	if w.AckDelayMS < 0 {
+		p.add("worker.ack_delay_ms", "must be 0 (acknowledge every start at once) or more, got %d", w.AckDelayMS)
+	}
+	if w.Prefetch < -1 || w.Prefetch > w.Concurrency {
+		p.add("worker.prefetch", "must be -1 (as many as worker.concurrency), 0 or up to worker.concurrency (%d), got %d", w.Concurrency, w.Prefetch)
+	}
 	if len(w.Queues) == 0 {
 		p.add("worker.queues", "must name at least one queue")
 	}

@@ -303,16 +303,17 @@ func (r *rig) check(ctx context.Context, ids []string) *faultcheck.Report {
 	return rep
 }
 
-// duplicateCauses returns, for the jobs that ran more than once, the reasons
-// of the failures that made them run again (every re-run follows a
-// RUNNING→FAILED event), and requires each to be among allowed: the causes
+// duplicateCauses returns, for the jobs that were assigned more than once, the
+// reasons of the failures that made them run again (every re-run follows a
+// RUNNING→FAILED event, or ASSIGNED→FAILED when the worker died before its
+// start was acknowledged), and requires each to be among allowed: the causes
 // the test's fault explains.
 func duplicateCauses(t *testing.T, rep *faultcheck.Report, allowed ...string) map[string]int {
 	t.Helper()
 	causes := map[string]int{}
 	for id := range rep.Duplicates() {
 		for _, e := range rep.Histories[id].Events {
-			if e.From == "RUNNING" && e.To == "FAILED" {
+			if (e.From == "RUNNING" || e.From == "ASSIGNED") && e.To == "FAILED" {
 				causes[e.Reason]++
 			}
 		}

@@ -190,6 +190,7 @@ func TestMetricsE2E(t *testing.T) {
 	startJQ(t, []string{
 		"JQ_WORKER_HEALTH_PORT=" + strconv.Itoa(freePort(t)),
 		"JQ_WORKER_METRICS_PORT=" + strconv.Itoa(workerMetrics),
+		"JQ_WORKER_ACK_DELAY_MS=0", // every start acknowledged, so the ack statement is timed too
 	}, "--role=worker", "--server-addr", se.addr(), "--worker-id", workerID, "--concurrency", "4",
 		"--queues", qOK+","+qFail)
 

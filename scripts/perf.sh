@@ -39,7 +39,7 @@ start_server() {
 	echo "server did not become ready" >&2; cat "$OUT/server.log" >&2; exit 1
 }
 start_worker() {
-	$JQ --role=worker --server-addr localhost:50061 --concurrency ${WORKER_CONCURRENCY:-100} --metrics-port 50064 --health-port 50065 >"$OUT/worker.log" 2>&1 &
+	JQ_WORKER_PREFETCH=${WORKER_PREFETCH:--1} $JQ --role=worker --server-addr localhost:50061 --concurrency ${WORKER_CONCURRENCY:-100} --metrics-port 50064 --health-port 50065 >"$OUT/worker.log" 2>&1 &
 	pids+=($!)
 }
 stop_all() { cleanup; pids=(); }

@@ -101,8 +101,12 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	if err != nil {
 		return err
 	}
-	if req.Msg.GetCapacity() < 0 || int(req.Msg.GetCapacity()) > w.Concurrency {
-		return invalid(fmt.Sprintf("capacity %d: want 0..%d (0 = the registered concurrency)", req.Msg.GetCapacity(), w.Concurrency))
+	prefetch := int(req.Msg.GetPrefetch())
+	if prefetch < 0 || prefetch > w.Concurrency {
+		return invalid(fmt.Sprintf("prefetch %d: want 0..%d (the registered concurrency)", prefetch, w.Concurrency))
+	}
+	if req.Msg.GetCapacity() < 0 || int(req.Msg.GetCapacity()) > w.Concurrency+prefetch {
+		return invalid(fmt.Sprintf("capacity %d: want 0..%d (0 = concurrency plus prefetch)", req.Msg.GetCapacity(), w.Concurrency+prefetch))
 	}
 	switch w.Status {
 	case queue.WorkerOffline:
@@ -116,10 +120,10 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 		return err
 	}
 	defer release()
-	sess := s.engine.OpenSession(w, int(req.Msg.GetCapacity()))
+	sess := s.engine.OpenSessionPrefetch(w, int(req.Msg.GetCapacity()), prefetch)
 	defer sess.Close()
 	log := s.log.With(zap.String("worker_id", w.ID))
-	log.Info("worker stream opened", zap.Int32("capacity", req.Msg.GetCapacity()))
+	log.Info("worker stream opened", zap.Int32("capacity", req.Msg.GetCapacity()), zap.Int("prefetch", prefetch))
 	defer log.Info("worker stream closed")
 	// An empty message first (a keepalive, no assignment) flushes the response
 	// headers, so the worker knows at once that its stream is established.

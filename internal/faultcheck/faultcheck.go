@@ -90,7 +90,10 @@ type Report struct {
 	Lost          []Violation
 	IllegalPaths  []Violation
 	StaleAccepted []Violation
-	// Executions counts each job's ASSIGNED→RUNNING events (every id checked has an entry).
+	// Executions counts each job's assignments (→ASSIGNED events; every id checked has an
+	// entry): the attempts the server granted. A worker starts a handler on receiving its
+	// assignment and acknowledges the start beside the work, so an attempt may have run without
+	// a RUNNING event (its worker died first); the marker file counts the starts themselves.
 	Executions map[string]int
 	Histories  map[string]*History
 }
@@ -222,7 +225,6 @@ func (r *Report) judge(id string, h *History) {
 		switch {
 		case e.From == queue.StatePending && e.To == queue.StateAssigned:
 			assigned = e.Attempt
-		case e.From == queue.StateAssigned && e.To == queue.StateRunning:
 			r.Executions[id]++
 		case e.To == queue.StateDone:
 			dones++
@@ -344,8 +346,10 @@ func (m Marker) Total() int {
 }
 
 // Unleased lists the handler starts the server never granted: an attempt that started without
-// an ASSIGNED→RUNNING event for it, or started twice. Either means a job ran outside its lease.
-// Marker lines of jobs not in the report are ignored.
+// an →ASSIGNED event for it (the assignment is the lease, fenced by the attempt number; a worker
+// starts the handler on receiving it and acknowledges the start beside the work, so an attempt
+// whose worker died before any report has no RUNNING event), or started twice. Either means a
+// job ran outside its lease. Marker lines of jobs not in the report are ignored.
 func (r *Report) Unleased(m Marker) []Violation {
 	var out []Violation
 	for _, id := range slices.Sorted(maps.Keys(m)) {
@@ -355,7 +359,7 @@ func (r *Report) Unleased(m Marker) []Violation {
 		}
 		granted := map[int]bool{}
 		for _, e := range h.Events {
-			if e.From == queue.StateAssigned && e.To == queue.StateRunning {
+			if e.To == queue.StateAssigned {
 				granted[e.Attempt] = true
 			}
 		}
@@ -365,7 +369,7 @@ func (r *Report) Unleased(m Marker) []Violation {
 			case seen[a]:
 				out = append(out, Violation{JobID: id, Problem: fmt.Sprintf("attempt %d started twice", a)})
 			case !granted[a]:
-				out = append(out, Violation{JobID: id, Problem: fmt.Sprintf("attempt %d started without an ASSIGNED→RUNNING event", a)})
+				out = append(out, Violation{JobID: id, Problem: fmt.Sprintf("attempt %d started without being assigned", a)})
 			}
 			seen[a] = true
 		}

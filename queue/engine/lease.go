@@ -50,11 +50,6 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 			}
 		}
 	}
-	// The worker freed these slots before it sent the reports: the session refills them while the
-	// reports commit, so no slot waits on the report's commit (I7 holds: the worker runs at most
-	// its concurrency; if the commit fails, the worker retries the report and the reaper settles
-	// any attempt that never gets one).
-	e.freeReported(workerID, reports)
 	out, err := e.reports.do(ctx, reports)
 	if err != nil {
 		return nil, err
@@ -73,21 +68,6 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 		}
 	}
 	return out, nil
-}
-
-// freeReported frees the session slots of the attempts a report names, before it is written.
-func (e *Engine) freeReported(workerID string, reports []store.JobReportParams) {
-	e.mu.Lock()
-	s := e.sessions[workerID]
-	e.mu.Unlock()
-	if s == nil {
-		return
-	}
-	ids := make([]string, len(reports))
-	for i, r := range reports {
-		ids[i] = r.ID
-	}
-	s.released(ids, true)
 }
 
 // knownWorker returns ErrWorkerNotFound when a batch of an unknown worker

@@ -14,13 +14,15 @@ import (
 )
 
 // Session is one connected worker's assignment stream on this replica. It
-// never has more than the worker's concurrency attempts outstanding (I7,
-// FR-021): an attempt counts from its assignment until its report.
+// never has more than the worker's concurrency plus its prefetch attempts
+// outstanding: an attempt counts from its assignment until its report
+// arrives. The worker itself runs at most its concurrency at once (I7,
+// FR-021); the prefetched assignments wait on the worker for a free slot.
 type Session struct {
 	e           *Engine
 	workerID    string
 	queues      []string
-	concurrency int
+	concurrency int // the worker's concurrency plus its prefetch
 
 	mu          sync.Mutex
 	outstanding map[string]string // job id → queue, assigned through this session
@@ -41,12 +43,19 @@ type Session struct {
 // slots now (0 or more than concurrency: concurrency). A newer session of the
 // same worker replaces this one.
 func (e *Engine) OpenSession(w *queue.Worker, capacity int) *Session {
-	if capacity <= 0 || capacity > w.Concurrency {
-		capacity = w.Concurrency
+	return e.OpenSessionPrefetch(w, capacity, 0)
+}
+
+// OpenSessionPrefetch is OpenSession for a worker that buffers prefetch assignments beyond its
+// concurrency (0..concurrency); capacity then counts up to concurrency plus prefetch.
+func (e *Engine) OpenSessionPrefetch(w *queue.Worker, capacity, prefetch int) *Session {
+	limit := w.Concurrency + min(max(prefetch, 0), w.Concurrency)
+	if capacity <= 0 || capacity > limit {
+		capacity = limit
 	}
 	s := &Session{
-		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), concurrency: w.Concurrency,
-		outstanding: map[string]string{}, carried: w.Concurrency - capacity, freed: map[string]bool{},
+		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), concurrency: limit,
+		outstanding: map[string]string{}, carried: limit - capacity, freed: map[string]bool{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.mu.Lock()

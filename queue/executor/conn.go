@@ -100,6 +100,8 @@ type StreamParams struct {
 	// minus the leases the worker still holds. (0 would mean "the full
 	// concurrency" to the server, so the executor never sends it.)
 	Capacity int
+	// Prefetch is how many assignments the worker buffers beyond its concurrency.
+	Prefetch int
 }
 
 // Assignment hands one job to the worker.

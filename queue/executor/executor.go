@@ -79,8 +79,16 @@ type Options struct {
 	Tracer trace.Tracer
 	// AckDelay is how long a handler runs before its start is acknowledged to the server (at
 	// most half the way to the assignment's deadline). A job that ends sooner is acknowledged by
-	// its report: one write instead of two. Handlers never wait for an ack. Default 1 s.
+	// its report: one write instead of two. Handlers never wait for an ack. Default (0) 1 s;
+	// negative: acknowledge every start at once (still beside the handler).
 	AckDelay time.Duration
+	// Prefetch is how many assignments the worker accepts beyond its concurrency, 0..Concurrency
+	// (default 0). They wait here, in arrival order, for a free slot: a slot that frees starts its
+	// next job at once instead of waiting for the server's next assignment. A prefetched job
+	// waits at most as long as the running jobs take, and it must start before its assignment
+	// deadline (scheduler.assignment_timeout_s): keep Prefetch 0 for jobs that run longer than
+	// about half of it.
+	Prefetch int
 }
 
 // Outcome classifies a finished handler.
@@ -134,6 +142,7 @@ type Executor struct {
 
 	mu           sync.Mutex
 	tasks        map[string]*task // held leases by job id
+	queued       []*task          // prefetched assignments waiting for a slot, oldest first
 	hbInterval   time.Duration
 	hbTimeout    time.Duration // the server's heartbeat timeout, from the registration (0: unknown)
 	streamCancel context.CancelFunc
@@ -198,12 +207,15 @@ func New(opts Options) (*Executor, error) {
 	setDefault(&opts.FlushTimeout, DefaultFlushTimeout)
 	setDefault(&opts.ReportTimeout, DefaultReportTimeout)
 	setDefault(&opts.CallTimeout, DefaultCallTimeout)
-	setDefault(&opts.AckDelay, DefaultAckDelay)
+	if opts.AckDelay == 0 {
+		opts.AckDelay = DefaultAckDelay
+	}
 	setDefault(&opts.MinBackoff, DefaultMinBackoff)
 	setDefault(&opts.MaxBackoff, DefaultMaxBackoff)
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = opts.MinBackoff
 	}
+	opts.Prefetch = min(max(opts.Prefetch, 0), opts.Concurrency)
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = DefaultMaxResultBytes
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -558,4 +559,39 @@ func TestInvalidBatchRetriedItemByItem(t *testing.T) {
 	got := successes(b.srv.Reports())
 	require.GreaterOrEqual(t, got, 7)
 	require.Equal(t, int64(8-got), b.exec.Stats().ReportsLost)
+}
+
+// TestPrefetch: with Prefetch the server may send concurrency plus prefetch assignments; the
+// prefetched ones wait for a slot (never more than Concurrency handlers at once) and start, in
+// arrival order, the moment a slot frees. A prefetched job that waits past half of its ack deadline
+// is acknowledged while it waits, so the server keeps its lease.
+func TestPrefetch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *config) {
+		c.opts.Concurrency, c.opts.Prefetch = 2, 2
+		c.server.AckDeadline = 400 * time.Millisecond
+	})
+	g := newGate()
+	b.mux.Register("gate", g)
+	b.start(t)
+	js := jobs(4, "gate")
+	b.srv.Submit(js...)
+	running := g.waitStarted(t, 2)
+	eventually(t, 5*time.Second, func() bool { return b.srv.Outstanding() == 4 }, "all four sent: two running, two prefetched")
+	// The prefetched pair waits past half its deadline: both are acknowledged while waiting.
+	eventually(t, 5*time.Second, func() bool {
+		waiting := 0
+		for _, l := range b.srv.Acks() {
+			if !slices.Contains(running, l.JobID) {
+				waiting++
+			}
+		}
+		return waiting == 2
+	})
+	require.Equal(t, 2, b.exec.Stats().MaxRunning)
+	close(g.release)
+	g.waitStarted(t, 2)
+	eventually(t, 5*time.Second, func() bool { return successes(b.srv.Reports()) == 4 })
+	require.Equal(t, 2, b.exec.Stats().MaxRunning, "never more than the concurrency at once")
+	require.Zero(t, b.exec.Stats().ProtocolErrors)
 }

@@ -51,7 +51,8 @@ func (r *Remote) Register(ctx context.Context, p RegisterParams) (Registration, 
 func (r *Remote) Stream(ctx context.Context, p StreamParams) (Stream, error) {
 	st, err := r.c.StreamJobs(ctx, connect.NewRequest(&jqv1.StreamJobsRequest{
 		WorkerId: p.WorkerID,
-		Capacity: int32(min(p.Capacity, MaxConcurrency)), //nolint:gosec // bounded
+		Capacity: int32(min(p.Capacity, 2*MaxConcurrency)), //nolint:gosec // bounded
+		Prefetch: int32(min(p.Prefetch, MaxConcurrency)),   //nolint:gosec // bounded
 	}))
 	if err != nil {
 		return nil, remoteErr("stream jobs", err)

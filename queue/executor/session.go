@@ -139,7 +139,7 @@ func (e *Executor) consume(ctx context.Context, bo *backoff) error {
 	if capacity == 0 {
 		return errStreamReset
 	}
-	st, err := e.conn.Stream(ctx, StreamParams{WorkerID: e.opts.WorkerID, Capacity: capacity})
+	st, err := e.conn.Stream(ctx, StreamParams{WorkerID: e.opts.WorkerID, Capacity: capacity, Prefetch: e.opts.Prefetch})
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (e *Executor) consume(ctx context.Context, bo *backoff) error {
 func (e *Executor) waitCapacity(ctx context.Context) int {
 	for {
 		e.mu.Lock()
-		free := e.opts.Concurrency - len(e.tasks)
+		free := e.opts.Concurrency + e.opts.Prefetch - len(e.tasks)
 		e.mu.Unlock()
 		if free > 0 {
 			return free
@@ -240,11 +240,12 @@ func (e *Executor) heartbeatLoop(ctx context.Context) {
 func (e *Executor) heartbeat(ctx context.Context, unreachable *int) {
 	cctx, cancel := context.WithTimeout(ctx, min(e.opts.CallTimeout, max(e.heartbeatInterval(), time.Second)))
 	defer cancel()
-	reply, err := e.conn.Heartbeat(cctx, HeartbeatParams{WorkerID: e.opts.WorkerID, Running: e.heldLeases()})
+	held := e.heldLeases()
+	reply, err := e.conn.Heartbeat(cctx, HeartbeatParams{WorkerID: e.opts.WorkerID, Running: held})
 	switch {
 	case err == nil:
 		*unreachable = 0
-		e.applyHeartbeat(reply)
+		e.applyHeartbeat(reply, held)
 	case ctx.Err() != nil:
 	case errors.Is(err, ErrWorkerInactive):
 		e.log.Warn("server declared this worker offline; stopping its jobs and registering again", zap.Error(err))
@@ -263,9 +264,16 @@ func (e *Executor) heartbeat(ctx context.Context, unreachable *int) {
 	}
 }
 
-func (e *Executor) applyHeartbeat(r HeartbeatReply) {
+// applyHeartbeat acts on the server's answer to a heartbeat that listed held. The jobs to cancel
+// are named by id: only the attempts the heartbeat listed are cancelled, never a newer attempt of
+// the same job that arrived meanwhile.
+func (e *Executor) applyHeartbeat(r HeartbeatReply, held []Lease) {
 	if len(r.CancelJobIDs) > 0 {
-		e.cancelByServer(r.CancelJobIDs)
+		attempts := make(map[string]int, len(held))
+		for _, l := range held {
+			attempts[l.JobID] = l.Attempt
+		}
+		e.cancelByServer(r.CancelJobIDs, attempts)
 	}
 	switch r.Command {
 	case CommandDrain:

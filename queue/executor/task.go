@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,6 +32,7 @@ type taskState int
 
 const (
 	stateAcking    taskState = iota // holds a slot, waiting for the ack verdict (no longer entered: handlers start at once)
+	stateQueued                     // prefetched: waits for a slot, holds none
 	stateRunning                    // holds a slot, handler running
 	stateReporting                  // slot released, report queued
 	stateDone                       // finished or dropped
@@ -50,6 +52,7 @@ type task struct {
 	// together). ackQueued: the ack was handed to the ack batcher.
 	ackTimer  *time.Timer
 	ackQueued bool
+	ackBy     time.Time // when the start must be acknowledged by
 }
 
 type reportItem struct {
@@ -74,7 +77,7 @@ func (e *Executor) accept(a *Assignment) {
 		return
 	}
 	a.Job.Attempt = a.Attempt
-	t := &task{job: a.Job, lease: Lease{JobID: a.Job.ID, Attempt: a.Attempt}}
+	t := &task{job: a.Job, lease: Lease{JobID: a.Job.ID, Attempt: a.Attempt}, ackBy: a.Deadline}
 	log := e.jobLog(t)
 	// The ack deadline is the server's, on the server's clock; the server
 	// judges the ack, and the handler only starts once it accepted it. So a
@@ -89,6 +92,7 @@ func (e *Executor) accept(a *Assignment) {
 		}
 		ackBy = now.Add(lateAckWindow)
 	}
+	t.ackBy = ackBy
 
 	e.mu.Lock()
 	if old := e.tasks[t.lease.JobID]; old != nil {
@@ -104,7 +108,19 @@ func (e *Executor) accept(a *Assignment) {
 	select {
 	case e.slots <- struct{}{}:
 	default:
-		// The server sent more than our concurrency: a protocol error. Report
+		if len(e.queued) < e.opts.Prefetch {
+			// Prefetched: it starts when a slot frees (startQueuedLocked). If that takes half the
+			// way to its assignment deadline, its ack keeps the lease (the server then counts it
+			// as started).
+			t.state = stateQueued
+			e.tasks[t.lease.JobID] = t
+			e.queued = append(e.queued, t)
+			e.active.Add(1)
+			t.ackTimer = time.AfterFunc(max(time.Until(ackBy)/2, 0), func() { e.lazyAck(t, ackBy) })
+			e.mu.Unlock()
+			return
+		}
+		// The server sent more than our concurrency and prefetch: a protocol error. Report
 		// the job failed (retryable) so it is not lost; never run it.
 		t.state = stateReporting
 		e.tasks[t.lease.JobID] = t
@@ -117,22 +133,53 @@ func (e *Executor) accept(a *Assignment) {
 		e.queueReport(t, Report{Lease: t.lease, Error: msg, Reason: ReasonError})
 		return
 	}
+	e.tasks[t.lease.JobID] = t
+	e.active.Add(1)
+	e.startLocked(t)
+	e.mu.Unlock()
+}
+
+// startLocked runs the handler of a task that holds a slot.
+func (e *Executor) startLocked(t *task) {
 	ctx, cancel := context.WithCancelCause(e.jobsBase)
 	t.state = stateRunning
 	t.cancel = cancel
-	e.tasks[t.lease.JobID] = t
-	e.active.Add(1)
-	// Well inside the deadline: a job still running then has been acknowledged.
-	delay := min(e.opts.AckDelay, time.Until(ackBy)/2)
-	t.ackTimer = time.AfterFunc(max(delay, 0), func() { e.lazyAck(t, ackBy) })
-	e.mu.Unlock()
+	if t.cancelCause != nil { // cancelled by the server while it waited for a slot
+		cancel(t.cancelCause)
+	}
+	if !t.ackQueued { // a prefetched job may have been acknowledged while it waited
+		if t.ackTimer != nil {
+			t.ackTimer.Stop()
+		}
+		// Well inside the deadline: a job still running then has been acknowledged.
+		delay := min(e.opts.AckDelay, time.Until(t.ackBy)/2)
+		t.ackTimer = time.AfterFunc(max(delay, 0), func() { e.lazyAck(t, t.ackBy) })
+	}
 	go e.execute(ctx, t)
+}
+
+// startQueuedLocked starts prefetched tasks while slots are free.
+func (e *Executor) startQueuedLocked() {
+	for len(e.queued) > 0 {
+		t := e.queued[0]
+		if t.state != stateQueued { // abandoned while it waited
+			e.queued = e.queued[1:]
+			continue
+		}
+		select {
+		case e.slots <- struct{}{}:
+		default:
+			return
+		}
+		e.queued = e.queued[1:]
+		e.startLocked(t)
+	}
 }
 
 // lazyAck queues the ack of a job still running after AckDelay.
 func (e *Executor) lazyAck(t *task, ackBy time.Time) {
 	e.mu.Lock()
-	if t.state != stateRunning || t.ackQueued || t.abandoned {
+	if (t.state != stateRunning && t.state != stateQueued) || t.ackQueued || t.abandoned {
 		e.mu.Unlock()
 		return
 	}
@@ -157,7 +204,7 @@ func (e *Executor) sendAcks(ctx context.Context, ts []*task) ([]LeaseResult, err
 func (e *Executor) ackDone(t *task, res LeaseResult, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if t.state != stateRunning || (err == nil && res.OK) {
+	if (t.state != stateRunning && t.state != stateQueued) || (err == nil && res.OK) {
 		return
 	}
 	e.acksRejected.Add(1)
@@ -200,6 +247,7 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 	} else {
 		t.state = stateReporting
 		<-e.slots // free the slot before the report can reach the server
+		e.startQueuedLocked()
 	}
 	if t.ackTimer != nil {
 		t.ackTimer.Stop() // the report acknowledges the start
@@ -345,6 +393,12 @@ func (e *Executor) releaseLocked(t *task) {
 	case stateAcking, stateRunning:
 		<-e.slots
 		e.active.Done()
+		defer e.startQueuedLocked()
+	case stateQueued:
+		e.active.Done()
+		if i := slices.Index(e.queued, t); i >= 0 {
+			e.queued = slices.Delete(e.queued, i, i+1)
+		}
 	}
 	t.state = stateDone
 	if e.tasks[t.lease.JobID] == t {
@@ -358,7 +412,7 @@ func (e *Executor) releaseLocked(t *task) {
 func (e *Executor) abandonLocked(t *task, cause error) {
 	t.abandoned = true
 	switch t.state {
-	case stateAcking:
+	case stateAcking, stateQueued:
 		e.releaseLocked(t)
 		e.abandoned.Add(1)
 	case stateRunning:
@@ -386,7 +440,7 @@ func (e *Executor) heldLeases() []Lease {
 // cancelByServer cancels the handlers of the given jobs (CancelJob, or a
 // lease the server no longer honours); their failure is reported as
 // "cancelled" and the server judges it.
-func (e *Executor) cancelByServer(ids []string) {
+func (e *Executor) cancelByServer(ids []string, attempts map[string]int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, id := range ids {
@@ -394,8 +448,11 @@ func (e *Executor) cancelByServer(ids []string) {
 		if t == nil {
 			continue
 		}
+		if a, listed := attempts[id]; listed && a != t.lease.Attempt {
+			continue // a newer attempt arrived after the heartbeat listed the old one
+		}
 		switch t.state {
-		case stateAcking:
+		case stateAcking, stateQueued:
 			t.cancelCause = errCancelledByServer
 		case stateRunning:
 			t.cancel(errCancelledByServer)
@@ -412,7 +469,7 @@ func (e *Executor) loseLeases() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, t := range e.tasks {
-		if t.state == stateAcking || t.state == stateRunning {
+		if t.state == stateAcking || t.state == stateRunning || t.state == stateQueued {
 			e.abandonLocked(t, errLeaseLost)
 		}
 	}
@@ -424,7 +481,7 @@ func (e *Executor) dropAcking(cause error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, t := range e.tasks {
-		if t.state == stateAcking {
+		if t.state == stateAcking || t.state == stateQueued {
 			e.abandonLocked(t, cause)
 		}
 	}

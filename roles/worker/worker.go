@@ -85,6 +85,8 @@ func New(deps Deps) (*Worker, error) {
 		Hostname:          host,
 		Version:           buildinfo.Get().Version,
 		Concurrency:       cfg.Concurrency,
+		Prefetch:          cfg.PrefetchCount(),
+		AckDelay:          cfg.AckDelay(),
 		Queues:            cfg.Queues,
 		Logger:            deps.Log,
 		HeartbeatInterval: cfg.HeartbeatInterval(),

@@ -79,6 +79,7 @@ type Server struct {
 	concurrency int
 	stream      *stream // the current stream, if any
 	outstanding int     // this worker's attempts sent and not yet reported
+	limit       int     // the most outstanding: concurrency plus the stream's prefetch
 	reports     []executor.Report
 	acks        []executor.Lease
 	heartbeats  [][]executor.Lease
@@ -294,20 +295,24 @@ func (s *Server) Stream(ctx context.Context, p executor.StreamParams) (executor.
 	if !s.registered || p.WorkerID != s.workerID {
 		return nil, fmt.Errorf("%w: %s", executor.ErrUnknownWorker, p.WorkerID)
 	}
-	if p.Capacity < 0 || p.Capacity > s.concurrency {
+	if p.Prefetch < 0 || p.Prefetch > s.concurrency {
+		return nil, fmt.Errorf("%w: prefetch %d", executor.ErrInvalid, p.Prefetch)
+	}
+	s.limit = s.concurrency + p.Prefetch
+	if p.Capacity < 0 || p.Capacity > s.limit {
 		return nil, fmt.Errorf("%w: capacity %d", executor.ErrInvalid, p.Capacity)
 	}
 	s.capacities = append(s.capacities, p.Capacity)
 	capacity := p.Capacity
 	if capacity == 0 {
-		capacity = s.concurrency
+		capacity = s.limit
 	}
 	if s.stream != nil {
 		s.stream.err = errors.New("stream replaced by a newer one (ABORTED)")
 	}
 	// Slots the worker says are taken count as outstanding; reports of those
 	// jobs free them on this stream.
-	s.outstanding = s.concurrency - capacity
+	s.outstanding = s.limit - capacity
 	st := &stream{s: s, ctx: ctx}
 	s.stream = st
 	s.notifyLocked()
@@ -334,7 +339,7 @@ func (st *stream) Recv() (*executor.Assignment, error) {
 			s.mu.Unlock()
 			return nil, errors.New("stream closed")
 		}
-		if len(s.pending) > 0 && (s.opts.IgnoreCapacity || s.outstanding < s.concurrency) {
+		if len(s.pending) > 0 && (s.opts.IgnoreCapacity || s.outstanding < s.limit) {
 			id := s.pending[0]
 			s.pending = s.pending[1:]
 			j := s.jobs[id]

@@ -974,10 +974,15 @@ type StreamJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Worker id. Required.
 	WorkerId string `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	// Free job slots when the stream opens, 0 to the worker's concurrency: a
-	// worker reconnecting with jobs still running passes concurrency minus
-	// those. 0 means the full registered concurrency.
-	Capacity      int32 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// Free job slots when the stream opens, 0 to the worker's concurrency plus
+	// prefetch: a worker reconnecting with jobs still held passes concurrency
+	// plus prefetch minus those. 0 means all of them.
+	Capacity int32 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// Assignments the worker buffers beyond its concurrency, 0 to its
+	// concurrency: they are sent ahead of need and wait on the worker for a free
+	// slot, so a slot that frees starts its next job without a round trip to
+	// the server. The worker runs at most its concurrency at once either way.
+	Prefetch      int32 `protobuf:"varint,3,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1022,6 +1027,13 @@ func (x *StreamJobsRequest) GetWorkerId() string {
 func (x *StreamJobsRequest) GetCapacity() int32 {
 	if x != nil {
 		return x.Capacity
+	}
+	return 0
+}
+
+func (x *StreamJobsRequest) GetPrefetch() int32 {
+	if x != nil {
+		return x.Prefetch
 	}
 	return 0
 }
@@ -1694,10 +1706,11 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\arunning\x18\x02 \x03(\v2\x0f.jq.v1.JobLeaseR\arunning\"i\n" +
 	"\x11HeartbeatResponse\x12.\n" +
 	"\acommand\x18\x01 \x01(\x0e2\x14.jq.v1.WorkerCommandR\acommand\x12$\n" +
-	"\x0ecancel_job_ids\x18\x02 \x03(\tR\fcancelJobIds\"L\n" +
+	"\x0ecancel_job_ids\x18\x02 \x03(\tR\fcancelJobIds\"h\n" +
 	"\x11StreamJobsRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1a\n" +
-	"\bcapacity\x18\x02 \x01(\x05R\bcapacity\"G\n" +
+	"\bcapacity\x18\x02 \x01(\x05R\bcapacity\x12\x1a\n" +
+	"\bprefetch\x18\x03 \x01(\x05R\bprefetch\"G\n" +
 	"\x12StreamJobsResponse\x121\n" +
 	"\n" +
 	"assignment\x18\x01 \x01(\v2\x11.jq.v1.AssignmentR\n" +
