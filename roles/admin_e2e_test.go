@@ -5,13 +5,10 @@ package roles_test
 // real binary. `task test-e2e` runs them (-run E2E).
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,21 +34,7 @@ type cliResult struct {
 // run runs `jq --role=admin --server-addr <addr> args…`.
 func (a adminCLI) run(args ...string) cliResult {
 	a.t.Helper()
-	cmd := exec.Command(jqBin, append([]string{"--role=admin", "--server-addr", a.addr}, args...)...)
-	// The race runtime sleeps 1 s at exit by default; a CLI run is short.
-	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := cliResult{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		a.t.Fatalf("jq %v: %v", args, err)
-	}
-	return r
+	return runCLI(a.t, nil, append([]string{"--role=admin", "--server-addr", a.addr}, args...)...)
 }
 
 // ok runs a command that must succeed and returns its stdout.

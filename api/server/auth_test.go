@@ -9,8 +9,6 @@ package server_test
 import (
 	"context"
 	"crypto/tls"
-	"net"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -26,7 +24,6 @@ import (
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	apiserver "github.com/jq-dev/jq/api/server"
-	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
@@ -122,18 +119,7 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	st := stores.Postgres(ctx, t, 8)
-	disp := stores.Dispatcher(ctx, t)
-	eng, err := engine.New(engine.Options{Store: st, Dispatcher: disp, Notifier: st, Log: zaptest.NewLogger(t)})
-	require.NoError(t, err)
-	engCtx, stopEngine := context.WithCancel(context.Background())
-	engDone := make(chan struct{})
-	go func() { _ = eng.Run(engCtx); close(engDone) }()
-	t.Cleanup(func() {
-		eng.CloseSessions()
-		stopEngine()
-		<-engDone
-	})
+	st, eng := runEngine(ctx, t)
 
 	f := &authFixture{ctx: ctx, st: st, tokens: map[string]string{}, reg: prometheus.NewRegistry()}
 	var entries []auth.TokenEntry
@@ -171,7 +157,7 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 		// As a server with authentication on: a certificate is verified when given, not required.
 		f.addr = serveTLS(t, opts, f.ca.Server("jq-server"), f.ca.CertFile, tls.VerifyClientCertIfGiven)
 	} else {
-		f.addr = serveAuth(t, opts)
+		f.addr = serveAddr(t, opts)
 	}
 
 	// Fixtures, made through the API by their owners.
@@ -210,23 +196,22 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	return f
 }
 
-// serveAuth serves the API on a loopback h2c listener and returns its address.
-func serveAuth(t *testing.T, opts apiserver.Options) string {
+// runEngine runs an engine over a database and Redis prefix of the test's own until it ends.
+func runEngine(ctx context.Context, t *testing.T) (*postgres.Store, *engine.Engine) {
 	t.Helper()
-	opts.Version = buildinfo.Get()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	st := stores.Postgres(ctx, t, 8)
+	disp := stores.Dispatcher(ctx, t)
+	eng, err := engine.New(engine.Options{Store: st, Dispatcher: disp, Notifier: st, Log: zaptest.NewLogger(t)})
 	require.NoError(t, err)
-	p := new(http.Protocols)
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: apiserver.New(opts), Protocols: p, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan struct{})
-	go func() { _ = srv.Serve(ln); close(served) }()
+	engCtx, stopEngine := context.WithCancel(context.Background())
+	engDone := make(chan struct{})
+	go func() { _ = eng.Run(engCtx); close(engDone) }()
 	t.Cleanup(func() {
-		_ = srv.Close()
-		<-served
+		eng.CloseSessions()
+		stopEngine()
+		<-engDone
 	})
-	return ln.Addr().String()
+	return st, eng
 }
 
 func (f *authFixture) client(t *testing.T, caller string) *client.Client {
@@ -538,14 +523,7 @@ func TestWorkerAndStreamLimits(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st := stores.Postgres(ctx, t, 8)
-	disp := stores.Dispatcher(ctx, t)
-	eng, err := engine.New(engine.Options{Store: st, Dispatcher: disp, Notifier: st, Log: zaptest.NewLogger(t)})
-	require.NoError(t, err)
-	engCtx, stopEngine := context.WithCancel(context.Background())
-	engDone := make(chan struct{})
-	go func() { _ = eng.Run(engCtx); close(engDone) }()
-	defer func() { eng.CloseSessions(); stopEngine(); <-engDone }()
+	st, eng := runEngine(ctx, t)
 
 	tok, err := auth.NewToken()
 	require.NoError(t, err)
@@ -554,7 +532,7 @@ func TestWorkerAndStreamLimits(t *testing.T) {
 	a, err := auth.New(auth.Options{Denied: refused,
 		Tokens: []auth.TokenEntry{{Name: "w", Roles: []auth.Role{auth.RoleWorker}, SHA256: auth.HashToken(tok), Queues: []string{"default"}}}})
 	require.NoError(t, err)
-	addr := serveAuth(t, apiserver.Options{Store: st, Engine: eng, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
+	addr := serveAddr(t, apiserver.Options{Store: st, Engine: eng, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
 		Limits: apiserver.Limits{MaxWorkers: 100, MaxWorkersPerPrincipal: 2, MaxStreams: 100, MaxStreamsPerPrincipal: 1}})
 	cl, err := client.New(client.Options{Addr: addr, Token: tok})
 	require.NoError(t, err)

@@ -136,10 +136,19 @@ func newBundle(t *testing.T, st *postgres.Store) *bundle {
 // returns a client of them.
 func serve(t *testing.T, opts apiserver.Options) *client.Client {
 	t.Helper()
-	opts.Version = buildinfo.Get()
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
+	cl, err := client.New(client.Options{Addr: serveAddr(t, opts)})
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// serveAddr serves the API on a loopback h2c listener until the test ends and returns its address.
+func serveAddr(t *testing.T, opts apiserver.Options) string {
+	t.Helper()
+	opts.Version = buildinfo.Get()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	p := new(http.Protocols)
@@ -148,14 +157,11 @@ func serve(t *testing.T, opts apiserver.Options) *client.Client {
 	srv := &http.Server{Handler: apiserver.New(opts), Protocols: p, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
 	go func() { _ = srv.Serve(ln); close(served) }()
-	cl, err := client.New(client.Options{Addr: ln.Addr().String()})
-	require.NoError(t, err)
 	t.Cleanup(func() {
-		cl.Close()
 		_ = srv.Close()
 		<-served
 	})
-	return cl
+	return ln.Addr().String()
 }
 
 // requireCode checks that err is a connect error with this code.
