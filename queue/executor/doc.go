@@ -6,34 +6,41 @@
 //
 // # A lease in the worker
 //
-//	stream ─► accept ─slot?─no──► report failure "error" (protocol error, never run)
-//	            │ yes
-//	            ▼
-//	         ACKING ──ack rejected / deadline passed──► dropped (slot freed, not run, not reported)
-//	            │ ack ok
-//	            ▼
-//	         RUNNING (ctx: JobInfo, job timeout, cancel cause)
-//	            │ handler returns (panic → error)
-//	            ├─ lease lost, or failed after the shutdown grace ─► abandoned (not reported)
-//	            ▼
-//	         REPORTING (slot freed first) ──report judged or given up──► released
+//	stream ─► accept ─slot?─yes──► RUNNING (handler starts at once; ctx: JobInfo, job timeout, cancel cause)
+//	            │ no                  │ still running after AckDelay (or half-way to the deadline): ack;
+//	            ▼                     │ ack refused ─► cancelled (lease lost), not reported
+//	         prefetch room? ─no──► report failure "error" (protocol error, never run)
+//	            │ yes                 │ handler returns (panic → error)
+//	            ▼                     ├─ lease lost, or failed after the shutdown grace ─► abandoned (not reported)
+//	         QUEUED (no slot; acked  ▼
+//	         if it waits half-way ─► REPORTING (slot freed first; the report implies the ack) ──judged──► released
+//	         to its deadline; starts
+//	         in arrival order when a slot frees)
 //
-// A slot of the concurrency semaphore is taken when an assignment is
-// accepted and given back when its handler returns, before the report is
-// queued: the server only sends a new assignment after a report arrives, so
-// with a correct server the semaphore is never full when an assignment
-// arrives; if it is, the assignment is a protocol error, reported as a
-// retryable failure without running it (FR-021 holds locally whatever the
-// server does). A handler starts only after the server accepted its ack (a
-// rejected lease must not run), so the job's timeout counts from the ack as
-// the contract says.
+// The assignment is the lease: the server committed it (PENDING→ASSIGNED, the
+// attempt as fencing token) before sending it, so a handler starts as soon as
+// it arrives and holds a slot; no commit stands between a slot and its
+// handler. The start is acknowledged beside the work: only for a job still
+// running after AckDelay (default 1 s), and a shorter job's report records
+// RUNNING and its outcome in one write. A refused ack means the attempt is no
+// longer this worker's: the handler is cancelled and its outcome not reported.
+// A crash before any report re-runs the job (at least once); fencing refuses
+// the stale attempt's report.
+//
+// A slot of the concurrency semaphore is taken when a handler starts and given
+// back when it returns, before the report is queued. With Prefetch, the server
+// sends up to Concurrency+Prefetch assignments; the extra ones wait (QUEUED)
+// and start the moment a slot frees. An assignment beyond both is a protocol
+// error, reported as a retryable failure without running it (FR-021 holds
+// locally whatever the server does).
 //
 // A lease is held from the assignment until the server has judged its report.
-// Heartbeats carry every held lease, and a (re)opened stream asks for
-// concurrency minus the held leases: a lease awaiting its report still
-// occupies a slot on the server's side. The worker never opens a stream with
-// capacity 0 (the server reads 0 as "full concurrency"); it waits for a
-// report to be judged first.
+// Heartbeats carry every held lease (a cancel in the answer hits only the
+// attempt the heartbeat listed), and a (re)opened stream asks for concurrency
+// plus prefetch minus the held leases: a lease awaiting its report still
+// occupies a place on the server's side. The worker never opens a stream with
+// capacity 0 (the server reads 0 as "all of them"); it waits for a report to
+// be judged first.
 //
 // # Batching
 //
