@@ -160,7 +160,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		}
 	}
 	if len(ids) > 0 {
-		rows, err := s.pool.Query(ctx, sqlJobAckMany, ids, attempts, workers)
+		rows, err := s.pool.Query(ctx, sqlJobAckMany, customPlan, ids, attempts, workers)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
 		}
@@ -219,7 +219,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		reasons = append(reasons, pgText(reason))
 	}
 	if len(ids) > 0 {
-		rows, err := s.pool.Query(ctx, sqlJobReportMany, ids, attempts, workers, successes, results,
+		rows, err := s.pool.Query(ctx, sqlJobReportMany, customPlan, ids, attempts, workers, successes, results,
 			checksums, errs, reasons, permanent)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: report jobs: %w", err)
