@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -32,7 +31,7 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 		if !e.registered.Load() {
 			if err := e.register(ctx); err != nil {
 				if errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotAllowed) {
-					return fmt.Errorf("register worker: %w", err)
+					return err // already names the call: "register worker: …"
 				}
 				if ctx.Err() != nil {
 					break
