@@ -5,6 +5,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -47,7 +48,21 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Propagator writes the trace context headers (nil: W3C Trace Context).
 	Propagator propagation.TextMapPropagator
+	// PingAfter is how long an HTTP/2 connection may be silent before the client pings it, and
+	// PingTimeout how long it waits for the answer before it closes the connection: a dead or
+	// partitioned server is noticed within their sum (default 1 s + 1 s), and the next call dials
+	// again — a worker's stream reconnects as soon as the network heals. Negative: no pings.
+	PingAfter, PingTimeout time.Duration
 }
+
+// dialTimeout bounds one TCP connect.
+const dialTimeout = 3 * time.Second
+
+// Default HTTP/2 keepalive of a client.
+const (
+	DefaultPingAfter   = time.Second
+	DefaultPingTimeout = time.Second
+)
 
 // Client holds one connect client per service, sharing one HTTP transport.
 type Client struct {
@@ -71,8 +86,10 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	tr := &http.Transport{
-		Proxy:             http.ProxyFromEnvironment,
-		DialContext:       (&net.Dialer{}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		// A dial into a partition gives up soon, so the next attempt after the network heals is not
+		// stuck behind TCP's SYN retries.
+		DialContext:       (&net.Dialer{Timeout: dialTimeout}).DialContext,
 		ForceAttemptHTTP2: true,
 		MaxIdleConns:      16,
 	}
@@ -98,6 +115,12 @@ func New(opts Options) (*Client, error) {
 		p.SetUnencryptedHTTP2(true)
 	}
 	tr.Protocols = p
+	if opts.PingAfter >= 0 {
+		tr.HTTP2 = &http.HTTP2Config{
+			SendPingTimeout: cmp.Or(opts.PingAfter, DefaultPingAfter),
+			PingTimeout:     cmp.Or(max(opts.PingTimeout, 0), DefaultPingTimeout),
+		}
+	}
 	hc := &http.Client{Transport: tr}
 	interceptors := opts.Interceptors
 	if opts.Token != "" {
@@ -228,7 +251,7 @@ func (f *failover) dialAny(ctx context.Context, network string) (net.Conn, strin
 	var errs []error
 	for i := range f.addrs {
 		n := (start + i) % len(f.addrs)
-		conn, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, f.addrs[n])
+		conn, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, network, f.addrs[n])
 		if err == nil {
 			f.mu.Lock()
 			f.last = n

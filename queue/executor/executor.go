@@ -23,7 +23,7 @@ const (
 	DefaultReportTimeout     = 5 * time.Minute
 	DefaultCallTimeout       = 10 * time.Second
 	DefaultMinBackoff        = 100 * time.Millisecond
-	DefaultMaxBackoff        = 5 * time.Second
+	DefaultMaxBackoff        = 2 * time.Second // a worker is back within ~2 s of the network healing
 	DefaultAckDelay          = time.Second
 	DefaultMaxResultBytes    = 256 << 10
 	MaxConcurrency           = 1024 // the API's limit

@@ -24,6 +24,9 @@ import (
 //     open stream, is closed (HTTP/2: GOAWAY, then close). The HTTP/2 server arms this timer only
 //     while no stream is open, so a worker's StreamJobs keeps its connection.
 //   - The request body must arrive within ReadBodyTimeout (withBodyTimeout).
+//   - HTTP/2 pings: a connection silent for serverPingAfter is pinged, and closed when the ping is
+//     not answered within serverPingTimeout, so the stream of a worker whose host or network died
+//     ends (and its session with it) instead of waiting for TCP's retransmission timeout.
 //
 // http.Server.ReadTimeout is not used for the body bound. It would work (on HTTP/2 it is per stream,
 // and neither protocol applies it once a body has ended, so streams survive it), but a client cut
@@ -37,8 +40,15 @@ func newAPIServer(cfg config.GRPC, h http.Handler, tlsCfg *tls.Config, log *zap.
 		Protocols:         apiProtocols(tlsCfg != nil),
 		TLSConfig:         tlsCfg,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		HTTP2:             &http.HTTP2Config{SendPingTimeout: serverPingAfter, PingTimeout: serverPingTimeout},
 	}
 }
+
+// The server's HTTP/2 keepalive (workers ping faster: api/client).
+const (
+	serverPingAfter   = 10 * time.Second
+	serverPingTimeout = 5 * time.Second
+)
 
 // withBodyTimeout gives each request's body d to arrive, counted from when the handler starts
 // (just after the headers). Past it, reading the body fails with RESOURCE_EXHAUSTED, which Connect
