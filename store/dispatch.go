@@ -48,6 +48,10 @@ type JobReportParams struct {
 	// Permanent (!Success): the handler said do not retry; the retry sweep dead-letters the job at
 	// once (seed 001 should_retry=false).
 	Permanent bool
+	// Runtime is how long the handler ran, as the worker measured it. A report for a job still
+	// ASSIGNED (its start never acknowledged: a short job) records started_at as the report's time
+	// minus Runtime, not earlier than the assignment.
+	Runtime time.Duration
 }
 
 // LeaseOutcome says what happened to one item of a batch. Err is nil when the

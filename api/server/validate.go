@@ -228,10 +228,21 @@ func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
 		default:
 			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
 		}
+		d := r.GetSuccess().GetRuntime()
+		if d == nil {
+			d = r.GetFailure().GetRuntime()
+		}
+		if d.IsValid() {
+			p.Runtime = min(max(d.AsDuration(), 0), maxReportedRuntime) // it only places started_at
+		}
 		reports[i] = p
 	}
 	return reports, nil
 }
+
+// maxReportedRuntime bounds a report's runtime: past it the value is nonsense (a job's timeout is at
+// most 24 h), and it only places started_at, never before the assignment.
+const maxReportedRuntime = 48 * time.Hour
 
 // peekParams converts a PeekQueue request.
 func peekParams(m *jqv1.PeekQueueRequest) (store.JobPeekParams, error) {

@@ -72,15 +72,16 @@ events AS (
 )
 ` + sqlLeaseOutcomes
 
-	// A lease held ASSIGNED is acked on the way: started_at is set, event_seq advances by two, and
+	// A lease held ASSIGNED is acked on the way: started_at is set to the report's time minus the
+	// handler's runtime (not before the assignment, the row's last update), event_seq advances by two, and
 	// the events CTE writes ASSIGNED→RUNNING (seq n+1) before RUNNING→DONE|FAILED (seq n+2). The
 	// ORDER BY gives a job's events ascending ids too, the order the outbox relay publishes in.
 	sqlJobReportMany = `-- name: job_report_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::boolean[], $5::bytea[], $6::text[],
-                         $7::text[], $8::text[], $9::boolean[])
+                         $7::text[], $8::text[], $9::boolean[], $10::bigint[])
         WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_success, i_result, i_checksum, i_error,
-                             i_reason, i_permanent, i_ord)
+                             i_reason, i_permanent, i_runtime_us, i_ord)
 ),
 locked AS MATERIALIZED (
     SELECT i_id AS l_input, i_ord AS l_ord,
@@ -88,6 +89,7 @@ locked AS MATERIALIZED (
                 THEN j.id END AS l_id,
            j.state AS l_from, i_success AS l_success, i_result AS l_result, i_checksum AS l_checksum,
            i_error AS l_error, i_reason AS l_reason, i_permanent AS l_permanent,
+           i_runtime_us AS l_runtime_us,
            false AS l_again -- a report is never applied twice
     FROM (SELECT * FROM input ORDER BY i_id) i
     LEFT JOIN LATERAL (
@@ -98,7 +100,9 @@ locked AS MATERIALIZED (
 updated AS (
     UPDATE jobs SET
         state           = CASE WHEN l_success THEN 'DONE' ELSE 'FAILED' END,
-        started_at      = CASE WHEN l_from = 'ASSIGNED' THEN now() ELSE started_at END,
+        started_at      = CASE WHEN l_from = 'ASSIGNED'
+                               THEN greatest(now() - l_runtime_us * interval '1 microsecond', updated_at)
+                               ELSE started_at END,
         completed_at    = CASE WHEN l_success THEN now() ELSE completed_at END,
         result          = CASE WHEN l_success THEN l_result ELSE result END,
         result_checksum = CASE WHEN l_success THEN l_checksum ELSE result_checksum END,
@@ -115,7 +119,7 @@ events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
                             attempt, created_at)
     SELECT id::uuid, event_seq - e.back, queue, type, e.from_state, e.to_state, e.reason, e.error,
-           worker_id, attempt, updated_at
+           worker_id, attempt, CASE WHEN e.back = 1 THEN started_at ELSE updated_at END
     FROM updated
     CROSS JOIN LATERAL (VALUES
         (1, 'ASSIGNED', 'RUNNING', '` + store.ReasonImplicitAck + `', ''),
@@ -191,6 +195,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		errs      = make([]string, 0, n)
 		reasons   = make([]string, 0, n)
 		permanent = make([]bool, 0, n)
+		runtimes  = make([]int64, 0, n)
 	)
 	for i, r := range reports {
 		leases[i] = r.JobLease
@@ -202,6 +207,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		workers = append(workers, r.WorkerID)
 		successes = append(successes, r.Success)
 		permanent = append(permanent, !r.Success && r.Permanent)
+		runtimes = append(runtimes, max(r.Runtime.Microseconds(), 0))
 		if r.Success {
 			results = append(results, r.Result)
 			checksums = append(checksums, queue.Checksum(r.Result))
@@ -220,7 +226,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	}
 	if len(ids) > 0 {
 		rows, err := s.pool.Query(ctx, sqlJobReportMany, customPlan, ids, attempts, workers, successes, results,
-			checksums, errs, reasons, permanent)
+			checksums, errs, reasons, permanent, runtimes)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: report jobs: %w", err)
 		}

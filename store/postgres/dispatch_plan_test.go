@@ -71,7 +71,7 @@ func TestDispatchPlans(t *testing.T) {
 		"PREPARE due(text, integer) AS " + sqlJobDue,
 		"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany,
 		"PREPARE ack(uuid[], integer[], text[]) AS " + sqlJobAckMany,
-		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[]) AS " + sqlJobReportMany,
+		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[]) AS " + sqlJobReportMany,
 	} {
 		_, err := conn.Exec(ctx, stmt)
 		require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestDispatchPlans(t *testing.T) {
 			"JobAssignMany": "EXECUTE assign('w', " + idArray + ")",
 			"JobAckMany":    "EXECUTE ack(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ")",
 			"JobReportMany": "EXECUTE report(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ", " +
-				repeat("true") + ", " + repeat(`\\x00`) + ", " + repeat("c") + ", " + repeat("e") + ", " + repeat("r") + ", " + repeat("false") + ")",
+				repeat("true") + ", " + repeat(`\\x00`) + ", " + repeat("c") + ", " + repeat("e") + ", " + repeat("r") + ", " + repeat("false") + ", " + repeat("0") + ")",
 		} {
 			plan := explain(t, "EXPLAIN (COSTS OFF) "+execute)
 			t.Logf("%s, %s:\n%s", name, mode, plan)
@@ -184,8 +184,8 @@ func TestHotPlansOnEmptyTable(t *testing.T) {
 	stmts := map[string][2]string{
 		"JobAssignMany": {"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany, "EXECUTE assign('w', " + ids + ")"},
 		"JobAckMany":    {"PREPARE ack(uuid[], integer[], text[]) AS " + sqlJobAckMany, "EXECUTE ack(" + ids + ", '{1,1}', '{w,w}')"},
-		"JobReportMany": {"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[]) AS " + sqlJobReportMany,
-			`EXECUTE report(` + ids + `, '{1,1}', '{w,w}', '{true,true}', '{"\\x00","\\x00"}', '{c,c}', '{e,e}', '{r,r}', '{false,false}')`},
+		"JobReportMany": {"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[]) AS " + sqlJobReportMany,
+			`EXECUTE report(` + ids + `, '{1,1}', '{w,w}', '{true,true}', '{"\\x00","\\x00"}', '{c,c}', '{e,e}', '{r,r}', '{false,false}', '{0,0}')`},
 	}
 	// The generic plans PostgreSQL may cache, made now, on the empty table.
 	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"time"
+
 	"math"
 	"strings"
 	"sync"
@@ -216,6 +218,26 @@ func runJobReportTests(t *testing.T, newStore NewDispatchStoreFunc) {
 			require.Equal(t, j.StartedAt, evs[2].At)
 			require.False(t, evs[3].At.Before(evs[2].At))
 		}
+	})
+
+	t.Run("ImplicitAckStartedAt", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		j := b.assignOne("w", b.insertN(1)[0])
+		r := reportSuccess(j, "r")
+		r.Runtime = 3 * time.Microsecond // shorter than the time since the assignment
+		done := b.requireApplied(b.report(r)[0], queue.StateDone)
+		// started_at is the report's time minus the handler's runtime, never before the assignment.
+		require.Equal(t, 3*time.Microsecond, done.CompletedAt.Sub(done.StartedAt))
+		evs := b.events(j.ID)
+		require.Equal(t, done.StartedAt, evs[2].At, "the implied ack's event is stamped at the start")
+		require.False(t, evs[2].At.Before(evs[1].At), "not before the assignment")
+
+		j = b.assignOne("w", b.insertN(1)[0])
+		r = reportSuccess(j, "r")
+		r.Runtime = time.Hour // longer than it has been assigned: clamped to the assignment
+		done = b.requireApplied(b.report(r)[0], queue.StateDone)
+		evs = b.events(j.ID)
+		require.Equal(t, evs[1].At, done.StartedAt)
 	})
 
 	t.Run("Stale", func(t *testing.T) {
