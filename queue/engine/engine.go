@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
@@ -127,6 +128,14 @@ type Engine struct {
 	notifyMu     sync.Mutex
 	notifyQueues map[string]struct{} // queues with new work not yet announced to other replicas
 	notifyWake   chan struct{}
+	// replicaID names this engine in the presence announcements; peers holds when each other
+	// replica was last heard from (guarded by notifyMu). listening: the LISTEN loop is up, so an
+	// empty peers map means no other replica listens (and a NOTIFY would wake nobody).
+	replicaID string
+	peers     map[string]time.Time
+	listening atomic.Bool
+	// notifiesSkipped counts the wake-up announcements not sent because no other replica listened.
+	notifiesSkipped atomic.Int64
 
 	redisMu      sync.Mutex
 	redisFailing bool         // the last claim from Redis failed
@@ -152,6 +161,8 @@ func New(opts Options) (*Engine, error) {
 		wakeReaper:    make(chan struct{}, 1),
 		notifyQueues:  map[string]struct{}{},
 		notifyWake:    make(chan struct{}, 1),
+		replicaID:     uuid.NewString(),
+		peers:         map[string]time.Time{},
 		sessions:      map[string]*Session{},
 		ready:         make(chan struct{}),
 	}
@@ -181,6 +192,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.opts.Notifier != nil {
 		wg.Go(func() { e.listenLoop(ctx) })
 		wg.Go(func() { e.notifyLoop(ctx) })
+		wg.Go(func() { e.presenceLoop(ctx) })
 	}
 	wg.Wait()
 	e.CloseSessions()
@@ -193,7 +205,9 @@ func (e *Engine) listenLoop(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		start := time.Now()
-		err := e.opts.Notifier.Listen(ctx, func(string) { e.WakeScheduler() })
+		e.listening.Store(true)
+		err := e.opts.Notifier.Listen(ctx, e.notified)
+		e.listening.Store(false)
 		if ctx.Err() != nil {
 			return
 		}

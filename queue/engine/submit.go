@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -128,8 +130,73 @@ func (e *Engine) notifyLoop(ctx context.Context) {
 		if len(queues) == 0 {
 			continue
 		}
+		if !e.othersListen() {
+			e.notifiesSkipped.Add(1)
+			continue
+		}
 		if err := e.opts.Notifier.Notify(ctx, queues); err != nil && ctx.Err() == nil {
 			e.log.Warn("notify other replicas failed", zap.Error(err))
+		}
+	}
+}
+
+// Presence: every replica announces itself on the notification channel at start and every
+// presenceInterval ("replica:<id>"; queue names never hold ':'). A replica that has heard no other
+// within presenceTTL sends no wake-up NOTIFY (one replica: nothing else listens); the others'
+// schedulers still find the work on their own ticks, so a missed announcement only delays.
+const (
+	presencePrefix   = "replica:"
+	presenceInterval = 5 * time.Second
+	presenceTTL      = 3 * presenceInterval
+)
+
+// WakeUpsSkipped is how many wake-up NOTIFYs this engine did not send because no other replica
+// listened.
+func (e *Engine) WakeUpsSkipped() int64 { return e.notifiesSkipped.Load() }
+
+// othersListen reports whether a wake-up NOTIFY could reach another replica: one was heard
+// recently, or this replica is not listening itself and so cannot tell.
+func (e *Engine) othersListen() bool {
+	if !e.listening.Load() {
+		return true
+	}
+	now := time.Now()
+	e.notifyMu.Lock()
+	defer e.notifyMu.Unlock()
+	for id, seen := range e.peers {
+		if now.Sub(seen) < presenceTTL {
+			return true
+		}
+		delete(e.peers, id)
+	}
+	return false
+}
+
+// notified handles one notification: another replica's presence, or queues with new work.
+func (e *Engine) notified(payload string) {
+	if id, ok := strings.CutPrefix(payload, presencePrefix); ok {
+		if id != e.replicaID {
+			e.notifyMu.Lock()
+			e.peers[id] = time.Now()
+			e.notifyMu.Unlock()
+		}
+		return
+	}
+	e.WakeScheduler()
+}
+
+// presenceLoop announces this replica now and every presenceInterval.
+func (e *Engine) presenceLoop(ctx context.Context) {
+	t := time.NewTicker(presenceInterval)
+	defer t.Stop()
+	for {
+		if err := e.opts.Notifier.Notify(ctx, []string{presencePrefix + e.replicaID}); err != nil && ctx.Err() == nil {
+			e.log.Debug("presence announcement failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
