@@ -88,15 +88,27 @@ func sourceFiles(t *testing.T, root string) map[string][]string {
 
 func TestDomainImportsNothingOfTheProject(t *testing.T) {
 	t.Parallel()
-	for file, imps := range sourceFiles(t, repoRoot(t)) {
+	require.Empty(t, domainViolations(sourceFiles(t, repoRoot(t))))
+}
+
+// domainViolations lists the imports package queue may not have: anything of the project, anything
+// outside the standard library.
+func domainViolations(files map[string][]string) []string {
+	var out []string
+	for file, imps := range files {
 		if filepath.Dir(file) != "queue" {
 			continue
 		}
 		for _, p := range imps {
-			require.Falsef(t, strings.HasPrefix(p, module), "%s imports %s: package queue must import nothing of the project", file, p)
-			require.Falsef(t, strings.Contains(p, "."), "%s imports %s: package queue uses the standard library only", file, p)
+			switch {
+			case strings.HasPrefix(p, module):
+				out = append(out, file+" imports "+p+": package queue must import nothing of the project")
+			case strings.Contains(p, "."):
+				out = append(out, file+" imports "+p+": package queue uses the standard library only")
+			}
 		}
 	}
+	return out
 }
 
 // allowedBackendImporters may import a concrete backend or driver directly.
@@ -116,13 +128,45 @@ func allowedBackendImporter(file string) bool {
 
 func TestOnlyWireImportsBackends(t *testing.T) {
 	t.Parallel()
-	for file, imps := range sourceFiles(t, repoRoot(t)) {
+	require.Empty(t, backendImportViolations(sourceFiles(t, repoRoot(t))))
+}
+
+// backendImportViolations lists the files that import a concrete backend without being allowed to.
+func backendImportViolations(files map[string][]string) []string {
+	var out []string
+	for file, imps := range files {
 		for _, p := range imps {
-			if isBackend(p) {
-				require.Truef(t, allowedBackendImporter(file), "%s imports backend %s; only roles/wire.go may", file, p)
+			if isBackend(p) && !allowedBackendImporter(file) {
+				out = append(out, file+" imports backend "+p+"; only roles/wire.go may")
 			}
 		}
 	}
+	return out
+}
+
+// TestRulesCatchForbiddenImports mutates a copy of the tree: a file that breaks each rule is added
+// to a temporary tree, and the rule must report it (a rule that cannot fail proves nothing).
+func TestRulesCatchForbiddenImports(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	write := func(rel, src string) {
+		path := filepath.Join(tmp, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(src), 0o600))
+	}
+	write("queue/ok.go", "package queue\n\nimport \"errors\"\n\nvar _ = errors.New\n")
+	write("roles/wire.go", "package roles\n\nimport _ \"github.com/jackc/pgx/v5\"\n")
+	clean := sourceFiles(t, tmp)
+	require.Empty(t, domainViolations(clean))
+	require.Empty(t, backendImportViolations(clean))
+
+	write("queue/bad.go", "package queue\n\nimport _ \""+module+"/store\"\n")
+	write("api/server/bad.go", "package server\n\nimport _ \"github.com/redis/go-redis/v9\"\n")
+	mutated := sourceFiles(t, tmp)
+	require.Len(t, domainViolations(mutated), 1)
+	require.Contains(t, domainViolations(mutated)[0], "queue/bad.go")
+	require.Len(t, backendImportViolations(mutated), 1)
+	require.Contains(t, backendImportViolations(mutated)[0], "api/server/bad.go")
 }
 
 func TestBackendsDoNotImportEachOther(t *testing.T) {
