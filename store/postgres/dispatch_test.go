@@ -19,3 +19,7 @@ func BenchmarkDispatchPath(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkStatements(b *testing.B) {
+	storetest.BenchStatements(b, testStore, 100)
+}

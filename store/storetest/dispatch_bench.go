@@ -76,3 +76,89 @@ func requireAllApplied(out []store.LeaseOutcome, err error) error {
 	}
 	return nil
 }
+
+// BenchStatements times each hot statement alone on batches of batchSize jobs (what one worker
+// session or one group commit sends): JobDue, JobAssignMany, JobAckMany, JobReportMany after an ack,
+// and JobReportMany straight from ASSIGNED (a short job: the report implies the ack). The jobs each
+// statement needs are made outside the timer. Reported as ns/job.
+func BenchStatements(b *testing.B, s DispatchStore, batchSize int) {
+	ctx := context.Background()
+	q, err := s.QueueCreate(ctx, store.QueueCreateParams{Name: uniqueName("stmt")})
+	require.NoError(b, err)
+	worker := uniqueName("w")
+	ps := make([]store.JobInsertParams, batchSize)
+	for i := range ps {
+		ps[i] = store.JobInsertParams{Queue: q.Name, Type: "bench", Payload: make([]byte, 16)}
+	}
+	// Each stage returns the jobs it moved; a benchmark times one stage after the earlier ones.
+	insert := func() []string {
+		res, err := s.JobInsertMany(ctx, ps)
+		require.NoError(b, err)
+		ids := make([]string, len(res))
+		for i, r := range res {
+			ids[i] = r.Job.ID
+		}
+		return ids
+	}
+	assign := func(ids []string) []store.JobLease {
+		jobs, err := s.JobAssignMany(ctx, store.JobAssignParams{WorkerID: worker, IDs: ids})
+		require.NoError(b, err)
+		ls := make([]store.JobLease, len(jobs))
+		for i, j := range jobs {
+			ls[i] = store.JobLease{ID: j.ID, Attempt: j.Attempt, WorkerID: worker}
+		}
+		return ls
+	}
+	reports := func(ls []store.JobLease) []store.JobReportParams {
+		rs := make([]store.JobReportParams, len(ls))
+		for i, l := range ls {
+			rs[i] = store.JobReportParams{JobLease: l, Success: true}
+		}
+		return rs
+	}
+	run := func(name string, setup func() func() error) {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				step := setup()
+				b.StartTimer()
+				if err := step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchSize), "ns/job")
+		})
+	}
+	var due []string // the previous round's jobs, still PENDING: assigned before the next round
+	run("due", func() func() error {
+		if due != nil {
+			assign(due)
+		}
+		due = insert()
+		return func() error {
+			_, err := s.JobDue(ctx, store.JobDueParams{Queue: q.Name, Limit: batchSize})
+			return err
+		}
+	})
+	assign(due) // nothing of this queue stays due for the other statements
+	run("assign", func() func() error {
+		ids := insert()
+		return func() error {
+			_, err := s.JobAssignMany(ctx, store.JobAssignParams{WorkerID: worker, IDs: ids})
+			return err
+		}
+	})
+	run("ack", func() func() error {
+		ls := assign(insert())
+		return func() error { return requireAllApplied(s.JobAckMany(ctx, ls)) }
+	})
+	run("report", func() func() error {
+		ls := assign(insert())
+		require.NoError(b, requireAllApplied(s.JobAckMany(ctx, ls)))
+		return func() error { return requireAllApplied(s.JobReportMany(ctx, reports(ls))) }
+	})
+	run("report_implicit_ack", func() func() error {
+		ls := assign(insert())
+		return func() error { return requireAllApplied(s.JobReportMany(ctx, reports(ls))) }
+	})
+}
