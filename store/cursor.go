@@ -92,16 +92,7 @@ func (p JobListParams) filterHash() uint64 {
 	for _, s := range states {
 		w.str(s)
 	}
-	keys := make([]string, 0, len(p.Labels))
-	for k := range p.Labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	w.int(int64(len(keys)))
-	for _, k := range keys {
-		w.str(k)
-		w.str(p.Labels[k])
-	}
+	w.labels(p.Labels)
 	if p.Principal != "" { // a producer's own listing (tokens issued before principals still match)
 		w.str("principal")
 		w.str(p.Principal)

@@ -34,16 +34,7 @@ func (p JobInsertParams) SpecHash() []byte {
 		w.int(1)
 		w.int(p.RunAt.UnixMicro()) // the stores keep microseconds
 	}
-	keys := make([]string, 0, len(p.Labels))
-	for k := range p.Labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	w.int(int64(len(keys)))
-	for _, k := range keys {
-		w.str(k)
-		w.str(p.Labels[k])
-	}
+	w.labels(p.Labels)
 	if p.KeepResult {
 		w.int(1)
 	} else {
@@ -59,6 +50,20 @@ func (p JobInsertParams) SpecHash() []byte {
 }
 
 type specWriter struct{ h hash.Hash }
+
+// labels writes a label map in key order, so equal maps hash equally.
+func (w specWriter) labels(m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.int(int64(len(keys)))
+	for _, k := range keys {
+		w.str(k)
+		w.str(m[k])
+	}
+}
 
 func (w specWriter) int(v int64) {
 	var b [8]byte

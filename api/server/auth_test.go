@@ -25,7 +25,6 @@ import (
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
-	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/roles/telemetry"
@@ -119,7 +118,7 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	st, eng := runEngine(ctx, t)
+	st, eng := runEngine(ctx, t, engine.Options{})
 
 	f := &authFixture{ctx: ctx, st: st, tokens: map[string]string{}, reg: prometheus.NewRegistry()}
 	var entries []auth.TokenEntry
@@ -194,24 +193,6 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 		require.Equal(t, "token:"+callerProducer, f.job.Principal)
 	}
 	return f
-}
-
-// runEngine runs an engine over a database and Redis prefix of the test's own until it ends.
-func runEngine(ctx context.Context, t *testing.T) (*postgres.Store, *engine.Engine) {
-	t.Helper()
-	st := stores.Postgres(ctx, t, 8)
-	disp := stores.Dispatcher(ctx, t)
-	eng, err := engine.New(engine.Options{Store: st, Dispatcher: disp, Notifier: st, Log: zaptest.NewLogger(t)})
-	require.NoError(t, err)
-	engCtx, stopEngine := context.WithCancel(context.Background())
-	engDone := make(chan struct{})
-	go func() { _ = eng.Run(engCtx); close(engDone) }()
-	t.Cleanup(func() {
-		eng.CloseSessions()
-		stopEngine()
-		<-engDone
-	})
-	return st, eng
 }
 
 func (f *authFixture) client(t *testing.T, caller string) *client.Client {
@@ -523,7 +504,7 @@ func TestWorkerAndStreamLimits(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, eng := runEngine(ctx, t)
+	st, eng := runEngine(ctx, t, engine.Options{})
 
 	tok, err := auth.NewToken()
 	require.NoError(t, err)

@@ -100,14 +100,25 @@ func setupEngine(t *testing.T, opts engine.Options) *bundle {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	st, eng := runEngine(ctx, t, opts)
+	b := newBundle(t, st)
+	b.eng = eng
+	b.cl = serve(t, apiserver.Options{
+		Store: st, Engine: eng, Log: zaptest.NewLogger(t), Limits: apiserver.Limits{MaxPayloadBytes: 1 << 20},
+		Workers: apiserver.WorkerTiming{HeartbeatInterval: time.Second, HeartbeatTimeout: 10 * time.Second},
+	})
+	return b
+}
+
+// runEngine runs an engine (opts plus a database and Redis prefix of the test's own) until the
+// test ends.
+func runEngine(ctx context.Context, t *testing.T, opts engine.Options) (*postgres.Store, *engine.Engine) {
+	t.Helper()
 	st := stores.Postgres(ctx, t, 8)
 	disp := stores.Dispatcher(ctx, t)
 	opts.Store, opts.Dispatcher, opts.Notifier, opts.Log = st, disp, st, zaptest.NewLogger(t)
 	eng, err := engine.New(opts)
 	require.NoError(t, err)
-
-	b := newBundle(t, st)
-	b.eng = eng
 	engCtx, stopEngine := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { _ = eng.Run(engCtx); close(engDone) }()
@@ -116,11 +127,7 @@ func setupEngine(t *testing.T, opts engine.Options) *bundle {
 		stopEngine()
 		<-engDone
 	})
-	b.cl = serve(t, apiserver.Options{
-		Store: st, Engine: eng, Log: zaptest.NewLogger(t), Limits: apiserver.Limits{MaxPayloadBytes: 1 << 20},
-		Workers: apiserver.WorkerTiming{HeartbeatInterval: time.Second, HeartbeatTimeout: 10 * time.Second},
-	})
-	return b
+	return st, eng
 }
 
 func newBundle(t *testing.T, st *postgres.Store) *bundle {

@@ -138,7 +138,7 @@ type Executor struct {
 	log  *zap.Logger
 	conn Conn
 
-	slots chan struct{} // the concurrency semaphore: one token per acked-or-acking job
+	slots chan struct{} // the concurrency semaphore: one token per running job
 
 	mu           sync.Mutex
 	tasks        map[string]*task // held leases by job id
@@ -161,7 +161,7 @@ type Executor struct {
 
 	jobsBase   context.Context // parent of every job context
 	cancelJobs context.CancelCauseFunc
-	active     sync.WaitGroup // jobs acking or running
+	active     sync.WaitGroup // jobs queued or running
 
 	acks    batcher[*task]
 	reports batcher[reportItem]
@@ -390,7 +390,7 @@ func (e *Executor) stop(ctx context.Context, stopSession context.CancelFunc, ses
 		e.log.Warn("shutdown grace period over; cancelling the jobs still running",
 			zap.Duration("grace", e.opts.ShutdownGrace), zap.Int("running", int(e.running.Load())))
 		e.cancelJobs(queue.ErrShutdown)
-		e.dropAcking(queue.ErrShutdown)
+		e.dropQueued(queue.ErrShutdown)
 		wait := time.NewTimer(e.opts.FlushTimeout)
 		select {
 		case <-idle:

@@ -31,8 +31,7 @@ const maxErrorBytes = 4 << 10
 type taskState int
 
 const (
-	stateAcking    taskState = iota // holds a slot, waiting for the ack verdict (no longer entered: handlers start at once)
-	stateQueued                     // prefetched: waits for a slot, holds none
+	stateQueued    taskState = iota // prefetched: waits for a slot, holds none
 	stateRunning                    // holds a slot, handler running
 	stateReporting                  // slot released, report queued
 	stateDone                       // finished or dropped
@@ -44,7 +43,7 @@ type task struct {
 	lease  Lease
 	state  taskState
 	cancel context.CancelCauseFunc // stateRunning
-	// cancelCause is a cancellation that arrived before the handler started.
+	// cancelCause is a cancellation that arrived while the task waited for a slot.
 	cancelCause error
 	abandoned   bool // the outcome must not be reported
 	// ackTimer acknowledges the start if the handler is still running after AckDelay; a job that
@@ -390,7 +389,7 @@ func (e *Executor) releaseLocked(t *task) {
 	switch t.state {
 	case stateDone:
 		return
-	case stateAcking, stateRunning:
+	case stateRunning:
 		<-e.slots
 		e.active.Done()
 		defer e.startQueuedLocked()
@@ -407,12 +406,12 @@ func (e *Executor) releaseLocked(t *task) {
 	signal(e.capFreed)
 }
 
-// abandonLocked gives up a task whose lease is gone: an acking one is
+// abandonLocked gives up a task whose lease is gone: a queued one is
 // dropped, a running one is cancelled and its outcome will not be reported.
 func (e *Executor) abandonLocked(t *task, cause error) {
 	t.abandoned = true
 	switch t.state {
-	case stateAcking, stateQueued:
+	case stateQueued:
 		e.releaseLocked(t)
 		e.abandoned.Add(1)
 	case stateRunning:
@@ -426,7 +425,7 @@ func (e *Executor) abandonLocked(t *task, cause error) {
 	}
 }
 
-// heldLeases lists every lease held: acking, running or awaiting its report.
+// heldLeases lists every lease held: queued, running or awaiting its report.
 func (e *Executor) heldLeases() []Lease {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -452,7 +451,7 @@ func (e *Executor) cancelByServer(ids []string, attempts map[string]int) {
 			continue // a newer attempt arrived after the heartbeat listed the old one
 		}
 		switch t.state {
-		case stateAcking, stateQueued:
+		case stateQueued:
 			t.cancelCause = errCancelledByServer
 		case stateRunning:
 			t.cancel(errCancelledByServer)
@@ -463,25 +462,25 @@ func (e *Executor) cancelByServer(ids []string, attempts map[string]int) {
 	}
 }
 
-// loseLeases abandons every acking and running job: the server declared the
+// loseLeases abandons every queued and running job: the server declared the
 // worker offline and failed them already.
 func (e *Executor) loseLeases() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, t := range e.tasks {
-		if t.state == stateAcking || t.state == stateRunning || t.state == stateQueued {
+		if t.state == stateRunning || t.state == stateQueued {
 			e.abandonLocked(t, errLeaseLost)
 		}
 	}
 }
 
-// dropAcking abandons jobs still waiting for their ack when the stop's grace
-// period ends.
-func (e *Executor) dropAcking(cause error) {
+// dropQueued abandons prefetched jobs still waiting for a slot when the stop's
+// grace period ends (the reaper gives them back).
+func (e *Executor) dropQueued(cause error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, t := range e.tasks {
-		if t.state == stateAcking || t.state == stateQueued {
+		if t.state == stateQueued {
 			e.abandonLocked(t, cause)
 		}
 	}
