@@ -62,7 +62,10 @@ type JobReportParams struct {
 type LeaseOutcome struct {
 	ID  string // the job id, canonical (lower case) unless malformed
 	Err error
-	Job *queue.Job // the job after the write (nil when Err != nil)
+	// Job is the job after the write (nil when Err != nil), lean: without its payload, labels,
+	// trace context and result (LeanJob), which nothing on the hot path needs and every report would
+	// otherwise read back.
+	Job *queue.Job
 	// Started: this write moved the job ASSIGNED→RUNNING (an ack, or the ack a report implied);
 	// false for a repeated ack that changed nothing. Job.StartedAt is then the start (metrics).
 	Started bool
@@ -167,4 +170,15 @@ type Notifier interface {
 	// Listen calls f with the queue of every notification until ctx ends or
 	// the connection fails (the caller reconnects).
 	Listen(ctx context.Context, f func(queueName string)) error
+}
+
+// LeanJob is the job as a LeaseOutcome carries it: a copy without payload (empty), labels, trace
+// context and result.
+func LeanJob(j *queue.Job) *queue.Job {
+	if j == nil {
+		return nil
+	}
+	c := *j
+	c.Payload, c.Labels, c.TraceContext, c.Result = []byte{}, nil, nil, nil
+	return &c
 }

@@ -143,7 +143,7 @@ func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlJobAssignMany, customPlan, p.WorkerID, ids)
+	rows, err := s.dispatch.Query(ctx, sqlJobAssignMany, p.WorkerID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: assign jobs: %w", err)
 	}

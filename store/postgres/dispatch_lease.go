@@ -33,7 +33,7 @@ import (
 // locked keeps every lease (LEFT JOIN), with l_id NULL when the lease is not held, so the outcomes
 // need no anti-join. Both statements return one row per lease that names an existing job: (ord,
 // true, the job after the write) when it applied, (ord, false, the job as it stands) when the lease
-// is stale. An ord without a row is a job that does not exist.
+// is stale; either without payload, labels, trace context and result (leanJobColumns). An ord without a row is a job that does not exist.
 const (
 	sqlJobAckMany = `-- name: job_ack_many
 WITH input AS (
@@ -61,7 +61,7 @@ updated AS (
         updated_at = now()
     FROM locked
     WHERE id = l_id
-    RETURNING l_ord, true AS u_started, event_seq, ` + jobColumns + `
+    RETURNING l_ord, true AS u_started, event_seq, ` + leanJobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
@@ -113,7 +113,7 @@ updated AS (
         updated_at      = now()
     FROM locked
     WHERE id = l_id
-    RETURNING l_ord, l_from = 'ASSIGNED' AS u_started, l_from, l_error, event_seq, ` + jobColumns + `
+    RETURNING l_ord, l_from = 'ASSIGNED' AS u_started, l_from, l_error, event_seq, ` + leanJobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
@@ -137,11 +137,11 @@ events AS (
 	// u_started says the write moved the job to RUNNING (an ack, or a report's implied ack): the
 	// engine's metrics count a start once, never for a repeated ack.
 	sqlLeaseOutcomes = `
-SELECT l_ord, true, u_started, ` + jobColumns + ` FROM updated
+SELECT l_ord, true, u_started, ` + leanJobColumns + ` FROM updated
 UNION ALL
 SELECT l_ord, l_again, false, s.*
 FROM locked
-CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
+CROSS JOIN LATERAL (SELECT ` + leanJobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
 WHERE l_id IS NULL`
 )
 
@@ -164,7 +164,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		}
 	}
 	if len(ids) > 0 {
-		rows, err := s.pool.Query(ctx, sqlJobAckMany, customPlan, ids, attempts, workers)
+		rows, err := s.dispatch.Query(ctx, sqlJobAckMany, ids, attempts, workers)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
 		}
@@ -225,7 +225,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		reasons = append(reasons, pgText(reason))
 	}
 	if len(ids) > 0 {
-		rows, err := s.pool.Query(ctx, sqlJobReportMany, customPlan, ids, attempts, workers, successes, results,
+		rows, err := s.dispatch.Query(ctx, sqlJobReportMany, ids, attempts, workers, successes, results,
 			checksums, errs, reasons, permanent, runtimes)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: report jobs: %w", err)

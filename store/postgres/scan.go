@@ -17,6 +17,13 @@ const (
 		worker_id, last_error, failure_reason, result, result_checksum,
 		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal`
 
+	// leanJobColumns are jobColumns with NULL for payload, labels, trace context and result: what the
+	// outcomes of acks and reports carry (store.LeaseOutcome), read back for every job of a batch.
+	leanJobColumns = `id::text, queue, type, NULL::bytea, priority, state, max_retries, retry_count, attempt,
+		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, NULL::jsonb, keep_result, NULL::jsonb,
+		worker_id, last_error, failure_reason, NULL::bytea, result_checksum,
+		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal`
+
 	// jobPageColumns are jobColumns with NULL for payload and result, followed by their sizes:
 	// pages read the data of only the jobs that fit their byte budget (see jobPage).
 	jobPageColumns = `id::text, queue, type, NULL::bytea, priority, state, max_retries, retry_count, attempt,

@@ -116,15 +116,17 @@ func reportFailure(j *queue.Job, msg, reason string) store.JobReportParams {
 	return store.JobReportParams{JobLease: leaseOf(j), Error: msg, Reason: reason}
 }
 
-// requireApplied checks that an outcome applied and returns its job, which must equal the stored one.
+// requireApplied checks that an outcome applied and carries the stored job (lean: store.LeanJob), and
+// returns the stored job.
 func (b *dsBundle) requireApplied(o store.LeaseOutcome, want queue.State) *queue.Job {
 	b.t.Helper()
 	require.NoError(b.t, o.Err)
 	require.NotNil(b.t, o.Job)
 	require.Equal(b.t, o.ID, o.Job.ID)
 	require.Equal(b.t, want, o.Job.State)
-	require.Equal(b.t, o.Job, b.get(o.ID), "the outcome carries the stored job")
-	return o.Job
+	stored := b.get(o.ID)
+	require.Equal(b.t, store.LeanJob(stored), o.Job, "the outcome carries the stored job, lean")
+	return stored
 }
 
 // requireUntouched checks that a job and its history are as before.
