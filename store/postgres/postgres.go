@@ -20,11 +20,11 @@ import (
 
 // Config configures a Store.
 type Config struct {
-	DSN            string        // postgres:// URL or keyword/value string
-	MaxConns       int32         // pool size; 0: pgx's default (max(4, NumCPU))
+	DSN      string // postgres:// URL or keyword/value string
+	MaxConns int32  // pool size; 0: pgx's default (max(4, NumCPU))
 	// DispatchConns sizes the second pool that runs the core loop's batch updates (see dispatchParams);
 	// 0: max(2, MaxConns/2).
-	DispatchConns int32
+	DispatchConns  int32
 	ConnectTimeout time.Duration // per new connection; 0: the DSN's connect_timeout, else none
 	// ObserveQuery, when set, receives every statement's duration by name (querytrace.go).
 	ObserveQuery QueryObserver
