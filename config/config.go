@@ -34,6 +34,7 @@ type Config struct {
 	Logging   Logging   `koanf:"logging"`
 	Tracing   Tracing   `koanf:"tracing"`
 	Worker    Worker    `koanf:"worker"`
+	Producer  Producer  `koanf:"producer"`
 	Auth      Auth      `koanf:"auth"`
 
 	// Token is the API token this process presents to a jq server (the worker role, the
@@ -508,6 +509,7 @@ func Default() Config {
 			HealthPort:         8081,
 			Exec:               WorkerExec{Allow: []string{}},
 		},
+		Producer: defaultProducer(),
 		Auth: Auth{
 			Enabled:                AuthAuto,
 			Tokens:                 []string{},

@@ -131,6 +131,7 @@ func (c *Config) problems() []error {
 	c.validateTracingEndpoint(&p)
 
 	c.validateWorker(&p)
+	c.validateProducer(&p)
 	c.validateAuth(&p)
 	return p.errs
 }

@@ -66,7 +66,7 @@ func roleFromArgs(args []string, getenv func(string) string) (Role, error) {
 
 // globalFlags are accepted by every role.
 type globalFlags struct {
-	Role        string           `help:"What this process runs: server, worker, producer, admin or all (server + worker in one process)." enum:"server,worker,producer,admin,all" default:"all" env:"JQ_ROLE"`
+	Role        string           `help:"What this process runs: server, worker, producer, admin or all (server + worker, + producer with producer.scan_dir, in one process)." enum:"server,worker,producer,admin,all" default:"all" env:"JQ_ROLE"`
 	Config      string           `help:"Path to the YAML configuration file (see examples/config.yaml). Every key can also be set with a JQ_ environment variable, e.g. JQ_DB_PASSWORD for db.password." type:"path" placeholder:"PATH" env:"JQ_CONFIG"`
 	LogLevel    *string          `help:"Log level: trace, debug, info, warn or error (logging.level, default info)." placeholder:"LEVEL"`
 	LogFormat   *string          `help:"Log format: json or text (logging.format, default json)." placeholder:"FORMAT"`
@@ -145,13 +145,31 @@ type AllCLI struct {
 	globalFlags
 	serverFlags
 	workerIdentityFlags
-	WorkerMetricsPort *int `help:"Prometheus /metrics port of the in-process worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
-	WorkerHealthPort  *int `help:"/healthz and /readyz port of the in-process worker (worker.health_port, default 8081)." placeholder:"PORT"`
+	WorkerMetricsPort *int    `help:"Prometheus /metrics port of the in-process worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
+	WorkerHealthPort  *int    `help:"/healthz and /readyz port of the in-process worker (worker.health_port, default 8081)." placeholder:"PORT"`
+	ScanDir           *string `help:"Also run the producer on this directory (producer.scan_dir; see --role=producer --help)." placeholder:"DIR"`
 }
 
 // ProducerCLI is the grammar of --role=producer.
 type ProducerCLI struct {
 	globalFlags
+	ServerAddr  *string `help:"Address of the jq server's API, or several replicas comma-separated (producer.server_addr, default localhost:50051)." placeholder:"HOST:PORT[,HOST:PORT…]"`
+	ScanDir     *string `help:"Directory to scan recursively; one job per file version (producer.scan_dir, required)." placeholder:"DIR"`
+	Queue       *string `help:"Queue of the jobs; it must exist (producer.queue, default default)." placeholder:"QUEUE"`
+	Once        bool    `help:"Scan once, submit, and exit: 0 when every file was handled, 1 on an error (producer.once). Without it the producer re-scans every producer.scan_interval_s."`
+	MetricsPort *int    `help:"Prometheus /metrics port in watch mode; 0 = none (producer.metrics_port, default 9092)." placeholder:"PORT"`
+	TokenFile   *string `help:"File holding the API token the producer presents to the server (token_file; or set JQ_TOKEN)." placeholder:"PATH"`
+}
+
+func (p *ProducerCLI) overrides(m map[string]any) {
+	setIf(m, "producer.server_addr", p.ServerAddr)
+	setIf(m, "producer.scan_dir", p.ScanDir)
+	setIf(m, "producer.queue", p.Queue)
+	setIf(m, "producer.metrics_port", p.MetricsPort)
+	setIf(m, "token_file", p.TokenFile)
+	if p.Once {
+		m["producer.once"] = true
+	}
 }
 
 // AdminCLI is the grammar of --role=admin: jq-ctl's command tree.
@@ -177,8 +195,10 @@ func flagOverrides(cli any) map[string]any {
 		c.workerIdentityFlags.overrides(m)
 		setIf(m, "worker.metrics_port", c.WorkerMetricsPort)
 		setIf(m, "worker.health_port", c.WorkerHealthPort)
+		setIf(m, "producer.scan_dir", c.ScanDir)
 	case *ProducerCLI:
 		c.globalFlags.overrides(m)
+		c.overrides(m)
 	case *AdminCLI:
 		c.globalFlags.overrides(m)
 	}
@@ -214,7 +234,7 @@ var roleDescriptions = map[Role]string{
 	RoleWorker:   "registers with a server, receives jobs over a stream and runs their handlers",
 	RoleProducer: "scans a directory and submits one job per file",
 	RoleAdmin:    "operator commands that talk to a server through its API",
-	RoleAll:      "server and worker in one process, for local use",
+	RoleAll:      "server and worker in one process (and the producer when producer.scan_dir is set), for local use",
 }
 
 func description(r Role) string {

@@ -126,11 +126,11 @@ func TestInvalidConfigReportsEveryProblem(t *testing.T) {
 	require.Contains(t, r.stderr, "grpc.port")
 }
 
-func TestProducerRoleNotYetAvailable(t *testing.T) {
+func TestProducerNeedsScanDir(t *testing.T) {
 	t.Parallel()
 	r := runJQ(t, nil, "--role=producer", "--log-level=error")
 	require.Equal(t, roles.ExitError, r.code)
-	require.Contains(t, r.stderr, "producer component is not implemented yet")
+	require.Contains(t, r.stderr, "producer.scan_dir is not set")
 }
 
 // TestAllRoleListsOnLoopback: local development needs no credentials because --role=all listens

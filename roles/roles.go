@@ -42,8 +42,18 @@ var roleTable = map[Role][]component{
 	RoleServer:   {componentServer},
 	RoleWorker:   {componentWorker},
 	RoleProducer: {componentProducer},
-	RoleAll:      {componentServer, componentWorker},
+	RoleAll:      {componentServer, componentWorker, componentProducer},
 }
+
+// optional components run in a role that names them only when configured: the producer in
+// --role=all only when producer.scan_dir is set.
+func optional(c component, cfg *config.Config) bool {
+	return c == componentProducer && cfg.Producer.ScanDir == ""
+}
+
+// finite components may end on their own without stopping the others: a producer with
+// producer.once in --role=all submits its scan and ends, the server and worker go on.
+var finite = map[component]bool{componentProducer: true}
 
 // IO is where a run reads and writes; tests pass buffers.
 type IO struct {
@@ -97,6 +107,9 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		cfg.GRPC.Host = "127.0.0.1"
 		if cfg.Worker.BindHost == "" {
 			cfg.Worker.BindHost = "127.0.0.1"
+		}
+		if cfg.Producer.BindHost == "" {
+			cfg.Producer.BindHost = "127.0.0.1"
 		}
 	}
 	if g.PrintConfig {
@@ -163,22 +176,23 @@ func run(ctx context.Context, role Role, cfg *config.Config, log *zap.Logger) er
 	failed := make(chan struct{}, len(comps))
 	var firstErr error
 	for _, c := range comps {
-		runFn, err := build(ctx, c, cfg, log)
-		if err != nil && len(comps) > 1 && errors.Is(err, errComponentUnavailable) {
-			// --role=all runs what exists; a missing component is said out loud.
-			log.Warn("component not available in this build; skipping it", zap.String("component", string(c)), zap.Error(err))
+		if len(comps) > 1 && optional(c, cfg) {
 			continue
 		}
+		runFn, err := build(ctx, c, cfg, log)
 		if err != nil {
 			firstErr = fmt.Errorf("start %s: %w", c, err)
 			break
 		}
 		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		r := running{name: c, cancel: cancel, done: make(chan error, 1)}
+		alone := len(comps) == 1
 		go func() {
 			err := runFn(cctx)
 			r.done <- err
-			failed <- struct{}{}
+			if err != nil || alone || !finite[r.name] || cctx.Err() != nil {
+				failed <- struct{}{}
+			}
 		}()
 		started = append(started, r)
 	}

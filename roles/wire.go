@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
@@ -30,6 +33,7 @@ import (
 	"github.com/jq-dev/jq/queue/maintenance"
 	"github.com/jq-dev/jq/queue/outbox"
 	"github.com/jq-dev/jq/roles/admin"
+	"github.com/jq-dev/jq/roles/producer"
 	"github.com/jq-dev/jq/roles/server"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/roles/worker"
@@ -37,10 +41,6 @@ import (
 	"github.com/jq-dev/jq/store/postgres"
 	redisstore "github.com/jq-dev/jq/store/redis"
 )
-
-// errComponentUnavailable reports a component whose implementation arrives
-// with a later issue.
-var errComponentUnavailable = errors.New("not implemented yet")
 
 // build constructs one component and returns its Run function. Constructors
 // ping their dependencies, so a bad DSN fails here rather than later.
@@ -51,7 +51,7 @@ func build(ctx context.Context, c component, cfg *config.Config, log *zap.Logger
 	case componentWorker:
 		return buildWorker(ctx, cfg, log.Named("worker"))
 	case componentProducer:
-		return nil, fmt.Errorf("the %s component is %w", c, errComponentUnavailable)
+		return buildProducer(ctx, cfg, log.Named("producer"))
 	}
 	return nil, fmt.Errorf("unknown component %q", c)
 }
@@ -310,6 +310,103 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		}
 		return err
 	}, nil
+}
+
+// buildProducer builds the directory scanner. Its rate limit is shared through Redis with every
+// producer using the same key; a producer that cannot reach Redis limits itself alone (logged).
+func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
+	pc := cfg.Producer
+	token, err := clientToken(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	cl, err := client.New(client.Options{
+		Token: token, Addr: producerServerAddr(cfg),
+		CAFile: pc.TLS.CAPath, CertFile: pc.TLS.CertPath, KeyFile: pc.TLS.KeyPath,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	deps := producer.Deps{Config: &pc, Log: log, Jobs: cl.Jobs, Progress: terminal(os.Stderr)}
+	var rdb *redis.Client
+	if pc.RateLimitPerSec > 0 {
+		rdb = newRedis(cfg)
+		prefix := cfg.Redis.KeyPrefix
+		if prefix == "" {
+			prefix = redisstore.DefaultKeyPrefix
+		}
+		lim, err := redisstore.NewRateLimiter(rdb, prefix+":"+pc.RateLimitKey, pc.RateLimitPerSec, max(1, int(pc.RateLimitPerSec/10)))
+		if err != nil {
+			_ = rdb.Close()
+			cl.Close()
+			return nil, fmt.Errorf("producer: %w", err)
+		}
+		deps.Limiter = lim
+	}
+	reg := telemetry.NewRegistry()
+	deps.Metrics = telemetry.NewProducerMetrics(reg, pc.Queue)
+	p, err := producer.New(deps)
+	if err != nil {
+		if rdb != nil {
+			_ = rdb.Close()
+		}
+		cl.Close()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		defer cl.Close()
+		if rdb != nil {
+			defer func() { _ = rdb.Close() }()
+		}
+		if !pc.Once && pc.MetricsPort != 0 && cfg.Metrics.Enabled {
+			stop, err := serveProducerMetrics(pc, telemetry.MetricsHandler(reg), log)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		err := p.Run(ctx)
+		s := p.Stats()
+		log.Info("producer stopped", zap.Int("scans", s.Passes), zap.Int("files_scanned", s.Scanned),
+			zap.Int("jobs_submitted", s.Submitted), zap.Int("already_submitted", s.Existing), zap.Int("skipped", s.Skipped))
+		if connect.CodeOf(err) == connect.CodeUnauthenticated && token == "" && pc.TLS.CertPath == "" {
+			return fmt.Errorf("the server requires a token (set JQ_TOKEN or JQ_TOKEN_FILE) or a client certificate (producer.tls.cert_path): %w", err)
+		}
+		return err
+	}, nil
+}
+
+// serveProducerMetrics serves /metrics and /healthz on producer.metrics_port until stop.
+func serveProducerMetrics(pc config.Producer, metrics http.Handler, log *zap.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(pc.BindHost, strconv.Itoa(pc.MetricsPort)))
+	if err != nil {
+		return nil, fmt.Errorf("listen producer metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	mux.Handle("GET /healthz", health.LiveHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("producer metrics listening", zap.String("addr", ln.Addr().String()))
+	return func() { _ = srv.Close() }, nil
+}
+
+// producerServerAddr is producer.server_addr, following a non-default grpc.port when left at the
+// default (--role=all: the server in the same process), as workerServerAddr.
+func producerServerAddr(cfg *config.Config) string {
+	def := config.Default()
+	if cfg.Producer.ServerAddr == def.Producer.ServerAddr && cfg.GRPC.Port != def.GRPC.Port {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.GRPC.Port))
+	}
+	return cfg.Producer.ServerAddr
+}
+
+// terminal is f when it is a terminal (a character device), else nil.
+func terminal(f *os.File) io.Writer {
+	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		return f
+	}
+	return nil
 }
 
 // clientToken is the token this process presents to a server: token, or token_file's content.
