@@ -92,8 +92,17 @@ type jqProcess struct {
 
 func startJQ(t *testing.T, env []string, args ...string) *jqProcess {
 	t.Helper()
+	return startJQWith(t, nil, env, args...)
+}
+
+// startJQWith is startJQ with the command adjusted by setup first (nil: none).
+func startJQWith(t *testing.T, setup func(*exec.Cmd), env []string, args ...string) *jqProcess {
+	t.Helper()
 	cmd := exec.Command(jqBin, args...)
 	cmd.Env = append(os.Environ(), env...)
+	if setup != nil {
+		setup(cmd)
+	}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
