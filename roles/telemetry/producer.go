@@ -35,7 +35,9 @@ func NewProducerMetrics(reg prometheus.Registerer, queue string) *ProducerMetric
 }
 
 // Produced counts n new jobs of queue.
-func (m *ProducerMetrics) Produced(queue string, n int) { m.produced.WithLabelValues(queue).Add(float64(n)) }
+func (m *ProducerMetrics) Produced(queue string, n int) {
+	m.produced.WithLabelValues(queue).Add(float64(n))
+}
 
 // Scanned counts n files found by a scan.
 func (m *ProducerMetrics) Scanned(n int) { m.scanned.Add(float64(n)) }

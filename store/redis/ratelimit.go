@@ -1,8 +1,8 @@
 package redis
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math"
