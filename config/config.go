@@ -37,7 +37,7 @@ type Config struct {
 	Producer  Producer  `koanf:"producer"`
 	Auth      Auth      `koanf:"auth"`
 
-	// Token is the API token this process presents to a jq server (the worker role, the
+	// Token is the API token this process presents to a jq server (the worker and producer roles, the
 	// in-process worker of --role=all); TokenFile reads it from a file instead (a mounted
 	// secret). Empty: none (a server with authentication off, or mTLS identity).
 	Token     string `koanf:"token" secret:"true"`
