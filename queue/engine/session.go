@@ -39,9 +39,9 @@ type Session struct {
 	// the session's.
 	intake map[string]int
 	next   int // round-robin start over queues
-	wake  chan struct{}
-	done  chan struct{}
-	err   error
+	wake   chan struct{}
+	done   chan struct{}
+	err    error
 }
 
 // OpenSession registers a worker's stream. capacity is the worker's free
