@@ -92,7 +92,8 @@ func TestValidateRules(t *testing.T) {
 		{"tracing endpoint", func(c *config.Config) { c.Tracing.Endpoint = "collector" }, []string{"tracing.endpoint: must be host:port"}},
 		{"tracing endpoint url", func(c *config.Config) { c.Tracing.Endpoint = "ftp://collector:4318" }, []string{"tracing.endpoint: must be host:port or an http(s) URL"}},
 		{"kafka enabled", func(c *config.Config) {
-			c.Kafka.Enabled = true
+			c.Worker.CircuitBreaker = config.CircuitBreaker{FailureThreshold: 7} // off: not checked
+	c.Kafka.Enabled = true
 			c.Kafka.Brokers = []string{"nohost", "h:0"}
 			c.Kafka.Consumer.GroupID = ""
 			c.Kafka.SASL.Mechanism = "plain"
@@ -121,6 +122,10 @@ func TestValidateRules(t *testing.T) {
 			`worker.exec.allow[3]: must be an absolute path, got ""`}},
 		{"exec allow checked while disabled", func(c *config.Config) { c.Worker.Exec.Allow = []string{"sh"} },
 			[]string{`worker.exec.allow[0]: must be an absolute path, got "sh"`}},
+		{"circuit breaker", func(c *config.Config) {
+			c.Worker.CircuitBreaker = config.CircuitBreaker{Enabled: true, FailureThreshold: 1.5, WindowS: 0, CooldownPeriodS: -1, MinSamples: 0}
+		}, []string{"worker.circuit_breaker.failure_threshold: must be above 0 and at most 1, got 1.5",
+			"worker.circuit_breaker.window_s:", "worker.circuit_breaker.cooldown_period_s:", "worker.circuit_breaker.min_samples:"}},
 		{"bind host", func(c *config.Config) { c.Worker.BindHost = "127.0.0.1:9091" },
 			[]string{`worker.bind_host: must be an IP address or a host name without a port ("" = all interfaces), got "127.0.0.1:9091"`}},
 		{"bind host brackets", func(c *config.Config) { c.Worker.BindHost = "[::1]" }, []string{"worker.bind_host:"}},
