@@ -93,7 +93,7 @@ func TestValidateRules(t *testing.T) {
 		{"tracing endpoint url", func(c *config.Config) { c.Tracing.Endpoint = "ftp://collector:4318" }, []string{"tracing.endpoint: must be host:port or an http(s) URL"}},
 		{"kafka enabled", func(c *config.Config) {
 			c.Worker.CircuitBreaker = config.CircuitBreaker{FailureThreshold: 7} // off: not checked
-	c.Kafka.Enabled = true
+			c.Kafka.Enabled = true
 			c.Kafka.Brokers = []string{"nohost", "h:0"}
 			c.Kafka.Consumer.GroupID = ""
 			c.Kafka.SASL.Mechanism = "plain"
