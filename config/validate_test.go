@@ -92,7 +92,6 @@ func TestValidateRules(t *testing.T) {
 		{"tracing endpoint", func(c *config.Config) { c.Tracing.Endpoint = "collector" }, []string{"tracing.endpoint: must be host:port"}},
 		{"tracing endpoint url", func(c *config.Config) { c.Tracing.Endpoint = "ftp://collector:4318" }, []string{"tracing.endpoint: must be host:port or an http(s) URL"}},
 		{"kafka enabled", func(c *config.Config) {
-			c.Worker.CircuitBreaker = config.CircuitBreaker{FailureThreshold: 7} // off: not checked
 			c.Kafka.Enabled = true
 			c.Kafka.Brokers = []string{"nohost", "h:0"}
 			c.Kafka.Consumer.GroupID = ""
@@ -155,6 +154,7 @@ func TestValidateAcceptsVariants(t *testing.T) {
 	c.DB.URL = "postgresql://u@h/d"
 	c.DB.Host, c.DB.SSLMode = "", "" // ignored when the URL is set
 	c.GRPC.TLS = config.ServerTLS{Enabled: true, CertPath: "/c", KeyPath: "/k", ClientCAPath: "/ca"}
+	c.Worker.CircuitBreaker = config.CircuitBreaker{FailureThreshold: 7} // off: not checked
 	c.Kafka.Enabled = true
 	c.Kafka.SASL = config.KafkaSASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}
 	c.Worker.ID = "host-1234"
