@@ -387,7 +387,29 @@ type Worker struct {
 	TestHandlers bool `koanf:"test_handlers"`
 	// Exec switches on the exec handler; see WorkerExec.
 	Exec WorkerExec `koanf:"exec"`
+	// CircuitBreaker stops taking a queue's jobs for a while when too many of them fail.
+	CircuitBreaker CircuitBreaker `koanf:"circuit_breaker"`
 }
+
+// CircuitBreaker is the worker's per-queue circuit breaker (seed 004; docs/reliability.md): when
+// at least MinSamples attempts of a queue finished within the last WindowS seconds and at least
+// FailureThreshold of them failed retryably (an error, a timeout), the worker takes none of that
+// queue's jobs for CooldownPeriodS seconds, then one probe job: its success closes the breaker,
+// its failure opens it again. The seed's durations (window: 1m, cooldown_period: 30s) are
+// integer seconds here, as every jq duration.
+type CircuitBreaker struct {
+	Enabled          bool    `koanf:"enabled"`
+	FailureThreshold float64 `koanf:"failure_threshold"`
+	WindowS          int     `koanf:"window_s"`
+	CooldownPeriodS  int     `koanf:"cooldown_period_s"`
+	MinSamples       int     `koanf:"min_samples"`
+}
+
+// Window is the rolling window of finished attempts.
+func (c CircuitBreaker) Window() time.Duration { return seconds(c.WindowS) }
+
+// CooldownPeriod is how long an open breaker takes no job of its queue.
+func (c CircuitBreaker) CooldownPeriod() time.Duration { return seconds(c.CooldownPeriodS) }
 
 // WorkerExec controls the exec handler, which runs a program per job: off by
 // default, because with it on whoever can submit a job runs programs on the
@@ -508,6 +530,11 @@ func Default() Config {
 			MetricsPort:        9091,
 			HealthPort:         8081,
 			Exec:               WorkerExec{Allow: []string{}},
+			// On by default: a queue failing on this worker (a downstream outage) pauses here
+			// instead of burning its jobs' retries; nothing is lost, its jobs wait PENDING.
+			CircuitBreaker: CircuitBreaker{
+				Enabled: true, FailureThreshold: 0.5, WindowS: 60, CooldownPeriodS: 30, MinSamples: 20,
+			},
 		},
 		Producer: defaultProducer(),
 		Auth: Auth{

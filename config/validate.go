@@ -250,6 +250,14 @@ func (c *Config) validateWorker(p *checker) {
 	if w.BindHost != "" && net.ParseIP(w.BindHost) == nil && !hostnameRE.MatchString(w.BindHost) {
 		p.add("worker.bind_host", "must be an IP address or a host name without a port (\"\" = all interfaces), got %q", w.BindHost)
 	}
+	if cb := w.CircuitBreaker; cb.Enabled {
+		if !(cb.FailureThreshold > 0 && cb.FailureThreshold <= 1) {
+			p.add("worker.circuit_breaker.failure_threshold", "must be above 0 and at most 1, got %v", cb.FailureThreshold)
+		}
+		p.positive("worker.circuit_breaker.window_s", cb.WindowS)
+		p.positive("worker.circuit_breaker.cooldown_period_s", cb.CooldownPeriodS)
+		p.positive("worker.circuit_breaker.min_samples", cb.MinSamples)
+	}
 	if w.Exec.Enabled && len(w.Exec.Allow) == 0 {
 		p.add("worker.exec.allow", "must list at least one program (an absolute path) when worker.exec.enabled is true")
 	}

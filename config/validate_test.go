@@ -121,6 +121,10 @@ func TestValidateRules(t *testing.T) {
 			`worker.exec.allow[3]: must be an absolute path, got ""`}},
 		{"exec allow checked while disabled", func(c *config.Config) { c.Worker.Exec.Allow = []string{"sh"} },
 			[]string{`worker.exec.allow[0]: must be an absolute path, got "sh"`}},
+		{"circuit breaker", func(c *config.Config) {
+			c.Worker.CircuitBreaker = config.CircuitBreaker{Enabled: true, FailureThreshold: 1.5, WindowS: 0, CooldownPeriodS: -1, MinSamples: 0}
+		}, []string{"worker.circuit_breaker.failure_threshold: must be above 0 and at most 1, got 1.5",
+			"worker.circuit_breaker.window_s:", "worker.circuit_breaker.cooldown_period_s:", "worker.circuit_breaker.min_samples:"}},
 		{"bind host", func(c *config.Config) { c.Worker.BindHost = "127.0.0.1:9091" },
 			[]string{`worker.bind_host: must be an IP address or a host name without a port ("" = all interfaces), got "127.0.0.1:9091"`}},
 		{"bind host brackets", func(c *config.Config) { c.Worker.BindHost = "[::1]" }, []string{"worker.bind_host:"}},
@@ -150,6 +154,7 @@ func TestValidateAcceptsVariants(t *testing.T) {
 	c.DB.URL = "postgresql://u@h/d"
 	c.DB.Host, c.DB.SSLMode = "", "" // ignored when the URL is set
 	c.GRPC.TLS = config.ServerTLS{Enabled: true, CertPath: "/c", KeyPath: "/k", ClientCAPath: "/ca"}
+	c.Worker.CircuitBreaker = config.CircuitBreaker{FailureThreshold: 7} // off: not checked
 	c.Kafka.Enabled = true
 	c.Kafka.SASL = config.KafkaSASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}
 	c.Worker.ID = "host-1234"

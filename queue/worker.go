@@ -49,4 +49,54 @@ type Worker struct {
 	// Principal registered this worker id ("" while authentication was off); once set, only it
 	// may register the id again or act as this worker.
 	Principal string
+	// Breakers are the worker's circuit breakers that are not closed, as its last heartbeat
+	// reported them: the server assigns no job of an open queue to it and at most one at a time
+	// of a half-open queue.
+	Breakers []QueueBreaker
+}
+
+// BreakerState is the state of a worker's circuit breaker for one queue (seed 004).
+type BreakerState string
+
+// Breaker states.
+const (
+	BreakerClosed   BreakerState = "CLOSED"    // jobs flow normally
+	BreakerOpen     BreakerState = "OPEN"      // cooling down: no job of the queue
+	BreakerHalfOpen BreakerState = "HALF_OPEN" // one probe job of the queue at a time
+)
+
+// String returns the upper-case state name.
+func (s BreakerState) String() string { return string(s) }
+
+// Valid reports whether s is a known state.
+func (s BreakerState) Valid() bool {
+	return s == BreakerClosed || s == BreakerOpen || s == BreakerHalfOpen
+}
+
+// QueueBreaker is a worker's circuit breaker for one queue.
+type QueueBreaker struct {
+	Queue string
+	State BreakerState
+	// FailureRate and Samples describe the rolling window when the breaker last opened.
+	FailureRate float64
+	Samples     int
+	// Since is when the breaker entered State, on the worker's clock.
+	Since time.Time
+}
+
+// Intake is how many of queue q's jobs a worker with these breakers accepts at once: -1 (no
+// limit) when q's breaker is closed or unlisted, 0 when open, 1 when half-open (the probe).
+func Intake(breakers []QueueBreaker, q string) int {
+	for _, b := range breakers {
+		if b.Queue != q {
+			continue
+		}
+		switch b.State {
+		case BreakerOpen:
+			return 0
+		case BreakerHalfOpen:
+			return 1
+		}
+	}
+	return -1
 }

@@ -298,7 +298,8 @@ func TestMetricsE2E(t *testing.T) {
 	workerWant := []expect{
 		{"jq_worker_active", nil, 1},
 		{"jq_worker_job_concurrency", []string{"worker_id", workerID}, 0},
-		{"jq_circuit_breaker_state", nil, 0},
+		{"jq_circuit_breaker_state", []string{"queue", qOK}, 0},
+		{"jq_circuit_breaker_state", []string{"queue", qFail}, 0}, // 12 retryable failures: below min_samples
 		{"jq_worker_jobs_total", []string{"queue", qOK, "outcome", "succeeded"}, n(successes)},
 		{"jq_worker_jobs_total", []string{"queue", qFail, "outcome", "failed"}, n(attemptsFail)},
 		{"jq_worker_job_duration_seconds", []string{"queue", qOK}, n(successes)},
@@ -354,7 +355,7 @@ func TestMetricsE2E(t *testing.T) {
 	}{
 		{"jq_worker_active", gauge, nil},
 		{"jq_worker_job_concurrency", gauge, []string{"worker_id"}},
-		{"jq_circuit_breaker_state", gauge, nil},
+		{"jq_circuit_breaker_state", gauge, []string{"queue"}},
 		{"jq_worker_jobs_total", counter, []string{"queue", "outcome"}},
 		{"jq_worker_job_duration_seconds", histogram, []string{"queue"}},
 	} {

@@ -293,7 +293,8 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		Shutdown: ctx.Done(),
 		Tracer:   tr.Tracer(),
 
-		OnJobDone: func(d executor.JobDone) { wm.JobDone(d) }, // set below, before any job runs
+		OnJobDone:       func(d executor.JobDone) { wm.JobDone(d) }, // set below, before any job runs
+		OnBreakerChange: func(c executor.BreakerChange) { wm.BreakerChanged(c) },
 	})
 	if err != nil {
 		cl.Close()

@@ -140,6 +140,14 @@ type WorkerCounts struct {
 	LiveOfPrincipal int // registered by the principal asked about
 }
 
+// WorkerHeartbeatParams record a worker's heartbeat.
+type WorkerHeartbeatParams struct {
+	ID string
+	// Breakers replace the worker's recorded circuit breakers: those not closed, at most one
+	// per queue (nil: all closed).
+	Breakers []queue.QueueBreaker
+}
+
 // WorkerSetStatusParams sets a worker's status.
 type WorkerSetStatusParams struct {
 	ID     string

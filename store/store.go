@@ -73,9 +73,10 @@ type WorkerStore interface {
 	// heartbeat; re-registering a known id (a restarted worker) brings it back ONLINE.
 	// Errors: ErrInvalidArgument.
 	WorkerRegister(ctx context.Context, p WorkerRegisterParams) (*queue.Worker, error)
-	// WorkerHeartbeat records a heartbeat at the store's clock. It never changes the status: an
-	// OFFLINE worker stays OFFLINE (it must register again). Errors: ErrWorkerNotFound.
-	WorkerHeartbeat(ctx context.Context, id string) (*queue.Worker, error)
+	// WorkerHeartbeat records a heartbeat at the store's clock, and replaces the worker's circuit
+	// breakers with p.Breakers. It never changes the status: an OFFLINE worker stays OFFLINE (it
+	// must register again). Errors: ErrInvalidArgument, ErrWorkerNotFound.
+	WorkerHeartbeat(ctx context.Context, p WorkerHeartbeatParams) (*queue.Worker, error)
 	// WorkerGet returns one worker. Errors: ErrWorkerNotFound.
 	WorkerGet(ctx context.Context, id string) (*queue.Worker, error)
 	// WorkerList returns every worker, OFFLINE ones included, ordered by id.

@@ -377,6 +377,34 @@ func (p WorkerRegisterParams) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Validate checks a heartbeat.
+func (p WorkerHeartbeatParams) Validate() error {
+	var errs []error
+	if err := ValidateWorkerID(p.ID); err != nil {
+		errs = append(errs, err)
+	}
+	if len(p.Breakers) > MaxWorkerQueues {
+		errs = append(errs, invalid("breakers: want at most %d, got %d", MaxWorkerQueues, len(p.Breakers)))
+	}
+	seen := make(map[string]bool, len(p.Breakers))
+	for _, b := range p.Breakers {
+		if err := queue.ValidateQueueName(b.Queue); err != nil {
+			errs = append(errs, err)
+		} else if seen[b.Queue] {
+			errs = append(errs, invalid("breakers: queue %q listed twice", b.Queue))
+		}
+		seen[b.Queue] = true
+		if !b.State.Valid() {
+			errs = append(errs, invalid("breaker of queue %s: unknown state %s", queue.Excerpt(b.Queue), queue.Excerpt(string(b.State))))
+		}
+		if !(b.FailureRate >= 0 && b.FailureRate <= 1) || b.Samples < 0 {
+			errs = append(errs, invalid("breaker of queue %s: failure rate %v, samples %d: want 0..1 and 0 or more",
+				queue.Excerpt(b.Queue), b.FailureRate, b.Samples))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Validate checks a status change.
 func (p WorkerSetStatusParams) Validate() error {
 	if err := ValidateWorkerID(p.ID); err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -124,5 +125,54 @@ func workerToProto(w *queue.Worker) *jqv1.Worker {
 		Version:         w.Version,
 		StartedAt:       ts(w.StartedAt),
 		LastHeartbeatAt: ts(w.LastHeartbeatAt),
+		Breakers:        breakersToProto(w.Breakers),
 	}
+}
+
+func breakersToProto(bs []queue.QueueBreaker) []*jqv1.QueueBreaker {
+	if len(bs) == 0 {
+		return nil
+	}
+	out := make([]*jqv1.QueueBreaker, len(bs))
+	for i, b := range bs {
+		state := jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_CLOSED
+		switch b.State {
+		case queue.BreakerOpen:
+			state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN
+		case queue.BreakerHalfOpen:
+			state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN
+		}
+		out[i] = &jqv1.QueueBreaker{
+			Queue: b.Queue, State: state, FailureRate: b.FailureRate,
+			Samples: int32(min(b.Samples, math.MaxInt32)), //nolint:gosec // bounded just above
+			Since:   ts(b.Since),
+		}
+	}
+	return out
+}
+
+// breakersFromProto keeps the breakers of a heartbeat that limit the worker's intake: closed
+// ones (or unspecified) say nothing. An unknown state is kept for the store to refuse.
+func breakersFromProto(bs []*jqv1.QueueBreaker) []queue.QueueBreaker {
+	var out []queue.QueueBreaker
+	for _, b := range bs {
+		var state queue.BreakerState
+		switch b.GetState() {
+		case jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_UNSPECIFIED, jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_CLOSED:
+			continue
+		case jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN:
+			state = queue.BreakerOpen
+		case jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN:
+			state = queue.BreakerHalfOpen
+		default:
+			state = queue.BreakerState(b.GetState().String())
+		}
+		var since time.Time
+		if b.GetSince() != nil {
+			since = b.GetSince().AsTime()
+		}
+		out = append(out, queue.QueueBreaker{Queue: b.GetQueue(), State: state, FailureRate: b.GetFailureRate(),
+			Samples: int(b.GetSamples()), Since: since})
+	}
+	return out
 }

@@ -65,13 +65,18 @@ func (s *workerService) Heartbeat(ctx context.Context, req *connect.Request[jqv1
 	if err := s.ownWorker(ctx, id); err != nil {
 		return nil, err
 	}
-	w, err := s.store.WorkerHeartbeat(ctx, id)
+	w, err := s.store.WorkerHeartbeat(ctx, store.WorkerHeartbeatParams{ID: id, Breakers: breakersFromProto(req.Msg.GetBreakers())})
 	if err != nil {
 		return nil, err
 	}
 	if w.Status == queue.WorkerOffline {
 		return nil, fmt.Errorf("%w: worker %q was declared OFFLINE: its leases are gone; register again",
 			queue.ErrIllegalTransition, id)
+	}
+	if s.engine != nil {
+		// The stream's session, when it is on this replica, honours the breakers at once;
+		// elsewhere the next (re)opened stream reads them from the worker's row.
+		s.engine.SetBreakers(id, w.Breakers)
 	}
 	out := &jqv1.HeartbeatResponse{}
 	switch {

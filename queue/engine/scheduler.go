@@ -69,7 +69,8 @@ func (e *Engine) SchedulerCycle(ctx context.Context) (more bool, err error) {
 
 // demand is the free capacity of this replica's sessions per queue. A
 // worker serving several queues counts fully for each: its claim takes from
-// whichever has work.
+// whichever has work. A queue whose breaker is open on a worker gets none of
+// that worker's capacity, a half-open one at most its probe.
 func (e *Engine) demand() map[string]int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -80,7 +81,9 @@ func (e *Engine) demand() map[string]int {
 			continue
 		}
 		for _, q := range s.queues {
-			d[q] += free
+			if room := s.room(q, free); room > 0 {
+				d[q] += room
+			}
 		}
 	}
 	return d

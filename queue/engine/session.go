@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -33,10 +34,14 @@ type Session struct {
 	// the same job (the reaper failed it, then the worker's stale report
 	// arrives) cannot free a carried slot as well. Cleared when it grows large.
 	freed map[string]bool
-	next  int // round-robin start over queues
-	wake  chan struct{}
-	done  chan struct{}
-	err   error
+	// intake caps the attempts outstanding per queue, from the worker's circuit breakers: 0 for
+	// an open breaker, 1 for a half-open one (its probe); a queue not listed has no cap beyond
+	// the session's.
+	intake map[string]int
+	next   int // round-robin start over queues
+	wake   chan struct{}
+	done   chan struct{}
+	err    error
 }
 
 // OpenSession registers a worker's stream. capacity is the worker's free
@@ -56,7 +61,7 @@ func (e *Engine) OpenSessionPrefetch(w *queue.Worker, capacity, prefetch int) *S
 	s := &Session{
 		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), concurrency: limit,
 		outstanding: map[string]string{}, carried: limit - capacity, freed: map[string]bool{},
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		intake: intakeOf(w.Queues, w.Breakers), wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	e.mu.Lock()
 	if e.closing {
@@ -95,6 +100,63 @@ func (s *Session) close(err error) {
 		s.err = err
 		close(s.done)
 	}
+}
+
+// intakeOf is the per-queue cap of a worker with these breakers.
+func intakeOf(queues []string, breakers []queue.QueueBreaker) map[string]int {
+	var m map[string]int
+	for _, q := range queues {
+		if n := queue.Intake(breakers, q); n >= 0 {
+			if m == nil {
+				m = map[string]int{}
+			}
+			m[q] = n
+		}
+	}
+	return m
+}
+
+// SetBreakers applies a worker's circuit breakers (from its heartbeat) to its session on this
+// replica: no more assignments of an open queue, at most one outstanding of a half-open one.
+// Attempts already handed out are not touched. It reports whether the worker has a session
+// here; one on another replica takes the breakers from the worker's row when it (re)opens.
+func (e *Engine) SetBreakers(workerID string, breakers []queue.QueueBreaker) bool {
+	e.mu.Lock()
+	s := e.sessions[workerID]
+	e.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	intake := intakeOf(s.queues, breakers)
+	s.mu.Lock()
+	changed := !maps.Equal(s.intake, intake)
+	s.intake = intake
+	s.mu.Unlock()
+	if changed {
+		// A queue may have reopened: claim and refill at once.
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+		e.WakeScheduler()
+	}
+	return true
+}
+
+// room is how many of queue q's jobs the session may take now, out of free.
+func (s *Session) room(q string, free int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit, capped := s.intake[q]
+	if !capped || free <= 0 {
+		return free
+	}
+	for _, oq := range s.outstanding {
+		if oq == q {
+			limit--
+		}
+	}
+	return min(free, max(limit, 0))
 }
 
 func (s *Session) free() int {
@@ -189,8 +251,12 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			break
 		}
 		q := s.queues[(start+i)%len(s.queues)]
+		room := s.room(q, free)
+		if room <= 0 {
+			continue // the worker's breaker for q is open, or its probe is out
+		}
 		claimStart := time.Now()
-		ids, err := s.e.opts.Dispatcher.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: s.workerID, Max: free})
+		ids, err := s.e.opts.Dispatcher.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: s.workerID, Max: room})
 		if err != nil {
 			if ctx.Err() != nil {
 				return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
@@ -199,7 +265,7 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			// compare-and-set alone keeps every job to one worker (without the
 			// locks, replicas may race for the same jobs and lose some claims).
 			s.e.redisDown(err)
-			jobs, derr := s.claimDirect(ctx, q, free)
+			jobs, derr := s.claimDirect(ctx, q, room)
 			if derr != nil {
 				return s.partial(out, fmt.Errorf("claim %s: %w; direct from Postgres: %w", q, err, derr))
 			}

@@ -153,6 +153,9 @@ type LeaseResult struct {
 type HeartbeatParams struct {
 	WorkerID string
 	Running  []Lease
+	// Breakers are the circuit breakers that are not closed: the server assigns no job of an
+	// open queue and at most one at a time of a half-open queue.
+	Breakers []queue.QueueBreaker
 }
 
 // Command is an operator instruction delivered by a heartbeat.

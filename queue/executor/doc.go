@@ -68,6 +68,17 @@
 // FAILED_PRECONDITION (declared offline) abandons the running jobs, whose
 // leases are gone, and registers again; NOT_FOUND registers again.
 //
+// # Circuit breakers
+//
+// With Options.CircuitBreaker on, each queue has a breaker (breaker.go): closed → open when
+// the retryable failures of its attempts that finished within the rolling window reach the
+// threshold (with at least MinSamples); open → half-open after the cooldown; the first job
+// started while half-open is the probe: success closes, failure opens again. Permanent
+// failures, cancellations and abandoned jobs are not samples. A change sends a heartbeat at
+// once; every heartbeat lists the breakers that are not closed, and the server assigns no job
+// of an open queue and at most one at a time of a half-open one. The worker never refuses a
+// job: one of an open queue that arrives anyway runs, and does not move the breaker.
+//
 // # Stop
 //
 // Run's context ending (or SHUTDOWN) starts the two-phase stop: the stream is

@@ -89,6 +89,10 @@ type Options struct {
 	// deadline (scheduler.assignment_timeout_s): keep Prefetch 0 for jobs that run longer than
 	// about half of it.
 	Prefetch int
+	// CircuitBreaker configures one circuit breaker per queue (seed 004; off by default in the
+	// library, on in jq's worker.circuit_breaker): a queue whose jobs fail too often on this
+	// worker gets none of its jobs for a cooldown, then one probe. See breakers.go.
+	CircuitBreaker CircuitBreakerOptions
 }
 
 // Outcome classifies a finished handler.
@@ -163,6 +167,9 @@ type Executor struct {
 	cancelJobs context.CancelCauseFunc
 	active     sync.WaitGroup // jobs queued or running
 
+	breakerMu sync.Mutex
+	breakers  map[string]*breaker // by queue; nil when the breakers are off
+
 	acks    batcher[*task]
 	reports batcher[reportItem]
 
@@ -232,6 +239,14 @@ func New(opts Options) (*Executor, error) {
 		capFreed:    make(chan struct{}, 1),
 		hbNow:       make(chan struct{}, 1),
 		shutdownReq: make(chan struct{}),
+	}
+	if opts.CircuitBreaker.Enabled {
+		e.opts.CircuitBreaker.setDefaults()
+		e.breakers = make(map[string]*breaker, len(opts.Queues))
+		now := time.Now()
+		for _, q := range opts.Queues {
+			e.breakers[q] = newBreaker(q, &e.opts.CircuitBreaker, now)
+		}
 	}
 	e.acks = batcher[*task]{
 		name: "ack", log: e.log, send: e.sendAcks, done: e.ackDone,
@@ -362,6 +377,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.log.Error("worker cannot run", zap.Error(runErr))
 	}
 	e.stop(ctx, stopSession, &session, stopHeartbeats)
+	e.stopBreakers()
 	stopLoops()
 	loops.Wait()
 	e.log.Info("worker stopped", zap.Any("stats", e.Stats()))

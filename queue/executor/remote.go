@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -127,7 +128,11 @@ func (r *Remote) Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatRep
 	for i, l := range p.Running {
 		running[i] = leaseToProto(l)
 	}
-	res, err := r.c.Heartbeat(ctx, connect.NewRequest(&jqv1.HeartbeatRequest{WorkerId: p.WorkerID, Running: running}))
+	breakers := make([]*jqv1.QueueBreaker, len(p.Breakers))
+	for i, b := range p.Breakers {
+		breakers[i] = breakerToProto(b)
+	}
+	res, err := r.c.Heartbeat(ctx, connect.NewRequest(&jqv1.HeartbeatRequest{WorkerId: p.WorkerID, Running: running, Breakers: breakers}))
 	if err != nil {
 		return HeartbeatReply{}, remoteErr("heartbeat", err)
 	}
@@ -215,4 +220,19 @@ func timeOf(ts *timestamppb.Timestamp) time.Time {
 		return time.Time{}
 	}
 	return ts.AsTime()
+}
+
+func breakerToProto(b queue.QueueBreaker) *jqv1.QueueBreaker {
+	state := jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_CLOSED
+	switch b.State {
+	case queue.BreakerOpen:
+		state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN
+	case queue.BreakerHalfOpen:
+		state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN
+	}
+	return &jqv1.QueueBreaker{
+		Queue: b.Queue, State: state, FailureRate: b.FailureRate,
+		Samples: int32(min(b.Samples, math.MaxInt32)), //nolint:gosec // bounded just above
+		Since:   timestamppb.New(b.Since),
+	}
 }

@@ -240,7 +240,7 @@ func (e *Executor) heartbeat(ctx context.Context, unreachable *int) {
 	cctx, cancel := context.WithTimeout(ctx, min(e.opts.CallTimeout, max(e.heartbeatInterval(), time.Second)))
 	defer cancel()
 	held := e.heldLeases()
-	reply, err := e.conn.Heartbeat(cctx, HeartbeatParams{WorkerID: e.opts.WorkerID, Running: held})
+	reply, err := e.conn.Heartbeat(cctx, HeartbeatParams{WorkerID: e.opts.WorkerID, Running: held, Breakers: e.Breakers()})
 	switch {
 	case err == nil:
 		*unreachable = 0

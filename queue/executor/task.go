@@ -52,6 +52,8 @@ type task struct {
 	ackTimer  *time.Timer
 	ackQueued bool
 	ackBy     time.Time // when the start must be acknowledged by
+	// probe: the job is its queue's half-open breaker's probe (set and read by its goroutine).
+	probe bool
 }
 
 type reportItem struct {
@@ -222,6 +224,7 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 	for m := e.maxRunning.Load(); n > m && !e.maxRunning.CompareAndSwap(m, n); m = e.maxRunning.Load() {
 	}
 	e.started.Add(1)
+	e.breakerStart(t)
 	timeout := t.job.Timeout
 	if timeout <= 0 {
 		timeout = queue.DefaultJobTimeout
@@ -237,6 +240,9 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 	e.running.Add(-1)
 
 	rep, done := e.outcome(t, res, herr, cause, timeout, runtime)
+	// Before the report is queued: a breaker that opens tells the server (a heartbeat) as early
+	// as it can.
+	e.breakerFinish(t, done, rep)
 	log := e.jobLog(t)
 	e.mu.Lock()
 	report := !t.abandoned && done.Outcome != OutcomeAbandoned

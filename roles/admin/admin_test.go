@@ -169,7 +169,8 @@ func TestTablesEscapeServerText(t *testing.T) {
 		Id: evil, Queue: evil, Type: evil, WorkerId: evil, LastError: evil, FailureReason: evil,
 		Payload: []byte(evil), State: jqv1.JobState_JOB_STATE_FAILED,
 	}
-	worker := &jqv1.Worker{Id: evil, Hostname: evil, Queues: []string{evil, evil}, Version: evil}
+	worker := &jqv1.Worker{Id: evil, Hostname: evil, Queues: []string{evil, evil}, Version: evil,
+		Breakers: []*jqv1.QueueBreaker{{Queue: evil, State: jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN}}}
 	status := &jqv1.GetStatusResponse{
 		ServerVersion: evil,
 		Components:    []*jqv1.ComponentHealth{{Name: evil, Detail: evil}},
@@ -190,4 +191,23 @@ func TestTablesEscapeServerText(t *testing.T) {
 		require.NotContains(t, line, "\t")
 	}
 	require.Contains(t, out.String(), `\x1b[2J`, "escaped, not dropped")
+}
+
+// worker list shows a live worker's open and half-open breakers.
+func TestWorkersTableBreakers(t *testing.T) {
+	t.Parallel()
+	re := &runEnv{now: time.Now, globals: &Globals{ServerAddr: "h:1"}}
+	open := []*jqv1.QueueBreaker{
+		{Queue: "pay", State: jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN, FailureRate: 0.625, Samples: 40},
+		{Queue: "mail", State: jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN},
+	}
+	var out strings.Builder
+	require.NoError(t, re.workersTable(&out, []*jqv1.Worker{
+		{Id: "w-1", Status: jqv1.WorkerStatus_WORKER_STATUS_ONLINE, Breakers: open},
+		{Id: "w-2", Status: jqv1.WorkerStatus_WORKER_STATUS_OFFLINE, Breakers: open},
+	}))
+	lines := strings.Split(out.String(), "\n")
+	require.Contains(t, lines[0], "BREAKERS")
+	require.True(t, strings.HasSuffix(strings.TrimSpace(lines[1]), "pay:open(62%/40),mail:half-open"), lines[1])
+	require.True(t, strings.HasSuffix(strings.TrimSpace(lines[2]), "-"), "an OFFLINE worker's breakers are history: %s", lines[2])
 }

@@ -10,8 +10,8 @@ import (
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
 
-// Run lists the workers: id, host, status, concurrency, running jobs, last
-// heartbeat.
+// Run lists the workers: id, host, status, concurrency, running jobs, queues,
+// version, last heartbeat, and the circuit breakers that are not closed.
 func (c *WorkerListCmd) Run(re *runEnv) error {
 	cl, err := re.Client()
 	if err != nil {
@@ -28,13 +28,32 @@ func (c *WorkerListCmd) Run(re *runEnv) error {
 
 func (re *runEnv) workersTable(w io.Writer, workers []*jqv1.Worker) error {
 	tw := newTable(w)
-	fmt.Fprintf(tw, "ID\tHOST\t%s\tCONCURRENCY\tRUNNING\tQUEUES\tVERSION\tLAST HEARTBEAT\n", re.header("STATUS"))
+	fmt.Fprintf(tw, "ID\tHOST\t%s\tCONCURRENCY\tRUNNING\tQUEUES\tVERSION\tLAST HEARTBEAT\tBREAKERS\n", re.header("STATUS"))
 	for _, wk := range workers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", cell(wk.GetId()), dash(wk.GetHostname()), re.workerStatus(wk.GetStatus()),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", cell(wk.GetId()), dash(wk.GetHostname()), re.workerStatus(wk.GetStatus()),
 			wk.GetConcurrency(), wk.GetRunningJobs(), dash(strings.Join(wk.GetQueues(), ",")), dash(wk.GetVersion()),
-			re.when(wk.GetLastHeartbeatAt()))
+			re.when(wk.GetLastHeartbeatAt()), breakersCell(wk))
 	}
 	return tw.Flush()
+}
+
+// breakersCell lists a live worker's open and half-open circuit breakers:
+// "payments:open(62%/40),mail:half-open" ("-": all closed; an OFFLINE
+// worker's last report is history, not shown).
+func breakersCell(wk *jqv1.Worker) string {
+	if wk.GetStatus() == jqv1.WorkerStatus_WORKER_STATUS_OFFLINE {
+		return "-"
+	}
+	var parts []string
+	for _, b := range wk.GetBreakers() {
+		switch b.GetState() {
+		case jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN:
+			parts = append(parts, fmt.Sprintf("%s:open(%.0f%%/%d)", b.GetQueue(), 100*b.GetFailureRate(), b.GetSamples()))
+		case jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN:
+			parts = append(parts, b.GetQueue()+":half-open")
+		}
+	}
+	return dash(strings.Join(parts, ","))
 }
 
 // Run drains a worker (FR-023).

@@ -122,8 +122,16 @@ func TestWorkerMetrics(t *testing.T) {
 	m := NewWorkerMetrics(reg, "w-1", []string{"q"})
 	got := gatherValues(t, reg)
 	require.InDelta(t, 0, got["jq_worker_active"], 0)
-	require.InDelta(t, 0, got["jq_circuit_breaker_state"], 0)
+	require.InDelta(t, 0, got["jq_circuit_breaker_state{queue=q}"], 0)
 	require.Contains(t, got, "jq_worker_jobs_total{outcome=abandoned}{queue=q}")
+	// The breaker gauge follows each state change with seed 004's values.
+	for _, c := range []struct {
+		to   queue.BreakerState
+		want float64
+	}{{queue.BreakerOpen, 2}, {queue.BreakerHalfOpen, 1}, {queue.BreakerOpen, 2}, {queue.BreakerHalfOpen, 1}, {queue.BreakerClosed, 0}} {
+		m.BreakerChanged(executor.BreakerChange{Queue: "q", To: c.to})
+		require.InDelta(t, c.want, gatherValues(t, reg)["jq_circuit_breaker_state{queue=q}"], 0, "%s", c.to)
+	}
 	m.Watch(func() WorkerState { return WorkerState{Active: true, Running: 2} })
 	m.JobDone(executor.JobDone{Job: &queue.Job{Queue: "q"}, Outcome: executor.OutcomeSucceeded, Runtime: time.Millisecond})
 	got = gatherValues(t, reg)

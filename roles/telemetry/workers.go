@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 )
 
@@ -22,10 +23,18 @@ type WorkerMetrics struct {
 	mu       sync.Mutex
 	state    func() WorkerState
 
-	active, concurrency, breaker *prometheus.Desc
-	jobs                         *prometheus.CounterVec
-	duration                     *prometheus.HistogramVec
+	active, concurrency *prometheus.Desc
+	breaker             *prometheus.GaugeVec
+	jobs                *prometheus.CounterVec
+	duration            *prometheus.HistogramVec
 }
+
+// Values of jq_circuit_breaker_state (seed 004).
+const (
+	breakerClosed   = 0
+	breakerHalfOpen = 1
+	breakerOpen     = 2
+)
 
 // NewWorkerMetrics registers the worker's metrics on reg. workerID labels
 // jq_worker_job_concurrency: one value per worker process, so the label stays bounded by the fleet.
@@ -37,8 +46,10 @@ func NewWorkerMetrics(reg prometheus.Registerer, workerID string, queues []strin
 			"1 while this worker is registered with a server and its assignment stream is open, else 0.", nil, nil),
 		concurrency: prometheus.NewDesc("jq_worker_job_concurrency",
 			"Jobs this worker is running now.", []string{"worker_id"}, nil),
-		breaker: prometheus.NewDesc("jq_circuit_breaker_state",
-			"State of this worker's circuit breaker: 0 closed, 1 half-open, 2 open. jq has no breaker yet, so it is always 0 (closed).", nil, nil),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jq_circuit_breaker_state",
+			Help: "State of this worker's circuit breaker of each queue: 0 closed, 1 half-open (one probe job), 2 open (no jobs of the queue until the cooldown ends).",
+		}, []string{"queue"}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jq_worker_jobs_total",
 			Help: "Handlers of this worker that returned, by queue and outcome (succeeded, failed: reported to the server; abandoned: not reported, lease lost or shutdown).",
@@ -49,8 +60,9 @@ func NewWorkerMetrics(reg prometheus.Registerer, workerID string, queues []strin
 			Buckets: jobBuckets,
 		}, []string{"queue"}),
 	}
-	reg.MustRegister(m, m.jobs, m.duration)
+	reg.MustRegister(m, m.breaker, m.jobs, m.duration)
 	for _, q := range queues {
+		m.breaker.WithLabelValues(q).Set(breakerClosed)
 		for _, o := range []executor.Outcome{executor.OutcomeSucceeded, executor.OutcomeFailed, executor.OutcomeAbandoned} {
 			m.jobs.WithLabelValues(q, string(o))
 		}
@@ -84,11 +96,22 @@ func (m *WorkerMetrics) JobDone(d executor.JobDone) {
 	m.duration.WithLabelValues(q).Observe(d.Runtime.Seconds())
 }
 
+// BreakerChanged follows a circuit breaker's state change (executor CircuitBreakerOptions.OnChange).
+func (m *WorkerMetrics) BreakerChanged(c executor.BreakerChange) {
+	v := breakerClosed
+	switch c.To {
+	case queue.BreakerHalfOpen:
+		v = breakerHalfOpen
+	case queue.BreakerOpen:
+		v = breakerOpen
+	}
+	m.breaker.WithLabelValues(c.Queue).Set(float64(v))
+}
+
 // Describe implements prometheus.Collector.
 func (m *WorkerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.active
 	ch <- m.concurrency
-	ch <- m.breaker
 }
 
 // Collect implements prometheus.Collector.
@@ -106,5 +129,4 @@ func (m *WorkerMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.active, prometheus.GaugeValue, active)
 	ch <- prometheus.MustNewConstMetric(m.concurrency, prometheus.GaugeValue, float64(st.Running), m.workerID)
-	ch <- prometheus.MustNewConstMetric(m.breaker, prometheus.GaugeValue, 0)
 }

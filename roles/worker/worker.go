@@ -50,6 +50,9 @@ type Deps struct {
 	Tracer trace.Tracer
 	// OnJobDone is called after each handler returns (metrics; nil: nothing).
 	OnJobDone func(executor.JobDone)
+	// OnBreakerChange is called after each circuit breaker state change (metrics; nil:
+	// nothing).
+	OnBreakerChange func(executor.BreakerChange)
 }
 
 // Worker is the running worker component.
@@ -94,6 +97,14 @@ func New(deps Deps) (*Worker, error) {
 		MaxResultBytes:    deps.Config.Server.MaxResultBytes,
 		Tracer:            deps.Tracer,
 		OnJobDone:         deps.OnJobDone,
+		CircuitBreaker: executor.CircuitBreakerOptions{
+			Enabled:          cfg.CircuitBreaker.Enabled,
+			FailureThreshold: cfg.CircuitBreaker.FailureThreshold,
+			Window:           cfg.CircuitBreaker.Window(),
+			Cooldown:         cfg.CircuitBreaker.CooldownPeriod(),
+			MinSamples:       cfg.CircuitBreaker.MinSamples,
+			OnChange:         deps.OnBreakerChange,
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)

@@ -42,7 +42,7 @@ const (
 // workerColumns needs the table alias w: RunningJobs is counted from jobs.
 const workerColumns = `w.id, w.hostname, w.status, w.concurrency, w.queues, w.version,
 	(SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state IN ('ASSIGNED', 'RUNNING'))::int,
-	w.started_at, w.last_heartbeat_at, w.shutdown_requested, w.principal`
+	w.started_at, w.last_heartbeat_at, w.shutdown_requested, w.principal, w.breakers`
 
 // scanJob reads jobColumns, or jobPageColumns with the two sizes scanned into extra.
 func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
@@ -124,11 +124,16 @@ func scanWorker(row pgx.Row) (*queue.Worker, error) {
 		w      queue.Worker
 		status string
 	)
+	var breakers []breakerRow
 	if err := row.Scan(&w.ID, &w.Hostname, &status, &w.Concurrency, &w.Queues, &w.Version,
-		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested, &w.Principal); err != nil {
+		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested, &w.Principal, &breakers); err != nil {
 		return nil, err
 	}
 	w.Status = queue.WorkerStatus(status)
+	for _, b := range breakers {
+		w.Breakers = append(w.Breakers, queue.QueueBreaker{Queue: b.Queue, State: queue.BreakerState(b.State),
+			FailureRate: b.FailureRate, Samples: b.Samples, Since: b.Since.UTC()})
+	}
 	if w.Queues == nil {
 		w.Queues = []string{}
 	}
@@ -163,4 +168,22 @@ func jsonText(m map[string]string) string {
 	}
 	b, _ := json.Marshal(m) // cannot fail for a map[string]string
 	return string(b)
+}
+
+// breakerRow is one element of workers.breakers (jsonb): field names fixed here, not by the
+// domain type's.
+type breakerRow struct {
+	Queue       string    `json:"queue"`
+	State       string    `json:"state"`
+	FailureRate float64   `json:"failure_rate"`
+	Samples     int       `json:"samples"`
+	Since       time.Time `json:"since"`
+}
+
+func breakersJSON(bs []queue.QueueBreaker) ([]byte, error) {
+	rows := make([]breakerRow, len(bs))
+	for i, b := range bs {
+		rows[i] = breakerRow{Queue: b.Queue, State: string(b.State), FailureRate: b.FailureRate, Samples: b.Samples, Since: b.Since.UTC()}
+	}
+	return json.Marshal(rows)
 }

@@ -35,7 +35,7 @@ FROM workers WHERE status <> 'OFFLINE' AND id <> $2`
 	// The database's clock, not the caller's: heartbeat ages are compared by the reaper on any
 	// replica.
 	sqlWorkerHeartbeat = `-- name: worker_heartbeat
-UPDATE workers AS w SET last_heartbeat_at = now(), updated_at = now() WHERE id = $1
+UPDATE workers AS w SET last_heartbeat_at = now(), updated_at = now(), breakers = $2::jsonb WHERE id = $1
 RETURNING ` + workerColumns
 
 	sqlWorkerGet = `-- name: worker_get
@@ -81,8 +81,15 @@ func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (sto
 }
 
 // WorkerHeartbeat implements store.WorkerStore.
-func (s *Store) WorkerHeartbeat(ctx context.Context, id string) (*queue.Worker, error) {
-	return s.workerRow(ctx, "heartbeat", sqlWorkerHeartbeat, id)
+func (s *Store) WorkerHeartbeat(ctx context.Context, p store.WorkerHeartbeatParams) (*queue.Worker, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	breakers, err := breakersJSON(p.Breakers)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: heartbeat worker: %w", err)
+	}
+	return s.workerRow(ctx, "heartbeat", sqlWorkerHeartbeat, p.ID, string(breakers))
 }
 
 // WorkerGet implements store.WorkerStore.

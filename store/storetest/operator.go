@@ -452,7 +452,7 @@ func runWorkerShutdownTests(t *testing.T, newStore NewOperatorStoreFunc) {
 			require.NoError(t, err, "idempotent")
 			require.Equal(t, got, again)
 
-			hb, err := b.s.WorkerHeartbeat(b.ctx, w.ID)
+			hb, err := b.s.WorkerHeartbeat(b.ctx, store.WorkerHeartbeatParams{ID: w.ID})
 			require.NoError(t, err)
 			require.True(t, hb.ShutdownRequested, "the heartbeat sees the request")
 			require.Equal(t, queue.WorkerDraining, hb.Status)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -101,7 +102,7 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		id := uniqueName("missing")
 		_, err := b.s.WorkerGet(b.ctx, id)
 		require.ErrorIs(t, err, queue.ErrWorkerNotFound)
-		_, err = b.s.WorkerHeartbeat(b.ctx, id)
+		_, err = b.s.WorkerHeartbeat(b.ctx, store.WorkerHeartbeatParams{ID: id})
 		require.ErrorIs(t, err, queue.ErrWorkerNotFound)
 		_, err = b.s.WorkerSetStatus(b.ctx, store.WorkerSetStatusParams{ID: id, Status: queue.WorkerDraining})
 		require.ErrorIs(t, err, queue.ErrWorkerNotFound)
@@ -111,11 +112,43 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Heartbeat", func(t *testing.T) {
 		b := setup(t, newStore)
 		w := b.register(uniqueName("w"))
-		hb, err := b.s.WorkerHeartbeat(b.ctx, w.ID)
+		hb, err := b.s.WorkerHeartbeat(b.ctx, store.WorkerHeartbeatParams{ID: w.ID})
 		require.NoError(t, err)
 		require.False(t, hb.LastHeartbeatAt.Before(w.LastHeartbeatAt))
 		require.Equal(t, w.StartedAt, hb.StartedAt)
 		require.Equal(t, queue.WorkerOnline, hb.Status)
+	})
+
+	t.Run("HeartbeatBreakers", func(t *testing.T) {
+		b := setup(t, newStore)
+		w := b.register(uniqueName("w"))
+		require.Empty(t, w.Breakers)
+		since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+		open := []queue.QueueBreaker{
+			{Queue: "default", State: queue.BreakerOpen, FailureRate: 0.6, Samples: 20, Since: since},
+			{Queue: b.queue, State: queue.BreakerHalfOpen, FailureRate: 0.75, Samples: 40, Since: since.Add(time.Second)},
+		}
+		hb, err := b.s.WorkerHeartbeat(b.ctx, store.WorkerHeartbeatParams{ID: w.ID, Breakers: open})
+		require.NoError(t, err)
+		require.Equal(t, open, hb.Breakers)
+		got, err := b.s.WorkerGet(b.ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, open, got.Breakers, "kept with the worker")
+
+		// Each heartbeat replaces the list; an older worker's heartbeat (none) clears it.
+		hb, err = b.s.WorkerHeartbeat(b.ctx, store.WorkerHeartbeatParams{ID: w.ID})
+		require.NoError(t, err)
+		require.Empty(t, hb.Breakers)
+
+		for _, bad := range [][]queue.QueueBreaker{
+			{{Queue: "Not A Queue", State: queue.BreakerOpen}},
+			{{Queue: "default", State: "AJAR"}},
+			{{Queue: "default", State: queue.BreakerOpen, FailureRate: 1.5}},
+			{{Queue: "default", State: queue.BreakerOpen}, {Queue: "default", State: queue.BreakerHalfOpen}},
+		} {
+			_, err := b.s.WorkerHeartbeat(b.ctx, store.WorkerHeartbeatParams{ID: w.ID, Breakers: bad})
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", bad)
+		}
 	})
 
 	t.Run("StatusAndDeregister", func(t *testing.T) {
@@ -136,7 +169,7 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.ErrorIs(t, err, queue.ErrIllegalTransition, "only registering revives an OFFLINE worker")
 
 		// A late heartbeat does not revive an OFFLINE worker.
-		hb, err := b.s.WorkerHeartbeat(b.ctx, w.ID)
+		hb, err := b.s.WorkerHeartbeat(b.ctx, store.WorkerHeartbeatParams{ID: w.ID})
 		require.NoError(t, err)
 		require.Equal(t, queue.WorkerOffline, hb.Status)
 

@@ -4,7 +4,9 @@
 // api/proto/jq/v1/worker_service.proto closely enough for that: capacity
 // accounting per stream, attempts as fencing tokens, stale-attempt
 // rejections, one stream per worker, heartbeat commands and cancellations.
-// It is not a server: there are no queues, priorities or timeouts.
+// It is not a server: there are no priorities or timeouts; queues matter only
+// to the worker's circuit breakers, which it honours as the server does (no
+// job of an open queue, one at a time of a half-open queue).
 package executortest
 
 import (
@@ -90,6 +92,7 @@ type Server struct {
 	reportHook  func(executor.Report) (ok bool, reason string)
 	capacities  []int
 	ackHook     func(executor.Lease) (ok bool, reason string)
+	breakers    []queue.QueueBreaker // from the last heartbeat
 }
 
 var _ executor.Conn = (*Server)(nil)
@@ -339,9 +342,9 @@ func (st *stream) Recv() (*executor.Assignment, error) {
 			s.mu.Unlock()
 			return nil, errors.New("stream closed")
 		}
-		if len(s.pending) > 0 && (s.opts.IgnoreCapacity || s.outstanding < s.limit) {
-			id := s.pending[0]
-			s.pending = s.pending[1:]
+		if i := s.nextPendingLocked(); i >= 0 && (s.opts.IgnoreCapacity || s.outstanding < s.limit) {
+			id := s.pending[i]
+			s.pending = slices.Delete(s.pending, i, i+1)
 			j := s.jobs[id]
 			j.attempt++
 			j.state = Assigned
@@ -360,6 +363,34 @@ func (st *stream) Recv() (*executor.Assignment, error) {
 		case <-ch:
 		}
 	}
+}
+
+// nextPendingLocked is the index of the oldest pending job the worker's breakers let through,
+// or -1.
+func (s *Server) nextPendingLocked() int {
+	for i, id := range s.pending {
+		q := s.jobs[id].j.Queue
+		limit := queue.Intake(s.breakers, q)
+		if limit < 0 {
+			return i
+		}
+		for _, j := range s.jobs {
+			if j.j.Queue == q && (j.state == Assigned || j.state == Running) {
+				limit--
+			}
+		}
+		if limit > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// Breakers returns the breakers the worker's last heartbeat reported.
+func (s *Server) Breakers() []queue.QueueBreaker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.breakers)
 }
 
 func (st *stream) Close() error {
@@ -466,6 +497,8 @@ func (s *Server) Heartbeat(_ context.Context, p executor.HeartbeatParams) (execu
 		return executor.HeartbeatReply{}, fmt.Errorf("%w: %s", executor.ErrUnknownWorker, p.WorkerID)
 	}
 	s.heartbeats = append(s.heartbeats, slices.Clone(p.Running))
+	s.breakers = slices.Clone(p.Breakers)
+	s.notifyLocked() // a queue may have reopened
 	r := executor.HeartbeatReply{Command: s.command, CancelJobIDs: s.cancelIDs}
 	s.cancelIDs = nil
 	if s.command != executor.CommandNone && s.stream != nil {

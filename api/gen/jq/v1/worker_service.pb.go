@@ -136,6 +136,66 @@ func (WorkerCommand) EnumDescriptor() ([]byte, []int) {
 	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{1}
 }
 
+// CircuitBreakerState is the state of a worker's circuit breaker for one
+// queue (seed 004). A queue a worker does not list is closed.
+type CircuitBreakerState int32
+
+const (
+	// Not a state; read as closed.
+	CircuitBreakerState_CIRCUIT_BREAKER_STATE_UNSPECIFIED CircuitBreakerState = 0
+	// Jobs of the queue flow normally.
+	CircuitBreakerState_CIRCUIT_BREAKER_STATE_CLOSED CircuitBreakerState = 1
+	// Too many of the queue's jobs failed on this worker: it takes none of
+	// them until its cooldown ends. They stay PENDING for other workers.
+	CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN CircuitBreakerState = 2
+	// Cooldown over: the worker takes one probe job of the queue at a time;
+	// its success closes the breaker, its failure opens it again.
+	CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN CircuitBreakerState = 3
+)
+
+// Enum value maps for CircuitBreakerState.
+var (
+	CircuitBreakerState_name = map[int32]string{
+		0: "CIRCUIT_BREAKER_STATE_UNSPECIFIED",
+		1: "CIRCUIT_BREAKER_STATE_CLOSED",
+		2: "CIRCUIT_BREAKER_STATE_OPEN",
+		3: "CIRCUIT_BREAKER_STATE_HALF_OPEN",
+	}
+	CircuitBreakerState_value = map[string]int32{
+		"CIRCUIT_BREAKER_STATE_UNSPECIFIED": 0,
+		"CIRCUIT_BREAKER_STATE_CLOSED":      1,
+		"CIRCUIT_BREAKER_STATE_OPEN":        2,
+		"CIRCUIT_BREAKER_STATE_HALF_OPEN":   3,
+	}
+)
+
+func (x CircuitBreakerState) Enum() *CircuitBreakerState {
+	p := new(CircuitBreakerState)
+	*p = x
+	return p
+}
+
+func (x CircuitBreakerState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CircuitBreakerState) Descriptor() protoreflect.EnumDescriptor {
+	return file_jq_v1_worker_service_proto_enumTypes[2].Descriptor()
+}
+
+func (CircuitBreakerState) Type() protoreflect.EnumType {
+	return &file_jq_v1_worker_service_proto_enumTypes[2]
+}
+
+func (x CircuitBreakerState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CircuitBreakerState.Descriptor instead.
+func (CircuitBreakerState) EnumDescriptor() ([]byte, []int) {
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{2}
+}
+
 // Worker is a registered worker process.
 type Worker struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -160,8 +220,12 @@ type Worker struct {
 	// When the server last received a heartbeat from it. Unset before the
 	// first heartbeat.
 	LastHeartbeatAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_heartbeat_at,json=lastHeartbeatAt,proto3" json:"last_heartbeat_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The worker's circuit breakers that are not closed, as its last
+	// heartbeat reported them (empty: every queue closed, or a worker without
+	// breakers).
+	Breakers      []*QueueBreaker `protobuf:"bytes,12,rep,name=breakers,proto3" json:"breakers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Worker) Reset() {
@@ -264,6 +328,96 @@ func (x *Worker) GetLastHeartbeatAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Worker) GetBreakers() []*QueueBreaker {
+	if x != nil {
+		return x.Breakers
+	}
+	return nil
+}
+
+// QueueBreaker is a worker's circuit breaker for one queue.
+type QueueBreaker struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Queue name.
+	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// State of the breaker.
+	State CircuitBreakerState `protobuf:"varint,2,opt,name=state,proto3,enum=jq.v1.CircuitBreakerState" json:"state,omitempty"`
+	// Failure rate of the rolling window when the breaker last opened
+	// (0..1).
+	FailureRate float64 `protobuf:"fixed64,3,opt,name=failure_rate,json=failureRate,proto3" json:"failure_rate,omitempty"`
+	// Finished attempts in the rolling window when the breaker last opened.
+	Samples int32 `protobuf:"varint,4,opt,name=samples,proto3" json:"samples,omitempty"`
+	// When the breaker entered this state, on the worker's clock.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueBreaker) Reset() {
+	*x = QueueBreaker{}
+	mi := &file_jq_v1_worker_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueBreaker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueBreaker) ProtoMessage() {}
+
+func (x *QueueBreaker) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_worker_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueBreaker.ProtoReflect.Descriptor instead.
+func (*QueueBreaker) Descriptor() ([]byte, []int) {
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *QueueBreaker) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *QueueBreaker) GetState() CircuitBreakerState {
+	if x != nil {
+		return x.State
+	}
+	return CircuitBreakerState_CIRCUIT_BREAKER_STATE_UNSPECIFIED
+}
+
+func (x *QueueBreaker) GetFailureRate() float64 {
+	if x != nil {
+		return x.FailureRate
+	}
+	return 0
+}
+
+func (x *QueueBreaker) GetSamples() int32 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *QueueBreaker) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 // JobLease names one job held by a worker at one attempt.
 type JobLease struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -277,7 +431,7 @@ type JobLease struct {
 
 func (x *JobLease) Reset() {
 	*x = JobLease{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[1]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +443,7 @@ func (x *JobLease) String() string {
 func (*JobLease) ProtoMessage() {}
 
 func (x *JobLease) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[1]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +456,7 @@ func (x *JobLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLease.ProtoReflect.Descriptor instead.
 func (*JobLease) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{1}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *JobLease) GetJobId() string {
@@ -339,7 +493,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[2]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +505,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[2]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +518,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{2}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Assignment) GetJob() *Job {
@@ -406,7 +560,7 @@ type LeaseResult struct {
 
 func (x *LeaseResult) Reset() {
 	*x = LeaseResult{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[3]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +572,7 @@ func (x *LeaseResult) String() string {
 func (*LeaseResult) ProtoMessage() {}
 
 func (x *LeaseResult) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[3]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +585,7 @@ func (x *LeaseResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseResult.ProtoReflect.Descriptor instead.
 func (*LeaseResult) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{3}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *LeaseResult) GetJobId() string {
@@ -476,7 +630,7 @@ type JobReport struct {
 
 func (x *JobReport) Reset() {
 	*x = JobReport{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[4]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +642,7 @@ func (x *JobReport) String() string {
 func (*JobReport) ProtoMessage() {}
 
 func (x *JobReport) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[4]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +655,7 @@ func (x *JobReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobReport.ProtoReflect.Descriptor instead.
 func (*JobReport) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{4}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobReport) GetJobId() string {
@@ -575,7 +729,7 @@ type JobSuccess struct {
 
 func (x *JobSuccess) Reset() {
 	*x = JobSuccess{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[5]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +741,7 @@ func (x *JobSuccess) String() string {
 func (*JobSuccess) ProtoMessage() {}
 
 func (x *JobSuccess) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[5]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +754,7 @@ func (x *JobSuccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSuccess.ProtoReflect.Descriptor instead.
 func (*JobSuccess) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{5}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobSuccess) GetResult() []byte {
@@ -640,7 +794,7 @@ type JobFailure struct {
 
 func (x *JobFailure) Reset() {
 	*x = JobFailure{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[6]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +806,7 @@ func (x *JobFailure) String() string {
 func (*JobFailure) ProtoMessage() {}
 
 func (x *JobFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[6]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +819,7 @@ func (x *JobFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFailure.ProtoReflect.Descriptor instead.
 func (*JobFailure) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{6}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobFailure) GetError() string {
@@ -718,7 +872,7 @@ type RegisterWorkerRequest struct {
 
 func (x *RegisterWorkerRequest) Reset() {
 	*x = RegisterWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[7]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +884,7 @@ func (x *RegisterWorkerRequest) String() string {
 func (*RegisterWorkerRequest) ProtoMessage() {}
 
 func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[7]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +897,7 @@ func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{7}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegisterWorkerRequest) GetWorkerId() string {
@@ -805,7 +959,7 @@ type RegisterWorkerResponse struct {
 
 func (x *RegisterWorkerResponse) Reset() {
 	*x = RegisterWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[8]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +971,7 @@ func (x *RegisterWorkerResponse) String() string {
 func (*RegisterWorkerResponse) ProtoMessage() {}
 
 func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[8]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +984,7 @@ func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{8}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RegisterWorkerResponse) GetWorker() *Worker {
@@ -862,14 +1016,21 @@ type HeartbeatRequest struct {
 	// Every lease the worker currently holds (received, acked or running, not
 	// yet reported). The server does not fail jobs missing from this list (an
 	// assignment may be in flight); it uses it to find leases to cancel.
-	Running       []*JobLease `protobuf:"bytes,2,rep,name=running,proto3" json:"running,omitempty"`
+	Running []*JobLease `protobuf:"bytes,2,rep,name=running,proto3" json:"running,omitempty"`
+	// The worker's circuit breakers that are not closed, every one of them
+	// (at most one per registered queue): the server assigns no job of an OPEN
+	// queue to this worker, and at most one at a time of a HALF_OPEN queue.
+	// The list replaces the previous heartbeat's; empty (an older worker, or
+	// every breaker closed) means no limit. A worker sends a heartbeat at once
+	// when a breaker changes state.
+	Breakers      []*QueueBreaker `protobuf:"bytes,3,rep,name=breakers,proto3" json:"breakers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[9]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1042,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[9]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1055,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{9}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HeartbeatRequest) GetWorkerId() string {
@@ -907,6 +1068,13 @@ func (x *HeartbeatRequest) GetWorkerId() string {
 func (x *HeartbeatRequest) GetRunning() []*JobLease {
 	if x != nil {
 		return x.Running
+	}
+	return nil
+}
+
+func (x *HeartbeatRequest) GetBreakers() []*QueueBreaker {
+	if x != nil {
+		return x.Breakers
 	}
 	return nil
 }
@@ -927,7 +1095,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[10]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1107,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[10]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1120,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{10}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HeartbeatResponse) GetCommand() WorkerCommand {
@@ -989,7 +1157,7 @@ type StreamJobsRequest struct {
 
 func (x *StreamJobsRequest) Reset() {
 	*x = StreamJobsRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[11]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1169,7 @@ func (x *StreamJobsRequest) String() string {
 func (*StreamJobsRequest) ProtoMessage() {}
 
 func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[11]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1182,7 @@ func (x *StreamJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsRequest.ProtoReflect.Descriptor instead.
 func (*StreamJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{11}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StreamJobsRequest) GetWorkerId() string {
@@ -1049,7 +1217,7 @@ type StreamJobsResponse struct {
 
 func (x *StreamJobsResponse) Reset() {
 	*x = StreamJobsResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[12]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1229,7 @@ func (x *StreamJobsResponse) String() string {
 func (*StreamJobsResponse) ProtoMessage() {}
 
 func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[12]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1242,7 @@ func (x *StreamJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamJobsResponse.ProtoReflect.Descriptor instead.
 func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{12}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StreamJobsResponse) GetAssignment() *Assignment {
@@ -1097,7 +1265,7 @@ type AckJobsRequest struct {
 
 func (x *AckJobsRequest) Reset() {
 	*x = AckJobsRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[13]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1277,7 @@ func (x *AckJobsRequest) String() string {
 func (*AckJobsRequest) ProtoMessage() {}
 
 func (x *AckJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[13]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1290,7 @@ func (x *AckJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckJobsRequest.ProtoReflect.Descriptor instead.
 func (*AckJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{13}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AckJobsRequest) GetWorkerId() string {
@@ -1150,7 +1318,7 @@ type AckJobsResponse struct {
 
 func (x *AckJobsResponse) Reset() {
 	*x = AckJobsResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[14]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1330,7 @@ func (x *AckJobsResponse) String() string {
 func (*AckJobsResponse) ProtoMessage() {}
 
 func (x *AckJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[14]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1343,7 @@ func (x *AckJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckJobsResponse.ProtoReflect.Descriptor instead.
 func (*AckJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{14}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AckJobsResponse) GetResults() []*LeaseResult {
@@ -1198,7 +1366,7 @@ type ReportJobsRequest struct {
 
 func (x *ReportJobsRequest) Reset() {
 	*x = ReportJobsRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[15]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1378,7 @@ func (x *ReportJobsRequest) String() string {
 func (*ReportJobsRequest) ProtoMessage() {}
 
 func (x *ReportJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[15]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1391,7 @@ func (x *ReportJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobsRequest.ProtoReflect.Descriptor instead.
 func (*ReportJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{15}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReportJobsRequest) GetWorkerId() string {
@@ -1251,7 +1419,7 @@ type ReportJobsResponse struct {
 
 func (x *ReportJobsResponse) Reset() {
 	*x = ReportJobsResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[16]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1431,7 @@ func (x *ReportJobsResponse) String() string {
 func (*ReportJobsResponse) ProtoMessage() {}
 
 func (x *ReportJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[16]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1444,7 @@ func (x *ReportJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportJobsResponse.ProtoReflect.Descriptor instead.
 func (*ReportJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{16}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReportJobsResponse) GetResults() []*LeaseResult {
@@ -1297,7 +1465,7 @@ type DeregisterWorkerRequest struct {
 
 func (x *DeregisterWorkerRequest) Reset() {
 	*x = DeregisterWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[17]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1477,7 @@ func (x *DeregisterWorkerRequest) String() string {
 func (*DeregisterWorkerRequest) ProtoMessage() {}
 
 func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[17]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1490,7 @@ func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{17}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeregisterWorkerRequest) GetWorkerId() string {
@@ -1341,7 +1509,7 @@ type DeregisterWorkerResponse struct {
 
 func (x *DeregisterWorkerResponse) Reset() {
 	*x = DeregisterWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1521,7 @@ func (x *DeregisterWorkerResponse) String() string {
 func (*DeregisterWorkerResponse) ProtoMessage() {}
 
 func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1534,7 @@ func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{18}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{19}
 }
 
 // ListWorkersRequest has no parameters.
@@ -1378,7 +1546,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1558,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1571,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{19}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{20}
 }
 
 // ListWorkersResponse lists the workers.
@@ -1417,7 +1585,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1597,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1610,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{20}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -1463,7 +1631,7 @@ type DrainWorkerRequest struct {
 
 func (x *DrainWorkerRequest) Reset() {
 	*x = DrainWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1643,7 @@ func (x *DrainWorkerRequest) String() string {
 func (*DrainWorkerRequest) ProtoMessage() {}
 
 func (x *DrainWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1656,7 @@ func (x *DrainWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainWorkerRequest.ProtoReflect.Descriptor instead.
 func (*DrainWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{21}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DrainWorkerRequest) GetWorkerId() string {
@@ -1509,7 +1677,7 @@ type DrainWorkerResponse struct {
 
 func (x *DrainWorkerResponse) Reset() {
 	*x = DrainWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1689,7 @@ func (x *DrainWorkerResponse) String() string {
 func (*DrainWorkerResponse) ProtoMessage() {}
 
 func (x *DrainWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1702,7 @@ func (x *DrainWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainWorkerResponse.ProtoReflect.Descriptor instead.
 func (*DrainWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{22}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DrainWorkerResponse) GetWorker() *Worker {
@@ -1555,7 +1723,7 @@ type ShutdownWorkerRequest struct {
 
 func (x *ShutdownWorkerRequest) Reset() {
 	*x = ShutdownWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1735,7 @@ func (x *ShutdownWorkerRequest) String() string {
 func (*ShutdownWorkerRequest) ProtoMessage() {}
 
 func (x *ShutdownWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1748,7 @@ func (x *ShutdownWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownWorkerRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{23}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ShutdownWorkerRequest) GetWorkerId() string {
@@ -1601,7 +1769,7 @@ type ShutdownWorkerResponse struct {
 
 func (x *ShutdownWorkerResponse) Reset() {
 	*x = ShutdownWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1781,7 @@ func (x *ShutdownWorkerResponse) String() string {
 func (*ShutdownWorkerResponse) ProtoMessage() {}
 
 func (x *ShutdownWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1794,7 @@ func (x *ShutdownWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownWorkerResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{24}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ShutdownWorkerResponse) GetWorker() *Worker {
@@ -1640,7 +1808,7 @@ var File_jq_v1_worker_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1ajq/v1/worker_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fjq/v1/job.proto\"\xc9\x03\n" +
+	"\x1ajq/v1/worker_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fjq/v1/job.proto\"\xfa\x03\n" +
 	"\x06Worker\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12+\n" +
@@ -1653,10 +1821,17 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12F\n" +
-	"\x11last_heartbeat_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x1a9\n" +
+	"\x11last_heartbeat_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x12/\n" +
+	"\bbreakers\x18\f \x03(\v2\x13.jq.v1.QueueBreakerR\bbreakers\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\";\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x01\n" +
+	"\fQueueBreaker\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x120\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x1a.jq.v1.CircuitBreakerStateR\x05state\x12!\n" +
+	"\ffailure_rate\x18\x03 \x01(\x01R\vfailureRate\x12\x18\n" +
+	"\asamples\x18\x04 \x01(\x05R\asamples\x120\n" +
+	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\";\n" +
 	"\bJobLease\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"|\n" +
@@ -1700,10 +1875,11 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\x16RegisterWorkerResponse\x12%\n" +
 	"\x06worker\x18\x01 \x01(\v2\r.jq.v1.WorkerR\x06worker\x12H\n" +
 	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12F\n" +
-	"\x11heartbeat_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x10heartbeatTimeout\"Z\n" +
+	"\x11heartbeat_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x10heartbeatTimeout\"\x8b\x01\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12)\n" +
-	"\arunning\x18\x02 \x03(\v2\x0f.jq.v1.JobLeaseR\arunning\"i\n" +
+	"\arunning\x18\x02 \x03(\v2\x0f.jq.v1.JobLeaseR\arunning\x12/\n" +
+	"\bbreakers\x18\x03 \x03(\v2\x13.jq.v1.QueueBreakerR\bbreakers\"i\n" +
 	"\x11HeartbeatResponse\x12.\n" +
 	"\acommand\x18\x01 \x01(\x0e2\x14.jq.v1.WorkerCommandR\acommand\x12$\n" +
 	"\x0ecancel_job_ids\x18\x02 \x03(\tR\fcancelJobIds\"h\n" +
@@ -1747,7 +1923,12 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\rWorkerCommand\x12\x1e\n" +
 	"\x1aWORKER_COMMAND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14WORKER_COMMAND_DRAIN\x10\x01\x12\x1b\n" +
-	"\x17WORKER_COMMAND_SHUTDOWN\x10\x022\x90\x05\n" +
+	"\x17WORKER_COMMAND_SHUTDOWN\x10\x02*\xa3\x01\n" +
+	"\x13CircuitBreakerState\x12%\n" +
+	"!CIRCUIT_BREAKER_STATE_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cCIRCUIT_BREAKER_STATE_CLOSED\x10\x01\x12\x1e\n" +
+	"\x1aCIRCUIT_BREAKER_STATE_OPEN\x10\x02\x12#\n" +
+	"\x1fCIRCUIT_BREAKER_STATE_HALF_OPEN\x10\x032\x90\x05\n" +
 	"\rWorkerService\x12M\n" +
 	"\x0eRegisterWorker\x12\x1c.jq.v1.RegisterWorkerRequest\x1a\x1d.jq.v1.RegisterWorkerResponse\x12>\n" +
 	"\tHeartbeat\x12\x17.jq.v1.HeartbeatRequest\x1a\x18.jq.v1.HeartbeatResponse\x12C\n" +
@@ -1773,90 +1954,96 @@ func file_jq_v1_worker_service_proto_rawDescGZIP() []byte {
 	return file_jq_v1_worker_service_proto_rawDescData
 }
 
-var file_jq_v1_worker_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jq_v1_worker_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_jq_v1_worker_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_jq_v1_worker_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_jq_v1_worker_service_proto_goTypes = []any{
 	(WorkerStatus)(0),                // 0: jq.v1.WorkerStatus
 	(WorkerCommand)(0),               // 1: jq.v1.WorkerCommand
-	(*Worker)(nil),                   // 2: jq.v1.Worker
-	(*JobLease)(nil),                 // 3: jq.v1.JobLease
-	(*Assignment)(nil),               // 4: jq.v1.Assignment
-	(*LeaseResult)(nil),              // 5: jq.v1.LeaseResult
-	(*JobReport)(nil),                // 6: jq.v1.JobReport
-	(*JobSuccess)(nil),               // 7: jq.v1.JobSuccess
-	(*JobFailure)(nil),               // 8: jq.v1.JobFailure
-	(*RegisterWorkerRequest)(nil),    // 9: jq.v1.RegisterWorkerRequest
-	(*RegisterWorkerResponse)(nil),   // 10: jq.v1.RegisterWorkerResponse
-	(*HeartbeatRequest)(nil),         // 11: jq.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 12: jq.v1.HeartbeatResponse
-	(*StreamJobsRequest)(nil),        // 13: jq.v1.StreamJobsRequest
-	(*StreamJobsResponse)(nil),       // 14: jq.v1.StreamJobsResponse
-	(*AckJobsRequest)(nil),           // 15: jq.v1.AckJobsRequest
-	(*AckJobsResponse)(nil),          // 16: jq.v1.AckJobsResponse
-	(*ReportJobsRequest)(nil),        // 17: jq.v1.ReportJobsRequest
-	(*ReportJobsResponse)(nil),       // 18: jq.v1.ReportJobsResponse
-	(*DeregisterWorkerRequest)(nil),  // 19: jq.v1.DeregisterWorkerRequest
-	(*DeregisterWorkerResponse)(nil), // 20: jq.v1.DeregisterWorkerResponse
-	(*ListWorkersRequest)(nil),       // 21: jq.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),      // 22: jq.v1.ListWorkersResponse
-	(*DrainWorkerRequest)(nil),       // 23: jq.v1.DrainWorkerRequest
-	(*DrainWorkerResponse)(nil),      // 24: jq.v1.DrainWorkerResponse
-	(*ShutdownWorkerRequest)(nil),    // 25: jq.v1.ShutdownWorkerRequest
-	(*ShutdownWorkerResponse)(nil),   // 26: jq.v1.ShutdownWorkerResponse
-	nil,                              // 27: jq.v1.Worker.LabelsEntry
-	nil,                              // 28: jq.v1.RegisterWorkerRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 29: google.protobuf.Timestamp
-	(*Job)(nil),                      // 30: jq.v1.Job
-	(*durationpb.Duration)(nil),      // 31: google.protobuf.Duration
+	(CircuitBreakerState)(0),         // 2: jq.v1.CircuitBreakerState
+	(*Worker)(nil),                   // 3: jq.v1.Worker
+	(*QueueBreaker)(nil),             // 4: jq.v1.QueueBreaker
+	(*JobLease)(nil),                 // 5: jq.v1.JobLease
+	(*Assignment)(nil),               // 6: jq.v1.Assignment
+	(*LeaseResult)(nil),              // 7: jq.v1.LeaseResult
+	(*JobReport)(nil),                // 8: jq.v1.JobReport
+	(*JobSuccess)(nil),               // 9: jq.v1.JobSuccess
+	(*JobFailure)(nil),               // 10: jq.v1.JobFailure
+	(*RegisterWorkerRequest)(nil),    // 11: jq.v1.RegisterWorkerRequest
+	(*RegisterWorkerResponse)(nil),   // 12: jq.v1.RegisterWorkerResponse
+	(*HeartbeatRequest)(nil),         // 13: jq.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 14: jq.v1.HeartbeatResponse
+	(*StreamJobsRequest)(nil),        // 15: jq.v1.StreamJobsRequest
+	(*StreamJobsResponse)(nil),       // 16: jq.v1.StreamJobsResponse
+	(*AckJobsRequest)(nil),           // 17: jq.v1.AckJobsRequest
+	(*AckJobsResponse)(nil),          // 18: jq.v1.AckJobsResponse
+	(*ReportJobsRequest)(nil),        // 19: jq.v1.ReportJobsRequest
+	(*ReportJobsResponse)(nil),       // 20: jq.v1.ReportJobsResponse
+	(*DeregisterWorkerRequest)(nil),  // 21: jq.v1.DeregisterWorkerRequest
+	(*DeregisterWorkerResponse)(nil), // 22: jq.v1.DeregisterWorkerResponse
+	(*ListWorkersRequest)(nil),       // 23: jq.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),      // 24: jq.v1.ListWorkersResponse
+	(*DrainWorkerRequest)(nil),       // 25: jq.v1.DrainWorkerRequest
+	(*DrainWorkerResponse)(nil),      // 26: jq.v1.DrainWorkerResponse
+	(*ShutdownWorkerRequest)(nil),    // 27: jq.v1.ShutdownWorkerRequest
+	(*ShutdownWorkerResponse)(nil),   // 28: jq.v1.ShutdownWorkerResponse
+	nil,                              // 29: jq.v1.Worker.LabelsEntry
+	nil,                              // 30: jq.v1.RegisterWorkerRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
+	(*Job)(nil),                      // 32: jq.v1.Job
+	(*durationpb.Duration)(nil),      // 33: google.protobuf.Duration
 }
 var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	0,  // 0: jq.v1.Worker.status:type_name -> jq.v1.WorkerStatus
-	27, // 1: jq.v1.Worker.labels:type_name -> jq.v1.Worker.LabelsEntry
-	29, // 2: jq.v1.Worker.started_at:type_name -> google.protobuf.Timestamp
-	29, // 3: jq.v1.Worker.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	30, // 4: jq.v1.Assignment.job:type_name -> jq.v1.Job
-	29, // 5: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
-	7,  // 6: jq.v1.JobReport.success:type_name -> jq.v1.JobSuccess
-	8,  // 7: jq.v1.JobReport.failure:type_name -> jq.v1.JobFailure
-	31, // 8: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
-	31, // 9: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
-	28, // 10: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
-	2,  // 11: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
-	31, // 12: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	31, // 13: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
-	3,  // 14: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
-	1,  // 15: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
-	4,  // 16: jq.v1.StreamJobsResponse.assignment:type_name -> jq.v1.Assignment
-	3,  // 17: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
-	5,  // 18: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
-	6,  // 19: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
-	5,  // 20: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
-	2,  // 21: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
-	2,  // 22: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
-	2,  // 23: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
-	9,  // 24: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
-	11, // 25: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
-	13, // 26: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
-	15, // 27: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
-	17, // 28: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
-	19, // 29: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
-	21, // 30: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
-	23, // 31: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
-	25, // 32: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
-	10, // 33: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
-	12, // 34: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
-	14, // 35: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
-	16, // 36: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
-	18, // 37: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
-	20, // 38: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
-	22, // 39: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
-	24, // 40: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
-	26, // 41: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
-	33, // [33:42] is the sub-list for method output_type
-	24, // [24:33] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	29, // 1: jq.v1.Worker.labels:type_name -> jq.v1.Worker.LabelsEntry
+	31, // 2: jq.v1.Worker.started_at:type_name -> google.protobuf.Timestamp
+	31, // 3: jq.v1.Worker.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	4,  // 4: jq.v1.Worker.breakers:type_name -> jq.v1.QueueBreaker
+	2,  // 5: jq.v1.QueueBreaker.state:type_name -> jq.v1.CircuitBreakerState
+	31, // 6: jq.v1.QueueBreaker.since:type_name -> google.protobuf.Timestamp
+	32, // 7: jq.v1.Assignment.job:type_name -> jq.v1.Job
+	31, // 8: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
+	9,  // 9: jq.v1.JobReport.success:type_name -> jq.v1.JobSuccess
+	10, // 10: jq.v1.JobReport.failure:type_name -> jq.v1.JobFailure
+	33, // 11: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
+	33, // 12: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
+	30, // 13: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
+	3,  // 14: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
+	33, // 15: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	33, // 16: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
+	5,  // 17: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
+	4,  // 18: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
+	1,  // 19: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
+	6,  // 20: jq.v1.StreamJobsResponse.assignment:type_name -> jq.v1.Assignment
+	5,  // 21: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
+	7,  // 22: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
+	8,  // 23: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
+	7,  // 24: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
+	3,  // 25: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
+	3,  // 26: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
+	3,  // 27: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
+	11, // 28: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
+	13, // 29: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
+	15, // 30: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
+	17, // 31: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
+	19, // 32: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
+	21, // 33: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
+	23, // 34: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
+	25, // 35: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
+	27, // 36: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
+	12, // 37: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
+	14, // 38: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
+	16, // 39: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
+	18, // 40: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
+	20, // 41: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
+	22, // 42: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
+	24, // 43: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
+	26, // 44: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
+	28, // 45: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
+	37, // [37:46] is the sub-list for method output_type
+	28, // [28:37] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_worker_service_proto_init() }
@@ -1865,7 +2052,7 @@ func file_jq_v1_worker_service_proto_init() {
 		return
 	}
 	file_jq_v1_job_proto_init()
-	file_jq_v1_worker_service_proto_msgTypes[4].OneofWrappers = []any{
+	file_jq_v1_worker_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*JobReport_Success)(nil),
 		(*JobReport_Failure)(nil),
 	}
@@ -1874,8 +2061,8 @@ func file_jq_v1_worker_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_worker_service_proto_rawDesc), len(file_jq_v1_worker_service_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   27,
+			NumEnums:      3,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
