@@ -2,12 +2,15 @@ package roles_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -280,4 +283,61 @@ func TestProducerSharedRateLimit(t *testing.T) {
 	lines := r.produce(dir, false)
 	require.Equal(t, len(files), count(), "nothing lost, nothing twice")
 	require.EqualValues(t, len(files)-before, withMessage(lines, "scan pass done")[0]["new_jobs"])
+}
+
+// TestRoleAllProcessesADirectory: `jq --role=all` with producer.scan_dir set takes a directory of
+// 1,000 files to DONE, each job's result carrying the file's SHA-256.
+func TestRoleAllProcessesADirectory(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, prefix := testenv.NewRedis(t)
+	dsn := testenv.NewDatabase(t)
+	se := newServerEnv(t, dsn)
+	dir := filepath.Join(t.TempDir(), "inbox")
+	want := map[string]string{} // path → sha256
+	for i := range 1000 {
+		content := strings.Repeat(strconv.Itoa(i), 1+i%97)
+		p := filepath.Join(dir, fmt.Sprintf("d%02d", i%13), fmt.Sprintf("f%04d.dat", i))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		sum := sha256.Sum256([]byte(content))
+		want[p] = hex.EncodeToString(sum[:])
+	}
+	p := startJQ(t, append(se.env, "JQ_REDIS_KEY_PREFIX="+prefix,
+		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t)),
+		"JQ_PRODUCER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_PRODUCER_RATE_LIMIT_PER_SEC=0",
+		"JQ_WORKER_CONCURRENCY=8", "JQ_WORKER_FILE_ROOTS="+dir), "--role=all", "--scan-dir", dir)
+
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		var done int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE state = 'DONE'`).Scan(&done); err != nil {
+			return err
+		}
+		if done < len(want) {
+			return fmt.Errorf("%d of %d jobs done", done, len(want))
+		}
+		return nil
+	})
+	rows, err := conn.Query(ctx, `SELECT convert_from(result, 'UTF8')::jsonb->>'path', convert_from(result, 'UTF8')::jsonb->>'sha256',
+       (convert_from(result, 'UTF8')::jsonb->>'size')::bigint FROM jobs`)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for rows.Next() {
+		var path, sum string
+		var size int64
+		require.NoError(t, rows.Scan(&path, &sum, &size))
+		got[path] = sum
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, want, got, "every file once, with its checksum")
+	var span time.Duration
+	require.NoError(t, conn.QueryRow(ctx, `SELECT max(completed_at) - min(created_at) FROM jobs`).Scan(&span))
+	t.Logf("--role=all: %d files scanned, submitted and hashed in %v (%.0f files/s)", len(want), span, float64(len(want))/span.Seconds())
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Zero(t, waitExit(t, p, time.Minute))
 }
