@@ -411,3 +411,46 @@ func TestAdminHelpE2E(t *testing.T) {
 	}
 	require.Contains(t, a.ok("--help"), "Exit codes: 0 ok, 1 error, 2 usage, 3 not found")
 }
+
+// TestAdminFirstHourE2E: what a new user types first works without guessing: an admin command
+// without --role, submit without a payload, bare seconds, submit --wait and job wait with exit
+// codes by final state, events tail --job ending with the job, and a JSON filter pointed to the
+// other jq.
+func TestAdminFirstHourE2E(t *testing.T) {
+	t.Parallel()
+	c, a := newAdminE2E(t)
+	c.startFastWorker("w-first", "default,first")
+
+	// No --role: the command names it. Its help says admin, not all.
+	r := runCLI(t, nil, "job", "submit", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `--role="admin"`)
+	require.Contains(t, r.stdout, "Built-in: noop, sleep")
+	r = runCLI(t, nil, "--server-addr", a.addr, "job", "submit", "--wait")
+	require.Equal(t, 0, r.code, "submit --wait of a noop without --payload: %s", r.stderr)
+	require.Regexp(t, `^[0-9a-f-]{36}\s+DONE\n$`, r.stdout)
+
+	// Bare seconds wherever a duration is asked for.
+	q := a.json([]string{"queue"}, "queue", "create", "first", "--ttl", "600", "--max-retries", "0", "--backoff-base", "1")
+	require.Equal(t, "600s", q["queue"].(map[string]any)["ttl"])
+
+	// job wait: 0 when DONE, 1 when dead-lettered, 1 when still running at --timeout, 3 when unknown.
+	done := a.submit("--queue", "first", "--type", "sleep", "--payload", `{"ms":50}`)
+	require.Contains(t, a.ok("job", "wait", done, "--timeout", "30s"), "DONE")
+	bad := a.submit("--queue", "first", "--type", "sleep", "--payload", `{"fail":true}`)
+	a.fails(1, "DEAD_LETTERED", "job", "wait", bad, "--timeout", "30s")
+	slow := a.submit("--queue", "first", "--type", "sleep", "--payload", `{"ms":60000}`)
+	a.fails(1, "after 500ms (--timeout)", "job", "wait", slow, "--timeout", "500ms")
+	a.fails(3, "not found", "job", "wait", "00000000-0000-4000-8000-000000000000")
+	_ = a.ok("job", "cancel", slow)
+
+	// events tail --job ends after the job's last event.
+	tail := a.run("events", "tail", "--job", done, "--source", "postgres", "--interval", "100ms", "--timeout", "30s")
+	require.Equal(t, 0, tail.code, tail.stderr)
+	require.Contains(t, tail.stdout, "DONE")
+
+	// A JSON filter: the other jq.
+	r = runCLI(t, nil, ".a")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "JSON processor")
+}

@@ -59,14 +59,60 @@ func roleFromArgs(args []string, getenv func(string) string) (Role, error) {
 		val = getenv("JQ_ROLE")
 	}
 	if val == "" {
+		// `jq job submit …`: an operator command names its role.
+		if first := firstArg(args); adminCommands[first] {
+			return RoleAdmin, nil
+		}
 		return RoleAll, nil
 	}
 	return ParseRole(val)
 }
 
+// adminCommands are the top-level commands of --role=admin: a command line that starts with one
+// (and says no --role) is an admin command line.
+var adminCommands = map[string]bool{
+	"job": true, "queue": true, "worker": true, "status": true, "version": true, "stats": true, "peek": true,
+	"purge-dlq": true, "bench": true, "events": true, "token": true,
+}
+
+// valueFlags are the global flags (of every role, and the admin role's) that take their value as
+// the next argument when written without "=".
+var valueFlags = map[string]bool{
+	"--role": true, "--config": true, "--log-level": true, "--log-format": true, "--server-addr": true,
+	"--tls-cert": true, "--tls-key": true, "--tls-ca": true, "--token": true, "--token-file": true,
+	"--output": true, "-o": true, "--timeout": true,
+}
+
+// firstArg is the first argument that is not a flag (or a flag's separate value), "" if none.
+func firstArg(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case valueFlags[a]:
+			i++ // the flag's value
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// looksLikeJSONFilter reports whether arg is what someone expecting the JSON processor of the same
+// name would type first: a filter such as ".", ".a", ".[0]" or "{a: .b}".
+func looksLikeJSONFilter(arg string) bool {
+	return strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "{") || strings.HasPrefix(arg, "[") ||
+		strings.Contains(arg, "|")
+}
+
 // globalFlags are accepted by every role.
 type globalFlags struct {
-	Role        string           `help:"What this process runs: server, worker, producer, admin or all (server + worker, + producer with producer.scan_dir, in one process)." enum:"server,worker,producer,admin,all" default:"all" env:"JQ_ROLE"`
+	Role        string           `help:"What this process runs: server, worker, producer, admin or all (server + worker, + producer with producer.scan_dir, in one process). Without it, a command line starting with an operator command (job, queue, status, …) is admin; otherwise all." enum:"server,worker,producer,admin,all" default:"${role}" env:"JQ_ROLE"`
 	Config      string           `help:"Path to the YAML configuration file (see examples/config.yaml). Every key can also be set with a JQ_ environment variable, e.g. JQ_DB_PASSWORD for db.password." type:"path" placeholder:"PATH" env:"JQ_CONFIG"`
 	LogLevel    *string          `help:"Log level: trace, debug, info, warn or error (logging.level, default info)." placeholder:"LEVEL"`
 	LogFormat   *string          `help:"Log format: json or text (logging.format, default json)." placeholder:"FORMAT"`

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
 	"go.uber.org/zap"
@@ -66,6 +69,10 @@ type IO struct {
 // Only main handles signals: ctx is cancelled on SIGINT/SIGTERM.
 func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	getenv := envLookup(environ)
+	if first := firstArg(args); first != "" && looksLikeJSONFilter(first) {
+		fmt.Fprintf(stdio.Stderr, "jq: %q looks like a filter for the JSON processor also named jq; this jq is a job queue (run the other by its full path, e.g. /usr/bin/jq)\n", first)
+		return ExitUsage
+	}
 	role, err := roleFromArgs(args, getenv)
 	if err != nil {
 		fmt.Fprintf(stdio.Stderr, "jq: %v\n", err)
@@ -76,7 +83,8 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	parser, err := kong.New(cli,
 		kong.Name("jq"),
 		kong.Description(description(role)),
-		kong.Vars{"version": buildinfo.Get().String()},
+		kong.Vars{"version": buildinfo.Get().String(), "role": string(role)},
+		kong.TypeMapper(reflect.TypeOf(time.Duration(0)), durationMapper()),
 		kong.Writers(stdio.Stdout, stdio.Stderr),
 		kong.Exit(func(code int) { exitCode = code }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
@@ -148,7 +156,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	}
 
 	if err := run(ctx, role, cfg, log); err != nil {
-		log.Error("exiting with error", zap.Error(err))
+		// Once, on stderr (the logs on stdout have said what led to it).
 		fmt.Fprintf(stdio.Stderr, "jq: %s\n", oneLine(err.Error()))
 		return ExitError
 	}
@@ -251,4 +259,35 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// durationMapper decodes every duration flag: a Go duration ("90s", "10m", "1h30m") or a bare number of
+// seconds ("600"), since the seeds give durations in seconds.
+func durationMapper() kong.MapperFunc {
+	return func(ctx *kong.DecodeContext, target reflect.Value) error {
+		var s string
+		if err := ctx.Scan.PopValueInto("duration", &s); err != nil {
+			return err
+		}
+		d, err := parseDuration(s)
+		if err != nil {
+			return err
+		}
+		target.SetInt(int64(d))
+		return nil
+	}
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		if secs < 0 || secs > float64(1<<63-1)/float64(time.Second) {
+			return 0, fmt.Errorf("duration %q is out of range", s)
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: want e.g. 600 (seconds), 90s, 10m or 1h30m", s)
+	}
+	return d, nil
 }

@@ -81,7 +81,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		ObserveQuery:   telemetry.NewDBMetrics(reg),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, err // says "postgres: …"
 	}
 	redis.SetLogger(redisLogger{log.Named("redis")})
 	rdb := newRedis(cfg)
@@ -93,7 +93,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: cfg.Redis.KeyPrefix})
 	if err != nil {
 		closeAll()
-		return nil, fmt.Errorf("redis: %w", err)
+		return nil, err // says "redis: …"
 	}
 	jobMetrics := telemetry.NewJobMetrics(reg)
 	eng, err := engine.New(engine.Options{

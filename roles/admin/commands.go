@@ -44,13 +44,14 @@ type JobCmd struct {
 	Retry  JobRetryCmd  `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
 	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue and state; prints a --page-token hint on stderr when more remain."`
 	Logs   JobLogsCmd   `cmd:"" help:"The job's state transitions in order, with time and reason."`
+	Wait   JobWaitCmd   `cmd:"" help:"Wait until a job ends (DONE or DEAD_LETTERED), at most --timeout (e.g. --timeout 5m): prints its final state; exit 0 when DONE, 1 when dead-lettered (cancelled included) or still running at the deadline, 3 when there is no such job."`
 }
 
 // JobSubmitCmd is `job submit`.
 type JobSubmitCmd struct {
 	Queue          string            `help:"Queue to submit to." default:"default"`
-	Payload        string            `help:"Payload: JSON text, or @file to read it from a file (@- for stdin)." required:""`
-	Type           string            `help:"Handler name that runs the job." default:"noop"`
+	Payload        string            `help:"Payload: JSON text, or @file to read it from a file (@- for stdin)." default:"{}"`
+	Type           string            `help:"Job type: the handler that runs it. Built-in: noop, sleep ({\"ms\":250}), exec ({\"argv\":[...]}, off unless enabled on the worker), file ({\"path\":...}), http ({\"url\":...}); or an application's own." default:"noop"`
 	Priority       int               `help:"0-9, 9 runs first." default:"0"`
 	MaxRetries     *int              `help:"Retries after a failure (default: the queue's)."`
 	TTL            time.Duration     `name:"ttl" help:"Dead-letter the job if it has not started within this time."`
@@ -60,6 +61,12 @@ type JobSubmitCmd struct {
 	IdempotencyKey string            `help:"Submitting the same key and spec again returns the first job."`
 	Label          map[string]string `help:"Label k=v (repeatable)." mapsep:"none"`
 	KeepResult     bool              `help:"Keep the result until fetched."`
+	Wait           bool              `help:"Wait until the job ends, as job wait does (--timeout bounds the wait): prints its id and final state; exit 0 when DONE, 1 otherwise."`
+}
+
+// JobWaitCmd is `job wait`.
+type JobWaitCmd struct {
+	ID string `arg:"" help:"Job id."`
 }
 
 // JobStatusCmd is `job status`.

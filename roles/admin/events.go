@@ -44,7 +44,8 @@ newest 1,000 jobs being worked on (ASSIGNED, RUNNING or FAILED), fetching the ev
 whose update time moved. Limits: a job outside both windows is invisible until it is assigned
 again (an old PENDING job expiring or cancelled is missed; the events it had meanwhile are shown
 late, when it is assigned); at high rates events arrive late and a poll costs one call per
-changed job. Enable Kafka to follow everything. With --job only that job is polled, exactly.`
+changed job. Enable Kafka to follow everything. With --job only that job is polled, exactly, and the
+tail ends (exit 0) after the event that moves the job to DONE or DEAD_LETTERED.`
 }
 
 // Run follows events until ctx ends (Ctrl-C), which is success.
@@ -62,13 +63,21 @@ func (c *EventsTailCmd) Run(re *runEnv) error {
 		return err
 	}
 	out := &eventPrinter{re: re, filter: eventFilter{queue: c.Queue, job: c.Job}}
+	parent := re.ctx
+	if c.Job != "" {
+		// Following one job ends with the job: the event that moves it to DONE or DEAD_LETTERED.
+		ctx, stop := context.WithCancel(parent)
+		defer stop()
+		re.ctx, out.ended = ctx, stop
+		defer func() { re.ctx = parent }()
+	}
 	if src == "kafka" {
 		err = c.followKafka(re, out)
 	} else {
 		err = c.followPostgres(re, out)
 	}
 	if re.ctx.Err() != nil {
-		return nil // Ctrl-C
+		return nil // Ctrl-C, or the followed job ended
 	}
 	return err
 }
@@ -192,6 +201,9 @@ type eventPrinter struct {
 	re       *runEnv
 	filter   eventFilter
 	headered bool
+	// ended, when set, is called after an event that ends its job (to DONE or DEAD_LETTERED):
+	// `events tail --job` stops there.
+	ended func()
 }
 
 // Column widths of the table format; longer values push the line, they are never cut.
@@ -202,6 +214,9 @@ const (
 func (p *eventPrinter) print(e *jqv1.JobEvent) {
 	if !p.filter.match(e) {
 		return
+	}
+	if p.ended != nil && (e.GetToState() == jqv1.JobState_JOB_STATE_DONE || e.GetToState() == jqv1.JobState_JOB_STATE_DEAD_LETTERED) {
+		defer p.ended()
 	}
 	re := p.re
 	switch re.globals.Output {

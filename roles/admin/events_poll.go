@@ -28,6 +28,9 @@ func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
 		for _, e := range evs {
 			out.print(e)
 		}
+		if err == nil && re.ctx.Err() != nil {
+			return nil // the followed job ended
+		}
 		switch {
 		case err != nil && re.ctx.Err() != nil:
 			return nil

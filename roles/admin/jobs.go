@@ -35,10 +35,58 @@ func (c *JobSubmitCmd) Run(re *runEnv) error {
 	if err != nil {
 		return failed(named(err, "queue", c.Queue), "cannot submit to queue %q", c.Queue)
 	}
+	if c.Wait {
+		return waitJob(re, resp.Msg.GetJobId())
+	}
 	return re.printMessage(resp.Msg, func(w io.Writer) error {
 		_, err := fmt.Fprintln(w, cell(resp.Msg.GetJobId()))
 		return err
 	})
+}
+
+// Run waits for the job's end.
+func (c *JobWaitCmd) Run(re *runEnv) error { return waitJob(re, c.ID) }
+
+// waitJob polls the job (50 ms, doubling to 1 s) until it is DONE or DEAD_LETTERED, for at most the
+// command's --timeout, and prints it: its id and state (the whole job with -o json|yaml). A job that
+// did not end well is an error (exit 1) naming its state and reason.
+func waitJob(re *runEnv, id string) error {
+	cl, err := re.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	pause := 50 * time.Millisecond
+	for {
+		resp, err := cl.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: id}))
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("job %s did not end within %v (--timeout)", id, re.globals.Timeout)
+			}
+			return named(err, "job", id)
+		}
+		j := resp.Msg.GetJob()
+		switch j.GetState() {
+		case jqv1.JobState_JOB_STATE_DONE, jqv1.JobState_JOB_STATE_DEAD_LETTERED:
+			if err := re.printMessage(resp.Msg, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%s\t%s\n", cell(j.GetId()), re.state(j.GetState()))
+				return err
+			}); err != nil {
+				return err
+			}
+			if j.GetState() != jqv1.JobState_JOB_STATE_DONE {
+				return fmt.Errorf("job %s is %s (reason %s): %s", id, stateName(j.GetState()), cell(j.GetFailureReason()), cell(j.GetLastError()))
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("job %s is still %s after %v (--timeout)", id, stateName(j.GetState()), re.globals.Timeout)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
 // spec checks the flags and builds the job spec.
