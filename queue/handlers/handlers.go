@@ -25,6 +25,8 @@ const (
 	TypeNoop  = "noop"
 	TypeSleep = "sleep"
 	TypeExec  = "exec"
+	TypeFile  = "file"
+	TypeHTTP  = "http"
 )
 
 // Register adds noop, sleep and exec to mux. exec runs programs only when
