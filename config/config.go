@@ -386,6 +386,32 @@ type Worker struct {
 	TestHandlers bool `koanf:"test_handlers"`
 	// Exec switches on the exec handler; see WorkerExec.
 	Exec WorkerExec `koanf:"exec"`
+	// File configures the file handler; see WorkerFile.
+	File WorkerFile `koanf:"file"`
+	// HTTP configures the http handler; see WorkerHTTP.
+	HTTP WorkerHTTP `koanf:"http"`
+}
+
+// WorkerFile configures the file handler (docs/handlers.md). Roots are the
+// directories whose files jobs may check, absolute; empty (the default)
+// dead-letters every file job. DoneDir and FailedDir, absolute or empty
+// (off), receive the files checked successfully and those that failed
+// permanently, at their path relative to their root.
+type WorkerFile struct {
+	Roots     []string `koanf:"roots"`
+	DoneDir   string   `koanf:"done_dir"`
+	FailedDir string   `koanf:"failed_dir"`
+}
+
+// WorkerHTTP configures the http handler (docs/handlers.md). Allow lists the
+// URL prefixes jobs may POST to, absolute http(s) URLs; empty (the default)
+// dead-letters every http job. SigningSecret signs every request
+// (X-Jq-Signature). MaxResponseBytes bounds a success's response body, which
+// becomes the result.
+type WorkerHTTP struct {
+	Allow            []string `koanf:"allow"`
+	SigningSecret    string   `koanf:"signing_secret" secret:"true"`
+	MaxResponseBytes int      `koanf:"max_response_bytes"`
 }
 
 // WorkerExec controls the exec handler, which runs a program per job: off by
@@ -507,6 +533,8 @@ func Default() Config {
 			MetricsPort:        9091,
 			HealthPort:         8081,
 			Exec:               WorkerExec{Allow: []string{}},
+			File:               WorkerFile{Roots: []string{}},
+			HTTP:               WorkerHTTP{Allow: []string{}, MaxResponseBytes: 256 << 10},
 		},
 		Auth: Auth{
 			Enabled:                AuthAuto,
