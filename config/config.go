@@ -389,6 +389,32 @@ type Worker struct {
 	Exec WorkerExec `koanf:"exec"`
 	// CircuitBreaker stops taking a queue's jobs for a while when too many of them fail.
 	CircuitBreaker CircuitBreaker `koanf:"circuit_breaker"`
+	// File configures the file handler; see WorkerFile.
+	File WorkerFile `koanf:"file"`
+	// HTTP configures the http handler; see WorkerHTTP.
+	HTTP WorkerHTTP `koanf:"http"`
+}
+
+// WorkerFile configures the file handler (docs/handlers.md). Roots are the
+// directories whose files jobs may check, absolute; empty (the default)
+// dead-letters every file job. DoneDir and FailedDir, absolute or empty
+// (off), receive the files checked successfully and those that failed
+// permanently, at their path relative to their root.
+type WorkerFile struct {
+	Roots     []string `koanf:"roots"`
+	DoneDir   string   `koanf:"done_dir"`
+	FailedDir string   `koanf:"failed_dir"`
+}
+
+// WorkerHTTP configures the http handler (docs/handlers.md). Allow lists the
+// URL prefixes jobs may POST to, absolute http(s) URLs; empty (the default)
+// dead-letters every http job. SigningSecret signs every request
+// (X-Jq-Signature). MaxResponseBytes bounds a success's response body, which
+// becomes the result.
+type WorkerHTTP struct {
+	Allow            []string `koanf:"allow"`
+	SigningSecret    string   `koanf:"signing_secret" secret:"true"`
+	MaxResponseBytes int      `koanf:"max_response_bytes"`
 }
 
 // CircuitBreaker is the worker's per-queue circuit breaker (seed 004; docs/reliability.md): when
@@ -535,6 +561,8 @@ func Default() Config {
 			CircuitBreaker: CircuitBreaker{
 				Enabled: true, FailureThreshold: 0.5, WindowS: 60, CooldownPeriodS: 30, MinSamples: 20,
 			},
+			File: WorkerFile{Roots: []string{}},
+			HTTP: WorkerHTTP{Allow: []string{}, MaxResponseBytes: 256 << 10},
 		},
 		Producer: defaultProducer(),
 		Auth: Auth{

@@ -16,8 +16,10 @@ func TestRedactedHidesSecrets(t *testing.T) {
 	c.DB.URL = "postgres://jq:urlpw@db:5432/jobqueue?sslmode=disable"
 	c.Redis.Password = "redispw"
 	c.Kafka.SASL.Password = "kafkapw"
+	c.Worker.HTTP.SigningSecret = "hmacpw"
 
 	r := c.Redacted()
+	require.Equal(t, "[REDACTED]", r.Worker.HTTP.SigningSecret)
 	require.Equal(t, "[REDACTED]", r.DB.Password)
 	require.Equal(t, "[REDACTED]", r.Redis.Password)
 	require.Equal(t, "[REDACTED]", r.Kafka.SASL.Password)
@@ -26,7 +28,7 @@ func TestRedactedHidesSecrets(t *testing.T) {
 
 	out, err := r.YAML()
 	require.NoError(t, err)
-	for _, secret := range []string{"dbpw", "urlpw", "redispw", "kafkapw"} {
+	for _, secret := range []string{"dbpw", "urlpw", "redispw", "kafkapw", "hmacpw"} {
 		require.NotContains(t, string(out), secret)
 	}
 

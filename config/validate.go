@@ -266,6 +266,39 @@ func (c *Config) validateWorker(p *checker) {
 			p.add("worker.exec.allow["+strconv.Itoa(i)+"]", "must be an absolute path, got %q", prog)
 		}
 	}
+	for i, root := range w.File.Roots {
+		p.absPath("worker.file.roots["+strconv.Itoa(i)+"]", root)
+	}
+	if w.File.DoneDir != "" {
+		p.absPath("worker.file.done_dir", w.File.DoneDir)
+	}
+	if w.File.FailedDir != "" {
+		p.absPath("worker.file.failed_dir", w.File.FailedDir)
+	}
+	for i, a := range w.HTTP.Allow {
+		p.urlPrefix("worker.http.allow["+strconv.Itoa(i)+"]", a)
+	}
+	p.between("worker.http.max_response_bytes", w.HTTP.MaxResponseBytes, 1, maxPageBytes)
+}
+
+func (p *checker) absPath(key, v string) {
+	if !filepath.IsAbs(v) {
+		p.add(key, "must be an absolute path, got %q", v)
+	}
+}
+
+// urlPrefix accepts an absolute http(s) URL with a host and without user
+// information, query or fragment (package handlers matches it; see
+// handlers.URLPrefix).
+func (p *checker) urlPrefix(key, v string) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		p.add(key, "must be an absolute http(s) URL, got %q", v)
+		return
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(v, "#") {
+		p.add(key, "must not have user information, a query or a fragment, got %q", v)
+	}
 }
 
 type checker struct{ errs []error }

@@ -125,6 +125,17 @@ func TestValidateRules(t *testing.T) {
 			c.Worker.CircuitBreaker = config.CircuitBreaker{Enabled: true, FailureThreshold: 1.5, WindowS: 0, CooldownPeriodS: -1, MinSamples: 0}
 		}, []string{"worker.circuit_breaker.failure_threshold: must be above 0 and at most 1, got 1.5",
 			"worker.circuit_breaker.window_s:", "worker.circuit_breaker.cooldown_period_s:", "worker.circuit_breaker.min_samples:"}},
+		{"file paths", func(c *config.Config) {
+			c.Worker.File.Roots = []string{"/data/in", "data", ""}
+			c.Worker.File.DoneDir, c.Worker.File.FailedDir = "done", "./failed"
+		}, []string{`worker.file.roots[1]: must be an absolute path, got "data"`, `worker.file.roots[2]: must be an absolute path, got ""`,
+			`worker.file.done_dir: must be an absolute path, got "done"`, `worker.file.failed_dir: must be an absolute path, got "./failed"`}},
+		{"http allow", func(c *config.Config) {
+			c.Worker.HTTP.Allow = []string{"https://a.example.com/hooks", "a.example.com", "ftp://x/", "https://u:p@a.example.com/", "https://a.example.com/?k=v", "http:///x"}
+			c.Worker.HTTP.MaxResponseBytes = 0
+		}, []string{`worker.http.allow[1]: must be an absolute http(s) URL, got "a.example.com"`, `worker.http.allow[2]: must be an absolute http(s) URL`,
+			`worker.http.allow[3]: must not have user information, a query or a fragment`, `worker.http.allow[4]: must not have user information`,
+			`worker.http.allow[5]: must be an absolute http(s) URL`, `worker.http.max_response_bytes: must be between 1 and`}},
 		{"bind host", func(c *config.Config) { c.Worker.BindHost = "127.0.0.1:9091" },
 			[]string{`worker.bind_host: must be an IP address or a host name without a port ("" = all interfaces), got "127.0.0.1:9091"`}},
 		{"bind host brackets", func(c *config.Config) { c.Worker.BindHost = "[::1]" }, []string{"worker.bind_host:"}},

@@ -1,6 +1,9 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Sentinel errors. Stores and the engine return them, usually wrapped with details; callers test with
 // errors.Is and the API maps each to one status code.
@@ -30,3 +33,33 @@ var (
 	// ErrShutdown: the component is stopping; used as the cause when job contexts are cancelled.
 	ErrShutdown = errors.New("shutting down")
 )
+
+// RetryAfter marks err as retryable no earlier than d from now (an HTTP endpoint's Retry-After):
+// the retry waits for the longer of d and the queue's backoff. A [Permanent] mark anywhere in the
+// chain wins: the job is dead-lettered, not retried. RetryAfter(nil, d) is nil; d ≤ 0 leaves the
+// backoff alone. errors.Is and errors.As see through the mark; [RetryAfterOf] reads it.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryAfterError{Err: err, After: max(d, 0)}
+}
+
+// RetryAfterError is the mark set by [RetryAfter].
+type RetryAfterError struct {
+	Err   error
+	After time.Duration // the least delay before the next attempt; 0: the backoff alone
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfterOf returns the delay err asks for with [RetryAfter]: 0 when it asks for none or is
+// permanent (a permanent failure is not retried at all). The outermost mark counts.
+func RetryAfterOf(err error) time.Duration {
+	var ra *RetryAfterError
+	if IsPermanent(err) || !errors.As(err, &ra) {
+		return 0
+	}
+	return ra.After
+}

@@ -278,9 +278,16 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	mux := queue.NewMux()
-	handlers.Register(mux, execOptions(cfg.Worker.Exec))
+	handlers.Register(mux, handlerOptions(cfg.Worker))
 	if cfg.Worker.Exec.Enabled {
 		log.Info("exec handler enabled", zap.Strings("allow", cfg.Worker.Exec.Allow))
+	}
+	if len(cfg.Worker.File.Roots) > 0 {
+		log.Info("file handler enabled", zap.Strings("roots", cfg.Worker.File.Roots))
+	}
+	if len(cfg.Worker.HTTP.Allow) > 0 {
+		log.Info("http handler enabled", zap.Strings("allow", cfg.Worker.HTTP.Allow),
+			zap.Bool("signed", cfg.Worker.HTTP.SigningSecret != ""))
 	}
 	if cfg.Worker.TestHandlers {
 		mux.Register(handlers.TypeFault, handlers.Fault())
@@ -416,6 +423,17 @@ func clientToken(cfg *config.Config) (string, error) {
 		return client.ReadTokenFile(cfg.TokenFile)
 	}
 	return cfg.Token, nil
+}
+
+// handlerOptions configures the built-in handlers from the worker section.
+func handlerOptions(w config.Worker) handlers.Options {
+	return handlers.Options{
+		Exec: execOptions(w.Exec),
+		File: handlers.FileOptions{Roots: w.File.Roots, DoneDir: w.File.DoneDir, FailedDir: w.File.FailedDir},
+		HTTP: handlers.HTTPOptions{
+			Allow: w.HTTP.Allow, SigningSecret: w.HTTP.SigningSecret, MaxResponseBytes: w.HTTP.MaxResponseBytes,
+		},
+	}
 }
 
 // execOptions turns worker.exec into the exec handler's options; nil (exec

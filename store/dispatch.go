@@ -48,6 +48,10 @@ type JobReportParams struct {
 	// Permanent (!Success): the handler said do not retry; the retry sweep dead-letters the job at
 	// once (seed 001 should_retry=false).
 	Permanent bool
+	// RetryAfter (!Success, !Permanent): the next attempt starts no earlier than this long after the
+	// report (the handler's queue.RetryAfter, e.g. an HTTP Retry-After); the retry sweep waits for
+	// the longer of it and the queue's backoff. 0: the backoff alone. At most MaxRetryAfter.
+	RetryAfter time.Duration
 	// Runtime is how long the handler ran, as the worker measured it. A report for a job still
 	// ASSIGNED (its start never acknowledged: a short job) records started_at as the report's time
 	// minus Runtime, not earlier than the assignment.

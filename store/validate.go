@@ -61,6 +61,10 @@ const (
 	MaxFailureErrorLen  = 4 << 10
 )
 
+// MaxRetryAfter bounds a report's RetryAfter (the longest job timeout the API accepts): a longer
+// one is cut to it, so an endpoint's far-future Retry-After cannot park a job for years.
+const MaxRetryAfter = 24 * time.Hour
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{queue.ErrInvalidArgument}, args...)...)
 }

@@ -3,10 +3,12 @@ package server_test
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
@@ -53,4 +55,39 @@ func TestReportJobsBoundsFailureText(t *testing.T) {
 	require.True(t, utf8.ValidString(got.LastError))
 	require.True(t, strings.HasSuffix(got.LastError, "…"))
 	require.Equal(t, "output_too_large", got.FailureReason)
+}
+
+// A failure's retry_after reaches the store, cut to store.MaxRetryAfter: the retry sweep schedules
+// the next attempt no earlier than that after the report.
+func TestReportJobsRetryAfter(t *testing.T) {
+	b := setupEngine(t, engine.Options{})
+	w := b.register(1)
+	j := b.lease(w, b.insert(store.JobInsertParams{}), true)
+	before := time.Now()
+	res, err := b.cl.Workers.ReportJobs(b.ctx, connect.NewRequest(&jqv1.ReportJobsRequest{
+		WorkerId: w,
+		Reports: []*jqv1.JobReport{{
+			JobId: j.ID, Attempt: int32(j.Attempt), //nolint:gosec // small
+			Outcome: &jqv1.JobReport_Failure{Failure: &jqv1.JobFailure{
+				Error: "429 Too Many Requests", RetryAfter: durationpb.New(48 * time.Hour),
+			}},
+		}},
+	}))
+	require.NoError(t, err)
+	require.True(t, res.Msg.GetResults()[0].GetOk())
+
+	var got *queue.Job
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := b.store.JobRetryFailed(b.ctx, 100) // the engine's reaper may sweep it first
+		require.NoError(t, err)
+		got, err = b.store.JobGet(b.ctx, j.ID)
+		require.NoError(t, err)
+		if got.State == queue.StatePending || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.Equal(t, queue.StatePending, got.State)
+	require.GreaterOrEqual(t, got.NotBefore.Add(time.Second), before.Add(store.MaxRetryAfter), "not before the report + 24 h")
+	require.Less(t, got.NotBefore, time.Now().Add(store.MaxRetryAfter+time.Minute), "48 h is cut to 24 h")
 }

@@ -225,6 +225,9 @@ func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
 					i, queue.Excerpt(o.Failure.GetReason()), store.MaxFailureReasonLen))
 			}
 			p.Error, p.Reason, p.Permanent = store.TrimFailureError(o.Failure.GetError()), o.Failure.GetReason(), o.Failure.GetPermanent()
+			if ra := o.Failure.GetRetryAfter(); ra.IsValid() && !p.Permanent {
+				p.RetryAfter = min(max(ra.AsDuration(), 0), store.MaxRetryAfter)
+			}
 		default:
 			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
 		}

@@ -1,7 +1,7 @@
 // Command embedded-worker is an application that embeds a jq worker: it
 // registers its own Go handler ("resize", in resize.go) next to jq's
-// built-ins (noop, sleep, and exec, which stays disabled: pass
-// handlers.ExecOptions with an allow-list of programs to enable it) on a
+// built-ins (noop, sleep, and exec, file and http, which stay disabled: set
+// handlers.Options' Exec, File.Roots or HTTP.Allow to enable them) on a
 // queue.Mux, and runs the executor against a jq server until SIGINT or
 // SIGTERM, then stops gracefully: running jobs get the grace period, their
 // reports are delivered, the worker deregisters.
@@ -75,7 +75,7 @@ func run() error {
 	defer cl.Close()
 
 	mux := queue.NewMux()
-	handlers.Register(mux, nil) // exec disabled
+	handlers.Register(mux, handlers.Options{}) // exec, file and http disabled
 	mux.Register(TypeResize, Resize())
 
 	exec, err := executor.New(executor.Options{

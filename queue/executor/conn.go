@@ -132,7 +132,10 @@ type Report struct {
 	Error     string
 	Reason    string // one of the Reason constants
 	Permanent bool   // do not retry: dead-letter at once
-	Runtime   time.Duration
+	// RetryAfter is the least delay before the next attempt (queue.RetryAfter); 0: the queue's
+	// backoff alone. Always 0 when Permanent.
+	RetryAfter time.Duration
+	Runtime    time.Duration
 }
 
 // ReportParams report finished attempts.

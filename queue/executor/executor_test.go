@@ -188,21 +188,30 @@ func TestFailureClassification(t *testing.T) {
 	b.mux.RegisterFunc("perm", func(context.Context, *queue.Job) ([]byte, error) {
 		return nil, fmt.Errorf("decode: %w", queue.Permanent(errors.New("bad payload")))
 	})
+	b.mux.RegisterFunc("later", func(context.Context, *queue.Job) ([]byte, error) {
+		return nil, fmt.Errorf("http: %w", queue.RetryAfter(errors.New("503"), 90*time.Second))
+	})
+	b.mux.RegisterFunc("permlater", func(context.Context, *queue.Job) ([]byte, error) {
+		return nil, queue.Permanent(queue.RetryAfter(errors.New("gone"), 90*time.Second))
+	})
 	b.mux.RegisterFunc("big", func(context.Context, *queue.Job) ([]byte, error) { return []byte("01234567890"), nil })
 	b.mux.RegisterFunc("toolarge", func(context.Context, *queue.Job) ([]byte, error) {
 		return nil, queue.Permanent(fmt.Errorf("%w: stdout", queue.ErrOutputTooLarge))
 	})
 	b.start(t)
 	cases := map[*queue.Job]struct {
-		reason    string
-		permanent bool
-		msg       string
+		reason     string
+		permanent  bool
+		msg        string
+		retryAfter time.Duration
 	}{
-		newJob("fail", ""):     {executor.ReasonError, false, "transient"},
-		newJob("perm", ""):     {executor.ReasonError, true, "decode: bad payload"},
-		newJob("big", ""):      {executor.ReasonOutputTooLarge, true, "11 bytes"},
-		newJob("toolarge", ""): {executor.ReasonOutputTooLarge, true, "output too large"},
-		newJob("nosuch", ""):   {executor.ReasonError, true, `unknown job type "nosuch"`},
+		newJob("fail", ""):      {executor.ReasonError, false, "transient", 0},
+		newJob("perm", ""):      {executor.ReasonError, true, "decode: bad payload", 0},
+		newJob("later", ""):     {executor.ReasonError, false, "http: 503", 90 * time.Second},
+		newJob("permlater", ""): {executor.ReasonError, true, "gone", 0},
+		newJob("big", ""):       {executor.ReasonOutputTooLarge, true, "11 bytes", 0},
+		newJob("toolarge", ""):  {executor.ReasonOutputTooLarge, true, "output too large", 0},
+		newJob("nosuch", ""):    {executor.ReasonError, true, `unknown job type "nosuch"`, 0},
 	}
 	for j := range cases {
 		b.srv.Submit(j)
@@ -214,6 +223,7 @@ func TestFailureClassification(t *testing.T) {
 		require.Equal(t, want.reason, r.Reason, j.Type)
 		require.Equal(t, want.permanent, r.Permanent, j.Type)
 		require.Contains(t, r.Error, want.msg, j.Type)
+		require.Equal(t, want.retryAfter, r.RetryAfter, j.Type)
 	}
 }
 

@@ -109,9 +109,13 @@ func (r *Remote) Report(ctx context.Context, p ReportParams) ([]LeaseResult, err
 				Result: rep.Result, Runtime: durationpb.New(rep.Runtime),
 			}}
 		} else {
-			pr.Outcome = &jqv1.JobReport_Failure{Failure: &jqv1.JobFailure{
+			f := &jqv1.JobFailure{
 				Error: rep.Error, Reason: rep.Reason, Permanent: rep.Permanent, Runtime: durationpb.New(rep.Runtime),
-			}}
+			}
+			if rep.RetryAfter > 0 {
+				f.RetryAfter = durationpb.New(rep.RetryAfter)
+			}
+			pr.Outcome = &jqv1.JobReport_Failure{Failure: f}
 		}
 		reps[i] = pr
 	}

@@ -224,9 +224,12 @@ func TestRemoteMapping(t *testing.T) {
 	res, err = conn.Report(ctx, executor.ReportParams{WorkerID: "w1", Reports: []executor.Report{
 		{Lease: executor.Lease{JobID: "a", Attempt: 1}, Success: true, Result: []byte("out"), Runtime: time.Second},
 		{Lease: executor.Lease{JobID: "b", Attempt: 2}, Error: "boom", Reason: executor.ReasonTimeout, Permanent: true, Runtime: 2 * time.Second},
+		{Lease: executor.Lease{JobID: "c", Attempt: 1}, Error: "busy", RetryAfter: 90 * time.Second},
 	}})
 	require.NoError(t, err)
-	require.Len(t, res, 2)
+	require.Len(t, res, 3)
+	require.Nil(t, stub.reports[1].GetFailure().GetRetryAfter(), "none asked: unset")
+	require.Equal(t, 90*time.Second, stub.reports[2].GetFailure().GetRetryAfter().AsDuration())
 	require.Equal(t, "out", string(stub.reports[0].GetSuccess().GetResult()))
 	require.Equal(t, time.Second, stub.reports[0].GetSuccess().GetRuntime().AsDuration())
 	f := stub.reports[1].GetFailure()

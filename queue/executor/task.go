@@ -336,6 +336,7 @@ func (e *Executor) outcome(t *task, res []byte, herr, cause error, timeout, runt
 	case errors.Is(herr, queue.ErrOutputTooLarge):
 		return fail(ReasonOutputTooLarge, herr.Error(), true)
 	default:
+		rep.RetryAfter = queue.RetryAfterOf(herr) // 0 when permanent
 		return fail(ReasonError, herr.Error(), queue.IsPermanent(herr))
 	}
 }

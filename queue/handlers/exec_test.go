@@ -297,7 +297,7 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, msg string
 func TestRegisterWithExec(t *testing.T) {
 	t.Parallel()
 	mux := queue.NewMux()
-	handlers.Register(mux, &handlers.ExecOptions{Allow: bins(t, "echo")})
+	handlers.Register(mux, handlers.Options{Exec: &handlers.ExecOptions{Allow: bins(t, "echo")}})
 	out, err := mux.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{bin(t, "echo"), "hi"}}))
 	require.NoError(t, err)
 	require.Equal(t, "hi\n", string(out))

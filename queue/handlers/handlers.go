@@ -1,7 +1,9 @@
 // Package handlers holds jq's built-in job handlers, usable from the plain
 // binary and from applications that embed a worker: noop and sleep (the
-// workhorses of tests and benchmarks) and exec (run a program, SPEC §6; off
-// unless enabled with an allow-list of programs).
+// workhorses of tests and benchmarks), exec (run a program, SPEC §6; off
+// unless enabled with an allow-list of programs), file (checksum a file under
+// allowed roots) and http (POST the job to an allowed URL). docs/handlers.md
+// describes each one's payload, result and failures.
 //
 // Payloads are JSON objects decoded strictly: an unknown field, a wrong type
 // or trailing data is a permanent failure naming the problem, because
@@ -25,19 +27,35 @@ const (
 	TypeNoop  = "noop"
 	TypeSleep = "sleep"
 	TypeExec  = "exec"
+	TypeFile  = "file"
+	TypeHTTP  = "http"
 )
 
-// Register adds noop, sleep and exec to mux. exec runs programs only when
-// exec is not nil (ExecWith(*exec), limited to exec.Allow); otherwise it is
-// ExecDisabled, which dead-letters every exec job with a message saying so.
-func Register(mux *queue.Mux, exec *ExecOptions) {
+// Options configure the built-in handlers; the zero value registers them all
+// with exec, file and http switched off (their jobs are dead-lettered at once
+// with a message saying why).
+type Options struct {
+	// Exec: nil leaves exec disabled (ExecDisabled); otherwise ExecWith(*Exec).
+	Exec *ExecOptions
+	// File configures the file handler; without Roots it fails every job
+	// with ErrFileDisabled.
+	File FileOptions
+	// HTTP configures the http handler; without Allow it fails every job
+	// with ErrHTTPDisabled.
+	HTTP HTTPOptions
+}
+
+// Register adds noop, sleep, exec, file and http to mux.
+func Register(mux *queue.Mux, opts Options) {
 	mux.Register(TypeNoop, Noop())
 	mux.Register(TypeSleep, Sleep())
-	if exec != nil {
-		mux.Register(TypeExec, ExecWith(*exec))
+	if opts.Exec != nil {
+		mux.Register(TypeExec, ExecWith(*opts.Exec))
 	} else {
 		mux.Register(TypeExec, ExecDisabled())
 	}
+	mux.Register(TypeFile, FileWith(opts.File))
+	mux.Register(TypeHTTP, HTTPWith(opts.HTTP))
 }
 
 // Noop succeeds at once with an empty result, whatever the payload.

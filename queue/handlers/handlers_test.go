@@ -19,7 +19,7 @@ func job(typ, payload string) *queue.Job {
 
 func ExampleRegister() {
 	mux := queue.NewMux()
-	handlers.Register(mux, nil) // nil: exec runs no programs
+	handlers.Register(mux, handlers.Options{}) // exec, file and http off
 	fmt.Println(mux.Types())
 
 	out, err := mux.Handle(context.Background(), &queue.Job{Type: "sleep", Payload: []byte(`{"ms": 1}`)})
@@ -27,7 +27,7 @@ func ExampleRegister() {
 	_, err = mux.Handle(context.Background(), &queue.Job{Type: "exec", Payload: []byte(`{"argv": ["/bin/true"]}`)})
 	fmt.Println(err, queue.IsPermanent(err))
 	// Output:
-	// [exec noop sleep]
+	// [exec file http noop sleep]
 	// {"slept_ms":1} <nil>
 	// exec handler is disabled on this worker (worker.exec.enabled) true
 }

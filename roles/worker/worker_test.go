@@ -56,7 +56,7 @@ func setupDeps(t *testing.T, tweak func(*config.Config, *worker.Deps)) *bundle {
 	cfg.Worker.ID = "w-" + t.Name()
 	srv := executortest.NewServer(executortest.Options{HeartbeatInterval: time.Hour})
 	mux := queue.NewMux()
-	handlers.Register(mux, nil)
+	handlers.Register(mux, handlers.Options{})
 	deps := worker.Deps{
 		Config: &cfg, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Handlers: mux, Conn: srv,
 	}

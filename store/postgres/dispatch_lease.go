@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -79,9 +80,9 @@ events AS (
 	sqlJobReportMany = `-- name: job_report_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::boolean[], $5::bytea[], $6::text[],
-                         $7::text[], $8::text[], $9::boolean[], $10::bigint[])
+                         $7::text[], $8::text[], $9::boolean[], $10::bigint[], $11::bigint[])
         WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_success, i_result, i_checksum, i_error,
-                             i_reason, i_permanent, i_runtime_us, i_ord)
+                             i_reason, i_permanent, i_runtime_us, i_retry_after_ms, i_ord)
 ),
 locked AS MATERIALIZED (
     SELECT i_id AS l_input, i_ord AS l_ord,
@@ -89,7 +90,7 @@ locked AS MATERIALIZED (
                 THEN j.id END AS l_id,
            j.state AS l_from, i_success AS l_success, i_result AS l_result, i_checksum AS l_checksum,
            i_error AS l_error, i_reason AS l_reason, i_permanent AS l_permanent,
-           i_runtime_us AS l_runtime_us,
+           i_runtime_us AS l_runtime_us, i_retry_after_ms AS l_retry_after_ms,
            false AS l_again -- a report is never applied twice
     FROM (SELECT * FROM input ORDER BY i_id) i
     LEFT JOIN LATERAL (
@@ -109,6 +110,7 @@ updated AS (
         failure_reason  = CASE WHEN l_success THEN failure_reason ELSE l_reason END,
         last_error      = CASE WHEN NOT l_success AND l_error <> '' THEN l_error ELSE last_error END,
         no_retry        = NOT l_success AND l_permanent,
+        retry_after_ms  = CASE WHEN l_success OR l_permanent THEN 0 ELSE l_retry_after_ms END,
         event_seq       = event_seq + CASE WHEN l_from = 'ASSIGNED' THEN 2 ELSE 1 END,
         updated_at      = now()
     FROM locked
@@ -196,6 +198,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		reasons   = make([]string, 0, n)
 		permanent = make([]bool, 0, n)
 		runtimes  = make([]int64, 0, n)
+		retryMS   = make([]int64, 0, n)
 	)
 	for i, r := range reports {
 		leases[i] = r.JobLease
@@ -208,6 +211,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		successes = append(successes, r.Success)
 		permanent = append(permanent, !r.Success && r.Permanent)
 		runtimes = append(runtimes, max(r.Runtime.Microseconds(), 0))
+		retryMS = append(retryMS, retryAfterMS(r))
 		if r.Success {
 			results = append(results, r.Result)
 			checksums = append(checksums, queue.Checksum(r.Result))
@@ -226,7 +230,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	}
 	if len(ids) > 0 {
 		rows, err := s.dispatch.Query(ctx, sqlJobReportMany, ids, attempts, workers, successes, results,
-			checksums, errs, reasons, permanent, runtimes)
+			checksums, errs, reasons, permanent, runtimes, retryMS)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: report jobs: %w", err)
 		}
@@ -235,6 +239,16 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		}
 	}
 	return b.finish(leases, false), nil
+}
+
+// retryAfterMS is a failure's RetryAfter in whole milliseconds (rounded up, so the retry is never
+// earlier than asked), within 0..store.MaxRetryAfter; 0 for a success or a permanent failure.
+func retryAfterMS(r store.JobReportParams) int64 {
+	if r.Success || r.Permanent || r.RetryAfter <= 0 {
+		return 0
+	}
+	d := min(r.RetryAfter, store.MaxRetryAfter)
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // leaseBatch turns a batch of leases into the rows sent to a statement and its result rows back into

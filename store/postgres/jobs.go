@@ -60,6 +60,7 @@ updated AS (
                                WHEN p_to = 'PENDING' AND p_from = 'FAILED' THEN retry_count + 1
                                ELSE retry_count END,
         not_before      = CASE WHEN p_to = 'PENDING' THEN coalesce(p_not_before, now()) ELSE not_before END,
+        retry_after_ms  = CASE WHEN p_to = 'PENDING' THEN 0 ELSE retry_after_ms END,
         expires_at      = CASE WHEN p_to <> 'PENDING' THEN expires_at
                                WHEN ttl_ms > 0 THEN coalesce(p_not_before, now()) + ttl_ms * interval '1 millisecond'
                                END,

@@ -64,6 +64,7 @@ updated AS (
         completed_at     = NULL,
         no_retry         = false,
         cancel_requested = false,
+        retry_after_ms   = 0,
         event_seq        = event_seq + 1,
         updated_at       = now()
     FROM locked

@@ -75,12 +75,13 @@ events AS (
 	// The oldest FAILED jobs (jobs_failed_idx), locked with SKIP LOCKED so that concurrent sweeps
 	// of several replicas share the work; the columns the decision needs are read from the locked
 	// row version. The backoff is queue.RetryPolicy.Backoff: min(base·2^retry_count, max) plus a
-	// jitter of up to queue.JitterFraction (0.1, checked by init) of it. expires_at restarts from the new not_before, as
-	// for any return to PENDING.
+	// jitter of up to queue.JitterFraction (0.1, checked by init) of it; a report's Retry-After
+	// (retry_after_ms, migration 000008) pushes it later, never earlier, and is used up by the retry.
+	// expires_at restarts from the new not_before, as for any return to PENDING.
 	sqlJobRetryFailed = `-- name: job_retry_failed
 WITH c AS MATERIALIZED (
     SELECT id AS c_id, queue AS c_queue, retry_count AS c_retries, max_retries AS c_max,
-           no_retry AS c_no_retry, cancel_requested AS c_cancel
+           no_retry AS c_no_retry, cancel_requested AS c_cancel, retry_after_ms AS c_retry_after_ms
     FROM jobs
     WHERE state = 'FAILED'
     ORDER BY updated_at
@@ -92,15 +93,16 @@ d AS (
            CASE WHEN c_cancel THEN '` + store.ReasonCancelled + `'
                 WHEN c_no_retry THEN '` + store.ReasonPermanent + `'
                 WHEN c_retries >= c_max THEN '` + store.ReasonMaxRetries + `' END AS d_dead,
-           now() + least(coalesce(q.backoff_base_ms, 5000) * power(2::float8, least(c_retries, 62)),
-                         coalesce(q.backoff_max_ms, 300000))
-                   * (1 + random() * 0.1) * interval '1 millisecond' AS d_not_before
+           now() + greatest(least(coalesce(q.backoff_base_ms, 5000) * power(2::float8, least(c_retries, 62)),
+                                  coalesce(q.backoff_max_ms, 300000)) * (1 + random() * 0.1),
+                            c_retry_after_ms) * interval '1 millisecond' AS d_not_before
     FROM c LEFT JOIN queues q ON q.name = c_queue
 ),
 updated AS (
     UPDATE jobs SET
         state          = CASE WHEN d_dead IS NULL THEN 'PENDING' ELSE 'DEAD_LETTERED' END,
         retry_count    = retry_count + CASE WHEN d_dead IS NULL THEN 1 ELSE 0 END,
+        retry_after_ms = 0,
         not_before     = CASE WHEN d_dead IS NULL THEN d_not_before ELSE not_before END,
         expires_at     = CASE WHEN d_dead IS NULL AND ttl_ms > 0 THEN d_not_before + ttl_ms * interval '1 millisecond'
                               WHEN d_dead IS NULL THEN NULL ELSE expires_at END,

@@ -27,6 +27,7 @@ func RunRecoveryStore(t *testing.T, newStore func(t *testing.T) RecoveryStore) {
 	t.Run("JobOverdue", b.testOverdue)
 	t.Run("JobFailMany", b.testFailMany)
 	t.Run("JobRetryFailed", b.testRetryFailed)
+	t.Run("JobRetryFailedRetryAfter", b.testRetryAfter)
 	t.Run("JobExpireTTL", b.testExpireTTL)
 	t.Run("WorkerMarkLost", b.testMarkLost)
 	t.Run("JobHeldBy", b.testHeldBy)
@@ -276,6 +277,55 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 }
 
 // sweepAll runs the retry sweep until nothing is FAILED.
+// testRetryAfter: a failure report's RetryAfter delays the retry past the queue's backoff (never
+// shortens it), is used up by that retry, and means nothing with Permanent.
+func (b *rsBundle) testRetryAfter(t *testing.T) {
+	c := b.with(t)
+	b.sweepAll(t) // what earlier subtests left FAILED
+	q := c.newQueue(store.QueueCreateParams{BackoffBase: 2 * time.Second, BackoffMax: 2 * time.Second})
+	w := c.register(uniqueName("w"))
+	three := 3
+	p := store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &three}
+	report := func(j *queue.Job, retryAfter time.Duration, permanent bool) {
+		t.Helper()
+		rep, err := b.ds.JobReportMany(b.ctx, []store.JobReportParams{{
+			JobLease: store.JobLease{ID: j.ID, Attempt: j.Attempt, WorkerID: w.ID},
+			Error:    "busy", RetryAfter: retryAfter, Permanent: permanent,
+		}})
+		require.NoError(t, err)
+		require.NoError(t, rep[0].Err)
+	}
+	long := b.running(t, w.ID, p)  // Retry-After beyond the backoff: it wins
+	short := b.running(t, w.ID, p) // Retry-After below the backoff: the backoff wins
+	perm := b.running(t, w.ID, p)  // permanent: dead-lettered all the same
+	report(long, time.Hour, false)
+	report(short, 10*time.Millisecond, false)
+	report(perm, time.Hour, true)
+
+	before := time.Now()
+	b.sweepAll(t)
+	j := c.get(long.ID)
+	require.Equal(t, queue.StatePending, j.State)
+	require.GreaterOrEqual(t, j.NotBefore.Add(time.Second), before.Add(time.Hour), "not before now + retry_after (1 s for clock rounding)")
+	require.Less(t, time.Until(j.NotBefore), time.Hour+time.Minute, "retry_after, not retry_after plus the backoff")
+	j = c.get(short.ID)
+	require.Equal(t, queue.StatePending, j.State)
+	require.Greater(t, time.Until(j.NotBefore), time.Second, "the backoff (2 s) wins over a shorter retry_after")
+	require.LessOrEqual(t, time.Until(j.NotBefore), 2200*time.Millisecond+time.Second)
+	require.Equal(t, queue.StateDeadLettered, c.get(perm.ID).State)
+
+	// The retry used the Retry-After up: the next failure, without one, waits for the backoff alone.
+	again, err := b.ds.JobAssignMany(b.ctx, store.JobAssignParams{WorkerID: w.ID, IDs: []string{long.ID}})
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	report(again[0], 0, false)
+	b.sweepAll(t)
+	j = c.get(long.ID)
+	require.Equal(t, queue.StatePending, j.State)
+	require.Equal(t, 2, j.RetryCount)
+	require.Less(t, time.Until(j.NotBefore), 2200*time.Millisecond+time.Second, "retry_after was reset by the first retry")
+}
+
 func (b *rsBundle) sweepAll(t *testing.T) {
 	t.Helper()
 	for {

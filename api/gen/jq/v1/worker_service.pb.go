@@ -787,7 +787,12 @@ type JobFailure struct {
 	// worker that says nothing gets the safe, ordinary retry behaviour.
 	Permanent bool `protobuf:"varint,3,opt,name=permanent,proto3" json:"permanent,omitempty"`
 	// Wall-clock execution time of the attempt, measured by the worker.
-	Runtime       *durationpb.Duration `protobuf:"bytes,4,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	Runtime *durationpb.Duration `protobuf:"bytes,4,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	// The earliest the next attempt may start, counted from the report (an
+	// HTTP endpoint's Retry-After): the retry waits for the longer of this and
+	// the queue's backoff. Unset or not positive: the backoff alone. Ignored
+	// when permanent is true. At most 24 hours (longer is cut to 24 hours).
+	RetryAfter    *durationpb.Duration `protobuf:"bytes,5,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -846,6 +851,13 @@ func (x *JobFailure) GetPermanent() bool {
 func (x *JobFailure) GetRuntime() *durationpb.Duration {
 	if x != nil {
 		return x.Runtime
+	}
+	return nil
+}
+
+func (x *JobFailure) GetRetryAfter() *durationpb.Duration {
+	if x != nil {
+		return x.RetryAfter
 	}
 	return nil
 }
@@ -1855,13 +1867,15 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\n" +
 	"JobSuccess\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\fR\x06result\x123\n" +
-	"\aruntime\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\aruntime\"\x8d\x01\n" +
+	"\aruntime\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\aruntime\"\xc9\x01\n" +
 	"\n" +
 	"JobFailure\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1c\n" +
 	"\tpermanent\x18\x03 \x01(\bR\tpermanent\x123\n" +
-	"\aruntime\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\aruntime\"\xa1\x02\n" +
+	"\aruntime\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\aruntime\x12:\n" +
+	"\vretry_after\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"retryAfter\"\xa1\x02\n" +
 	"\x15RegisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12 \n" +
@@ -2006,44 +2020,45 @@ var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	10, // 10: jq.v1.JobReport.failure:type_name -> jq.v1.JobFailure
 	33, // 11: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
 	33, // 12: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
-	30, // 13: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
-	3,  // 14: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
-	33, // 15: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	33, // 16: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
-	5,  // 17: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
-	4,  // 18: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
-	1,  // 19: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
-	6,  // 20: jq.v1.StreamJobsResponse.assignment:type_name -> jq.v1.Assignment
-	5,  // 21: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
-	7,  // 22: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
-	8,  // 23: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
-	7,  // 24: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
-	3,  // 25: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
-	3,  // 26: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
-	3,  // 27: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
-	11, // 28: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
-	13, // 29: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
-	15, // 30: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
-	17, // 31: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
-	19, // 32: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
-	21, // 33: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
-	23, // 34: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
-	25, // 35: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
-	27, // 36: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
-	12, // 37: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
-	14, // 38: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
-	16, // 39: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
-	18, // 40: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
-	20, // 41: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
-	22, // 42: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
-	24, // 43: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
-	26, // 44: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
-	28, // 45: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
-	37, // [37:46] is the sub-list for method output_type
-	28, // [28:37] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	33, // 13: jq.v1.JobFailure.retry_after:type_name -> google.protobuf.Duration
+	30, // 14: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
+	3,  // 15: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
+	33, // 16: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	33, // 17: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
+	5,  // 18: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
+	4,  // 19: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
+	1,  // 20: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
+	6,  // 21: jq.v1.StreamJobsResponse.assignment:type_name -> jq.v1.Assignment
+	5,  // 22: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
+	7,  // 23: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
+	8,  // 24: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
+	7,  // 25: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
+	3,  // 26: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
+	3,  // 27: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
+	3,  // 28: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
+	11, // 29: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
+	13, // 30: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
+	15, // 31: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
+	17, // 32: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
+	19, // 33: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
+	21, // 34: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
+	23, // 35: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
+	25, // 36: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
+	27, // 37: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
+	12, // 38: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
+	14, // 39: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
+	16, // 40: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
+	18, // 41: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
+	20, // 42: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
+	22, // 43: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
+	24, // 44: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
+	26, // 45: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
+	28, // 46: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
+	38, // [38:47] is the sub-list for method output_type
+	29, // [29:38] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_worker_service_proto_init() }

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package handlers
+
+// openNonblock: no named pipes to guard against here.
+const openNonblock = 0
