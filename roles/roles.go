@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -156,7 +157,11 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	}
 
 	if err := run(ctx, role, cfg, log); err != nil {
-		// Once, on stderr (the logs on stdout have said what led to it).
+		// One line on stderr for the person who started it; the same as a log record for the
+		// collector of the logs, unless they go to the same terminal.
+		if !isTerminal(stdio.Stdout) {
+			log.Error("exiting with error", zap.Error(err))
+		}
 		fmt.Fprintf(stdio.Stderr, "jq: %s\n", oneLine(err.Error()))
 		return ExitError
 	}
@@ -290,4 +295,14 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration: want e.g. 600 (seconds), 90s, 10m or 1h30m", s)
 	}
 	return d, nil
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -411,7 +411,7 @@ func producerServerAddr(cfg *config.Config) string {
 
 // terminal is f when it is a terminal (a character device), else nil.
 func terminal(f *os.File) io.Writer {
-	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+	if isTerminal(f) {
 		return f
 	}
 	return nil
