@@ -42,7 +42,10 @@ type jobOptions struct {
 // first).
 func Priority(n int) Option { return func(o *jobOptions) { o.priority = n } }
 
-// Delay makes the job due d after the submit. It replaces an earlier RunAt.
+// Delay makes the job due d after the submit (d ≤ 0: at once). It replaces an earlier RunAt.
+// The due time is part of the job's spec and Delay counts from each submit, so an idempotent submit
+// that is repeated should use RunAt with a fixed time: with Delay the repeat is a different spec
+// ([queue.ErrIdempotencyConflict]).
 func Delay(d time.Duration) Option {
 	return func(o *jobOptions) { o.delay, o.runAt = d, time.Time{} }
 }
