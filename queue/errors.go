@@ -30,6 +30,9 @@ var (
 	// ErrPermissionDenied: the caller is known but may not do this (a worker id registered by
 	// another principal, a queue outside the principal's list, a job submitted by someone else).
 	ErrPermissionDenied = errors.New("permission denied")
+	// ErrUnauthenticated: the caller could not be identified (no token or client certificate, or
+	// one the server does not accept).
+	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrShutdown: the component is stopping; used as the cause when job contexts are cancelled.
 	ErrShutdown = errors.New("shutting down")
 )

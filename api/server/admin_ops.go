@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/store"
 )
@@ -87,7 +88,7 @@ func (s *adminOps) PeekQueue(ctx context.Context, req *connect.Request[jqv1.Peek
 	}
 	out := make([]*jqv1.Job, len(res.Jobs))
 	for i, j := range res.Jobs {
-		out[i] = jobToProto(j)
+		out[i] = api.JobProto(j)
 		out[i].Result = nil
 	}
 	return connect.NewResponse(&jqv1.PeekQueueResponse{Jobs: out, Truncated: res.Truncated}), nil

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
@@ -15,19 +14,11 @@ import (
 // Conversions between the domain (queue) and the wire (jqv1). Zero times and
 // durations become absent fields.
 
-func ts(t time.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
-		return nil
-	}
-	return timestamppb.New(t)
-}
-
-func dur(d time.Duration) *durationpb.Duration {
-	if d == 0 {
-		return nil
-	}
-	return durationpb.New(d)
-}
+// ts and dur are the wire's optional time and duration (absent when zero).
+var (
+	ts  = api.Timestamp
+	dur = api.Duration
+)
 
 func queueToProto(q *queue.Queue) *jqv1.Queue {
 	w := make(map[int32]int32, len(q.PriorityWeights))
@@ -61,48 +52,6 @@ func queueStatsToProto(s *queue.QueueStats) *jqv1.QueueStats {
 		ErrorRate:         s.ErrorRate,
 		OldestPendingAge:  durationpb.New(s.OldestPendingAge),
 	}
-}
-
-func jobToProto(j *queue.Job) *jqv1.Job {
-	p := &jqv1.Job{
-		Id:             j.ID,
-		Queue:          j.Queue,
-		Type:           j.Type,
-		Payload:        j.Payload,
-		Priority:       int32(j.Priority), //nolint:gosec // 0-9
-		State:          api.StateProto(j.State),
-		MaxRetries:     int32(j.MaxRetries), //nolint:gosec // bounded on submit
-		RetryCount:     int32(j.RetryCount), //nolint:gosec // ≤ max_retries
-		Attempt:        int32(j.Attempt),    //nolint:gosec // small
-		Ttl:            dur(j.TTL),
-		NotBefore:      ts(j.NotBefore),
-		Timeout:        dur(j.Timeout),
-		IdempotencyKey: j.IdempotencyKey,
-		Labels:         j.Labels,
-		KeepResult:     j.KeepResult,
-		TraceContext:   j.TraceContext,
-		WorkerId:       j.WorkerID,
-		LastError:      j.LastError,
-		FailureReason:  j.FailureReason,
-		CreatedAt:      ts(j.CreatedAt),
-		UpdatedAt:      ts(j.UpdatedAt),
-		StartedAt:      ts(j.StartedAt),
-		CompletedAt:    ts(j.CompletedAt),
-	}
-	if j.State == queue.StateDone && (j.Result != nil || j.ResultChecksum != "") {
-		p.Result = resultToProto(j)
-	}
-	return p
-}
-
-// resultToProto is the result of a DONE job. The runtime is the server's
-// view (started_at to completed_at): the worker's own measure is not stored.
-func resultToProto(j *queue.Job) *jqv1.JobResult {
-	r := &jqv1.JobResult{Data: j.Result, ChecksumSha256: j.ResultChecksum, CompletedAt: ts(j.CompletedAt)}
-	if !j.StartedAt.IsZero() && !j.CompletedAt.IsZero() {
-		r.Runtime = durationpb.New(j.CompletedAt.Sub(j.StartedAt))
-	}
-	return r
 }
 
 func workerToProto(w *queue.Worker) *jqv1.Worker {

@@ -29,6 +29,8 @@ func codeOf(err error) connect.Code {
 		return connect.CodeFailedPrecondition
 	case errors.Is(err, queue.ErrPermissionDenied):
 		return connect.CodePermissionDenied
+	case errors.Is(err, queue.ErrUnauthenticated):
+		return connect.CodeUnauthenticated
 	case errors.Is(err, queue.ErrShutdown):
 		return connect.CodeUnavailable
 	case errors.Is(err, engine.ErrSessionReplaced):

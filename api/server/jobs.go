@@ -48,7 +48,7 @@ func (s *jobService) CancelJob(ctx context.Context, req *connect.Request[jqv1.Ca
 		s.engine.JobCancelled(j) // metrics
 	}
 	return connect.NewResponse(&jqv1.CancelJobResponse{
-		Job:             jobToProto(j),
+		Job:             api.JobProto(j),
 		CancelRequested: j.State == queue.StateRunning && j.CancelRequested,
 	}), nil
 }
@@ -66,7 +66,7 @@ func (s *jobService) RetryJob(ctx context.Context, req *connect.Request[jqv1.Ret
 		s.engine.JobRetried(j)      // metrics
 		s.engine.JobsReady(j.Queue) // due now: every replica's scheduler looks at once
 	}
-	return connect.NewResponse(&jqv1.RetryJobResponse{Job: jobToProto(j)}), nil
+	return connect.NewResponse(&jqv1.RetryJobResponse{Job: api.JobProto(j)}), nil
 }
 
 // GetJobResult returns the result of a DONE job submitted with keep_result.
@@ -96,7 +96,7 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 	if queue.Checksum(j.Result) != j.ResultChecksum {
 		return nil, connect.NewError(connect.CodeDataLoss, fmt.Errorf("the stored result of job %s does not match its checksum", j.ID))
 	}
-	out.Found, out.Result = true, resultToProto(j)
+	out.Found, out.Result = true, api.ResultProto(j)
 	return connect.NewResponse(out), nil
 }
 
@@ -113,7 +113,7 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 			return nil, err
 		}
 	}
-	return connect.NewResponse(&jqv1.GetJobResponse{Job: jobToProto(j)}), nil
+	return connect.NewResponse(&jqv1.GetJobResponse{Job: api.JobProto(j)}), nil
 }
 
 func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.ListJobsRequest]) (*connect.Response[jqv1.ListJobsResponse], error) {
@@ -130,7 +130,7 @@ func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.Lis
 	}
 	out := make([]*jqv1.Job, len(res.Jobs))
 	for i, j := range res.Jobs {
-		out[i] = jobToProto(j)
+		out[i] = api.JobProto(j)
 		if !p.WithData {
 			out[i].Result = nil // its checksum and runtime too: no half a result
 		}

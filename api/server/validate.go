@@ -27,65 +27,13 @@ const (
 	maxPageSize        = store.MaxListLimit
 )
 
-// specToParams validates one JobSpec and converts it.
+// specToParams validates one JobSpec and converts it (api.JobSpecParams).
 func specToParams(spec *jqv1.JobSpec, maxPayload int, now time.Time) (store.JobInsertParams, error) {
-	if spec == nil {
-		return store.JobInsertParams{}, invalid("job: missing")
-	}
-	if len(spec.GetPayload()) > maxPayload {
-		return store.JobInsertParams{}, invalid(fmt.Sprintf("payload of %d bytes exceeds the limit of %d", len(spec.GetPayload()), maxPayload))
-	}
-	p := store.JobInsertParams{
-		Queue:          spec.GetQueue(),
-		Type:           spec.GetType(),
-		Payload:        spec.GetPayload(),
-		Priority:       int(spec.GetPriority()),
-		IdempotencyKey: spec.GetIdempotencyKey(),
-		Labels:         spec.GetLabels(),
-		KeepResult:     spec.GetKeepResult(),
-		TraceContext:   spec.GetTraceContext(),
-	}
-	if spec.MaxRetries != nil {
-		n := int(spec.GetMaxRetries())
-		p.MaxRetries = &n
-	}
-	if err := positiveDuration("ttl", spec.GetTtl(), &p.TTL); err != nil {
-		return p, err
-	}
-	if err := positiveDuration("timeout", spec.GetTimeout(), &p.Timeout); err != nil {
-		return p, err
-	}
-	if spec.GetRunAt() != nil {
-		if err := spec.GetRunAt().CheckValid(); err != nil {
-			return p, invalid("run_at: not a valid timestamp")
-		}
-		p.RunAt = spec.GetRunAt().AsTime()
-		if p.RunAt.After(now.Add(store.MaxDuration)) {
-			return p, invalid(fmt.Sprintf("run_at: at most %v ahead", store.MaxDuration))
-		}
-	}
-	if err := p.Validate(); err != nil {
-		return p, err
-	}
-	return p, nil
+	return api.JobSpecParams(spec, maxPayload, now)
 }
 
-// positiveDuration reads an optional duration: unset (nil) leaves dst alone (the default applies);
-// when set it must be valid and positive. Upper bounds are store's.
-func positiveDuration(name string, d *durationpb.Duration, dst *time.Duration) error {
-	if d == nil {
-		return nil
-	}
-	if err := d.CheckValid(); err != nil {
-		return invalid(name + ": not a valid duration")
-	}
-	v := d.AsDuration()
-	if v <= 0 {
-		return invalid(name + " " + v.String() + ": must be positive when set (leave it unset for the default)")
-	}
-	*dst = v
-	return nil
-}
+// positiveDuration reads an optional duration (api.OptionalDuration).
+var positiveDuration = api.OptionalDuration
 
 // submitBatch checks the size of a SubmitJobs batch.
 func submitBatch(n int) error {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/internal/jobtrace"
@@ -150,7 +151,7 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 					jobtrace.JobLogField(j))
 			}
 			if err := stream.Send(&jqv1.StreamJobsResponse{Assignment: &jqv1.Assignment{
-				Job: jobToProto(j), Attempt: int32(j.Attempt), Deadline: deadline, //nolint:gosec // small
+				Job: api.JobProto(j), Attempt: int32(j.Attempt), Deadline: deadline, //nolint:gosec // small
 			}}); err != nil {
 				// The rest stay ASSIGNED; the assignment timeout recovers them.
 				return nil

@@ -84,13 +84,7 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	var errs []error
-	for i, p := range ps {
-		if err := p.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("job %d: %w", i, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := validateInserts(ps); err != nil {
 		return nil, err
 	}
 
@@ -111,6 +105,17 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 		return nil, err
 	}
 	return results, nil
+}
+
+// validateInserts checks every job of a batch and reports all the bad ones.
+func validateInserts(ps []store.JobInsertParams) error {
+	var errs []error
+	for i, p := range ps {
+		if err := p.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("job %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func anyIdempotencyKey(ps []store.JobInsertParams) bool {

@@ -11,6 +11,10 @@ import (
 // queue name.
 const notifyChannel = "jq_jobs_due"
 
+// sqlNotify sends one notification per queue of $1. Inside a transaction Postgres delivers them at
+// commit, and not at all on rollback (InsertTx relies on that).
+const sqlNotify = "-- name: notify\n" + `SELECT pg_notify('` + notifyChannel + `', q) FROM unnest($1::text[]) AS q`
+
 var _ store.Notifier = (*Store)(nil)
 
 // Notify sends one notification per queue in one statement.
@@ -18,7 +22,7 @@ func (s *Store) Notify(ctx context.Context, queues []string) error {
 	if len(queues) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, "-- name: notify\n"+`SELECT pg_notify('`+notifyChannel+`', q) FROM unnest($1::text[]) AS q`, queues); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlNotify, queues); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil

@@ -1,0 +1,25 @@
+// Package client is the Go client of jq: submit jobs, wait for them, fetch their results, cancel
+// and retry them, with typed arguments, functional options and errors that match the sentinels of
+// package queue.
+//
+//	c, err := client.New(client.Options{Addr: "localhost:50051", Token: os.Getenv("JQ_TOKEN")})
+//	if err != nil { … }
+//	defer c.Close()
+//
+//	sub, err := client.SubmitArgs(ctx, c, "emails", "email.send", SendEmail{To: "a@example.com"},
+//		client.Priority(5), client.MaxRetries(3), client.IdempotencyKey("welcome-42"), client.KeepResult())
+//	job, err := c.Wait(ctx, sub.ID) // DONE or DEAD_LETTERED
+//	out, found, err := c.Result(ctx, sub.ID, false)
+//
+// Errors of the server come back as *Error: errors.Is matches the queue sentinel the status code
+// stands for ([queue.ErrJobNotFound], [queue.ErrQueueNotFound], [queue.ErrInvalidArgument],
+// [queue.ErrIdempotencyConflict], [queue.ErrIllegalTransition], [queue.ErrPermissionDenied],
+// [queue.ErrUnauthenticated]) or [ErrUnavailable], and errors.As still finds the *connect.Error.
+//
+// A worker (queue/executor) runs on the same connection: executor.NewRemote(c.API()). To insert a
+// job inside an application's own Postgres transaction, see package client/jqpgx.
+//
+// The package wraps github.com/jq-dev/jq/api/client, the transport (gRPC over HTTP/2, TLS or
+// mTLS, bearer tokens, failover between replicas) and the generated stubs; [Client.API] reaches
+// them for the calls not wrapped here (queues, workers, admin).
+package client

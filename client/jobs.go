@@ -1,0 +1,115 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/jq-dev/jq/api"
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+)
+
+// Get returns the record of one job, with its retained result. Errors: [queue.ErrJobNotFound],
+// [queue.ErrInvalidArgument] (id is not a UUID), and the errors every call may return.
+func (c *Client) Get(ctx context.Context, id string) (*queue.Job, error) {
+	resp, err := c.api.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: id}))
+	if err != nil {
+		return nil, callError(opGet, err)
+	}
+	return api.JobFromProto(resp.Msg.GetJob()), nil
+}
+
+// Polling interval of Wait: it starts short, for jobs that finish at once, and doubles up to
+// waitPollMax.
+const (
+	waitPollMin = 50 * time.Millisecond
+	waitPollMax = time.Second
+)
+
+// Wait polls the job until it reaches a terminal state and returns it: DONE, or DEAD_LETTERED
+// (failed for good, expired or cancelled: see Job.FailureReason). Check job.State; a dead-lettered
+// job is not an error of Wait. The API has no job-event stream for clients, so Wait polls GetJob,
+// every 50 ms at first and at most every second. It keeps polling through [ErrUnavailable] (a
+// replica restarting) and stops when ctx ends, with an error wrapping ctx's cause.
+func (c *Client) Wait(ctx context.Context, id string) (*queue.Job, error) {
+	interval := waitPollMin
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var lastErr error
+	for {
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return nil, fmt.Errorf("wait for job %s: %w (last error: %w)", id, context.Cause(ctx), lastErr)
+			}
+			return nil, fmt.Errorf("wait for job %s: %w", id, context.Cause(ctx))
+		case <-timer.C:
+		}
+		j, err := c.Get(ctx, id)
+		switch {
+		case err == nil:
+			lastErr = nil
+			if j.State == queue.StateDone || j.State == queue.StateDeadLettered {
+				return j, nil
+			}
+		case errors.Is(err, ErrUnavailable) && ctx.Err() == nil:
+			lastErr = err
+		case ctx.Err() != nil:
+			continue // reported above with the cause
+		default:
+			return nil, err
+		}
+		timer.Reset(interval)
+		interval = min(2*interval, waitPollMax)
+	}
+}
+
+// Result fetches the result of a DONE job submitted with [KeepResult]. found is false, without an
+// error, when there is none: the job is not DONE (yet), kept no result, its result expired, or it
+// was consumed. With consume the result is deleted as it is returned, so exactly one caller gets
+// it.
+func (c *Client) Result(ctx context.Context, id string, consume bool) (result []byte, found bool, err error) {
+	resp, err := c.api.Jobs.GetJobResult(ctx, connect.NewRequest(&jqv1.GetJobResultRequest{JobId: id, Consume: consume}))
+	if err != nil {
+		return nil, false, callError(opResult, err)
+	}
+	if !resp.Msg.GetFound() {
+		return nil, false, nil
+	}
+	data := resp.Msg.GetResult().GetData()
+	if data == nil {
+		data = []byte{}
+	}
+	return data, true, nil
+}
+
+// Cancel cancels a job. A PENDING, ASSIGNED or FAILED job is dead-lettered at once (reason
+// "cancelled"); for a RUNNING job its worker is asked to stop it, and the returned job is still
+// RUNNING with CancelRequested set (Wait tells how it ended). Cancelling a finished job is an error
+// wrapping [queue.ErrIllegalTransition].
+func (c *Client) Cancel(ctx context.Context, id string) (*queue.Job, error) {
+	resp, err := c.api.Jobs.CancelJob(ctx, connect.NewRequest(&jqv1.CancelJobRequest{JobId: id}))
+	if err != nil {
+		return nil, callError(opCancel, err)
+	}
+	j := api.JobFromProto(resp.Msg.GetJob())
+	if j != nil {
+		j.CancelRequested = resp.Msg.GetCancelRequested()
+	}
+	return j, nil
+}
+
+// Retry re-enqueues a FAILED or DEAD_LETTERED job as PENDING, due at once, with its retry count
+// reset; it keeps its id. A job in any other state is an error wrapping
+// [queue.ErrIllegalTransition].
+func (c *Client) Retry(ctx context.Context, id string) (*queue.Job, error) {
+	resp, err := c.api.Jobs.RetryJob(ctx, connect.NewRequest(&jqv1.RetryJobRequest{JobId: id}))
+	if err != nil {
+		return nil, callError(opRetry, err)
+	}
+	return api.JobFromProto(resp.Msg.GetJob()), nil
+}
