@@ -90,6 +90,12 @@ type JobListParams struct {
 	MaxBytes int
 }
 
+// IsCancelled reports whether a job's cancellation was requested or recorded: the test
+// JobListParams.CancelledIn applies.
+func IsCancelled(j *queue.Job) bool {
+	return j.CancelRequested || j.FailureReason == ReasonCancelled
+}
+
 // JobListResult is one page of jobs, newest first (oldest first with Ascending).
 type JobListResult struct {
 	Jobs       []*queue.Job

@@ -229,7 +229,7 @@ func (JobSort) EnumDescriptor() ([]byte, []int) {
 }
 
 // JobSpec is what a client submits. jq runs it as a job of type job_type on
-// the server's facade queue (server.taskqueue_queue, default "default"); the
+// its default queue ("default", created at the server's first start); the
 // worker's handler receives the other fields as its JSON payload,
 // {"work_duration_ms":N,"payload_size_bytes":M}. The job keeps its result
 // and is retried on failure by the queue's retry policy.
