@@ -73,8 +73,8 @@ func (p JobListParams) CursorAfter(j *queue.Job) string {
 	return EncodeJobCursor(JobCursor{CreatedAt: j.CreatedAt, ID: j.ID, Filter: p.filterHash()})
 }
 
-// filterHash fingerprints the filters of a listing: the queue, the set of states, the labels and the
-// principal whose jobs are listed,
+// filterHash fingerprints the filters of a listing: the queue, the set of states, the labels, the
+// cancelled filter, the direction and the principal whose jobs are listed,
 // in a canonical order (the same states in another order, or repeated, are the same listing).
 // The page size is not part of it: a client may change it between pages.
 func (p JobListParams) filterHash() uint64 {
@@ -93,6 +93,19 @@ func (p JobListParams) filterHash() uint64 {
 		w.str(s)
 	}
 	w.labels(p.Labels)
+	// The filters added later enter only when set, so that tokens issued before them still match.
+	if len(p.CancelledIn) > 0 {
+		w.str("cancelled_in")
+		for _, st := range queue.States() {
+			if c, ok := p.CancelledIn[st]; ok {
+				w.str(string(st))
+				w.str(strconv.FormatBool(c))
+			}
+		}
+	}
+	if p.Ascending {
+		w.str("ascending")
+	}
 	if p.Principal != "" { // a producer's own listing (tokens issued before principals still match)
 		w.str("principal")
 		w.str(p.Principal)

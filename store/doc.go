@@ -56,7 +56,8 @@
 //
 // # Listing
 //
-// JobList pages newest first, ordered by (CreatedAt DESC, ID DESC), with keyset cursors: a walk visits
+// JobList pages newest first, ordered by (CreatedAt DESC, ID DESC), or oldest first with Ascending
+// (CreatedAt ASC, ID ASC: the same order walked the other way), with keyset cursors: a walk visits
 // every job that existed when it began exactly once, whatever is submitted or changes state meanwhile
 // (jobs submitted during the walk may or may not appear). Cursors are opaque, versioned tokens; a
 // malformed one is ErrInvalidArgument. NextCursor is empty on the last page.

@@ -69,8 +69,17 @@ type JobListParams struct {
 	Queue  string
 	States []queue.State     // any of these
 	Labels map[string]string // all of these
+	// CancelledIn narrows the jobs of the states it names to those cancelled (true) or not
+	// (false); jobs of other states are not affected. A job is cancelled when its cancellation
+	// was requested (cancel_requested) or recorded (failure_reason "cancelled"). It lets a listing
+	// tell apart what a FAILED or DEAD_LETTERED job is becoming (the taskqueue.v1 facade's
+	// statuses) without reading every job.
+	CancelledIn map[queue.State]bool
 	// Principal, when set, lists only the jobs that principal submitted.
 	Principal string
+	// Ascending lists oldest first (created_at ASC, id ASC) instead of newest first. A cursor
+	// continues only a listing in the same direction.
+	Ascending bool
 	Limit     int    // 0: DefaultListLimit; capped at MaxListLimit
 	Cursor    string // NextCursor of the previous page; "": first page
 	// WithData returns each job's payload and result; without it they are not even read (Payload
@@ -81,7 +90,13 @@ type JobListParams struct {
 	MaxBytes int
 }
 
-// JobListResult is one page of jobs, newest first.
+// IsCancelled reports whether a job's cancellation was requested or recorded: the test
+// JobListParams.CancelledIn applies.
+func IsCancelled(j *queue.Job) bool {
+	return j.CancelRequested || j.FailureReason == ReasonCancelled
+}
+
+// JobListResult is one page of jobs, newest first (oldest first with Ascending).
 type JobListResult struct {
 	Jobs       []*queue.Job
 	NextCursor string // "": no further page

@@ -269,6 +269,11 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 	if err := ValidateLabels("labels", p.Labels); err != nil {
 		errs = append(errs, err)
 	}
+	for s := range p.CancelledIn {
+		if !s.Valid() {
+			errs = append(errs, invalid("cancelled filter: unknown job state %s", queue.Excerpt(string(s))))
+		}
+	}
 	switch {
 	case p.Limit < 0:
 		errs = append(errs, invalid("limit %d is negative", p.Limit))
@@ -283,7 +288,7 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 		case err != nil:
 			errs = append(errs, err)
 		case c.Filter != p.filterHash():
-			errs = append(errs, invalid("page_token belongs to a listing with other filters (queue, states, labels)"))
+			errs = append(errs, invalid("page_token belongs to a listing with other filters or order (queue, states, labels, sort)"))
 		}
 		cursor = &c
 	}

@@ -17,6 +17,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	_ "github.com/jq-dev/jq/api/gen/jq/v1" // registers the jq.v1 services
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	_ "github.com/jq-dev/jq/api/gen/taskqueue/v1" // registers the taskqueue.v1 service
+	"github.com/jq-dev/jq/api/gen/taskqueue/v1/taskqueuev1connect"
 )
 
 const hashA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" // sha256("test")
@@ -92,7 +95,7 @@ func TestCertRules(t *testing.T) {
 func TestPolicyCoversEveryProcedure(t *testing.T) {
 	n := 0
 	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
-		if fd.Package() != "jq.v1" {
+		if fd.Package() != "jq.v1" && fd.Package() != "taskqueue.v1" {
 			return true
 		}
 		for i := range fd.Services().Len() {
@@ -106,7 +109,21 @@ func TestPolicyCoversEveryProcedure(t *testing.T) {
 		}
 		return true
 	})
-	require.Equal(t, 29, n, "the services' methods")
+	require.Equal(t, 29+5, n, "the services' methods (jq.v1, and seed 003's taskqueue.v1)")
+}
+
+// TestPolicyFacadeMatchesJQ: each taskqueue.v1 RPC is open to exactly the roles of the jq.v1 RPC
+// it is served by.
+func TestPolicyFacadeMatchesJQ(t *testing.T) {
+	for facade, jq := range map[string]string{
+		taskqueuev1connect.TaskQueuePublicServiceSubmitJobProcedure:    jqv1connect.JobServiceSubmitJobProcedure,
+		taskqueuev1connect.TaskQueuePublicServiceGetJobStatusProcedure: jqv1connect.JobServiceGetJobProcedure,
+		taskqueuev1connect.TaskQueuePublicServiceGetJobResultProcedure: jqv1connect.JobServiceGetJobResultProcedure,
+		taskqueuev1connect.TaskQueuePublicServiceCancelJobProcedure:    jqv1connect.JobServiceCancelJobProcedure,
+		taskqueuev1connect.TaskQueuePublicServiceListJobsProcedure:     jqv1connect.JobServiceListJobsProcedure,
+	} {
+		require.Equal(t, RolesFor(jq), RolesFor(facade), facade)
+	}
 }
 
 func newTestAuth(t *testing.T, opts Options) *Authenticator {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/gen/taskqueue/v1/taskqueuev1connect"
 )
 
 // Reflection procedures: any authenticated caller may read the API's schema.
@@ -58,6 +59,14 @@ var policy = map[string][]Role{
 	jqv1connect.AdminServiceGetStatsProcedure:         readers,
 	jqv1connect.AdminServicePeekQueueProcedure:        readers,
 	jqv1connect.AdminServicePurgeDeadLettersProcedure: admins,
+
+	// Seed 003's facade: each RPC with the roles of its jq.v1 counterpart (SubmitJob, GetJob,
+	// GetJobResult, CancelJob, ListJobs); the handlers apply the same own-jobs checks.
+	taskqueuev1connect.TaskQueuePublicServiceSubmitJobProcedure:    producers,
+	taskqueuev1connect.TaskQueuePublicServiceGetJobStatusProcedure: jobReader,
+	taskqueuev1connect.TaskQueuePublicServiceGetJobResultProcedure: jobReader,
+	taskqueuev1connect.TaskQueuePublicServiceCancelJobProcedure:    producers,
+	taskqueuev1connect.TaskQueuePublicServiceListJobsProcedure:     jobReader,
 
 	reflectionV1:      anyRole,
 	reflectionV1Alpha: anyRole,

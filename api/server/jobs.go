@@ -34,23 +34,33 @@ func (s *jobService) logSubmitted(r store.JobInsertResult) {
 // CancelJob dead-letters a job that is not running, or asks the worker of a
 // RUNNING one to stop it (FR-012).
 func (s *jobService) CancelJob(ctx context.Context, req *connect.Request[jqv1.CancelJobRequest]) (*connect.Response[jqv1.CancelJobResponse], error) {
-	if err := validJobID(req.Msg.GetJobId()); err != nil {
+	j, err := s.cancel(ctx, req.Msg.GetJobId())
+	if err != nil {
 		return nil, err
 	}
-	if err := s.ownJob(ctx, req.Msg.GetJobId(), true); err != nil {
+	return connect.NewResponse(&jqv1.CancelJobResponse{
+		Job:             api.JobProto(j),
+		CancelRequested: j.State == queue.StateRunning && j.CancelRequested,
+	}), nil
+}
+
+// cancel cancels one job the caller may change (store.OperatorStore.JobCancel) and returns it as it
+// now stands: CancelJob, and the taskqueue.v1 facade's.
+func (s *jobService) cancel(ctx context.Context, id string) (*queue.Job, error) {
+	if err := validJobID(id); err != nil {
 		return nil, err
 	}
-	j, err := s.store.JobCancel(ctx, req.Msg.GetJobId())
+	if err := s.ownJob(ctx, id, true); err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobCancel(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if s.engine != nil {
 		s.engine.JobCancelled(j) // metrics
 	}
-	return connect.NewResponse(&jqv1.CancelJobResponse{
-		Job:             api.JobProto(j),
-		CancelRequested: j.State == queue.StateRunning && j.CancelRequested,
-	}), nil
+	return j, nil
 }
 
 // RetryJob re-enqueues a FAILED or DEAD_LETTERED job (FR-013).
@@ -101,10 +111,19 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 }
 
 func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJobRequest]) (*connect.Response[jqv1.GetJobResponse], error) {
-	if err := validJobID(req.Msg.GetJobId()); err != nil {
+	j, err := s.getJob(ctx, req.Msg.GetJobId())
+	if err != nil {
 		return nil, err
 	}
-	j, err := s.store.JobGet(ctx, req.Msg.GetJobId())
+	return connect.NewResponse(&jqv1.GetJobResponse{Job: api.JobProto(j)}), nil
+}
+
+// getJob reads one job the caller may see: GetJob, and the taskqueue.v1 facade's reads.
+func (s *jobService) getJob(ctx context.Context, id string) (*queue.Job, error) {
+	if err := validJobID(id); err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobGet(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +132,7 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 			return nil, err
 		}
 	}
-	return connect.NewResponse(&jqv1.GetJobResponse{Job: api.JobProto(j)}), nil
+	return j, nil
 }
 
 func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.ListJobsRequest]) (*connect.Response[jqv1.ListJobsResponse], error) {
@@ -121,10 +140,8 @@ func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.Lis
 	if err != nil {
 		return nil, err
 	}
-	p.WithData, p.MaxBytes = req.Msg.GetIncludePayloads(), s.limits.maxPageBytes()
-	// A producer lists its own jobs; the store refuses a page token of another listing.
-	p.Principal, _ = ownJobsOnly(ctx)
-	res, err := s.store.JobList(ctx, p)
+	p.WithData = req.Msg.GetIncludePayloads()
+	res, err := s.list(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +153,15 @@ func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.Lis
 		}
 	}
 	return connect.NewResponse(&jqv1.ListJobsResponse{Jobs: out, NextPageToken: res.NextCursor}), nil
+}
+
+// list reads one page of the jobs the caller may see, within the page byte budget: ListJobs, and
+// the taskqueue.v1 facade's.
+func (s *jobService) list(ctx context.Context, p store.JobListParams) (store.JobListResult, error) {
+	p.MaxBytes = s.limits.maxPageBytes()
+	// A producer lists its own jobs; the store refuses a page token of another listing.
+	p.Principal, _ = ownJobsOnly(ctx)
+	return s.store.JobList(ctx, p)
 }
 
 func (s *jobService) ListJobEvents(ctx context.Context, req *connect.Request[jqv1.ListJobEventsRequest]) (*connect.Response[jqv1.ListJobEventsResponse], error) {

@@ -16,8 +16,10 @@ import (
 
 	"github.com/jq-dev/jq/api/auth"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/gen/taskqueue/v1/taskqueuev1connect"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
@@ -90,6 +92,9 @@ type Options struct {
 	// Refused counts a request refused by a limit (auth.Reason*); nil: not counted. With Auth
 	// set, refusals are counted through it instead.
 	Refused func(reason string)
+	// TaskQueueQueue receives the jobs submitted through the taskqueue.v1 facade, whose JobSpec
+	// names no queue; "": queue.DefaultQueue.
+	TaskQueueQueue string
 }
 
 // compressMinBytes is the smallest response that is gzip-compressed when the
@@ -103,10 +108,11 @@ var services = []string{
 	jqv1connect.QueueServiceName,
 	jqv1connect.WorkerServiceName,
 	jqv1connect.AdminServiceName,
+	taskqueuev1connect.TaskQueuePublicServiceName,
 }
 
-// New returns one handler serving every jq service over gRPC, gRPC-Web and
-// Connect, plus gRPC reflection (v1 and v1alpha) and grpc.health.v1.
+// New returns one handler serving every jq service, and seed 003's taskqueue.v1 facade, over
+// gRPC, gRPC-Web and Connect, plus gRPC reflection (v1 and v1alpha) and grpc.health.v1.
 func New(opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -126,8 +132,14 @@ func New(opts Options) http.Handler {
 	hopts = append(hopts, jsonCodecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
-	mux.Handle(jqv1connect.NewJobServiceHandler(&jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log,
-		trace: newSubmitTracer(opts.Tracing)}, hopts...))
+	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing)}
+	mux.Handle(jqv1connect.NewJobServiceHandler(jobs, hopts...))
+	// Seed 003's public API: a facade over the same job paths, behind the same interceptors.
+	tqQueue := opts.TaskQueueQueue
+	if tqQueue == "" {
+		tqQueue = queue.DefaultQueue
+	}
+	mux.Handle(taskqueuev1connect.NewTaskQueuePublicServiceHandler(&taskQueueService{jobs: jobs, queue: tqQueue, log: opts.Log}, hopts...))
 	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store}, hopts...))
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
 		store: opts.Store, engine: opts.Engine, log: opts.Log,

@@ -11,24 +11,34 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-func (s *jobService) SubmitJob(ctx context.Context, req *connect.Request[jqv1.SubmitJobRequest]) (_ *connect.Response[jqv1.SubmitJobResponse], err error) {
-	ctx, span := s.trace.startSubmit(ctx, req.Msg.GetJob())
-	defer func() { endSubmit(span, err) }()
-	p, err := specToParams(req.Msg.GetJob(), s.limits.MaxPayloadBytes, time.Now())
+func (s *jobService) SubmitJob(ctx context.Context, req *connect.Request[jqv1.SubmitJobRequest]) (*connect.Response[jqv1.SubmitJobResponse], error) {
+	res, err := s.submit(ctx, req.Msg.GetJob())
 	if err != nil {
 		return nil, err
 	}
+	return connect.NewResponse(&jqv1.SubmitJobResponse{JobId: res.Job.ID, Existing: res.Existing}), nil
+}
+
+// submit validates, stamps and submits one job through the engine, traced and logged: SubmitJob,
+// and the taskqueue.v1 facade's.
+func (s *jobService) submit(ctx context.Context, spec *jqv1.JobSpec) (_ store.JobInsertResult, err error) {
+	ctx, span := s.trace.startSubmit(ctx, spec)
+	defer func() { endSubmit(span, err) }()
+	p, err := specToParams(spec, s.limits.MaxPayloadBytes, time.Now())
+	if err != nil {
+		return store.JobInsertResult{}, err
+	}
 	if err := stampSubmitter(ctx, &p); err != nil {
-		return nil, err
+		return store.JobInsertResult{}, err
 	}
 	s.trace.stamp(ctx, &p)
 	res, err := s.engine.Submit(ctx, p)
 	if err != nil {
-		return nil, err
+		return store.JobInsertResult{}, err
 	}
 	submitted(span, res)
 	s.logSubmitted(res)
-	return connect.NewResponse(&jqv1.SubmitJobResponse{JobId: res.Job.ID, Existing: res.Existing}), nil
+	return res, nil
 }
 
 func (s *jobService) SubmitJobs(ctx context.Context, req *connect.Request[jqv1.SubmitJobsRequest]) (_ *connect.Response[jqv1.SubmitJobsResponse], err error) {

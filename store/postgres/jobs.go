@@ -126,8 +126,20 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 		// newest-first index and filters, as a label filter does.
 		where = append(where, "principal = "+arg(p.Principal))
 	}
+	// The cancelled filter tests each named state's jobs, leaving the other states' alone.
+	for _, st := range queue.States() {
+		if c, ok := p.CancelledIn[st]; ok {
+			where = append(where, "(state <> '"+string(st)+"' OR (cancel_requested OR failure_reason = '"+
+				store.ReasonCancelled+"') = "+arg(c)+")")
+		}
+	}
+	// Oldest first walks the same index forwards: the order and the keyset comparison flip together.
+	cmp, dir := "<", "DESC"
+	if p.Ascending {
+		cmp, dir = ">", "ASC"
+	}
 	if cursor != nil {
-		where = append(where, "(jobs.created_at, jobs.id) < ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
+		where = append(where, "(jobs.created_at, jobs.id) "+cmp+" ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
 	}
 	q := "-- name: job_list\nSELECT " + jobPageColumns + " FROM jobs"
 	if len(where) > 0 {
@@ -136,7 +148,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	// One row more than the page tells whether another page exists. The
 	// columns are qualified: a bare "id" would bind to the selected id::text
 	// and sort text, not the uuid the cursor compares (and the index holds).
-	q += " ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT " + arg(limit+1)
+	q += " ORDER BY jobs.created_at " + dir + ", jobs.id " + dir + " LIMIT " + arg(limit+1)
 
 	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {

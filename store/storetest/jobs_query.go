@@ -125,6 +125,124 @@ func runJobQueryTests(t *testing.T, newStore NewStoreFunc) {
 		}
 	})
 
+	t.Run("ListAscending", func(t *testing.T) {
+		b := setup(t, newStore)
+		const n = 23
+		ps := make([]store.JobInsertParams, n)
+		for i := range ps {
+			ps[i] = b.job("t")
+		}
+		// A batch sharing a transaction timestamp, then single jobs: ties and distinct times.
+		res := append(b.insert(ps[:10]...), b.insert(ps[10:15]...)...)
+		for i := 15; i < n; i++ {
+			res = append(res, b.insert(ps[i])...)
+		}
+		newest := ids(b.listAll(store.JobListParams{Queue: b.queue}))
+		require.Len(t, newest, n)
+
+		for _, limit := range []int{1, 4, n, n + 1} {
+			p := store.JobListParams{Queue: b.queue, Limit: limit, Ascending: true}
+			var walked []*queue.Job
+			for pages := 1; ; pages++ {
+				require.LessOrEqual(t, pages, n, "every page makes progress")
+				page, err := b.s.JobList(b.ctx, p)
+				require.NoError(t, err)
+				walked = append(walked, page.Jobs...)
+				if page.NextCursor == "" {
+					break
+				}
+				require.Len(t, page.Jobs, limit, "only the last page is short")
+				p.Cursor = page.NextCursor
+			}
+			got := ids(walked)
+			require.Equal(t, ids(jobsOf(res)), got, "oldest first is submit order (limit %d)", limit)
+			back := slices.Clone(got)
+			slices.Reverse(back)
+			require.Equal(t, newest, back, "the same order as newest first, walked the other way")
+			for i := 1; i < len(walked); i++ {
+				a, c := walked[i-1], walked[i]
+				require.True(t, a.CreatedAt.Before(c.CreatedAt) || a.CreatedAt.Equal(c.CreatedAt) && a.ID < c.ID,
+					"created_at ascending, ties by id ascending")
+			}
+		}
+
+		// A cursor continues only a walk in its own direction.
+		first, err := b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Limit: 2})
+		require.NoError(t, err)
+		_, err = b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Limit: 2, Ascending: true, Cursor: first.NextCursor})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+		up, err := b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Limit: 2, Ascending: true})
+		require.NoError(t, err)
+		_, err = b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Limit: 2, Cursor: up.NextCursor})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	})
+
+	t.Run("ListCancelledIn", func(t *testing.T) {
+		b := setup(t, newStore)
+		ps := make([]store.JobInsertParams, 6)
+		for i := range ps {
+			ps[i] = b.job("t")
+		}
+		res := jobsOf(b.insert(ps...))
+		pending := res[0]
+		failed := b.move(b.advance(res[1], queue.StateAssigned, queue.StateRunning), queue.StateFailed,
+			store.JobTransitionParams{Reason: "error", Error: "boom"})
+		failedCancel := b.move(b.advance(res[2], queue.StateAssigned, queue.StateRunning), queue.StateFailed,
+			store.JobTransitionParams{Reason: store.ReasonCancelled, Error: "context canceled"})
+		dead := b.move(pending, queue.StateDeadLettered, store.JobTransitionParams{Reason: store.ReasonTTLExpired})
+		deadCancel := b.move(res[3], queue.StateDeadLettered, store.JobTransitionParams{Reason: store.ReasonCancelled})
+		pending = res[4]
+		// The leftover job: RUNNING, with its cancellation requested when the store can do that.
+		running := b.advance(res[5], queue.StateAssigned, queue.StateRunning)
+		op, canCancel := b.s.(store.OperatorStore)
+		if canCancel {
+			var err error
+			running, err = op.JobCancel(b.ctx, running.ID)
+			require.NoError(t, err)
+			require.True(t, running.CancelRequested)
+		}
+
+		list := func(p store.JobListParams) []string {
+			p.Queue, p.Ascending = b.queue, true
+			return ids(b.listAll(p))
+		}
+		all := []queue.State{queue.StatePending, queue.StateFailed, queue.StateDeadLettered, queue.StateRunning}
+		require.Equal(t, ids([]*queue.Job{dead, failed, failedCancel, deadCancel, pending, running}),
+			list(store.JobListParams{States: all}), "sanity: in creation order")
+		require.Equal(t, ids([]*queue.Job{dead, failed, pending, running}), list(store.JobListParams{States: all,
+			CancelledIn: map[queue.State]bool{queue.StateFailed: false, queue.StateDeadLettered: false}}),
+			"other states are not affected")
+		require.Equal(t, ids([]*queue.Job{failedCancel, deadCancel, pending, running}), list(store.JobListParams{States: all,
+			CancelledIn: map[queue.State]bool{queue.StateFailed: true, queue.StateDeadLettered: true}}))
+		require.Equal(t, ids([]*queue.Job{failed, deadCancel}), list(store.JobListParams{
+			States:      []queue.State{queue.StateFailed, queue.StateDeadLettered},
+			CancelledIn: map[queue.State]bool{queue.StateFailed: false, queue.StateDeadLettered: true}}))
+		require.Equal(t, ids([]*queue.Job{dead}), list(store.JobListParams{
+			States: []queue.State{queue.StateDeadLettered}, CancelledIn: map[queue.State]bool{queue.StateDeadLettered: false}}),
+			"not cancelled: another reason")
+		if canCancel {
+			require.Equal(t, ids([]*queue.Job{running}), list(store.JobListParams{
+				States: []queue.State{queue.StateRunning}, CancelledIn: map[queue.State]bool{queue.StateRunning: true}}),
+				"a requested cancel counts")
+			require.Empty(t, list(store.JobListParams{
+				States: []queue.State{queue.StateRunning}, CancelledIn: map[queue.State]bool{queue.StateRunning: false}}))
+		}
+
+		// A cursor continues only the listing with the same cancelled filter.
+		p := store.JobListParams{Queue: b.queue, Limit: 1, CancelledIn: map[queue.State]bool{queue.StateFailed: true}}
+		page, err := b.s.JobList(b.ctx, p)
+		require.NoError(t, err)
+		require.NotEmpty(t, page.NextCursor)
+		p.Cursor, p.CancelledIn = page.NextCursor, map[queue.State]bool{queue.StateFailed: false}
+		_, err = b.s.JobList(b.ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+		p.CancelledIn = nil
+		_, err = b.s.JobList(b.ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+		_, err = b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, CancelledIn: map[queue.State]bool{"QUEUED": true}})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	})
+
 	t.Run("ListDefaultLimit", func(t *testing.T) {
 		b := setup(t, newStore)
 		ps := make([]store.JobInsertParams, store.DefaultListLimit+1)

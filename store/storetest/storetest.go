@@ -169,3 +169,12 @@ func (b *bundle) with(t *testing.T) *bundle {
 	c.t = t
 	return &c
 }
+
+// jobsOf returns the jobs of insert results, in order.
+func jobsOf(res []store.JobInsertResult) []*queue.Job {
+	out := make([]*queue.Job, len(res))
+	for i, r := range res {
+		out[i] = r.Job
+	}
+	return out
+}
