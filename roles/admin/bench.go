@@ -14,11 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/durationpb"
-
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/client"
 )
 
 // BenchReport is what `jq --role=admin bench` measures. Latencies are
@@ -106,15 +103,11 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
-func (c *BenchCmd) spec(runID string, payload []byte) *jqv1.JobSpec {
-	return &jqv1.JobSpec{Queue: c.Queue, Type: c.Type, Payload: payload, Labels: map[string]string{"bench_run": runID},
-		Timeout: durationpb.New(time.Minute)}
-}
-
 // submit offers total jobs from c.Concurrency clients, as fast as possible or
 // at c.Rate jobs/s, and returns the per-RPC latencies.
 func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, total int, timeout time.Duration) ([]time.Duration, time.Duration, int64) {
-	payload := benchPayload(c.Type, c.PayloadSize)
+	job := client.Job{Queue: c.Queue, Type: c.Type, Payload: benchPayload(c.Type, c.PayloadSize)}
+	opts := []client.Option{client.Labels(map[string]string{"bench_run": runID}), client.Timeout(time.Minute)}
 	var next atomic.Int64
 	var errs atomic.Int64
 	var mu sync.Mutex
@@ -147,13 +140,9 @@ func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, 
 				t0 := time.Now()
 				var err error
 				if c.Batch == 1 {
-					_, err = cl.Jobs.SubmitJob(rctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: c.spec(runID, payload)}))
+					_, err = cl.Submit(rctx, job, opts...)
 				} else {
-					specs := make([]*jqv1.JobSpec, n)
-					for i := range specs {
-						specs[i] = c.spec(runID, payload)
-					}
-					_, err = cl.Jobs.SubmitJobs(rctx, connect.NewRequest(&jqv1.SubmitJobsRequest{Jobs: specs}))
+					_, err = cl.SubmitMany(rctx, slices.Repeat([]client.Job{job}, n), opts...)
 				}
 				cancel()
 				mine = append(mine, time.Since(t0))
@@ -182,7 +171,8 @@ func benchPayload(typ string, size int) []byte {
 }
 
 // collect waits until every job of the run has finished, then reads their
-// timestamps page by page.
+// timestamps page by page. A listing may take as long as the whole wait: one
+// that filters a large queue can outlast --timeout.
 func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchReport) error {
 	labels := map[string]string{"bench_run": rep.RunID}
 	active := []jqv1.JobState{jqv1.JobState_JOB_STATE_PENDING, jqv1.JobState_JOB_STATE_ASSIGNED, jqv1.JobState_JOB_STATE_RUNNING}
@@ -194,11 +184,11 @@ func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchRep
 	unfinished := &jqv1.ListJobsRequest{Queue: c.Queue, States: active, Labels: labels, PageSize: 1}
 	req := newest
 	for {
-		resp, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(req))
+		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, req)
 		if err != nil {
 			return err
 		}
-		jobs := resp.Msg.GetJobs()
+		jobs := resp.GetJobs()
 		if req == newest && (len(jobs) == 0 || finished(jobs[0].GetState())) {
 			req = unfinished
 			continue
@@ -220,11 +210,11 @@ func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchRep
 	var first, last, firstStart time.Time
 	token := ""
 	for {
-		resp, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1000, PageToken: token}))
+		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, &jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1000, PageToken: token})
 		if err != nil {
 			return err
 		}
-		for _, j := range resp.Msg.GetJobs() {
+		for _, j := range resp.GetJobs() {
 			created := j.GetCreatedAt().AsTime()
 			if first.IsZero() || created.Before(first) {
 				first = created
@@ -250,7 +240,7 @@ func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchRep
 				rep.NotFinished++
 			}
 		}
-		token = resp.Msg.GetNextPageToken()
+		token = resp.GetNextPageToken()
 		if token == "" {
 			break
 		}

@@ -1,6 +1,7 @@
 // Package admin is `jq --role=admin`: the operator commands of SPEC §1 (seed
 // 002's jq-ctl plus seed 004's stats, peek and purge-dlq). Every command talks
-// to a server only through its API (api/client).
+// to a server only through its API, with the Go client (package client) and,
+// for the calls it does not wrap, the generated stubs under it (call.go).
 package admin
 
 import (

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"connectrpc.com/connect"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/queue"
 )
@@ -87,17 +87,11 @@ func (c *EventsTailCmd) source(re *runEnv) (string, error) {
 	if c.Source != "auto" {
 		return c.Source, nil
 	}
-	cl, err := re.Client()
+	st, err := call(re, jqv1connect.AdminServiceClient.GetStatus, &jqv1.GetStatusRequest{})
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Admin.GetStatus(ctx, connect.NewRequest(&jqv1.GetStatusRequest{}))
-	if err != nil {
-		return "", err
-	}
-	for _, comp := range resp.Msg.GetComponents() {
+	for _, comp := range st.GetComponents() {
 		if comp.GetName() == "kafka" { // reported only when kafka.enabled
 			return "kafka", nil
 		}
@@ -156,17 +150,11 @@ func followStream(ctx context.Context, stream EventStream, out *eventPrinter, se
 }
 
 func (c *EventsTailCmd) history(re *runEnv) ([]*jqv1.JobEvent, error) {
-	cl, err := re.Client()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: c.Job}))
+	resp, err := call(re, jqv1connect.JobServiceClient.ListJobEvents, &jqv1.ListJobEventsRequest{JobId: c.Job})
 	if err != nil {
 		return nil, named(err, "job", c.Job)
 	}
-	return resp.Msg.GetEvents(), nil
+	return resp.GetEvents(), nil
 }
 
 // seqs remembers each job's last sequence number printed, to drop the duplicates of at-least-once

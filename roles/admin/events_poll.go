@@ -21,7 +21,7 @@ func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
 	if err != nil {
 		return err
 	}
-	p := newPoller(cl.Jobs, c.Queue, c.Job, re.globals.Timeout)
+	p := newPoller(cl.API().Jobs, c.Queue, c.Job, re.globals.Timeout)
 	failing := false
 	for first := true; ; first = false {
 		evs, err := p.poll(re.ctx)
@@ -216,23 +216,11 @@ func sortEvents(evs []*jqv1.JobEvent) {
 }
 
 func (p *poller) list(ctx context.Context, states []jqv1.JobState) ([]*jqv1.Job, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	resp, err := p.jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{
-		Queue: p.queue, States: states, PageSize: pollWindow,
-	}))
-	if err != nil {
-		return nil, err
-	}
-	return resp.Msg.GetJobs(), nil
+	resp, err := request(ctx, p.timeout, p.jobs.ListJobs, &jqv1.ListJobsRequest{Queue: p.queue, States: states, PageSize: pollWindow})
+	return resp.GetJobs(), err
 }
 
 func (p *poller) events(ctx context.Context, id string) ([]*jqv1.JobEvent, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	resp, err := p.jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: id}))
-	if err != nil {
-		return nil, err
-	}
-	return resp.Msg.GetEvents(), nil
+	resp, err := request(ctx, p.timeout, p.jobs.ListJobEvents, &jqv1.ListJobEventsRequest{JobId: id})
+	return resp.GetEvents(), err
 }

@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,10 +11,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/client"
+	"github.com/jq-dev/jq/queue"
 )
 
 // maxPageSize is ListJobs' largest page.
@@ -21,7 +25,7 @@ const maxPageSize = 1000
 // Run submits the job and prints its id — and nothing else — on stdout
 // (FR-008); --output json/yaml prints the whole answer instead.
 func (c *JobSubmitCmd) Run(re *runEnv) error {
-	spec, err := c.spec(re)
+	job, err := c.job(re)
 	if err != nil {
 		return err
 	}
@@ -31,15 +35,16 @@ func (c *JobSubmitCmd) Run(re *runEnv) error {
 	}
 	ctx, cancel := re.callCtx()
 	defer cancel()
-	resp, err := cl.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: spec}))
+	sub, err := cl.Submit(ctx, job)
 	if err != nil {
 		return failed(named(err, "queue", c.Queue), "cannot submit to queue %q", c.Queue)
 	}
 	if c.Wait {
-		return waitJob(re, resp.Msg.GetJobId())
+		return waitJob(re, sub.ID)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		_, err := fmt.Fprintln(w, cell(resp.Msg.GetJobId()))
+	// Submitted is SubmitJobResponse field for field.
+	return re.printMessage(&jqv1.SubmitJobResponse{JobId: sub.ID, Existing: sub.Existing}, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, cell(sub.ID))
 		return err
 	})
 }
@@ -47,93 +52,91 @@ func (c *JobSubmitCmd) Run(re *runEnv) error {
 // Run waits for the job's end.
 func (c *JobWaitCmd) Run(re *runEnv) error { return waitJob(re, c.ID) }
 
-// waitJob polls the job (50 ms, doubling to 1 s) until it is DONE or DEAD_LETTERED, for at most the
-// command's --timeout, and prints it: its id and state (the whole job with -o json|yaml). A job that
-// did not end well is an error (exit 1) naming its state and reason.
+// waitJob waits (client.Wait: polling 50 ms, doubling to 1 s) until the job is DONE or
+// DEAD_LETTERED, for at most the command's --timeout, and prints it: its id and state (the whole
+// job with -o json|yaml). A job that did not end well is an error (exit 1) naming its state and
+// reason.
 func waitJob(re *runEnv, id string) error {
-	cl, err := re.Client()
+	j, err := onJob(re, (*client.Client).Wait, id)
 	if err != nil {
+		var ce *connect.Error
+		if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &ce) {
+			// The deadline passed between polls; one that cut a call short, or came after the
+			// server stopped answering, is reported as that call's failure.
+			return fmt.Errorf("job %s has not ended after %v (--timeout)", id, re.globals.Timeout)
+		}
+		return named(err, "job", id)
+	}
+	resp := &jqv1.GetJobResponse{Job: api.JobProto(j)}
+	if err := re.printMessage(resp, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%s\t%s\n", cell(resp.GetJob().GetId()), re.state(resp.GetJob().GetState()))
+		return err
+	}); err != nil {
 		return err
 	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	pause := 50 * time.Millisecond
-	for {
-		resp, err := cl.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: id}))
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("job %s did not end within %v (--timeout)", id, re.globals.Timeout)
-			}
-			return named(err, "job", id)
-		}
-		j := resp.Msg.GetJob()
-		switch j.GetState() {
-		case jqv1.JobState_JOB_STATE_DONE, jqv1.JobState_JOB_STATE_DEAD_LETTERED:
-			if err := re.printMessage(resp.Msg, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "%s\t%s\n", cell(j.GetId()), re.state(j.GetState()))
-				return err
-			}); err != nil {
-				return err
-			}
-			if j.GetState() != jqv1.JobState_JOB_STATE_DONE {
-				return fmt.Errorf("job %s is %s (reason %s): %s", id, stateName(j.GetState()), cell(j.GetFailureReason()), cell(j.GetLastError()))
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("job %s is still %s after %v (--timeout)", id, stateName(j.GetState()), re.globals.Timeout)
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, time.Second)
+	if j.State != queue.StateDone {
+		return fmt.Errorf("job %s is %s (reason %s): %s", id, stateName(resp.GetJob().GetState()), cell(j.FailureReason), cell(j.LastError))
 	}
+	return nil
 }
 
-// spec checks the flags and builds the job spec.
-func (c *JobSubmitCmd) spec(re *runEnv) (*jqv1.JobSpec, error) {
-	payload, err := readPayload(c.Payload, re.Stdin)
+// onJob runs one of the Go client's calls on a job (Get, Cancel, Retry, Wait) under the command's
+// deadline.
+func onJob(re *runEnv, method func(*client.Client, context.Context, string) (*queue.Job, error), id string) (*queue.Job, error) {
+	cl, err := re.Client()
 	if err != nil {
 		return nil, err
 	}
-	if c.Priority < 0 || c.Priority > 9 {
-		return nil, usagef("--priority %d: want 0 to 9", c.Priority)
+	ctx, cancel := re.callCtx()
+	defer cancel()
+	return method(cl, ctx, id)
+}
+
+// job checks the flags and builds the job to submit.
+func (c *JobSubmitCmd) job(re *runEnv) (client.Job, error) {
+	payload, err := readPayload(c.Payload, re.Stdin)
+	if err != nil {
+		return client.Job{}, err
 	}
-	spec := &jqv1.JobSpec{
-		Queue: c.Queue, Type: c.Type, Payload: payload, Priority: int32(c.Priority), //nolint:gosec // 0-9
-		IdempotencyKey: c.IdempotencyKey, Labels: c.Label, KeepResult: c.KeepResult,
+	if c.Priority < 0 || c.Priority > 9 {
+		return client.Job{}, usagef("--priority %d: want 0 to 9", c.Priority)
+	}
+	opts := []client.Option{client.Priority(c.Priority), client.IdempotencyKey(c.IdempotencyKey)}
+	if len(c.Label) > 0 {
+		opts = append(opts, client.Labels(c.Label))
+	}
+	if c.KeepResult {
+		opts = append(opts, client.KeepResult())
 	}
 	if c.MaxRetries != nil {
 		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
-			return nil, usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
+			return client.Job{}, usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
 		}
-		n := int32(*c.MaxRetries) //nolint:gosec // 0-100
-		spec.MaxRetries = &n
+		opts = append(opts, client.MaxRetries(*c.MaxRetries))
 	}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-		dst  **durationpb.Duration
-	}{{"--ttl", c.TTL, &spec.Ttl}, {"--job-timeout", c.JobTimeout, &spec.Timeout}} {
+		opt  func(time.Duration) client.Option
+	}{{"--ttl", c.TTL, client.TTL}, {"--job-timeout", c.JobTimeout, client.Timeout}} {
 		if d.v < 0 {
-			return nil, usagef("%s %s: must be positive", d.flag, d.v)
+			return client.Job{}, usagef("%s %s: must be positive", d.flag, d.v)
 		}
-		if d.v > 0 {
-			*d.dst = durationpb.New(d.v)
-		}
+		opts = append(opts, d.opt(d.v)) // 0: the default
 	}
 	switch {
 	case c.RunAt != "":
 		t, err := time.Parse(time.RFC3339, c.RunAt)
 		if err != nil {
-			return nil, usagef("--run-at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", c.RunAt)
+			return client.Job{}, usagef("--run-at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", c.RunAt)
 		}
-		spec.RunAt = timestamppb.New(t)
+		opts = append(opts, client.RunAt(t))
 	case c.Delay < 0:
-		return nil, usagef("--delay %s: must be positive", c.Delay)
+		return client.Job{}, usagef("--delay %s: must be positive", c.Delay)
 	case c.Delay > 0:
-		spec.RunAt = timestamppb.New(re.now().Add(c.Delay))
+		opts = append(opts, client.RunAt(re.now().Add(c.Delay))) // the command's clock, not the client's
 	}
-	return spec, nil
+	return client.Job{Queue: c.Queue, Type: c.Type, Payload: payload, Options: opts}, nil
 }
 
 // readPayload is --payload: inline JSON (checked), or @file / @- (stdin),
@@ -161,17 +164,12 @@ func readPayload(arg string, stdin io.Reader) ([]byte, error) {
 
 // Run shows one job (FR-030).
 func (c *JobStatusCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: c.ID}))
+	j, err := onJob(re, (*client.Client).Get, c.ID)
 	if err != nil {
 		return named(err, "job", c.ID)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error { return re.jobTable(w, resp.Msg.GetJob()) })
+	resp := &jqv1.GetJobResponse{Job: api.JobProto(j)}
+	return re.printMessage(resp, func(w io.Writer) error { return re.jobTable(w, resp.GetJob()) })
 }
 
 func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
@@ -209,19 +207,14 @@ func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
 
 // Run cancels a job (FR-012).
 func (c *JobCancelCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Jobs.CancelJob(ctx, connect.NewRequest(&jqv1.CancelJobRequest{JobId: c.ID}))
+	j, err := onJob(re, (*client.Client).Cancel, c.ID)
 	if err != nil {
 		return failed(named(err, "job", c.ID), "cannot cancel job %s", c.ID)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		j := resp.Msg.GetJob()
-		if resp.Msg.GetCancelRequested() {
+	resp := &jqv1.CancelJobResponse{Job: api.JobProto(j), CancelRequested: j.CancelRequested}
+	return re.printMessage(resp, func(w io.Writer) error {
+		j := resp.GetJob()
+		if resp.GetCancelRequested() {
 			_, err := fmt.Fprintf(w, "job %s is %s: its worker %s was asked to stop it\n", cell(j.GetId()), re.state(j.GetState()), cell(j.GetWorkerId()))
 			return err
 		}
@@ -232,18 +225,13 @@ func (c *JobCancelCmd) Run(re *runEnv) error {
 
 // Run re-enqueues a FAILED or DEAD_LETTERED job (FR-013).
 func (c *JobRetryCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Jobs.RetryJob(ctx, connect.NewRequest(&jqv1.RetryJobRequest{JobId: c.ID}))
+	j, err := onJob(re, (*client.Client).Retry, c.ID)
 	if err != nil {
 		return failed(named(err, "job", c.ID), "cannot retry job %s", c.ID)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		j := resp.Msg.GetJob()
+	resp := &jqv1.RetryJobResponse{Job: api.JobProto(j)}
+	return re.printMessage(resp, func(w io.Writer) error {
+		j := resp.GetJob()
 		_, err := fmt.Fprintf(w, "job %s is %s again, retry count reset to %d\n", cell(j.GetId()), re.state(j.GetState()), j.GetRetryCount())
 		return err
 	})
@@ -259,27 +247,21 @@ func (c *JobListCmd) Run(re *runEnv) error {
 	if err != nil {
 		return err
 	}
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{
+	resp, err := call(re, jqv1connect.JobServiceClient.ListJobs, &jqv1.ListJobsRequest{
 		Queue: c.Queue, States: states, PageSize: int32(c.Limit), PageToken: c.PageToken, //nolint:gosec // ≤ 1000
 		IncludePayloads: c.Payloads && re.globals.Output != "table", // the table has no payload column
-	}))
+	})
 	if err != nil {
 		return named(err, "queue", c.Queue)
 	}
-	if err := re.printMessage(resp.Msg, func(w io.Writer) error { return re.jobsTable(w, resp.Msg.GetJobs()) }); err != nil {
+	if err := re.printMessage(resp, func(w io.Writer) error { return re.jobsTable(w, resp.GetJobs()) }); err != nil {
 		return err
 	}
 	if re.globals.Output == "table" {
-		if next := resp.Msg.GetNextPageToken(); next != "" {
+		if next := resp.GetNextPageToken(); next != "" {
 			fmt.Fprintf(re.Stderr, "more jobs: add --page-token %s\n", cell(next))
 		}
-	} else if !c.Payloads && len(resp.Msg.GetJobs()) > 0 {
+	} else if !c.Payloads && len(resp.GetJobs()) > 0 {
 		fmt.Fprintln(re.Stderr, "payloads and results left out: add --payloads, or see one job with `job status`")
 	}
 	return nil
@@ -315,20 +297,14 @@ func (re *runEnv) jobsTable(w io.Writer, jobs []*jqv1.Job) error {
 
 // Run prints a job's transitions in order (FR-031).
 func (c *JobLogsCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: c.ID}))
+	resp, err := call(re, jqv1connect.JobServiceClient.ListJobEvents, &jqv1.ListJobEventsRequest{JobId: c.ID})
 	if err != nil {
 		return named(err, "job", c.ID)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
+	return re.printMessage(resp, func(w io.Writer) error {
 		tw := newTable(w)
 		fmt.Fprintf(tw, "SEQ\tTIME\tFROM\t%s\tREASON\tWORKER\tATTEMPT\n", re.header("TO"))
-		for _, e := range resp.Msg.GetEvents() {
+		for _, e := range resp.GetEvents() {
 			from := "-"
 			if e.GetFromState() != jqv1.JobState_JOB_STATE_UNSPECIFIED {
 				from = stateName(e.GetFromState())

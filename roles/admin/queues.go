@@ -13,24 +13,19 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 )
 
 // Run lists every queue with its settings.
 func (c *QueueListCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
+	resp, err := call(re, jqv1connect.QueueServiceClient.ListQueues, &jqv1.ListQueuesRequest{})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Queues.ListQueues(ctx, connect.NewRequest(&jqv1.ListQueuesRequest{}))
-	if err != nil {
-		return err
-	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
+	return re.printMessage(resp, func(w io.Writer) error {
 		tw := newTable(w)
 		fmt.Fprintf(tw, "NAME\t%s\tMAX RETRIES\tTTL\tBACKOFF\tPRIORITY WEIGHTS\tCREATED\n", re.header("STATE"))
-		for _, q := range resp.Msg.GetQueues() {
+		for _, q := range resp.GetQueues() {
 			state := re.paint(colGreen, "active")
 			if q.GetPaused() {
 				state = re.paint(colYellow, "paused")
@@ -82,21 +77,15 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 		return err
 	}
 	req.PriorityWeights = w
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Queues.CreateQueue(ctx, connect.NewRequest(req))
+	resp, err := call(re, jqv1connect.QueueServiceClient.CreateQueue, req)
 	if err != nil {
 		if connect.CodeOf(err) == connect.CodeAlreadyExists {
 			return fmt.Errorf("queue %q already exists", c.Name)
 		}
 		return failed(err, "cannot create queue %q", c.Name)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		q := resp.Msg.GetQueue()
+	return re.printMessage(resp, func(w io.Writer) error {
+		q := resp.GetQueue()
 		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s\n", cell(q.GetName()),
 			q.GetMaxRetries(), duration(q.GetTtl()), duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()))
 		return err
@@ -124,39 +113,27 @@ func parseWeights(arg string) (map[int32]int32, error) {
 // Run deletes a queue; the server refuses one that holds jobs unless
 // --force (FR-026).
 func (c *QueueDeleteCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Queues.DeleteQueue(ctx, connect.NewRequest(&jqv1.DeleteQueueRequest{Name: c.Name, Force: c.Force}))
+	resp, err := call(re, jqv1connect.QueueServiceClient.DeleteQueue, &jqv1.DeleteQueueRequest{Name: c.Name, Force: c.Force})
 	if err != nil {
 		if connect.CodeOf(err) == connect.CodeFailedPrecondition {
 			return fmt.Errorf("queue %q is not empty: it still holds jobs (--force deletes them with it)", c.Name)
 		}
 		return failed(named(err, "queue", c.Name), "cannot delete queue %q", c.Name)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "queue %s deleted with %d jobs\n", c.Name, resp.Msg.GetDeletedJobs())
+	return re.printMessage(resp, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "queue %s deleted with %d jobs\n", c.Name, resp.GetDeletedJobs())
 		return err
 	})
 }
 
 // Run prints a queue's depth by state and processing statistics (FR-028).
 func (c *QueueStatsCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Queues.GetQueueStats(ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: c.Name}))
+	resp, err := call(re, jqv1connect.QueueServiceClient.GetQueueStats, &jqv1.GetQueueStatsRequest{Name: c.Name})
 	if err != nil {
 		return named(err, "queue", c.Name)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		s := resp.Msg.GetStats()
+	return re.printMessage(resp, func(w io.Writer) error {
+		s := resp.GetStats()
 		tw := newTable(w)
 		row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 		row("QUEUE", cell(s.GetQueue()))
@@ -179,38 +156,31 @@ func (c *QueueStatsCmd) Run(re *runEnv) error {
 }
 
 // Run pauses a queue's dispatch.
-func (c *QueuePauseCmd) Run(re *runEnv) error { return setPaused(re, c.Name, true) }
+func (c *QueuePauseCmd) Run(re *runEnv) error {
+	resp, err := call(re, jqv1connect.QueueServiceClient.PauseQueue, &jqv1.PauseQueueRequest{Name: c.Name})
+	if err != nil {
+		return failed(named(err, "queue", c.Name), "cannot pause queue %q", c.Name)
+	}
+	return re.printMessage(resp, pausedLine(resp.GetQueue()))
+}
 
 // Run resumes a paused queue.
-func (c *QueueResumeCmd) Run(re *runEnv) error { return setPaused(re, c.Name, false) }
-
-func setPaused(re *runEnv, name string, paused bool) error {
-	cl, err := re.Client()
+func (c *QueueResumeCmd) Run(re *runEnv) error {
+	resp, err := call(re, jqv1connect.QueueServiceClient.ResumeQueue, &jqv1.ResumeQueueRequest{Name: c.Name})
 	if err != nil {
+		return failed(named(err, "queue", c.Name), "cannot resume queue %q", c.Name)
+	}
+	return re.printMessage(resp, pausedLine(resp.GetQueue()))
+}
+
+// pausedLine is the table output of pause and resume: whether the queue dispatches now.
+func pausedLine(q *jqv1.Queue) func(io.Writer) error {
+	return func(w io.Writer) error {
+		word := "resumed: dispatching"
+		if q.GetPaused() {
+			word = "paused: submits are accepted, nothing is dispatched until it is resumed"
+		}
+		_, err := fmt.Fprintf(w, "queue %s %s\n", cell(q.GetName()), word)
 		return err
 	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	table := func(q *jqv1.Queue) func(io.Writer) error {
-		return func(w io.Writer) error {
-			word := "resumed: dispatching"
-			if q.GetPaused() {
-				word = "paused: submits are accepted, nothing is dispatched until it is resumed"
-			}
-			_, err := fmt.Fprintf(w, "queue %s %s\n", cell(q.GetName()), word)
-			return err
-		}
-	}
-	if paused {
-		resp, err := cl.Queues.PauseQueue(ctx, connect.NewRequest(&jqv1.PauseQueueRequest{Name: name}))
-		if err != nil {
-			return failed(named(err, "queue", name), "cannot pause queue %q", name)
-		}
-		return re.printMessage(resp.Msg, table(resp.Msg.GetQueue()))
-	}
-	resp, err := cl.Queues.ResumeQueue(ctx, connect.NewRequest(&jqv1.ResumeQueueRequest{Name: name}))
-	if err != nil {
-		return failed(named(err, "queue", name), "cannot resume queue %q", name)
-	}
-	return re.printMessage(resp.Msg, table(resp.Msg.GetQueue()))
 }

@@ -15,7 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/jq-dev/jq/api/client"
+	apiclient "github.com/jq-dev/jq/api/client"
+	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/config"
 )
 
@@ -125,7 +126,9 @@ func findGlobals(kctx *kong.Context) *Globals {
 
 func (c *Commands) globals() *Globals { return &c.Globals }
 
-// Client dials lazily, so commands that need no server never touch one.
+// Client is the Go client of the server named by the global flags, built on first use: commands
+// that need no server never build one, and a bad flag is reported before a bad token file. It does
+// not dial until the first call.
 func (re *runEnv) Client() (*client.Client, error) {
 	if re.client != nil {
 		return re.client, nil
@@ -135,7 +138,7 @@ func (re *runEnv) Client() (*client.Client, error) {
 		if token != "" {
 			return nil, usagef("give --token (JQ_TOKEN) or --token-file (JQ_TOKEN_FILE), not both")
 		}
-		t, err := client.ReadTokenFile(re.globals.TokenFile)
+		t, err := apiclient.ReadTokenFile(re.globals.TokenFile)
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
@@ -155,7 +158,7 @@ func (re *runEnv) Client() (*client.Client, error) {
 	return c, nil
 }
 
-// callCtx bounds one request by --timeout (NFR-004).
+// callCtx bounds one request, or a job wait, by --timeout (NFR-004).
 func (re *runEnv) callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(re.ctx, re.globals.Timeout)
 }
@@ -196,10 +199,18 @@ func errorText(err error, g *Globals) string {
 	return firstLine(serverMessage(err))
 }
 
-// serverMessage is err's text, with a connect error reduced to the server's
-// message (without the "not_found: " code prefix).
+// serverMessage is err's text, with a connect error, or the Go client's error
+// around one, reduced to the server's message (without the "not_found: " code
+// prefix or the client's "cancel job: ").
 func serverMessage(err error) string {
-	if ce, ok := err.(*connect.Error); ok && ce.Message() != "" { //nolint:errorlint // only the outermost error is reduced
+	var ce *connect.Error
+	switch e := err.(type) { //nolint:errorlint // only the outermost error is reduced
+	case *connect.Error:
+		ce = e
+	case *client.Error:
+		ce = e.Err
+	}
+	if ce != nil && ce.Message() != "" {
 		return ce.Message()
 	}
 	return err.Error()

@@ -7,9 +7,8 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"connectrpc.com/connect"
-
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/internal/buildinfo"
 )
 
@@ -20,17 +19,10 @@ var errUnhealthy = errors.New("the system is unhealthy")
 // printed even when the server cannot be reached.
 func (c *VersionCmd) Run(re *runEnv) error {
 	local := buildinfo.Get()
-	cl, err := re.Client()
-	if err != nil {
+	if _, err := re.Client(); err != nil { // bad connection flags: nothing is printed
 		return err
 	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, callErr := cl.Admin.GetVersion(ctx, connect.NewRequest(&jqv1.GetVersionRequest{}))
-	out := &jqv1.GetVersionResponse{}
-	if callErr == nil {
-		out = resp.Msg
-	}
+	out, callErr := call(re, jqv1connect.AdminServiceClient.GetVersion, &jqv1.GetVersionRequest{})
 	if re.globals.Output != "table" {
 		if callErr != nil {
 			return callErr
@@ -48,20 +40,16 @@ func (c *VersionCmd) Run(re *runEnv) error {
 // Run prints the system health summary (FR-042) and fails when anything is
 // unhealthy, so scripts and probes can rely on the exit code.
 func (c *StatusCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
+	if _, err := re.Client(); err != nil { // bad connection flags, not an unreachable server
 		return err
 	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Admin.GetStatus(ctx, connect.NewRequest(&jqv1.GetStatusRequest{}))
+	st, err := call(re, jqv1connect.AdminServiceClient.GetStatus, &jqv1.GetStatusRequest{})
 	if err != nil {
 		if re.globals.Output == "table" {
 			fmt.Fprintf(re.Stdout, "server  %s  unreachable\n", re.globals.ServerAddr)
 		}
 		return err
 	}
-	st := resp.Msg
 	if err := re.printMessage(st, func(w io.Writer) error { return re.statusTable(w, st) }); err != nil {
 		return err
 	}

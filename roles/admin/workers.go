@@ -5,25 +5,18 @@ import (
 	"io"
 	"strings"
 
-	"connectrpc.com/connect"
-
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 )
 
 // Run lists the workers: id, host, status, concurrency, running jobs, queues,
 // version, last heartbeat, and the circuit breakers that are not closed.
 func (c *WorkerListCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
+	resp, err := call(re, jqv1connect.WorkerServiceClient.ListWorkers, &jqv1.ListWorkersRequest{})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Workers.ListWorkers(ctx, connect.NewRequest(&jqv1.ListWorkersRequest{}))
-	if err != nil {
-		return err
-	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error { return re.workersTable(w, resp.Msg.GetWorkers()) })
+	return re.printMessage(resp, func(w io.Writer) error { return re.workersTable(w, resp.GetWorkers()) })
 }
 
 func (re *runEnv) workersTable(w io.Writer, workers []*jqv1.Worker) error {
@@ -58,18 +51,12 @@ func breakersCell(wk *jqv1.Worker) string {
 
 // Run drains a worker (FR-023).
 func (c *WorkerDrainCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Workers.DrainWorker(ctx, connect.NewRequest(&jqv1.DrainWorkerRequest{WorkerId: c.ID}))
+	resp, err := call(re, jqv1connect.WorkerServiceClient.DrainWorker, &jqv1.DrainWorkerRequest{WorkerId: c.ID})
 	if err != nil {
 		return failed(named(err, "worker", c.ID), "cannot drain worker %q", c.ID)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		wk := resp.Msg.GetWorker()
+	return re.printMessage(resp, func(w io.Writer) error {
+		wk := resp.GetWorker()
 		_, err := fmt.Fprintf(w, "worker %s is %s: it finishes its %d running jobs and takes no new ones\n",
 			cell(wk.GetId()), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
 		return err
@@ -78,18 +65,12 @@ func (c *WorkerDrainCmd) Run(re *runEnv) error {
 
 // Run asks a worker to drain, deregister and exit (FR-024).
 func (c *WorkerShutdownCmd) Run(re *runEnv) error {
-	cl, err := re.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := re.callCtx()
-	defer cancel()
-	resp, err := cl.Workers.ShutdownWorker(ctx, connect.NewRequest(&jqv1.ShutdownWorkerRequest{WorkerId: c.ID}))
+	resp, err := call(re, jqv1connect.WorkerServiceClient.ShutdownWorker, &jqv1.ShutdownWorkerRequest{WorkerId: c.ID})
 	if err != nil {
 		return failed(named(err, "worker", c.ID), "cannot shut down worker %q", c.ID)
 	}
-	return re.printMessage(resp.Msg, func(w io.Writer) error {
-		wk := resp.Msg.GetWorker()
+	return re.printMessage(resp, func(w io.Writer) error {
+		wk := resp.GetWorker()
 		_, err := fmt.Fprintf(w, "worker %s is %s: it finishes its %d running jobs, deregisters and exits\n",
 			cell(wk.GetId()), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
 		return err
