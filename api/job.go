@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -129,3 +130,22 @@ func durationOf(d *durationpb.Duration) time.Duration {
 	}
 	return d.AsDuration()
 }
+
+// BreakerProto is a worker's circuit breaker on the wire (HeartbeatRequest, Worker).
+func BreakerProto(b queue.QueueBreaker) *jqv1.QueueBreaker {
+	state := jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_CLOSED
+	switch b.State {
+	case queue.BreakerOpen:
+		state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN
+	case queue.BreakerHalfOpen:
+		state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN
+	}
+	return &jqv1.QueueBreaker{
+		Queue: b.Queue, State: state, FailureRate: b.FailureRate,
+		Samples: int32(min(b.Samples, math.MaxInt32)), //nolint:gosec // bounded just above
+		Since:   Timestamp(b.Since),
+	}
+}
+
+// TimeOf is a wire timestamp as a time; the zero time when unset or invalid.
+func TimeOf(t *timestamppb.Timestamp) time.Time { return timeOf(t) }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -84,18 +83,7 @@ func breakersToProto(bs []queue.QueueBreaker) []*jqv1.QueueBreaker {
 	}
 	out := make([]*jqv1.QueueBreaker, len(bs))
 	for i, b := range bs {
-		state := jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_CLOSED
-		switch b.State {
-		case queue.BreakerOpen:
-			state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN
-		case queue.BreakerHalfOpen:
-			state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN
-		}
-		out[i] = &jqv1.QueueBreaker{
-			Queue: b.Queue, State: state, FailureRate: b.FailureRate,
-			Samples: int32(min(b.Samples, math.MaxInt32)), //nolint:gosec // bounded just above
-			Since:   ts(b.Since),
-		}
+		out[i] = api.BreakerProto(b)
 	}
 	return out
 }

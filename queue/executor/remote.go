@@ -5,18 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
-	"github.com/jq-dev/jq/queue"
 )
 
 // Remote is the Conn over the jq API (WorkerService).
@@ -79,8 +75,8 @@ func (s *remoteStream) Recv() (*Assignment, error) {
 	if a.GetJob().GetId() == "" {
 		return nil, errors.New("stream jobs: assignment without a job")
 	}
-	out := &Assignment{Job: jobFromProto(a.GetJob()), Attempt: int(a.GetAttempt())}
-	out.Deadline = timeOf(a.GetDeadline())
+	out := &Assignment{Job: api.JobFromProto(a.GetJob()), Attempt: int(a.GetAttempt())}
+	out.Deadline = api.TimeOf(a.GetDeadline())
 	return out, nil
 }
 
@@ -134,7 +130,7 @@ func (r *Remote) Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatRep
 	}
 	breakers := make([]*jqv1.QueueBreaker, len(p.Breakers))
 	for i, b := range p.Breakers {
-		breakers[i] = breakerToProto(b)
+		breakers[i] = api.BreakerProto(b)
 	}
 	res, err := r.c.Heartbeat(ctx, connect.NewRequest(&jqv1.HeartbeatRequest{WorkerId: p.WorkerID, Running: running, Breakers: breakers}))
 	if err != nil {
@@ -190,53 +186,4 @@ func leaseResults(rs []*jqv1.LeaseResult) []LeaseResult {
 		out[i] = LeaseResult{JobID: r.GetJobId(), OK: r.GetOk(), Error: r.GetError()}
 	}
 	return out
-}
-
-func jobFromProto(p *jqv1.Job) *queue.Job {
-	return &queue.Job{
-		ID:             p.GetId(),
-		Queue:          p.GetQueue(),
-		Type:           p.GetType(),
-		Payload:        p.GetPayload(),
-		Priority:       int(p.GetPriority()),
-		State:          queue.State(strings.TrimPrefix(p.GetState().String(), "JOB_STATE_")),
-		MaxRetries:     int(p.GetMaxRetries()),
-		RetryCount:     int(p.GetRetryCount()),
-		Attempt:        int(p.GetAttempt()),
-		TTL:            p.GetTtl().AsDuration(),
-		Timeout:        p.GetTimeout().AsDuration(),
-		NotBefore:      timeOf(p.GetNotBefore()),
-		IdempotencyKey: p.GetIdempotencyKey(),
-		Labels:         p.GetLabels(),
-		KeepResult:     p.GetKeepResult(),
-		TraceContext:   p.GetTraceContext(),
-		WorkerID:       p.GetWorkerId(),
-		LastError:      p.GetLastError(),
-		FailureReason:  p.GetFailureReason(),
-		CreatedAt:      timeOf(p.GetCreatedAt()),
-		UpdatedAt:      timeOf(p.GetUpdatedAt()),
-		StartedAt:      timeOf(p.GetStartedAt()),
-	}
-}
-
-func timeOf(ts *timestamppb.Timestamp) time.Time {
-	if ts == nil || !ts.IsValid() {
-		return time.Time{}
-	}
-	return ts.AsTime()
-}
-
-func breakerToProto(b queue.QueueBreaker) *jqv1.QueueBreaker {
-	state := jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_CLOSED
-	switch b.State {
-	case queue.BreakerOpen:
-		state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN
-	case queue.BreakerHalfOpen:
-		state = jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_HALF_OPEN
-	}
-	return &jqv1.QueueBreaker{
-		Queue: b.Queue, State: state, FailureRate: b.FailureRate,
-		Samples: int32(min(b.Samples, math.MaxInt32)), //nolint:gosec // bounded just above
-		Since:   timestamppb.New(b.Since),
-	}
 }
