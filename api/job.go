@@ -15,7 +15,8 @@ import (
 // the Go client so that both read a record the same way. Zero times and durations are absent
 // fields, and absent fields zero values.
 
-// JobProto is the API's record of a job. The result travels only with a DONE job that has one.
+// JobProto is the API's record of a job. The result travels only with a DONE job whose result bytes
+// are retained (queue.Job.ResultKept).
 func JobProto(j *queue.Job) *jqv1.Job {
 	p := &jqv1.Job{
 		Id:             j.ID,
@@ -42,20 +43,10 @@ func JobProto(j *queue.Job) *jqv1.Job {
 		StartedAt:      Timestamp(j.StartedAt),
 		CompletedAt:    Timestamp(j.CompletedAt),
 	}
-	if j.State == queue.StateDone && (j.Result != nil || j.ResultChecksum != "") {
+	if j.ResultKept() {
 		p.Result = ResultProto(j)
 	}
 	return p
-}
-
-// ResultProto is the result of a DONE job. The runtime is the server's view (started_at to
-// completed_at): the worker's own measure is not stored.
-func ResultProto(j *queue.Job) *jqv1.JobResult {
-	r := &jqv1.JobResult{Data: j.Result, ChecksumSha256: j.ResultChecksum, CompletedAt: Timestamp(j.CompletedAt)}
-	if !j.StartedAt.IsZero() && !j.CompletedAt.IsZero() {
-		r.Runtime = durationpb.New(j.CompletedAt.Sub(j.StartedAt))
-	}
-	return r
 }
 
 // JobFromProto is the domain's view of a job record received from the API. What the wire does not
@@ -96,7 +87,11 @@ func JobFromProto(p *jqv1.Job) *queue.Job {
 		CompletedAt:    timeOf(p.GetCompletedAt()),
 	}
 	if r := p.GetResult(); r != nil {
-		j.Result, j.ResultChecksum = r.GetData(), r.GetChecksumSha256()
+		// Present only with retained bytes; the wire drops an empty result's bytes.
+		j.Result, j.ResultChecksum, j.ResultSize = r.GetData(), r.GetChecksumSha256(), r.GetSize()
+		if j.Result == nil {
+			j.Result = []byte{}
+		}
 	}
 	return j
 }

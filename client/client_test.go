@@ -89,7 +89,11 @@ func TestAgainstServer(t *testing.T) {
 		out, found, err := c.Result(ctx, sub.ID, true)
 		require.NoError(t, err)
 		require.True(t, found)
-		require.JSONEq(t, `{"sum": 5}`, string(out))
+		require.Equal(t, client.ResultSuccess, out.Type)
+		require.Equal(t, queue.StateDone, out.State)
+		require.JSONEq(t, `{"sum": 5}`, string(out.Data))
+		require.Equal(t, job.ResultChecksum, out.Checksum)
+		require.Equal(t, job.CompletedAt, out.FinishedAt)
 		_, found, err = c.Result(ctx, sub.ID, false) // consumed
 		require.NoError(t, err)
 		require.False(t, found)
@@ -225,6 +229,21 @@ func TestAgainstServer(t *testing.T) {
 		job, err := c.Wait(ctx, sub.ID)
 		require.NoError(t, err)
 		require.Equal(t, queue.StateDeadLettered, job.State)
+		// Its result is a failure (seed 001), without keep_result and however often it is read.
+		for range 2 {
+			res, found, err := c.Result(ctx, sub.ID, true)
+			require.NoError(t, err)
+			require.True(t, found)
+			require.Equal(t, client.ResultFailure, res.Type)
+			require.Equal(t, job.FailureReason, res.Reason)
+			require.False(t, res.ShouldRetry, "permanent, and dead-lettered")
+			require.Equal(t, job.LastError, res.Message)
+			errText, err := json.Marshal(job.LastError)
+			require.NoError(t, err)
+			require.JSONEq(t, string(errText), string(res.Error), "plain text comes as a JSON string")
+			require.Equal(t, job.CompletedAt, res.FinishedAt)
+			require.Nil(t, res.Data)
+		}
 
 		// Wait ends with its context.
 		sub, err = c.Submit(ctx, client.Job{Queue: "default", Type: "add"}, client.Delay(time.Hour))

@@ -9,7 +9,7 @@
 //	sub, err := client.SubmitArgs(ctx, c, "emails", "email.send", SendEmail{To: "a@example.com"},
 //		client.Priority(5), client.MaxRetries(3), client.IdempotencyKey("welcome-42"), client.KeepResult())
 //	job, err := c.Wait(ctx, sub.ID) // DONE or DEAD_LETTERED
-//	out, found, err := c.Result(ctx, sub.ID, false)
+//	res, found, err := c.Result(ctx, sub.ID, false) // res.Data on success; res.Reason, res.Error on failure
 //
 // Errors of the server come back as *Error: errors.Is matches the queue sentinel the status code
 // stands for ([queue.ErrJobNotFound], [queue.ErrQueueNotFound], [queue.ErrInvalidArgument],

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -68,11 +69,37 @@ func (c *Client) Wait(ctx context.Context, id string) (*queue.Job, error) {
 	}
 }
 
-// Result fetches the result of a DONE job submitted with [KeepResult]. found is false, without an
-// error, when there is none: the job is not DONE (yet), kept no result, its result expired, or it
-// was consumed. With consume the result is deleted as it is returned, so exactly one caller gets
-// it.
-func (c *Client) Result(ctx context.Context, id string, consume bool) (result []byte, found bool, err error) {
+// Result types of [JobResult] (seed 001).
+const (
+	ResultSuccess = api.ResultSuccess
+	ResultFailure = api.ResultFailure
+)
+
+// JobResult is the outcome of a job, in seed 001's shape: Type [ResultSuccess] with Data, or
+// [ResultFailure] with Reason, ShouldRetry, Error and Message.
+type JobResult struct {
+	Type       string      // ResultSuccess or ResultFailure
+	State      queue.State // the job's state when it was read
+	FinishedAt time.Time   // when the outcome happened: completion, or the failed attempt's end
+
+	// Success.
+	Data     []byte // the handler's result bytes exactly as reported (never nil on success)
+	Checksum string // lowercase hex SHA-256 of Data, computed by the server
+	Runtime  time.Duration
+
+	// Failure.
+	Reason      string          // the job's failure_reason: "error", "timeout", "worker_lost", ...
+	ShouldRetry bool            // the server is going to retry the job on its own
+	Error       json.RawMessage // the last error as JSON: its own JSON when the text was JSON, else a string; "null" when none
+	Message     string          // one line for display
+}
+
+// Result fetches the outcome of a job. found is false, without an error, when there is none: the
+// job has not finished yet, or it is DONE but kept no result (submitted without [KeepResult]), its
+// result was consumed, or its queue's result retention (24 h by default) passed. A FAILED or
+// DEAD_LETTERED job answers a [ResultFailure]. With consume a success is deleted as it is returned,
+// so exactly one caller gets it; a failure stays.
+func (c *Client) Result(ctx context.Context, id string, consume bool) (res *JobResult, found bool, err error) {
 	resp, err := c.api.Jobs.GetJobResult(ctx, connect.NewRequest(&jqv1.GetJobResultRequest{JobId: id, Consume: consume}))
 	if err != nil {
 		return nil, false, callError(opResult, err)
@@ -80,11 +107,31 @@ func (c *Client) Result(ctx context.Context, id string, consume bool) (result []
 	if !resp.Msg.GetFound() {
 		return nil, false, nil
 	}
-	data := resp.Msg.GetResult().GetData()
-	if data == nil {
-		data = []byte{}
+	r := resp.Msg.GetResult()
+	state, ok := api.StateFromProto(resp.Msg.GetState())
+	if !ok {
+		state = queue.State(resp.Msg.GetState().String())
 	}
-	return data, true, nil
+	res = &JobResult{
+		Type:        r.GetType(),
+		State:       state,
+		FinishedAt:  r.GetFinishedAt().AsTime(),
+		Data:        r.GetData(),
+		Checksum:    r.GetChecksumSha256(),
+		Runtime:     r.GetRuntime().AsDuration(),
+		Reason:      r.GetReason(),
+		ShouldRetry: r.GetShouldRetry(),
+		Message:     r.GetMessage(),
+	}
+	if res.Type == ResultSuccess && res.Data == nil {
+		res.Data = []byte{} // the wire drops empty bytes
+	}
+	if r.GetError() != nil {
+		if res.Error, err = r.GetError().MarshalJSON(); err != nil {
+			return nil, false, fmt.Errorf("result of job %s: %w", id, err)
+		}
+	}
+	return res, true, nil
 }
 
 // Cancel cancels a job. A PENDING, ASSIGNED or FAILED job is dead-lettered at once (reason

@@ -48,8 +48,12 @@ type Job struct {
 	// Principal submitted the job ("" while authentication was off).
 	Principal string
 
+	// Result holds the bytes of a DONE job's result while they are retained: nil when the job was
+	// submitted without KeepResult (only the checksum and size are stored), after a consuming
+	// fetch, and once the queue's ResultRetention passed.
 	Result         []byte
-	ResultChecksum string // lowercase hex SHA-256 of Result
+	ResultChecksum string // lowercase hex SHA-256 of the reported result, kept when its bytes are not
+	ResultSize     int64  // length of the reported result, kept when its bytes are not
 
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -59,6 +63,18 @@ type Job struct {
 
 // RetriesLeft reports whether an automatic retry is still allowed (FR-033/FR-034).
 func (j *Job) RetriesLeft() bool { return j.RetryCount < j.MaxRetries }
+
+// ResultKept reports whether the job holds a result to hand out: it is DONE and its result bytes
+// are still stored (seed 001: kept until fetched with consume or until the retention passes).
+func (j *Job) ResultKept() bool { return j.State == StateDone && j.Result != nil }
+
+// WillRetry reports whether the server is going to retry the job on its own: it is FAILED, the
+// failure was not permanent, it was not cancelled and retries remain. This is the decision of the
+// retry sweep (FAILED → PENDING rather than DEAD_LETTERED), and seed 001's should_retry of a
+// failure result; a DEAD_LETTERED job is never retried unless an operator asks.
+func (j *Job) WillRetry() bool {
+	return j.State == StateFailed && !j.NoRetry && !j.CancelRequested && j.RetriesLeft()
+}
 
 // Event is one immutable state change of a job (FR-011); it is also the outbox record published to
 // Kafka.

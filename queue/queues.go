@@ -14,6 +14,8 @@ const (
 	DefaultMaxRetries  = 3
 	DefaultBackoffBase = 5 * time.Second
 	DefaultBackoffMax  = 300 * time.Second
+	// DefaultResultRetention is how long a kept result waits for its fetch (seed 001).
+	DefaultResultRetention = 24 * time.Hour
 )
 
 var queueNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
@@ -35,6 +37,9 @@ type Queue struct {
 	PriorityWeights map[int]int   // priority → weight for weighted dispatch; empty = strict priority
 	BackoffBase     time.Duration
 	BackoffMax      time.Duration
+	// ResultRetention is how long the result of a job submitted with keep_result is kept after
+	// the job completed, unless a consuming fetch takes it first; then it is dropped.
+	ResultRetention time.Duration
 	Paused          bool // paused queues accept jobs but dispatch none
 	CreatedAt       time.Time
 	UpdatedAt       time.Time

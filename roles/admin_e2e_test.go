@@ -182,7 +182,7 @@ func TestAdminJobsE2E(t *testing.T) {
 
 	// Submit → DONE, with the handler's output as the result.
 	payload := fmt.Sprintf(`{"argv":[%q,"hello"]}`, echo)
-	id := a.submit("--queue", "e2e", "--type", "exec", "--payload", payload, "--label", "team=ops")
+	id := a.submit("--queue", "e2e", "--type", "exec", "--payload", payload, "--label", "team=ops", "--keep-result")
 	job := a.waitState(id, "DONE")
 	res := requireFields(t, job["result"], []string{"data", "checksum_sha256", "runtime", "completed_at"})
 	data, err := base64.StdEncoding.DecodeString(res["data"].(string))

@@ -109,7 +109,7 @@ func TestJobLifecycleEvents(t *testing.T) {
 	ctx := c.ctx()
 	c.startWorker(0, "w-lifecycle", 2, "default")
 
-	id := c.submit(ctx, &jqv1.JobSpec{Queue: "default", Type: "sleep", Payload: []byte(`{"ms":20}`)})
+	id := c.submit(ctx, &jqv1.JobSpec{Queue: "default", Type: "sleep", Payload: []byte(`{"ms":20}`), KeepResult: true})
 	j := c.waitState(ctx, id, jqv1.JobState_JOB_STATE_DONE)
 	require.Equal(t, "w-lifecycle", j.GetWorkerId())
 	require.EqualValues(t, 1, j.GetAttempt())

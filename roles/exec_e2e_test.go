@@ -50,7 +50,8 @@ func TestExecAllowListE2E(t *testing.T) {
 	c.startFastWorker("w-exec-allow", "exec-on", execEnv(echo)...)
 
 	submit := func(q, argv0 string, args ...string) string {
-		return c.submit(ctx, &jqv1.JobSpec{Queue: q, Type: "exec", Payload: []byte(`{"argv":[` + quoteAll(append([]string{argv0}, args...)) + `]}`)})
+		return c.submit(ctx, &jqv1.JobSpec{Queue: q, Type: "exec", KeepResult: true,
+			Payload: []byte(`{"argv":[` + quoteAll(append([]string{argv0}, args...)) + `]}`)})
 	}
 	off := submit("exec-off", echo, "hello")
 	ran := submit("exec-on", echo, "hello")

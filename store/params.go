@@ -14,6 +14,7 @@ type QueueCreateParams struct {
 	PriorityWeights map[int]int   // priority (0–9) → weight (> 0); empty: strict priority
 	BackoffBase     time.Duration // 0: queue.DefaultBackoffBase
 	BackoffMax      time.Duration // 0: queue.DefaultBackoffMax; must be ≥ BackoffBase
+	ResultRetention time.Duration // 0: queue.DefaultResultRetention; at least 1 ms
 }
 
 // QueueDeleteParams names the queue to delete. Force also deletes its jobs.

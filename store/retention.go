@@ -24,7 +24,17 @@ type RetentionStore interface {
 	// other's rows instead of waiting. The job rows and their event_seq are untouched, so later
 	// events keep numbering from where the job was. Errors: ErrInvalidArgument (p out of range).
 	EventsPrune(ctx context.Context, p EventsPruneParams) (int64, error)
+	// JobResultsDrop drops the result bytes of up to limit DONE jobs whose queue's
+	// result_retention passed since they completed (by the database's clock), oldest first per
+	// queue, and returns how many it dropped, by queue (no entry for a queue with none). The
+	// checksum and size stay; the job is otherwise untouched (no event: its state does not
+	// change). A fetch afterwards finds no result. Concurrent calls skip each other's rows.
+	// Errors: ErrInvalidArgument (limit out of 1..MaxResultsDropBatch).
+	JobResultsDrop(ctx context.Context, limit int) (map[string]int, error)
 }
+
+// MaxResultsDropBatch bounds one JobResultsDrop statement, as MaxEventsPruneBatch does for events.
+const MaxResultsDropBatch = 10_000
 
 // EventsPruneParams selects one batch of expired events.
 type EventsPruneParams struct {

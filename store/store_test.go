@@ -127,6 +127,7 @@ func TestQueueCreateParamsQueue(t *testing.T) {
 	require.Equal(t, &queue.Queue{
 		Name: "q", MaxRetries: queue.DefaultMaxRetries, PriorityWeights: map[int]int{},
 		BackoffBase: queue.DefaultBackoffBase, BackoffMax: queue.DefaultBackoffMax,
+		ResultRetention: queue.DefaultResultRetention,
 	}, q)
 
 	// A base above the default max raises the default max with it.

@@ -174,6 +174,7 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 		PriorityWeights: map[int]int{},
 		BackoffBase:     p.BackoffBase,
 		BackoffMax:      p.BackoffMax,
+		ResultRetention: p.ResultRetention,
 	}
 	var errs []error
 	if p.MaxRetries != nil {
@@ -198,6 +199,13 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 		errs = append(errs, invalid("backoff_max %v: at most %v", q.BackoffMax, MaxDuration))
 	case q.BackoffMax < q.BackoffBase:
 		errs = append(errs, invalid("backoff_max %v is below backoff_base %v", q.BackoffMax, q.BackoffBase))
+	}
+	switch {
+	case q.ResultRetention == 0:
+		q.ResultRetention = queue.DefaultResultRetention
+	case q.ResultRetention < time.Millisecond || q.ResultRetention > MaxDuration:
+		// Stored in milliseconds: less would be stored as none.
+		errs = append(errs, invalid("result_retention %v: want 1ms..%v", q.ResultRetention, MaxDuration))
 	}
 	for prio, w := range p.PriorityWeights {
 		if prio < queue.MinPriority || prio > queue.MaxPriority || w < 1 || w > MaxPriorityWeight {

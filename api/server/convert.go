@@ -32,6 +32,7 @@ func queueToProto(q *queue.Queue) *jqv1.Queue {
 		BackoffBase:     dur(q.BackoffBase),
 		BackoffMax:      dur(q.BackoffMax),
 		Paused:          q.Paused,
+		ResultRetention: dur(q.ResultRetention),
 		CreatedAt:       ts(q.CreatedAt),
 		UpdatedAt:       ts(q.UpdatedAt),
 	}

@@ -79,9 +79,11 @@ func (s *jobService) RetryJob(ctx context.Context, req *connect.Request[jqv1.Ret
 	return connect.NewResponse(&jqv1.RetryJobResponse{Job: api.JobProto(j)}), nil
 }
 
-// GetJobResult returns the result of a DONE job submitted with keep_result.
-// The stored checksum is verified, so a corrupted result is never handed out
-// as valid.
+// GetJobResult answers seed 001's result of a job: a success while a DONE job's result bytes are
+// retained (keep_result, not yet consumed nor past its queue's result_retention), a failure for a
+// FAILED or DEAD_LETTERED job; found = false otherwise, which is not an error. The stored checksum
+// of a success is verified, so a corrupted result is never handed out as valid. consume takes a
+// success away as it is returned; a failure is read from the job's record and stays.
 func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1.GetJobResultRequest]) (*connect.Response[jqv1.GetJobResultResponse], error) {
 	if err := validJobID(req.Msg.GetJobId()); err != nil {
 		return nil, err
@@ -100,13 +102,10 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 		return nil, err
 	}
 	out := &jqv1.GetJobResultResponse{State: api.StateProto(j.State)}
-	if j.State != queue.StateDone || !j.KeepResult {
-		return connect.NewResponse(out), nil
-	}
-	if queue.Checksum(j.Result) != j.ResultChecksum {
+	if j.ResultKept() && queue.Checksum(j.Result) != j.ResultChecksum {
 		return nil, connect.NewError(connect.CodeDataLoss, fmt.Errorf("the stored result of job %s does not match its checksum", j.ID))
 	}
-	out.Found, out.Result = true, api.ResultProto(j)
+	out.Result, out.Found = api.Outcome(j)
 	return connect.NewResponse(out), nil
 }
 

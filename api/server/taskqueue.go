@@ -90,9 +90,9 @@ func (s *taskQueueService) GetJobResult(ctx context.Context, req *connect.Reques
 	st := statusOf(j)
 	switch st {
 	case tqv1.JobStatus_DONE:
-		if !j.KeepResult {
+		if !j.ResultKept() {
 			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf(
-				"job %s was submitted without keep_result or its result was consumed: its output is not retained", j.ID))
+				"job %s was submitted without keep_result, or its result was consumed or passed its queue's result_retention: its output is not retained", j.ID))
 		}
 		if queue.Checksum(j.Result) != j.ResultChecksum {
 			return nil, connect.NewError(connect.CodeDataLoss, fmt.Errorf("the stored result of job %s does not match its checksum", j.ID))

@@ -82,7 +82,8 @@ func queueParams(m *jqv1.CreateQueueRequest) (store.QueueCreateParams, error) {
 		name string
 		v    *durationpb.Duration
 		dst  *time.Duration
-	}{{"ttl", m.GetTtl(), &p.TTL}, {"backoff_base", m.GetBackoffBase(), &p.BackoffBase}, {"backoff_max", m.GetBackoffMax(), &p.BackoffMax}} {
+	}{{"ttl", m.GetTtl(), &p.TTL}, {"backoff_base", m.GetBackoffBase(), &p.BackoffBase}, {"backoff_max", m.GetBackoffMax(), &p.BackoffMax},
+		{"result_retention", m.GetResultRetention(), &p.ResultRetention}} {
 		if err := positiveDuration(d.name, d.v, d.dst); err != nil {
 			return p, err
 		}

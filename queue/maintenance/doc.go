@@ -1,5 +1,5 @@
-// Package maintenance is the server's periodic housekeeping of Postgres. Today it is one pass:
-// event retention (issue 6).
+// Package maintenance is the server's periodic housekeeping of Postgres. One pass does two things:
+// event retention (issue 6), then result retention (issue 15).
 //
 // # Event retention
 //
@@ -25,6 +25,21 @@
 //   - Only events go: jobs keep their rows and their event_seq, so a job's next event continues
 //     its numbering and Kafka consumers still de-duplicate on (job_id, seq). A long-lived job's
 //     `job logs` may start after seq 1.
+//
+// # Result retention
+//
+// A job submitted with keep_result keeps its result bytes after it is DONE until a consuming fetch
+// (GetJobResult consume) takes them, or until its queue's result_retention (24 h by default) has
+// passed since completed_at (seed 001). After the events, each pass runs
+//
+//	repeat JobResultsDrop(Limit: BatchSize)   -- NULLs the bytes of up to BatchSize expired results
+//	until a batch comes back short or MaxBatches were run
+//
+// The statement walks a partial index of the rows that still hold result bytes, queue by queue from
+// the oldest, so it costs the results it drops, not the size of the jobs table. Only the bytes go:
+// the checksum, size, state and updated_at stay, and no event is written. A fetch afterwards finds
+// no result (found = false), exactly as for a job submitted without keep_result. The count is
+// Stats.ResultsDropped (jq_results_dropped_total) and one log line per queue and pass.
 //
 // Failure handling: a failed statement ends the pass; the next pass retries. The failure is logged
 // once when it starts and once when a pass succeeds again, never at every attempt.

@@ -60,6 +60,8 @@ type Stats struct {
 	Passes        int64 // passes finished without error
 	Failures      int64 // passes ended by an error
 	EventsDeleted int64
+	// ResultsDropped counts kept job results dropped after their queue's result_retention.
+	ResultsDropped int64
 }
 
 // Maintenance runs the housekeeping passes; see the package documentation.
@@ -67,9 +69,9 @@ type Maintenance struct {
 	opts Options
 	log  *zap.Logger
 
-	passes, failures, deleted atomic.Int64
-	failing                   bool // only Run's goroutine touches it
-	running                   atomic.Bool
+	passes, failures, deleted, dropped atomic.Int64
+	failing                            bool // only Run's goroutine touches it
+	running                            atomic.Bool
 }
 
 // New validates opts. It contacts nothing: the server has pinged Postgres already.
@@ -82,7 +84,8 @@ func New(opts Options) (*Maintenance, error) {
 
 // Stats returns the counters, for metrics.
 func (m *Maintenance) Stats() Stats {
-	return Stats{Passes: m.passes.Load(), Failures: m.failures.Load(), EventsDeleted: m.deleted.Load()}
+	return Stats{Passes: m.passes.Load(), Failures: m.failures.Load(), EventsDeleted: m.deleted.Load(),
+		ResultsDropped: m.dropped.Load()}
 }
 
 // Run runs a pass every Interval until ctx ends. A statement in flight when ctx ends is cancelled:
@@ -123,8 +126,8 @@ func (m *Maintenance) Start(ctx context.Context) (stop func()) {
 	}
 }
 
-// Pass deletes expired published events in batches and returns how many it deleted. Run calls it;
-// it is exported for tests and tools.
+// Pass deletes expired published events in batches, then drops expired job results in batches,
+// and returns how many events it deleted. Run calls it; it is exported for tests and tools.
 func (m *Maintenance) Pass(ctx context.Context) int64 {
 	start := time.Now()
 	var total int64
@@ -133,7 +136,7 @@ func (m *Maintenance) Pass(ctx context.Context) int64 {
 		total += n
 		if err != nil {
 			if ctx.Err() == nil {
-				m.fail(err, total)
+				m.fail("events", err, total)
 			}
 			m.deleted.Add(total)
 			return total
@@ -143,16 +146,55 @@ func (m *Maintenance) Pass(ctx context.Context) int64 {
 		}
 	}
 	m.deleted.Add(total)
+	if total > 0 {
+		m.log.Info("expired job events deleted", zap.Int64("events", total),
+			zap.Duration("retention", m.opts.Retention), zap.Duration("duration", time.Since(start)))
+	}
+	if err := m.dropResults(ctx); err != nil {
+		if ctx.Err() == nil {
+			m.fail("results", err, total)
+		}
+		return total
+	}
 	m.passes.Add(1)
 	if m.failing {
 		m.failing = false
 		m.log.Info("event retention recovered")
 	}
-	if total > 0 {
-		m.log.Info("expired job events deleted", zap.Int64("events", total),
-			zap.Duration("retention", m.opts.Retention), zap.Duration("duration", time.Since(start)))
-	}
 	return total
+}
+
+// dropResults drops the results whose queue's result_retention passed, in batches of BatchSize,
+// and logs how many per queue.
+func (m *Maintenance) dropResults(ctx context.Context) error {
+	start := time.Now()
+	byQueue := map[string]int{}
+	defer func() {
+		var total int64
+		for q, n := range byQueue {
+			total += int64(n)
+			m.log.Info("expired job results dropped", zap.String("queue", q), zap.Int("results", n),
+				zap.Duration("duration", time.Since(start)))
+		}
+		m.dropped.Add(total)
+	}()
+	for range m.opts.MaxBatches {
+		dctx, cancel := context.WithTimeout(ctx, m.opts.StatementTimeout)
+		got, err := m.opts.Store.JobResultsDrop(dctx, min(m.opts.BatchSize, store.MaxResultsDropBatch))
+		cancel()
+		if err != nil {
+			return err
+		}
+		n := 0
+		for q, c := range got {
+			byQueue[q] += c
+			n += c
+		}
+		if n < min(m.opts.BatchSize, store.MaxResultsDropBatch) {
+			return nil
+		}
+	}
+	return nil
 }
 
 func (m *Maintenance) prune(ctx context.Context) (int64, error) {
@@ -163,13 +205,16 @@ func (m *Maintenance) prune(ctx context.Context) (int64, error) {
 	})
 }
 
-// fail logs the first failure of an outage at warn and the following ones at debug.
-func (m *Maintenance) fail(err error, deleted int64) {
+// fail logs the first failure of an outage at warn and the following ones at debug. step names
+// what failed: "events" or "results".
+func (m *Maintenance) fail(step string, err error, deleted int64) {
 	m.failures.Add(1)
 	if m.failing {
-		m.log.Debug("event retention failed; retrying next pass", zap.Error(err), zap.Int64("events", deleted))
+		m.log.Debug("event retention failed; retrying next pass", zap.String("step", step), zap.Error(err),
+			zap.Int64("events", deleted))
 		return
 	}
 	m.failing = true
-	m.log.Warn("event retention failed; retrying next pass", zap.Error(err), zap.Int64("events", deleted))
+	m.log.Warn("event retention failed; retrying next pass", zap.String("step", step), zap.Error(err),
+		zap.Int64("events", deleted))
 }

@@ -23,11 +23,28 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fakeStore answers EventsPrune from a script and records the calls.
+// fakeStore answers EventsPrune and JobResultsDrop from scripts and records the calls.
 type fakeStore struct {
 	mu      sync.Mutex
 	answers []int64 // deleted per call; -1 fails
 	calls   []store.EventsPruneParams
+	drops   []map[string]int // dropped per call; nil fails
+	dropped []int            // the limit of each JobResultsDrop call
+}
+
+func (f *fakeStore) JobResultsDrop(_ context.Context, limit int) (map[string]int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped = append(f.dropped, limit)
+	if len(f.drops) == 0 {
+		return map[string]int{}, nil
+	}
+	d := f.drops[0]
+	f.drops = f.drops[1:]
+	if d == nil {
+		return nil, errDown
+	}
+	return d, nil
 }
 
 var errDown = errors.New("postgres down")
@@ -86,6 +103,29 @@ func TestPassBatchesUntilShort(t *testing.T) {
 
 	require.Zero(t, m.Pass(context.Background()), "nothing left")
 	require.Equal(t, 1, logs.FilterMessage("expired job events deleted").Len(), "an empty pass logs nothing")
+}
+
+// After the events a pass drops expired results in batches until one comes back short, and counts
+// and logs them per queue.
+func TestPassDropsExpiredResults(t *testing.T) {
+	t.Parallel()
+	f := &fakeStore{drops: []map[string]int{{"a": 6, "b": 4}, {"a": 3}}}
+	m, logs := newMaint(t, f, maintenance.Options{BatchSize: 10})
+	require.Zero(t, m.Pass(context.Background()), "no events")
+	require.Equal(t, []int{10, 10}, f.dropped)
+	require.Equal(t, maintenance.Stats{Passes: 1, ResultsDropped: 13}, m.Stats())
+	got := map[string]int64{}
+	for _, e := range logs.FilterMessage("expired job results dropped").All() {
+		got[e.ContextMap()["queue"].(string)] = e.ContextMap()["results"].(int64)
+	}
+	require.Equal(t, map[string]int64{"a": 9, "b": 4}, got)
+
+	// A failing drop fails the pass; what it dropped before still counts.
+	f.drops = []map[string]int{{"a": 10}, nil}
+	m.Pass(context.Background())
+	require.Equal(t, maintenance.Stats{Passes: 1, Failures: 1, ResultsDropped: 23}, m.Stats())
+	require.Equal(t, 1, logs.FilterMessage("event retention failed; retrying next pass").
+		FilterField(zap.String("step", "results")).Len())
 }
 
 // With Kafka off the store is asked to expire unpublished events too: nothing will publish them.
@@ -182,4 +222,50 @@ func TestRunDeletesExpiredPublishedEvents(t *testing.T) {
 	}
 	stop()
 	require.Equal(t, int64(20), m.Stats().EventsDeleted)
+}
+
+// Against Postgres: a kept result goes once its queue's result_retention passed, one within its
+// retention stays, and a fetch afterwards finds none.
+func TestPassDropsExpiredResultsFromPostgres(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := stores.Postgres(ctx, t, 4)
+	for _, q := range []store.QueueCreateParams{{Name: "short", ResultRetention: time.Hour}, {Name: "long"}} {
+		_, err := st.QueueCreate(ctx, q)
+		require.NoError(t, err)
+	}
+	done := func(q string) string {
+		res, err := st.JobInsertMany(ctx, []store.JobInsertParams{{Queue: q, Type: "noop", KeepResult: true}})
+		require.NoError(t, err)
+		j := res[0].Job
+		for _, to := range []queue.State{queue.StateAssigned, queue.StateRunning} {
+			j, err = st.JobTransition(ctx, store.JobTransitionParams{ID: j.ID, From: j.State, To: to,
+				Attempt: store.AnyAttempt, WorkerID: "w", Reason: "test"})
+			require.NoError(t, err)
+		}
+		_, err = st.JobTransition(ctx, store.JobTransitionParams{ID: j.ID, From: j.State, To: queue.StateDone,
+			Attempt: store.AnyAttempt, Reason: "test", Result: []byte(`"r"`)})
+		require.NoError(t, err)
+		return j.ID
+	}
+	expired, fresh, long := done("short"), done("short"), done("long")
+	// Completed two hours ago: past the short queue's hour, within the long queue's 24 h.
+	for _, id := range []string{expired, long} {
+		_, err := st.Pool().Exec(ctx, `UPDATE jobs SET completed_at = now() - interval '2 hours' WHERE id = $1`, id)
+		require.NoError(t, err)
+	}
+
+	m, err := maintenance.New(maintenance.Options{Store: st, Log: zap.NewNop(), Retention: 24 * time.Hour})
+	require.NoError(t, err)
+	m.Pass(ctx)
+	require.Equal(t, int64(1), m.Stats().ResultsDropped)
+	for id, kept := range map[string]bool{expired: false, fresh: true, long: true} {
+		j, err := st.JobGet(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, kept, j.ResultKept(), id)
+	}
+	_, taken, err := st.JobConsumeResult(ctx, expired)
+	require.NoError(t, err)
+	require.False(t, taken, "dropped: nothing to fetch")
 }

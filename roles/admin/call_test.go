@@ -36,7 +36,7 @@ func fullJob(t *testing.T) *jqv1.Job {
 		WorkerId: "w-1", LastError: "first attempt failed", FailureReason: "handler_error",
 		CreatedAt: at(0), UpdatedAt: at(9), StartedAt: at(5), CompletedAt: at(9),
 		Result: &jqv1.JobResult{Data: []byte("ok"), ChecksumSha256: "2689367b205c16ce32ed4200942b8b8b1e262dfc70d9bc9fbc77c49699a4f1df",
-			Runtime: durationpb.New(4 * time.Second), CompletedAt: at(9)},
+			Runtime: durationpb.New(4 * time.Second), CompletedAt: at(9), Type: "success", FinishedAt: at(9), Size: 2},
 	}
 	fields := j.ProtoReflect().Descriptor().Fields()
 	for i := range fields.Len() {

@@ -46,6 +46,7 @@ type JobCmd struct {
 	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue and state; prints a --page-token hint on stderr when more remain."`
 	Logs   JobLogsCmd   `cmd:"" help:"The job's state transitions in order, with time and reason."`
 	Wait   JobWaitCmd   `cmd:"" help:"Wait until a job ends (DONE or DEAD_LETTERED), at most --timeout (e.g. --timeout 5m): prints its final state; exit 0 when DONE, 1 when dead-lettered (cancelled included) or still running at the deadline, 3 when there is no such job."`
+	Result JobResultCmd `cmd:"" help:"Print a job's result: a success's bytes exactly as reported on stdout (exit 0); a failure's reason and message as one line on stderr (exit 1); one line saying why when there is none: not finished, not kept, consumed or past the queue's result retention (exit 1); exit 3 when there is no such job. -o json prints the whole answer."`
 }
 
 // JobSubmitCmd is `job submit`.
@@ -68,6 +69,12 @@ type JobSubmitCmd struct {
 // JobWaitCmd is `job wait`.
 type JobWaitCmd struct {
 	ID string `arg:"" help:"Job id."`
+}
+
+// JobResultCmd is `job result`.
+type JobResultCmd struct {
+	ID      string `arg:"" help:"Job id."`
+	Consume bool   `help:"Delete the result as it is returned, so that no one fetches it again."`
 }
 
 // JobStatusCmd is `job status`.
@@ -120,6 +127,7 @@ type QueueCreateCmd struct {
 	PriorityWeights string        `help:"Weights per priority, e.g. 9=10,0=1."`
 	BackoffBase     time.Duration `help:"Retry backoff base (default 5s)."`
 	BackoffMax      time.Duration `help:"Retry backoff cap (default 300s)."`
+	ResultRetention time.Duration `help:"How long a kept result (keep_result) waits for its fetch after the job completed before it is dropped (default 24h)."`
 }
 
 // QueueDeleteCmd is `queue delete`.

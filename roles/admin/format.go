@@ -28,6 +28,11 @@ func colorWanted(w io.Writer, getenv func(string) string) bool {
 	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
 		return false
 	}
+	return isTerminal(w)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -168,13 +173,19 @@ const maxCell = 200
 
 // bytesText renders payload or result bytes for a table: compact JSON, or
 // other printable UTF-8 on one line, shortened past maxCell; else a size.
+// isBinary reports whether b is not text: invalid UTF-8, or control characters other than
+// newlines and tabs.
+func isBinary(b []byte) bool {
+	return !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool {
+		return r < ' ' && r != '\n' && r != '\t' && r != '\r'
+	})
+}
+
 func bytesText(b []byte) string {
 	if len(b) == 0 {
 		return "(empty)"
 	}
-	if !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool {
-		return r < ' ' && r != '\n' && r != '\t' && r != '\r'
-	}) {
+	if isBinary(b) {
 		return fmt.Sprintf("(%d bytes, binary; --output json shows them in base64)", len(b))
 	}
 	var s string

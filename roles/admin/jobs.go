@@ -187,6 +187,8 @@ func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
 	case j.GetResult() != nil:
 		row("RESULT", bytesText(j.GetResult().GetData()))
 		row("RUNTIME", duration(j.GetResult().GetRuntime()))
+	case j.GetState() == jqv1.JobState_JOB_STATE_DONE && j.GetKeepResult():
+		row("RESULT", "(consumed, or dropped after the queue's result retention)")
 	case j.GetState() == jqv1.JobState_JOB_STATE_DONE:
 		row("RESULT", "(not kept)")
 	default:

@@ -64,7 +64,8 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 		flag string
 		v    time.Duration
 		dst  **durationpb.Duration
-	}{{"--ttl", c.TTL, &req.Ttl}, {"--backoff-base", c.BackoffBase, &req.BackoffBase}, {"--backoff-max", c.BackoffMax, &req.BackoffMax}} {
+	}{{"--ttl", c.TTL, &req.Ttl}, {"--backoff-base", c.BackoffBase, &req.BackoffBase}, {"--backoff-max", c.BackoffMax, &req.BackoffMax},
+		{"--result-retention", c.ResultRetention, &req.ResultRetention}} {
 		if d.v < 0 {
 			return usagef("%s %s: must be positive", d.flag, d.v)
 		}
@@ -86,8 +87,9 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 	}
 	return re.printMessage(resp, func(w io.Writer) error {
 		q := resp.GetQueue()
-		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s\n", cell(q.GetName()),
-			q.GetMaxRetries(), duration(q.GetTtl()), duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()))
+		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s, result retention %s\n",
+			cell(q.GetName()), q.GetMaxRetries(), duration(q.GetTtl()), duration(q.GetBackoffBase()), duration(q.GetBackoffMax()),
+			weights(q.GetPriorityWeights()), duration(q.GetResultRetention()))
 		return err
 	})
 }

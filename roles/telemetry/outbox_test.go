@@ -57,11 +57,12 @@ func gatherValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 func TestMaintenanceCollector(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewMaintenanceCollector(func() maintenance.Stats {
-		return maintenance.Stats{Passes: 4, Failures: 1, EventsDeleted: 12000}
+		return maintenance.Stats{Passes: 4, Failures: 1, EventsDeleted: 12000, ResultsDropped: 7}
 	}))
 	require.Equal(t, map[string]float64{
 		"jq_maintenance_passes_total":   4,
 		"jq_maintenance_failures_total": 1,
 		"jq_events_pruned_total":        12000,
+		"jq_results_dropped_total":      7,
 	}, gatherValues(t, reg))
 }

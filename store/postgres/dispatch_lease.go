@@ -77,6 +77,9 @@ events AS (
 	// handler's runtime (not before the assignment, the row's last update), event_seq advances by two, and
 	// the events CTE writes ASSIGNED→RUNNING (seq n+1) before RUNNING→DONE|FAILED (seq n+2). The
 	// ORDER BY gives a job's events ascending ids too, the order the outbox relay publishes in.
+	// A success stores its bytes only for a job submitted with keep_result (seed 001: otherwise the
+	// result is not used and is dropped at once); its checksum and size are stored either way. An
+	// empty result of a keep_result job is stored as '' so that NULL always means "no result".
 	sqlJobReportMany = `-- name: job_report_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::boolean[], $5::bytea[], $6::text[],
@@ -105,8 +108,10 @@ updated AS (
                                THEN greatest(now() - l_runtime_us * interval '1 microsecond', updated_at)
                                ELSE started_at END,
         completed_at    = CASE WHEN l_success THEN now() ELSE completed_at END,
-        result          = CASE WHEN l_success THEN l_result ELSE result END,
+        result          = CASE WHEN NOT l_success THEN result
+                               WHEN keep_result THEN coalesce(l_result, '') END,
         result_checksum = CASE WHEN l_success THEN l_checksum ELSE result_checksum END,
+        result_size     = CASE WHEN l_success THEN coalesce(octet_length(l_result), 0) ELSE result_size END,
         failure_reason  = CASE WHEN l_success THEN failure_reason ELSE l_reason END,
         last_error      = CASE WHEN NOT l_success AND l_error <> '' THEN l_error ELSE last_error END,
         no_retry        = NOT l_success AND l_permanent,

@@ -34,7 +34,8 @@ SELECT state, attempt FROM jobs WHERE id = $1`
 	// re-check its WHERE against the new row version: of N racing callers exactly one matches.
 	// event_seq is incremented here and the event takes the new value: per-job numbering without a
 	// read or a race. The parameters are gathered in p with p_ names so that they cannot be confused
-	// with the job's columns in RETURNING.
+	// with the job's columns in RETURNING. →DONE keeps the result bytes as the report does
+	// (sqlJobReportMany): only with keep_result.
 	sqlJobTransition = `-- name: job_transition
 WITH p AS (
     SELECT $1::uuid AS p_id, $2::text AS p_from, $3::text AS p_to, $4::integer AS p_attempt,
@@ -51,8 +52,10 @@ updated AS (
         completed_at    = CASE WHEN p_to IN ('DONE', 'DEAD_LETTERED') THEN now()
                                WHEN p_to = 'PENDING' THEN NULL
                                ELSE completed_at END,
-        result          = CASE WHEN p_to = 'DONE' THEN p_result ELSE result END,
+        result          = CASE WHEN p_to <> 'DONE' THEN result
+                               WHEN keep_result THEN coalesce(p_result, '') END,
         result_checksum = CASE WHEN p_to = 'DONE' THEN p_checksum ELSE result_checksum END,
+        result_size     = CASE WHEN p_to = 'DONE' THEN coalesce(octet_length(p_result), 0) ELSE result_size END,
         failure_reason  = CASE WHEN p_to IN ('FAILED', 'DEAD_LETTERED') THEN p_reason ELSE failure_reason END,
         last_error      = CASE WHEN p_to IN ('FAILED', 'DEAD_LETTERED') AND p_error <> '' THEN p_error
                                ELSE last_error END,

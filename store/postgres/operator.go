@@ -254,19 +254,21 @@ func clampInt32(v int) int32 {
 }
 
 // sqlJobConsumeResult takes a kept result away in the same statement that returns it: the row lock
-// makes concurrent consumers queue up, and the ones behind the first find keep_result false.
+// makes concurrent consumers queue up, and the ones behind the first re-check the WHERE on the
+// row the first one wrote and find no result. keep_result stays as submitted (the job record says
+// what was asked); the checksum and size stay as for a result that was never kept.
 const sqlJobConsumeResult = `-- name: job_consume_result
 WITH old AS (
-    SELECT id AS o_id, result AS o_result, result_checksum AS o_checksum
+    SELECT id AS o_id, result AS o_result
     FROM jobs
-    WHERE id = $1 AND state = 'DONE' AND keep_result
+    WHERE id = $1 AND state = 'DONE' AND result IS NOT NULL
     FOR NO KEY UPDATE
 ),
 taken AS (
-    UPDATE jobs SET result = NULL, result_checksum = '', keep_result = false, updated_at = now()
+    UPDATE jobs SET result = NULL, updated_at = now()
     FROM old
     WHERE id = o_id
-    RETURNING o_result, o_checksum, ` + jobColumns + `
+    RETURNING o_result, ` + jobColumns + `
 )
 SELECT * FROM taken`
 
@@ -276,11 +278,8 @@ func (s *Store) JobConsumeResult(ctx context.Context, id string) (*queue.Job, bo
 	if err != nil {
 		return nil, false, err
 	}
-	var (
-		result   []byte
-		checksum string
-	)
-	j, err := scanJob(leadingRow{s.pool.QueryRow(ctx, sqlJobConsumeResult, canon), []any{&result, &checksum}})
+	var result []byte
+	j, err := scanJob(leadingRow{s.pool.QueryRow(ctx, sqlJobConsumeResult, canon), []any{&result}})
 	if errors.Is(err, pgx.ErrNoRows) {
 		j, err := s.JobGet(ctx, canon)
 		return j, false, err
@@ -288,6 +287,6 @@ func (s *Store) JobConsumeResult(ctx context.Context, id string) (*queue.Job, bo
 	if err != nil {
 		return nil, false, fmt.Errorf("postgres: consume result of %s: %w", canon, err)
 	}
-	j.Result, j.ResultChecksum, j.KeepResult = result, checksum, true
+	j.Result = result
 	return j, true, nil
 }

@@ -14,8 +14,9 @@ import (
 
 const (
 	sqlQueueInsert = `
-INSERT INTO queues (name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms)
-VALUES ($1, $2, $3, $4, $5, $6)`
+INSERT INTO queues (name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms,
+                    result_retention_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
 	sqlQueueCreate = "-- name: queue_create\n" + sqlQueueInsert + ` RETURNING ` + queueColumns
 
@@ -78,7 +79,7 @@ WHERE q.name = $1`
 
 func queueArgs(q *queue.Queue) []any {
 	return []any{q.Name, q.MaxRetries, toMillis(q.TTL), q.PriorityWeights, toMillis(q.BackoffBase),
-		toMillis(q.BackoffMax)}
+		toMillis(q.BackoffMax), toMillis(q.ResultRetention)}
 }
 
 // QueueCreate implements store.QueueStore.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -37,6 +40,60 @@ WHERE id = ANY(ARRAY(
         LIMIT $2
         FOR UPDATE SKIP LOCKED) oldest
     WHERE created_at < now() - $1 * interval '1 microsecond'))`
+
+// sqlJobResultsDrop drops one batch of expired results (migration 000010). Each queue's candidates
+// come from jobs_result_kept_idx, which holds only the rows that still have result bytes: the
+// lateral walks that queue's range from the oldest completed_at and stops at its cutoff (now()
+// minus the queue's result_retention) or the limit, and the outer limit stops the walk over the
+// queues once the batch is full. A batch costs the rows it drops plus one index probe per queue,
+// however many jobs the table holds. SKIP LOCKED: replicas share the work, and a result being
+// consumed right now is left to its consumer. updated_at is left alone: dropping a result is
+// housekeeping, not a change of the job (and the job retention keys on it).
+const sqlJobResultsDrop = `-- name: job_results_drop
+WITH c AS MATERIALIZED (
+    SELECT e.id AS c_id
+    FROM queues q
+    CROSS JOIN LATERAL (
+        SELECT id FROM jobs
+        WHERE queue = q.name AND result IS NOT NULL AND state = 'DONE'
+          AND completed_at < now() - q.result_retention_ms * interval '1 millisecond'
+        ORDER BY completed_at
+        LIMIT $1
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) e
+    LIMIT $1
+),
+dropped AS (
+    UPDATE jobs SET result = NULL
+    FROM c
+    WHERE id = c_id
+    RETURNING queue
+)
+SELECT queue, count(*)::int FROM dropped GROUP BY queue`
+
+// JobResultsDrop implements store.RetentionStore.
+func (s *Store) JobResultsDrop(ctx context.Context, limit int) (map[string]int, error) {
+	if limit < 1 || limit > store.MaxResultsDropBatch {
+		return nil, fmt.Errorf("%w: results drop limit must be 1..%d, got %d", queue.ErrInvalidArgument,
+			store.MaxResultsDropBatch, limit)
+	}
+	rows, err := s.pool.Query(ctx, sqlJobResultsDrop, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: drop expired results: %w", err)
+	}
+	byQueue := map[string]int{}
+	var (
+		q string
+		n int
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error {
+		byQueue[q] += n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("postgres: drop expired results: %w", err)
+	}
+	return byQueue, nil
+}
 
 // EventsPrune implements store.RetentionStore.
 func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int64, error) {

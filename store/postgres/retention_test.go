@@ -11,3 +11,9 @@ func TestRetentionStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunRetentionStore(t, func(t *testing.T) storetest.RetentionStore { return privateStore(t) })
 }
+
+// Results: the drop counts per queue, so the shared store does.
+func TestResultStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunResultStore(t, func(*testing.T) storetest.ResultStore { return testStore })
+}

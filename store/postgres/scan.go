@@ -15,25 +15,25 @@ const (
 	jobColumns = `id::text, queue, type, payload, priority, state, max_retries, retry_count, attempt,
 		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, labels, keep_result, trace_context,
 		worker_id, last_error, failure_reason, result, result_checksum,
-		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal`
+		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal, result_size`
 
 	// leanJobColumns are jobColumns with NULL for payload, labels, trace context and result: what the
 	// outcomes of acks and reports carry (store.LeaseOutcome), read back for every job of a batch.
 	leanJobColumns = `id::text, queue, type, NULL::bytea, priority, state, max_retries, retry_count, attempt,
 		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, NULL::jsonb, keep_result, NULL::jsonb,
 		worker_id, last_error, failure_reason, NULL::bytea, result_checksum,
-		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal`
+		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal, result_size`
 
 	// jobPageColumns are jobColumns with NULL for payload and result, followed by their sizes:
 	// pages read the data of only the jobs that fit their byte budget (see jobPage).
 	jobPageColumns = `id::text, queue, type, NULL::bytea, priority, state, max_retries, retry_count, attempt,
 		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, labels, keep_result, trace_context,
 		worker_id, last_error, failure_reason, NULL::bytea, result_checksum,
-		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal,
+		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal, result_size,
 		octet_length(payload), coalesce(octet_length(result), 0)`
 
 	queueColumns = `name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms, paused,
-		created_at, updated_at`
+		created_at, updated_at, result_retention_ms`
 
 	eventColumns = `job_id::text, seq, queue, type, coalesce(from_state, ''), to_state, reason, error,
 		worker_id, attempt, created_at`
@@ -56,7 +56,7 @@ func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 	dst := []any{&j.ID, &j.Queue, &j.Type, &j.Payload, &j.Priority, &state, &j.MaxRetries,
 		&j.RetryCount, &j.Attempt, &ttlMS, &timeoutMS, &j.NotBefore, &expiresAt, &j.IdempotencyKey,
 		&labels, &j.KeepResult, &traceContext, &j.WorkerID, &j.LastError, &j.FailureReason, &j.Result,
-		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt, &j.NoRetry, &j.CancelRequested, &j.Principal}
+		&j.ResultChecksum, &j.CreatedAt, &j.UpdatedAt, &startedAt, &completedAt, &j.NoRetry, &j.CancelRequested, &j.Principal, &j.ResultSize}
 	err := row.Scan(append(dst, extra...)...)
 	if err != nil {
 		return nil, err
@@ -86,15 +86,17 @@ func scanQueue(row pgx.Row) (*queue.Queue, error) {
 	var (
 		q                    queue.Queue
 		ttlMS, baseMS, maxMS int64
+		retentionMS          int64
 		weights              map[int]int
 	)
 	if err := row.Scan(&q.Name, &q.MaxRetries, &ttlMS, &weights, &baseMS, &maxMS, &q.Paused,
-		&q.CreatedAt, &q.UpdatedAt); err != nil {
+		&q.CreatedAt, &q.UpdatedAt, &retentionMS); err != nil {
 		return nil, err
 	}
 	q.TTL = fromMillis(ttlMS)
 	q.BackoffBase = fromMillis(baseMS)
 	q.BackoffMax = fromMillis(maxMS)
+	q.ResultRetention = fromMillis(retentionMS)
 	q.PriorityWeights = weights
 	if q.PriorityWeights == nil {
 		q.PriorityWeights = map[int]int{}

@@ -90,12 +90,13 @@ func (b *dsBundle) report(reports ...store.JobReportParams) []store.LeaseOutcome
 	return out
 }
 
-// insertN inserts n jobs of type "t" in one batch.
+// insertN inserts n jobs of type "t" in one batch, with keep_result so that their results are stored.
 func (b *dsBundle) insertN(n int) []*queue.Job {
 	b.t.Helper()
 	ps := make([]store.JobInsertParams, n)
 	for i := range ps {
 		ps[i] = b.job("t")
+		ps[i].KeepResult = true
 	}
 	jobs := make([]*queue.Job, n)
 	for i, r := range b.insert(ps...) {

@@ -138,7 +138,9 @@ func runJobAckTests(t *testing.T, newStore NewDispatchStoreFunc) {
 func runJobReportTests(t *testing.T, newStore NewDispatchStoreFunc) {
 	t.Run("Done", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
-		j := b.assignOne("w", b.insertOne(b.job("t")))
+		p := b.job("t")
+		p.KeepResult = true
+		j := b.assignOne("w", b.insertOne(p))
 		j = b.requireApplied(b.ack(leaseOf(j))[0], queue.StateRunning)
 		result := `{"ok":true}`
 		rep := b.report(reportSuccess(j, result))

@@ -16,6 +16,7 @@ func runPageTests(t *testing.T, newStore NewStoreFunc) {
 		b := setup(t, newStore)
 		p := b.job("t")
 		p.Payload = []byte("payload")
+		p.KeepResult = true
 		j := b.insertOne(p)
 		j = b.advance(j, queue.StateAssigned, queue.StateRunning)
 		b.move(j, queue.StateDone, store.JobTransitionParams{Reason: "success", Result: []byte("result")})

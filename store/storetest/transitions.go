@@ -16,7 +16,9 @@ import (
 func runTransitionTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("HappyPath", func(t *testing.T) {
 		b := setup(t, newStore)
-		j := b.insertOne(b.job("t"))
+		p := b.job("t")
+		p.KeepResult = true
+		j := b.insertOne(p)
 
 		assigned := b.move(j, queue.StateAssigned, store.JobTransitionParams{WorkerID: "w1", Reason: "dispatched"})
 		require.Equal(t, 1, assigned.Attempt, "assignment increments the attempt (fencing token)")

@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -361,9 +362,11 @@ type Job struct {
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,42,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// When the job reached DONE or DEAD_LETTERED. Unset otherwise.
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,43,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
-	// Output of a DONE job, present only while it is retained (keep_result,
-	// see GetJobResult). Returned by GetJob, and by ListJobs with
-	// include_payloads; omitted from PeekQueue.
+	// Output of a DONE job, present only while its bytes are retained: for a
+	// job submitted with keep_result, until a consuming GetJobResult takes it
+	// or its queue's result_retention passes (see GetJobResult). Absent for a
+	// job submitted without keep_result. Returned by GetJob, and by ListJobs
+	// with include_payloads; omitted from PeekQueue.
 	Result        *JobResult `protobuf:"bytes,50,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -574,20 +577,51 @@ func (x *Job) GetResult() *JobResult {
 	return nil
 }
 
-// JobResult is the output of a successful job.
+// JobResult is the outcome of a job, in the shape of seed 001's result
+// object: type "success" with the result data, or type "failure" with
+// reason, should_retry, error and message. Fields 1 to 4 predate seed 001
+// and keep their meaning.
 type JobResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Result bytes exactly as reported by the handler (JSON or bytes by
-	// convention). May be empty. At most the result size limit (default
-	// 256 KiB).
+	// Success only: the result bytes exactly as reported by the handler (JSON
+	// or bytes by convention; seed 001's "result", any value). May be empty.
+	// At most the result size limit (default 256 KiB).
 	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
-	// SHA-256 of data as 64 lowercase hex characters, computed by the server.
+	// Success only: SHA-256 of data as 64 lowercase hex characters, computed
+	// by the server when the result was reported.
 	ChecksumSha256 string `protobuf:"bytes,2,opt,name=checksum_sha256,json=checksumSha256,proto3" json:"checksum_sha256,omitempty"`
-	// Wall-clock execution time of the successful attempt, as measured by the
-	// worker.
+	// Success only: execution time of the successful attempt (started_at to
+	// completed_at, the server's view).
 	Runtime *durationpb.Duration `protobuf:"bytes,3,opt,name=runtime,proto3" json:"runtime,omitempty"`
-	// When the job completed.
-	CompletedAt   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
+	// When the job completed (DONE or DEAD_LETTERED); unset for a FAILED job
+	// that is still to be retried.
+	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
+	// "success" (the job is DONE) or "failure" (FAILED or DEAD_LETTERED).
+	Type string `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	// When the outcome described here happened: completed_at, or for a FAILED
+	// job the time its attempt failed. Always set.
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// Failure only: the job's failure_reason ("error", "timeout",
+	// "worker_lost", "cancelled", "ttl_expired", ...; see Job.failure_reason).
+	// Seed 001's "timeout" is "timeout"; every other value is its "other".
+	Reason string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Failure only: whether the server is going to retry the job on its own:
+	// it is FAILED, the failure was not permanent, it was not cancelled and
+	// retries remain. False for a DEAD_LETTERED job (only an operator's
+	// RetryJob runs it again).
+	ShouldRetry bool `protobuf:"varint,8,opt,name=should_retry,json=shouldRetry,proto3" json:"should_retry,omitempty"`
+	// Failure only: the error of the last failed attempt (Job.last_error) as
+	// a value: the JSON value itself when the text is valid JSON (a worker may
+	// report a structured error), a string otherwise; null when there is no
+	// error text (e.g. ttl_expired).
+	Error *structpb.Value `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	// Failure only: a one-line message for display: the "message" member of a
+	// JSON object error when it has a string one, else the error text, else a
+	// description of the reason.
+	Message string `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
+	// Success only: length of the reported result in bytes (the length of
+	// data).
+	Size          int64 `protobuf:"varint,11,opt,name=size,proto3" json:"size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -650,11 +684,60 @@ func (x *JobResult) GetCompletedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *JobResult) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *JobResult) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *JobResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *JobResult) GetShouldRetry() bool {
+	if x != nil {
+		return x.ShouldRetry
+	}
+	return false
+}
+
+func (x *JobResult) GetError() *structpb.Value {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *JobResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *JobResult) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
 var File_jq_v1_job_proto protoreflect.FileDescriptor
 
 const file_jq_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x0fjq/v1/job.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf5\x04\n" +
+	"\x0fjq/v1/job.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf5\x04\n" +
 	"\aJobSpec\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -718,12 +801,21 @@ const file_jq_v1_job_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x03\n" +
 	"\tJobResult\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12'\n" +
 	"\x0fchecksum_sha256\x18\x02 \x01(\tR\x0echecksumSha256\x123\n" +
 	"\aruntime\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\aruntime\x12=\n" +
-	"\fcompleted_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt*\xb2\x01\n" +
+	"\fcompleted_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12\x12\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type\x12;\n" +
+	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12!\n" +
+	"\fshould_retry\x18\b \x01(\bR\vshouldRetry\x12,\n" +
+	"\x05error\x18\t \x01(\v2\x16.google.protobuf.ValueR\x05error\x12\x18\n" +
+	"\amessage\x18\n" +
+	" \x01(\tR\amessage\x12\x12\n" +
+	"\x04size\x18\v \x01(\x03R\x04size*\xb2\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x16\n" +
@@ -758,6 +850,7 @@ var file_jq_v1_job_proto_goTypes = []any{
 	nil,                           // 7: jq.v1.Job.TraceContextEntry
 	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
 	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*structpb.Value)(nil),        // 10: google.protobuf.Value
 }
 var file_jq_v1_job_proto_depIdxs = []int32{
 	8,  // 0: jq.v1.JobSpec.ttl:type_name -> google.protobuf.Duration
@@ -779,11 +872,13 @@ var file_jq_v1_job_proto_depIdxs = []int32{
 	3,  // 16: jq.v1.Job.result:type_name -> jq.v1.JobResult
 	8,  // 17: jq.v1.JobResult.runtime:type_name -> google.protobuf.Duration
 	9,  // 18: jq.v1.JobResult.completed_at:type_name -> google.protobuf.Timestamp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	9,  // 19: jq.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
+	10, // 20: jq.v1.JobResult.error:type_name -> google.protobuf.Value
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_job_proto_init() }

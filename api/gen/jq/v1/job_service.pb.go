@@ -756,8 +756,8 @@ type GetJobResultRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Job id (UUID v4). Required.
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	// Delete the result once it is returned (S1 fetch-once semantics). Later
-	// calls then get found = false.
+	// Delete a success result once it is returned (S1 fetch-once semantics).
+	// Later calls then get found = false. A failure is returned unchanged.
 	Consume       bool `protobuf:"varint,2,opt,name=consume,proto3" json:"consume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -810,10 +810,11 @@ func (x *GetJobResultRequest) GetConsume() bool {
 // GetJobResultResponse carries the result, if there is one.
 type GetJobResultResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Whether a result was available. False is not an error (see
-	// GetJobResult).
+	// Whether a result was available: a success with its bytes, or a
+	// failure. False is not an error (see GetJobResult).
 	Found bool `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
-	// The result; set only when found is true.
+	// The result; set only when found is true. result.type tells a success
+	// from a failure.
 	Result *JobResult `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	// Current state of the job, so a caller can tell "not finished yet" from
 	// "finished but no result kept".

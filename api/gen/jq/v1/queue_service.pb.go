@@ -43,6 +43,10 @@ type Queue struct {
 	BackoffMax *durationpb.Duration `protobuf:"bytes,6,opt,name=backoff_max,json=backoffMax,proto3" json:"backoff_max,omitempty"`
 	// Whether dispatching is paused.
 	Paused bool `protobuf:"varint,7,opt,name=paused,proto3" json:"paused,omitempty"`
+	// How long the result of a job submitted with keep_result is kept after
+	// the job completed, unless a consuming GetJobResult takes it first; then
+	// the maintenance pass drops it (seed 001).
+	ResultRetention *durationpb.Duration `protobuf:"bytes,8,opt,name=result_retention,json=resultRetention,proto3" json:"result_retention,omitempty"`
 	// When the queue was created.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// When the queue's settings last changed (including pause and resume).
@@ -128,6 +132,13 @@ func (x *Queue) GetPaused() bool {
 		return x.Paused
 	}
 	return false
+}
+
+func (x *Queue) GetResultRetention() *durationpb.Duration {
+	if x != nil {
+		return x.ResultRetention
+	}
+	return nil
 }
 
 func (x *Queue) GetCreatedAt() *timestamppb.Timestamp {
@@ -305,9 +316,13 @@ type CreateQueueRequest struct {
 	// Base delay of the retry backoff. Unset means 5s; must be positive.
 	BackoffBase *durationpb.Duration `protobuf:"bytes,5,opt,name=backoff_base,json=backoffBase,proto3" json:"backoff_base,omitempty"`
 	// Maximum retry backoff delay. Unset means 300s; must be >= backoff_base.
-	BackoffMax    *durationpb.Duration `protobuf:"bytes,6,opt,name=backoff_max,json=backoffMax,proto3" json:"backoff_max,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BackoffMax *durationpb.Duration `protobuf:"bytes,6,opt,name=backoff_max,json=backoffMax,proto3" json:"backoff_max,omitempty"`
+	// How long a kept result waits for its fetch after the job completed (see
+	// Queue.result_retention). Unset means 24h; must be at least 1ms and at
+	// most 366 days.
+	ResultRetention *durationpb.Duration `protobuf:"bytes,7,opt,name=result_retention,json=resultRetention,proto3" json:"result_retention,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CreateQueueRequest) Reset() {
@@ -378,6 +393,13 @@ func (x *CreateQueueRequest) GetBackoffBase() *durationpb.Duration {
 func (x *CreateQueueRequest) GetBackoffMax() *durationpb.Duration {
 	if x != nil {
 		return x.BackoffMax
+	}
+	return nil
+}
+
+func (x *CreateQueueRequest) GetResultRetention() *durationpb.Duration {
+	if x != nil {
+		return x.ResultRetention
 	}
 	return nil
 }
@@ -986,7 +1008,7 @@ var File_jq_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
-	"\x19jq/v1/queue_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x04\n" +
+	"\x19jq/v1/queue_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x04\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vmax_retries\x18\x02 \x01(\x05R\n" +
@@ -996,7 +1018,8 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\fbackoff_base\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vbackoffBase\x12:\n" +
 	"\vbackoff_max\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"backoffMax\x12\x16\n" +
-	"\x06paused\x18\a \x01(\bR\x06paused\x129\n" +
+	"\x06paused\x18\a \x01(\bR\x06paused\x12D\n" +
+	"\x10result_retention\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0fresultRetention\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
@@ -1019,7 +1042,7 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\x13avg_processing_time\x18\v \x01(\v2\x19.google.protobuf.DurationR\x11avgProcessingTime\x12\x1d\n" +
 	"\n" +
 	"error_rate\x18\f \x01(\x01R\terrorRate\x12G\n" +
-	"\x12oldest_pending_age\x18\r \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\"\xa4\x03\n" +
+	"\x12oldest_pending_age\x18\r \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\"\xea\x03\n" +
 	"\x12CreateQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\vmax_retries\x18\x02 \x01(\x05H\x00R\n" +
@@ -1028,7 +1051,8 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\x10priority_weights\x18\x04 \x03(\v2..jq.v1.CreateQueueRequest.PriorityWeightsEntryR\x0fpriorityWeights\x12<\n" +
 	"\fbackoff_base\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vbackoffBase\x12:\n" +
 	"\vbackoff_max\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"backoffMax\x1aB\n" +
+	"backoffMax\x12D\n" +
+	"\x10result_retention\x18\a \x01(\v2\x19.google.protobuf.DurationR\x0fresultRetention\x1aB\n" +
 	"\x14PriorityWeightsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01B\x0e\n" +
@@ -1110,39 +1134,41 @@ var file_jq_v1_queue_service_proto_depIdxs = []int32{
 	16, // 1: jq.v1.Queue.priority_weights:type_name -> jq.v1.Queue.PriorityWeightsEntry
 	18, // 2: jq.v1.Queue.backoff_base:type_name -> google.protobuf.Duration
 	18, // 3: jq.v1.Queue.backoff_max:type_name -> google.protobuf.Duration
-	19, // 4: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
-	19, // 5: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 6: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
-	18, // 7: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	18, // 8: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
-	17, // 9: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
-	18, // 10: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
-	18, // 11: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
-	0,  // 12: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 13: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
-	0,  // 14: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
-	1,  // 15: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
-	0,  // 16: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 17: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
-	2,  // 18: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
-	4,  // 19: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
-	6,  // 20: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
-	8,  // 21: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
-	10, // 22: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
-	12, // 23: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
-	14, // 24: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
-	3,  // 25: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
-	5,  // 26: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
-	7,  // 27: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
-	9,  // 28: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
-	11, // 29: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
-	13, // 30: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
-	15, // 31: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	18, // 4: jq.v1.Queue.result_retention:type_name -> google.protobuf.Duration
+	19, // 5: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
+	19, // 6: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 7: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
+	18, // 8: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
+	18, // 9: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
+	17, // 10: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
+	18, // 11: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
+	18, // 12: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
+	18, // 13: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
+	0,  // 14: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 15: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
+	0,  // 16: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
+	1,  // 17: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
+	0,  // 18: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 19: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
+	2,  // 20: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
+	4,  // 21: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
+	6,  // 22: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
+	8,  // 23: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
+	10, // 24: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
+	12, // 25: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
+	14, // 26: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
+	3,  // 27: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
+	5,  // 28: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
+	7,  // 29: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
+	9,  // 30: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
+	11, // 31: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
+	13, // 32: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
+	15, // 33: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
+	27, // [27:34] is the sub-list for method output_type
+	20, // [20:27] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_queue_service_proto_init() }

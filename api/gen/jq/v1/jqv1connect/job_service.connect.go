@@ -115,14 +115,20 @@ type JobServiceClient interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job).
 	ListJobEvents(context.Context, *connect.Request[v1.ListJobEventsRequest]) (*connect.Response[v1.ListJobEventsResponse], error)
-	// GetJobResult fetches the result of a job. A missing result is not an
-	// error: found is false when the job is not DONE, was submitted without
-	// keep_result, its result passed the retention period, or it was already
-	// consumed. With consume set the result is deleted as it is returned, so
-	// exactly one caller receives it.
+	// GetJobResult fetches the result of a job (seed 001). A missing result is
+	// not an error: found is false when the job has not finished, or when it
+	// is DONE but holds no result bytes: it was submitted without keep_result
+	// (only the checksum and size were stored), its result was already
+	// consumed, or its queue's result_retention (24 h by default) passed since
+	// it completed. A DONE job with its bytes answers type "success"; a FAILED
+	// or DEAD_LETTERED job answers type "failure" with reason, should_retry,
+	// error and message, whatever keep_result, from the job's record. With
+	// consume set a success result is deleted as it is returned, so exactly
+	// one caller receives it; a failure is not consumed (it is part of the
+	// job's record, and a FAILED job may still be retried).
 	//
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
-	// job).
+	// job); DATA_LOSS (the stored bytes do not match their checksum).
 	GetJobResult(context.Context, *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error)
 }
 
@@ -303,14 +309,20 @@ type JobServiceHandler interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job).
 	ListJobEvents(context.Context, *connect.Request[v1.ListJobEventsRequest]) (*connect.Response[v1.ListJobEventsResponse], error)
-	// GetJobResult fetches the result of a job. A missing result is not an
-	// error: found is false when the job is not DONE, was submitted without
-	// keep_result, its result passed the retention period, or it was already
-	// consumed. With consume set the result is deleted as it is returned, so
-	// exactly one caller receives it.
+	// GetJobResult fetches the result of a job (seed 001). A missing result is
+	// not an error: found is false when the job has not finished, or when it
+	// is DONE but holds no result bytes: it was submitted without keep_result
+	// (only the checksum and size were stored), its result was already
+	// consumed, or its queue's result_retention (24 h by default) passed since
+	// it completed. A DONE job with its bytes answers type "success"; a FAILED
+	// or DEAD_LETTERED job answers type "failure" with reason, should_retry,
+	// error and message, whatever keep_result, from the job's record. With
+	// consume set a success result is deleted as it is returned, so exactly
+	// one caller receives it; a failure is not consumed (it is part of the
+	// job's record, and a FAILED job may still be retried).
 	//
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
-	// job).
+	// job); DATA_LOSS (the stored bytes do not match their checksum).
 	GetJobResult(context.Context, *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error)
 }
 
