@@ -38,6 +38,9 @@ type Producer struct {
 	ScanIntervalS int `koanf:"scan_interval_s"`
 	// Once scans once, submits, and exits (0 when every file was handled).
 	Once bool `koanf:"once"`
+	// KeepResult asks the server to keep each job's result (the file handler's path, size,
+	// SHA-256 and MIME type) until fetched or the queue's result retention passes.
+	KeepResult bool `koanf:"keep_result"`
 	// HashContent adds each file's SHA-256 to its idempotency key (reads every file once per scan).
 	HashContent bool `koanf:"hash_content"`
 	// BatchSize is the most jobs one SubmitJobs call carries (1..1000).
@@ -63,6 +66,7 @@ func defaultProducer() Producer {
 		DefaultPriority:  0,
 		Queue:            "default",
 		JobType:          "file",
+		KeepResult:       true,
 		RateLimitPerSec:  100,
 		RateLimitKey:     "producer:rate_limit",
 		ScanIntervalS:    10,

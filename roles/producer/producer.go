@@ -279,7 +279,7 @@ type payload struct {
 func (p *Producer) spec(f file) *jqv1.JobSpec {
 	b, _ := json.Marshal(payload{Path: f.path, Size: f.size}) // cannot fail
 	return &jqv1.JobSpec{Queue: p.cfg.Queue, Type: p.cfg.JobType, Payload: b, Priority: f.priority,
-		IdempotencyKey: f.key}
+		IdempotencyKey: f.key, KeepResult: p.cfg.KeepResult}
 }
 
 // submit sends one batch. Transient failures (the server unreachable or shedding load) are retried
