@@ -123,7 +123,7 @@ func New(opts Options) http.Handler {
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
 		connect.WithCompressMinBytes(compressMinBytes))
-	hopts = append(hopts, jsonCodecs()...)
+	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
 	mux.Handle(jqv1connect.NewJobServiceHandler(&jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log,
