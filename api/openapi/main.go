@@ -6,7 +6,8 @@
 //     stay JSON, as the Connect protocol has them);
 //   - the bytes fields' schemas say what jq accepts (api/codec): a base64 string or any other JSON
 //     value in JSON, bin or any other value in MessagePack;
-//   - the Connect-Protocol-Version header is optional, as jq's server does not require it.
+//   - the Connect-Protocol-Version header is optional, as jq's server does not require it;
+//   - no OpenAPI 3.0 "nullable" keyword in this 3.1 document (optional fields say "null" in type).
 //
 // buf.gen.yaml runs it as a local plugin (`go run ./api/openapi`) from the module root.
 package main
@@ -100,6 +101,9 @@ func postProcess(src []byte) ([]byte, error) {
 	}
 	for _, schema := range values(get(get(root, "components"), "schemas")) {
 		for _, prop := range values(get(schema, "properties")) {
+			// proto3 optional fields come out with a 3.1 type list holding "null" and the 3.0
+			// keyword nullable as well, which 3.1 validators refuse.
+			del(prop, "nullable")
 			if scalar(get(prop, "type")) == "string" && scalar(get(prop, "format")) == "byte" {
 				bytesField(prop)
 			}
