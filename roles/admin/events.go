@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/jq-dev/jq/api/codec"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/queue"
@@ -206,12 +207,12 @@ func (p *eventPrinter) print(e *jqv1.JobEvent) {
 	re := p.re
 	switch re.globals.Output {
 	case "json":
-		b, err := protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}.Marshal(e)
+		b, err := codec.MarshalJSON(protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}, e)
 		if err == nil {
 			fmt.Fprintln(re.Stdout, string(b))
 		}
 	case "yaml":
-		b, err := protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}.Marshal(e)
+		b, err := codec.MarshalJSON(protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}, e)
 		if err != nil {
 			return
 		}
