@@ -4,7 +4,8 @@
 // # Contract
 //
 // Package jq.v1 defines four services, served by connect-go on one port as
-// gRPC, gRPC-Web and Connect at once:
+// gRPC, gRPC-Web and Connect at once, in protobuf, JSON and MessagePack
+// (package codec; OpenAPI holds the OpenAPI 3.1 document of the unary RPCs):
 //
 //   - JobService: submit (single and atomic batch), get, list with filters
 //     and page tokens, cancel, retry, list events, fetch result.
@@ -32,6 +33,7 @@
 //
 //	github.com/jq-dev/jq/api/gen/jq/v1             (jqv1)        messages and enums
 //	github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect (jqv1connect) clients and handlers
+//	api/gen/openapi/jq.openapi.yaml                              OpenAPI 3.1 (embedded as OpenAPI)
 //
 // # Regenerating
 //

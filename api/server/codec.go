@@ -12,10 +12,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/jq-dev/jq/api/codec"
 	"github.com/jq-dev/jq/queue"
 )
 
-// jsonCodec replaces connect's JSON codec (Connect and gRPC-Web with JSON). Like it, it ignores
+// jsonCodec replaces connect's JSON codec (Connect and gRPC-Web with JSON). It writes and reads
+// bytes fields holding JSON as JSON values (codec.MarshalJSON: "payload": {"a":1}). Like connect's, it ignores
 // unknown fields, so a newer client can talk to an older server. Unlike it, it refuses an enum
 // value name the schema does not know: protojson's DiscardUnknown drops such a value silently, and
 // ListJobs with states ["JOB_STATE_BOGUS"] would list every state. Numeric enum values are kept by
@@ -23,12 +25,13 @@ import (
 // own messages quote the offending token whole.
 type jsonCodec struct{ name string }
 
-// jsonCodecs are the handler options that install jsonCodec under both names connect serves JSON
-// with.
-func jsonCodecs() []connect.HandlerOption {
+// codecs are the handler options that install jsonCodec under both names connect serves JSON
+// with, and the MessagePack codec (application/msgpack).
+func codecs() []connect.HandlerOption {
 	return []connect.HandlerOption{
 		connect.WithCodec(jsonCodec{name: "json"}),
 		connect.WithCodec(jsonCodec{name: "json; charset=utf-8"}),
+		connect.WithCodec(codec.MsgPack{}),
 	}
 }
 
@@ -41,7 +44,7 @@ func (jsonCodec) Marshal(msg any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%T is not a protobuf message", msg)
 	}
-	return protojson.MarshalOptions{}.Marshal(m)
+	return codec.MarshalJSON(protojson.MarshalOptions{}, m)
 }
 
 func (jsonCodec) MarshalAppend(dst []byte, msg any) ([]byte, error) {
@@ -49,7 +52,11 @@ func (jsonCodec) MarshalAppend(dst []byte, msg any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%T is not a protobuf message", msg)
 	}
-	return protojson.MarshalOptions{}.MarshalAppend(dst, m)
+	b, err := codec.MarshalJSON(protojson.MarshalOptions{}, m)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
 }
 
 func (jsonCodec) Unmarshal(data []byte, msg any) error {
@@ -60,6 +67,7 @@ func (jsonCodec) Unmarshal(data []byte, msg any) error {
 	if len(data) == 0 {
 		return errors.New("malformed JSON request: empty body (want a JSON object)")
 	}
+	data = codec.ValuesAsBytes(data, m.ProtoReflect().Descriptor())
 	// The common case, a request this server fully understands, decodes once.
 	if protojson.Unmarshal(data, m) == nil {
 		return nil

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"connectrpc.com/grpcreflect"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/api/auth"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/api/gen/taskqueue/v1/taskqueuev1connect"
@@ -112,7 +114,8 @@ var services = []string{
 }
 
 // New returns one handler serving every jq service, and seed 003's taskqueue.v1 facade, over
-// gRPC, gRPC-Web and Connect, plus gRPC reflection (v1 and v1alpha) and grpc.health.v1.
+// gRPC, gRPC-Web and Connect, plus gRPC reflection (v1 and v1alpha), grpc.health.v1 and the
+// OpenAPI document (GET /openapi.yaml).
 func New(opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -129,7 +132,7 @@ func New(opts Options) http.Handler {
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
 		connect.WithCompressMinBytes(compressMinBytes))
-	hopts = append(hopts, jsonCodecs()...)
+	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
 	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing)}
@@ -157,10 +160,20 @@ func New(opts Options) http.Handler {
 	// credentials, and it tells nothing but SERVING.
 	checker := grpchealth.NewStaticChecker(services...)
 	mux.Handle(grpchealth.NewHandler(checker))
+	// The OpenAPI document is public too: a schema, no data (docs/security.md).
+	mux.Handle("GET /openapi.yaml", openAPIHandler())
 	if opts.Auth != nil {
 		return auth.WithTLSState(mux)
 	}
 	return mux
+}
+
+// openAPIHandler serves api.OpenAPI.
+func openAPIHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		http.ServeContent(w, r, "jq.openapi.yaml", time.Time{}, bytes.NewReader(api.OpenAPI))
+	})
 }
 
 func refusedFunc(opts Options) func(string) {

@@ -211,3 +211,18 @@ func TestWorkersTableBreakers(t *testing.T) {
 	require.True(t, strings.HasSuffix(strings.TrimSpace(lines[1]), "pay:open(62%/40),mail:half-open"), lines[1])
 	require.True(t, strings.HasSuffix(strings.TrimSpace(lines[2]), "-"), "an OFFLINE worker's breakers are history: %s", lines[2])
 }
+
+// -o json and -o yaml show payloads and results that are JSON as JSON values; others stay base64.
+func TestPrintMessageShowsJSONPayloads(t *testing.T) {
+	t.Parallel()
+	job := &jqv1.Job{Id: "j", Payload: []byte(`{"a":[1,2]}`), Result: &jqv1.JobResult{Data: []byte{0xff}}}
+	re, out, _ := testEnv(context.Background(), "json")
+	require.NoError(t, re.printMessage(&jqv1.GetJobResponse{Job: job}, nil))
+	s := out.String()
+	require.Contains(t, s, "\"payload\": {\n      \"a\": [\n        1,\n        2\n      ]\n    },")
+	require.Contains(t, s, `"data": "/w=="`)
+
+	re, out, _ = testEnv(context.Background(), "yaml")
+	require.NoError(t, re.printMessage(&jqv1.GetJobResponse{Job: job}, nil))
+	require.Contains(t, out.String(), "payload:\n        a:\n            - 1\n            - 2\n")
+}

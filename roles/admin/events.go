@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/jq-dev/jq/api/codec"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/config"
@@ -209,12 +210,12 @@ func (p *eventPrinter) print(e *jqv1.JobEvent) {
 	re := p.re
 	switch re.globals.Output {
 	case "json":
-		b, err := protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}.Marshal(e)
+		b, err := codec.MarshalJSON(protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}, e)
 		if err == nil {
 			fmt.Fprintln(re.Stdout, string(b))
 		}
 	case "yaml":
-		b, err := protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}.Marshal(e)
+		b, err := codec.MarshalJSON(protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}, e)
 		if err != nil {
 			return
 		}

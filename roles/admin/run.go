@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	apiclient "github.com/jq-dev/jq/api/client"
+	"github.com/jq-dev/jq/api/codec"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/config"
 )
@@ -246,12 +247,13 @@ func firstLine(s string) string {
 	return s
 }
 
-// printMessage writes m as JSON or YAML (protojson field names, every field),
+// printMessage writes m as JSON or YAML (protojson field names, every field; payloads and results
+// that are JSON as JSON values, codec.MarshalJSON),
 // or calls table for the human format.
 func (re *runEnv) printMessage(m proto.Message, table func(io.Writer) error) error {
 	switch re.globals.Output {
 	case "json", "yaml":
-		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitUnpopulated: true, UseProtoNames: true}.Marshal(m)
+		b, err := codec.MarshalJSON(protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitUnpopulated: true, UseProtoNames: true}, m)
 		if err != nil {
 			return err
 		}
