@@ -20,6 +20,7 @@ import (
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/roles/admin"
+	"github.com/jq-dev/jq/roles/healthcheck"
 	"github.com/jq-dev/jq/roles/telemetry"
 )
 
@@ -78,6 +79,9 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	if err != nil {
 		fmt.Fprintf(stdio.Stderr, "jq: %v\n", err)
 		return ExitUsage
+	}
+	if firstArg(args) == healthcheck.Command {
+		return healthcheck.Run(ctx, string(role), args, environ, stdio.Stderr)
 	}
 	cli := grammar(role)
 	exitCode := -1

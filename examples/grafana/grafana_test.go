@@ -133,6 +133,9 @@ func TestScrapeConfig(t *testing.T) {
 			targets[sc.JobName] = append(targets[sc.JobName], s.Targets...)
 		}
 	}
-	require.True(t, slices.Contains(targets["jq-server"], "jq-server:9090"), "server metrics port 9090: %v", targets)
+	// compose.yaml's service names (internal/deploytest checks them against compose.yaml itself).
+	require.True(t, slices.Contains(targets["jq-server"], "jq-server-1:9090"), "server metrics port 9090: %v", targets)
+	require.True(t, slices.Contains(targets["jq-server"], "jq-server-2:9090"), "server metrics port 9090: %v", targets)
+	require.True(t, slices.Contains(targets["jq-producer"], "jq-producer:9092"), "producer metrics port 9092: %v", targets)
 	require.True(t, slices.Contains(targets["jq-worker"], "jq-worker:9091"), "worker metrics port 9091: %v", targets)
 }

@@ -1,0 +1,137 @@
+package deploytest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/jq-dev/jq/config"
+)
+
+// helm runs the Helm CLI pinned in tools/go.mod (go tool -modfile=tools/go.mod helm …).
+func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	root := repoRoot(t)
+	cmd := exec.Command("go", append([]string{"tool", "-modfile=tools/go.mod", "helm"}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "helm %v: %s%s", args, out, stderr.String())
+	return out
+}
+
+// allOn turns on every optional part, so lint and the assertions see every template.
+var allOn = []string{"--set", "producer.enabled=true", "--set", "worker.keda.enabled=true", "--set", "podMonitor.enabled=true"}
+
+type object = map[string]any
+
+func render(t *testing.T) map[string][]object {
+	t.Helper()
+	out := helm(t, append([]string{"template", "t", "deploy/helm/jq"}, allOn...)...)
+	byKind := map[string][]object{}
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	for {
+		var o object
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if o == nil {
+			continue
+		}
+		byKind[o["kind"].(string)] = append(byKind[o["kind"].(string)], o)
+	}
+	return byKind
+}
+
+// get walks a path of map keys and list indexes.
+func get(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(object)
+			require.True(t, ok, "at %q: not a map: %v", k, v)
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			require.True(t, ok && len(l) > k, "at [%d]: not a long enough list: %v", k, v)
+			v = l[k]
+		}
+	}
+	return v
+}
+
+func TestHelmLint(t *testing.T) {
+	t.Parallel()
+	helm(t, append([]string{"lint", "--strict", filepath.Join("deploy", "helm", "jq")}, allOn...)...)
+	helm(t, "lint", "--strict", filepath.Join("deploy", "helm", "jq"))
+}
+
+func TestHelmManifests(t *testing.T) {
+	t.Parallel()
+	objs := render(t)
+	def := config.Default()
+	bound := map[string]int{"server": def.Server.ShutdownGraceS, "worker": def.Worker.ShutdownGraceS, "producer": 0}
+
+	deployments := map[string]object{}
+	for _, d := range objs["Deployment"] {
+		component := get(t, d, "metadata", "labels", "app.kubernetes.io/component").(string)
+		deployments[component] = d
+	}
+	require.Len(t, deployments, 3, "server, worker and producer Deployments")
+	require.EqualValues(t, 2, get(t, deployments["server"], "spec", "replicas"))
+
+	for component, d := range deployments {
+		pod := get(t, d, "spec", "template", "spec")
+		require.Equal(t, true, get(t, pod, "securityContext", "runAsNonRoot"), component)
+		require.NotZero(t, get(t, pod, "securityContext", "runAsUser"), component)
+		grace := get(t, pod, "terminationGracePeriodSeconds").(int)
+		require.Greater(t, grace, bound[component], "%s: grace period must exceed jq's own shutdown bound", component)
+
+		c := get(t, pod, "containers", 0)
+		sc := get(t, c, "securityContext")
+		require.Equal(t, true, get(t, sc, "readOnlyRootFilesystem"), component)
+		require.Equal(t, false, get(t, sc, "allowPrivilegeEscalation"), component)
+		require.Equal(t, []any{"ALL"}, get(t, sc, "capabilities", "drop"), component)
+		for _, kind := range []string{"requests", "limits"} {
+			for _, r := range []string{"cpu", "memory"} {
+				require.NotNil(t, get(t, c, "resources", kind, r), "%s: resources.%s.%s", component, kind, r)
+			}
+		}
+		require.NotNil(t, get(t, c, "readinessProbe", "httpGet"), component)
+		require.NotNil(t, get(t, c, "livenessProbe", "httpGet"), component)
+	}
+
+	server := get(t, deployments["server"], "spec", "template", "spec", "containers", 0)
+	require.Equal(t, "/readyz", get(t, server, "readinessProbe", "httpGet", "path"))
+	require.Equal(t, "/healthz", get(t, server, "livenessProbe", "httpGet", "path"))
+	require.Positive(t, get(t, server, "lifecycle", "preStop", "sleep", "seconds"))
+	worker := get(t, deployments["worker"], "spec", "template", "spec", "containers", 0)
+	require.Equal(t, "/readyz", get(t, worker, "readinessProbe", "httpGet", "path"))
+
+	require.Len(t, objs["PodDisruptionBudget"], 1)
+	require.EqualValues(t, 1, get(t, objs["PodDisruptionBudget"][0], "spec", "minAvailable"))
+	require.Len(t, objs["Service"], 1)
+	require.Len(t, objs["Secret"], 1)
+	require.Len(t, objs["NetworkPolicy"], 2)
+	require.Len(t, objs["ScaledObject"], 1)
+	require.Len(t, objs["PodMonitor"], 1)
+}
+
+// TestHelmExistingSecret: naming an existing Secret creates none and points every reference at it.
+func TestHelmExistingSecret(t *testing.T) {
+	t.Parallel()
+	out := helm(t, "template", "t", "deploy/helm/jq", "--set", "secrets.existingSecret=ops-jq")
+	require.NotContains(t, string(out), "kind: Secret")
+	require.Contains(t, string(out), "secretName: ops-jq")
+	require.Contains(t, string(out), "name: ops-jq")
+}
