@@ -25,6 +25,8 @@ type runRecord struct {
 	Workers  int        `json:"worker_processes"`
 	Submit   loadResult `json:"submit"`
 	Stats    jobStats   `json:"stats"`
+	// CPU is the mean cores used during the measured window, by process group (cpu.go).
+	CPU map[string]float64 `json:"cpu_cores"`
 }
 
 const (
@@ -144,15 +146,17 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 		for _, l := range loads {
 			runID := fmt.Sprintf("topo%s-%s%.0f", topo, l.name, l.rate)
 			fmt.Printf("  %s %s rate=%.0f jobs=%d\n", topo, l.name, l.rate, l.n)
+			c0 := takeCPU()
 			sub := offer(ctx, nodes, loadSpec{runID: runID, jobs: jobMix(l.n, -1), rate: l.rate, clients: 16})
 			if err := e.waitIdle(ctx, 3*time.Minute); err != nil {
 				return nil, err
 			}
+			cpu := cpuCores(c0, takeCPU(), e)
 			st, err := e.stats(runID)
 			if err != nil {
 				return nil, err
 			}
-			rec := runRecord{Topology: topo, Load: l.name, Rate: l.rate, Jobs: l.n, Slots: slots, Workers: workers, Submit: sub, Stats: st}
+			rec := runRecord{Topology: topo, Load: l.name, Rate: l.rate, Jobs: l.n, Slots: slots, Workers: workers, Submit: sub, Stats: st, CPU: cpu}
 			printRec(rec)
 			out = append(out, rec)
 		}
@@ -183,6 +187,7 @@ func runScaling(ctx context.Context, cfg *config) (any, error) {
 		runID := fmt.Sprintf("scale%d", w)
 		fmt.Printf("  workers=%d slots=%d jobs=%d (ideal %.0f jobs/s)\n", w, cfg.scaleSlots, n, ideal)
 		sub := offer(ctx, nodes, loadSpec{runID: runID, jobs: jobMix(n, 100), clients: 4, batch: 500})
+		c0 := takeCPU()
 		for i := range w {
 			if err := startWorker(e, i, cfg.scaleSlots, false); err != nil {
 				return nil, err
@@ -191,11 +196,12 @@ func runScaling(ctx context.Context, cfg *config) (any, error) {
 		if err := e.waitIdle(ctx, 5*time.Minute); err != nil {
 			return nil, err
 		}
+		cpu := cpuCores(c0, takeCPU(), e)
 		st, err := e.stats(runID)
 		if err != nil {
 			return nil, err
 		}
-		rec := runRecord{Topology: "split", Load: "drain", Jobs: n, Slots: w * cfg.scaleSlots, Workers: w, Submit: sub, Stats: st}
+		rec := runRecord{Topology: "split", Load: "drain", Jobs: n, Slots: w * cfg.scaleSlots, Workers: w, Submit: sub, Stats: st, CPU: cpu}
 		printRec(rec)
 		out = append(out, rec)
 		e.stopAll()
@@ -258,10 +264,12 @@ func runMany(ctx context.Context, cfg *config) (any, error) {
 	n := int(rate * cfg.duration.Seconds())
 	runID := "many"
 	fmt.Printf("  workers=%d registered=%d/%d in %.1f s; rate=%.0f jobs=%d\n", w, res.RegisteredTable, res.RegisteredAdmin, res.RegisterSeconds, rate, n)
+	c0 := takeCPU()
 	sub := offer(ctx, nodes, loadSpec{runID: runID, jobs: jobMix(n, 100), rate: rate, clients: 32})
 	if err := e.waitIdle(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
+	cpu := cpuCores(c0, takeCPU(), e)
 	for _, p := range e.procs {
 		if strings.HasPrefix(p.name, "worker") {
 			mib := rssMiB(p.cmd.Process.Pid)
@@ -273,7 +281,7 @@ func runMany(ctx context.Context, cfg *config) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Run = runRecord{Topology: "split", Load: "rate", Rate: rate, Jobs: n, Slots: w, Workers: w, Submit: sub, Stats: st}
+	res.Run = runRecord{Topology: "split", Load: "rate", Rate: rate, Jobs: n, Slots: w, Workers: w, Submit: sub, Stats: st, CPU: cpu}
 	printRec(res.Run)
 	return res, nil
 }
@@ -313,6 +321,7 @@ func printRec(r runRecord) {
 	fmt.Printf("    done=%d notdone=%d e2e=%.0f/s exec=%.0f/s wait p50=%.1f p95=%.1f p99=%.1f max=%.1f ms workers_used=%d submit_err=%d\n",
 		r.Stats.Done, r.Stats.NotDone, r.Stats.EndToEndPerSec, r.Stats.ExecPerSec, r.Stats.WaitP50Ms, r.Stats.WaitP95Ms,
 		r.Stats.WaitP99Ms, r.Stats.WaitMaxMs, r.Stats.Workers, r.Submit.SubmitErrors)
+	fmt.Printf("    cpu cores %v\n", r.CPU)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

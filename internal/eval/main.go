@@ -45,7 +45,7 @@ func main() {
 	flag.StringVar(&cfg.logDir, "logs", "/tmp/jq-eval", "directory for the processes' logs")
 	flag.StringVar(&only, "only", "topology,scaling,many,nfr012", "experiments to run, comma-separated")
 	flag.DurationVar(&cfg.duration, "duration", 15*time.Second, "length of each fixed-rate load")
-	flag.StringVar(&scale, "scale-workers", "1,2,4,8,16", "NFR-010: worker process counts")
+	flag.StringVar(&scale, "scale-workers", "1,2,4,8,16,32", "NFR-010: worker process counts")
 	flag.IntVar(&cfg.scaleSlots, "scale-slots", 16, "NFR-010: slots (--concurrency) of each worker")
 	flag.IntVar(&cfg.manyWorkers, "many-workers", 100, "NFR-011: worker processes (concurrency 1 each)")
 	flag.StringVar(&rows, "rows", "1000000", "NFR-012: table sizes, comma-separated")
