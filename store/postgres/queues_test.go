@@ -65,6 +65,7 @@ func TestQueueDeleteRacesInserts(t *testing.T) {
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		accepted int
+		ids      []string // of the accepted jobs
 	)
 	start := make(chan struct{})
 	for range 8 {
@@ -81,6 +82,9 @@ func TestQueueDeleteRacesInserts(t *testing.T) {
 				}
 				mu.Lock()
 				accepted += len(res)
+				for _, r := range res {
+					ids = append(ids, r.Job.ID)
+				}
 				mu.Unlock()
 			}
 		})
@@ -95,8 +99,10 @@ func TestQueueDeleteRacesInserts(t *testing.T) {
 	deleted, err := testStore.QueueDelete(ctx, store.QueueDeleteParams{Name: q.Name, Force: true})
 	require.NoError(t, err)
 	wg.Wait()
-	require.EqualValues(t, accepted, deleted, "every accepted insert was deleted, nothing else")
-	var left int
+	var left, survivors int
 	require.NoError(t, testStore.Pool().QueryRow(ctx, `SELECT count(*) FROM jobs WHERE queue = $1`, q.Name).Scan(&left))
-	require.Zero(t, left)
+	require.NoError(t, testStore.Pool().QueryRow(ctx, `SELECT count(*) FROM jobs WHERE id = ANY($1::uuid[])`, ids).Scan(&survivors))
+	require.Zero(t, left, "no job of the deleted queue is left")
+	require.Zero(t, survivors, "no accepted job survives")
+	require.EqualValues(t, accepted, deleted, "every accepted insert was deleted, nothing else (accepted ids: %d)", len(ids))
 }
