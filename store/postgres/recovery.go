@@ -288,22 +288,7 @@ func (s *Store) JobExpireTTL(ctx context.Context, limit int) (map[string]int, er
 	if limit < 1 || limit > store.MaxDispatchBatch {
 		return nil, fmt.Errorf("%w: ttl sweep limit %d", queue.ErrInvalidArgument, limit)
 	}
-	rows, err := s.pool.Query(ctx, sqlJobExpireTTL, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: expire jobs: %w", err)
-	}
-	byQueue := map[string]int{}
-	var (
-		q string
-		n int
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error {
-		byQueue[q] += n
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("postgres: expire jobs: %w", err)
-	}
-	return byQueue, nil
+	return countByQueue(ctx, s.pool, sqlJobExpireTTL, limit, "expire jobs")
 }
 
 // WorkerMarkLost implements store.RecoveryStore.
@@ -333,4 +318,24 @@ func (s *Store) JobHeldBy(ctx context.Context, workerID string) ([]string, error
 		return nil, fmt.Errorf("postgres: jobs held by %q: %w", workerID, err)
 	}
 	return ids, nil
+}
+
+// countByQueue runs a bounded sweep whose rows are (queue, jobs) and adds them up by queue.
+func countByQueue(ctx context.Context, db querier, sql string, limit int, what string) (map[string]int, error) {
+	rows, err := db.Query(ctx, sql, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	byQueue := map[string]int{}
+	var (
+		q string
+		n int
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error {
+		byQueue[q] += n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	return byQueue, nil
 }

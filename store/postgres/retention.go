@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
@@ -77,22 +75,7 @@ func (s *Store) JobResultsDrop(ctx context.Context, limit int) (map[string]int, 
 		return nil, fmt.Errorf("%w: results drop limit must be 1..%d, got %d", queue.ErrInvalidArgument,
 			store.MaxResultsDropBatch, limit)
 	}
-	rows, err := s.pool.Query(ctx, sqlJobResultsDrop, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: drop expired results: %w", err)
-	}
-	byQueue := map[string]int{}
-	var (
-		q string
-		n int
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error {
-		byQueue[q] += n
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("postgres: drop expired results: %w", err)
-	}
-	return byQueue, nil
+	return countByQueue(ctx, s.pool, sqlJobResultsDrop, limit, "drop expired results")
 }
 
 // EventsPrune implements store.RetentionStore.
