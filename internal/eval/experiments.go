@@ -81,14 +81,19 @@ func clients(addrs ...string) ([]*client.Client, error) {
 }
 
 // Topologies with the same 8 slots: A = 1 server + K=2 workers × 4 slots; B = N=4 all-in-one
-// nodes × 2 slots, sharing Postgres and Redis, submits routed by seed 003's owner formula.
+// nodes × 2 slots, B8 = N=8 all-in-one nodes × 1 slot, sharing Postgres and Redis, submits routed by
+// seed 003's owner formula.
 func runTopology(ctx context.Context, cfg *config) (any, error) {
 	const slots = 8
 	// Capacity of 8 slots with the mix's mean of 53.3 ms: 150 jobs/s.
 	rates := []float64{100, 140}
 	drainJobs := 2000
 	var out []runRecord
-	for _, topo := range []string{"A", "B"} {
+	for _, topo := range cfg.topologies {
+		nodeCount := map[string]int{"B": 4, "B8": 8}[topo]
+		if topo != "A" && nodeCount == 0 {
+			return nil, fmt.Errorf("unknown topology %q (want A, B or B8)", topo)
+		}
 		e, err := newEnv(cfg, "topology_"+strings.ToLower(topo))
 		if err != nil {
 			return nil, err
@@ -108,14 +113,14 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 			nodes, err = clients(fmt.Sprintf("127.0.0.1:%d", serverGRPC))
 		} else {
 			var addrs []string
-			for i := range 4 {
-				a, err := startNode(e, i, slots/4)
+			for i := range nodeCount {
+				a, err := startNode(e, i, slots/nodeCount)
 				if err != nil {
 					return nil, err
 				}
 				addrs = append(addrs, a)
 			}
-			workers = 4
+			workers = nodeCount
 			nodes, err = clients(addrs...)
 		}
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 type config struct {
 	jq, pgBase, redis, out, logDir string
 	only                           []string
+	topologies                     []string
 	duration                       time.Duration
 	scaleWorkers                   []int
 	scaleSlots                     int
@@ -37,13 +38,14 @@ type config struct {
 
 func main() {
 	cfg := &config{}
-	var only, scale, rows string
+	var only, scale, rows, topologies string
 	flag.StringVar(&cfg.jq, "jq", "bin/jq", "the jq binary (go tool task build)")
 	flag.StringVar(&cfg.pgBase, "pg", envOr("PGURL_BASE", "postgres://postgres@127.0.0.1:5432"), "Postgres base URL (no database)")
 	flag.StringVar(&cfg.redis, "redis", envOr("REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
 	flag.StringVar(&cfg.out, "out", "docs/eval", "directory for the JSON results")
 	flag.StringVar(&cfg.logDir, "logs", "/tmp/jq-eval", "directory for the processes' logs")
 	flag.StringVar(&only, "only", "topology,scaling,many,nfr012", "experiments to run, comma-separated")
+	flag.StringVar(&topologies, "topologies", "A,B", "topologies to run: A (1 server + 2 workers × 4 slots), B (4 --role=all nodes × 2 slots), B8 (8 nodes × 1 slot)")
 	flag.DurationVar(&cfg.duration, "duration", 15*time.Second, "length of each fixed-rate load")
 	flag.StringVar(&scale, "scale-workers", "1,2,4,8,16,32", "NFR-010: worker process counts")
 	flag.IntVar(&cfg.scaleSlots, "scale-slots", 16, "NFR-010: slots (--concurrency) of each worker")
@@ -51,6 +53,7 @@ func main() {
 	flag.StringVar(&rows, "rows", "1000000", "NFR-012: table sizes, comma-separated")
 	flag.Parse()
 	cfg.only = strings.Split(only, ",")
+	cfg.topologies = strings.Split(topologies, ",")
 	cfg.scaleWorkers = ints(scale)
 	cfg.rows = ints(rows)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
