@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,6 +82,13 @@ func TestHelmManifests(t *testing.T) {
 	objs := render(t)
 	def := config.Default()
 	bound := map[string]int{"server": def.Server.ShutdownGraceS, "worker": def.Worker.ShutdownGraceS, "producer": 0}
+	known := map[string]bool{}
+	for _, k := range config.Keys() {
+		known[config.EnvVar(k)] = true
+	}
+	for k := range cliEnvVars(t) {
+		known[k] = true
+	}
 
 	deployments := map[string]object{}
 	for _, d := range objs["Deployment"] {
@@ -109,6 +117,16 @@ func TestHelmManifests(t *testing.T) {
 		}
 		require.NotNil(t, get(t, c, "readinessProbe", "httpGet"), component)
 		require.NotNil(t, get(t, c, "livenessProbe", "httpGet"), component)
+		// Every JQ_ variable the chart sets names a configuration key (or a flag's variable), as
+		// compose.yaml's do (TestComposeJQServices).
+		env, _ := get(t, c, "env").([]any)
+		require.NotEmpty(t, env, component)
+		for _, e := range env {
+			name, _ := get(t, e, "name").(string)
+			if strings.HasPrefix(name, "JQ_") {
+				require.True(t, known[name], "%s sets %s, which names no configuration key (examples/config.yaml)", component, name)
+			}
+		}
 	}
 
 	server := get(t, deployments["server"], "spec", "template", "spec", "containers", 0)
