@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jq-dev/jq/internal/term"
 
 	"github.com/alecthomas/kong"
 	"go.uber.org/zap"
@@ -163,7 +164,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	if err := run(ctx, role, cfg, log); err != nil {
 		// One line on stderr for the person who started it; the same as a log record for the
 		// collector of the logs, unless they go to the same terminal.
-		if !isTerminal(stdio.Stdout) {
+		if !term.IsTerminal(stdio.Stdout) {
 			log.Error("exiting with error", zap.Error(err))
 		}
 		fmt.Fprintf(stdio.Stderr, "jq: %s\n", oneLine(err.Error()))
@@ -299,14 +300,4 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration: want e.g. 600 (seconds), 90s, 10m or 1h30m", s)
 	}
 	return d, nil
-}
-
-// isTerminal reports whether w is a terminal (a character device).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

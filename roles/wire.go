@@ -17,6 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jq-dev/jq/internal/term"
+
 	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
@@ -343,7 +345,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (fu
 		if prefix == "" {
 			prefix = redisstore.DefaultKeyPrefix
 		}
-		lim, err := redisstore.NewRateLimiter(rdb, prefix+":"+pc.RateLimitKey, pc.RateLimitPerSec, max(1, int(pc.RateLimitPerSec/10)))
+		lim, err := redisstore.NewRateLimiter(rdb, prefix+":"+pc.RateLimitKey, pc.RateLimitPerSec, producer.Burst(pc.RateLimitPerSec))
 		if err != nil {
 			_ = rdb.Close()
 			cl.Close()
@@ -411,7 +413,7 @@ func producerServerAddr(cfg *config.Config) string {
 
 // terminal is f when it is a terminal (a character device), else nil.
 func terminal(f *os.File) io.Writer {
-	if isTerminal(f) {
+	if term.IsTerminal(f) {
 		return f
 	}
 	return nil

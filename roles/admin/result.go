@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jq-dev/jq/internal/term"
+
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 )
@@ -24,7 +26,7 @@ func (c *JobResultCmd) Run(re *runEnv) error {
 			return nil // said on stderr below
 		}
 		data := res.GetData()
-		if isBinary(data) && isTerminal(w) {
+		if isBinary(data) && term.IsTerminal(w) {
 			_, err := fmt.Fprintln(w, bytesText(data))
 			return err
 		}
