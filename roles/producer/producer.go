@@ -105,9 +105,7 @@ func New(deps Deps) (*Producer, error) {
 		p.metrics = nopMetrics{}
 	}
 	if cfg.RateLimitPerSec > 0 {
-		// A burst of a tenth of a second's worth (at least one job): over any few seconds the
-		// submissions stay within a few percent of the limit.
-		burst := max(1, int(cfg.RateLimitPerSec/10))
+		burst := Burst(cfg.RateLimitPerSec)
 		if deps.Limiter != nil {
 			burst = deps.Limiter.Burst()
 		}
@@ -116,6 +114,11 @@ func New(deps Deps) (*Producer, error) {
 	}
 	return p, nil
 }
+
+// Burst is the most jobs a rate limit of perSec admits at once: a tenth of a second's worth (at
+// least one job), so that over any few seconds the submissions stay within a few percent of the
+// limit. The shared limiter (roles/wire.go) and the process's own are built with it.
+func Burst(perSec float64) int { return max(1, int(perSec/10)) }
 
 // Stats returns what the producer did so far.
 func (p *Producer) Stats() Stats {
