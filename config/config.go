@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jq-dev/jq/queue"
 )
 
 // Config is the whole configuration tree. Every role reads the sections it
@@ -532,10 +534,10 @@ func Default() Config {
 		Scheduler: Scheduler{
 			IntervalMS:              500,
 			BatchSize:               100,
-			AssignmentTimeoutS:      60,
-			WorkerHeartbeatTimeoutS: 30,
+			AssignmentTimeoutS:      int(queue.DefaultAssignmentTimeout / time.Second),
+			WorkerHeartbeatTimeoutS: int(queue.DefaultHeartbeatTimeout / time.Second),
 			ReaperIntervalMS:        1000,
-			TimeoutGraceS:           10,
+			TimeoutGraceS:           int(queue.DefaultTimeoutGrace / time.Second),
 		},
 		Metrics: Metrics{Enabled: true, Port: 9090},
 		Health:  Health{Port: 8080},
@@ -551,7 +553,7 @@ func Default() Config {
 			Prefetch:           -1,
 			AckDelayMS:         1000,
 			Queues:             []string{"default"},
-			HeartbeatIntervalS: 5,
+			HeartbeatIntervalS: int(queue.DefaultHeartbeatInterval / time.Second),
 			ShutdownGraceS:     60,
 			MetricsPort:        9091,
 			HealthPort:         8081,

@@ -73,7 +73,7 @@ func (j *Job) ResultKept() bool { return j.State == StateDone && j.Result != nil
 // retry sweep (FAILED → PENDING rather than DEAD_LETTERED), and seed 001's should_retry of a
 // failure result; a DEAD_LETTERED job is never retried unless an operator asks.
 func (j *Job) WillRetry() bool {
-	return j.State == StateFailed && !j.NoRetry && !j.CancelRequested && j.RetriesLeft()
+	return j.State == StateFailed && FailedJobOf(j, RetryPolicy{}).WillRetry()
 }
 
 // Event is one immutable state change of a job (FR-011); it is also the outbox record published to

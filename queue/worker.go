@@ -100,3 +100,15 @@ func Intake(breakers []QueueBreaker, q string) int {
 	}
 	return -1
 }
+
+// Drain decides an operator's drain (FR-023): an ONLINE worker becomes DRAINING (change), a DRAINING
+// one stays so, and an OFFLINE one has nothing to drain (ErrIllegalTransition).
+func Drain(s WorkerStatus) (to WorkerStatus, change bool, err error) {
+	switch s {
+	case WorkerOnline:
+		return WorkerDraining, true, nil
+	case WorkerDraining:
+		return WorkerDraining, false, nil
+	}
+	return s, false, fmt.Errorf("%w: an %s worker cannot be drained", ErrIllegalTransition, s)
+}

@@ -115,11 +115,14 @@ const AnyAttempt = -1
 //	→DONE           completed_at = now, result = Result, result_checksum = SHA-256 of Result
 //	→FAILED         failure_reason = Reason, last_error = Error (when set)
 //	→DEAD_LETTERED  completed_at = now, failure_reason = Reason, last_error = Error (when set)
-//	→PENDING        not_before = NotBefore (zero: now), expires_at = not_before + ttl,
-//	                completed_at cleared; retry_count+1 from FAILED (an automatic retry), or 0
-//	                with ResetRetries (a manual retry, FR-013). worker_id keeps the last holder.
+//	→PENDING        not_before = NotBefore (zero: now), expires_at = ExpiresAt (zero: none; the
+//	                caller computes it with queue.PendingExpiry), completed_at cleared;
+//	                retry_count+1 from FAILED (an automatic retry), or 0 with ResetRetries (a
+//	                manual retry, FR-013, which also clears no_retry and cancel_requested).
+//	                worker_id keeps the last holder.
 //
-// Result, NotBefore and ResetRetries are refused with ErrInvalidArgument for other targets.
+// The store computes no rule: NotBefore and ExpiresAt are the values queue's rules decided.
+// Result, NotBefore, ExpiresAt and ResetRetries are refused with ErrInvalidArgument for other targets.
 type JobTransitionParams struct {
 	ID       string
 	From, To queue.State
@@ -132,6 +135,7 @@ type JobTransitionParams struct {
 	WorkerID     string
 	Error        string
 	NotBefore    time.Time
+	ExpiresAt    time.Time
 	ResetRetries bool
 	Result       []byte
 }

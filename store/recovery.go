@@ -7,39 +7,43 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// Failure reasons recorded by the server itself (failure_reason and the event reason). A worker's
-// failure report carries its own (DefaultFailureReason when it names none).
+// Failure reasons recorded by the server itself (failure_reason and the event reason), decided by
+// queue's rules (queue/rules.go). A worker's failure report carries its own (DefaultFailureReason
+// when it names none).
 const (
-	ReasonAssignmentTimeout = "assignment_timeout" // ASSIGNED and not acked in time (FR-016)
-	ReasonTimeout           = "timeout"            // RUNNING past its timeout plus the grace
-	ReasonWorkerLost        = "worker_lost"        // the holder went OFFLINE (FR-020)
-	ReasonCancelled         = "cancelled"          // CancelJob (FR-012)
-	ReasonTTLExpired        = "ttl_expired"        // PENDING past its TTL (FR-004)
-	ReasonRetry             = "retry"              // FAILED→PENDING by the retry sweep (FR-033)
-	ReasonMaxRetries        = "max_retries_exceeded"
-	ReasonPermanent         = "permanent_failure" // the handler said do not retry
-	ReasonManualRetry       = "manual_retry"      // RetryJob (FR-013)
+	ReasonAssignmentTimeout = queue.ReasonAssignmentTimeout
+	ReasonTimeout           = queue.ReasonTimeout
+	ReasonWorkerLost        = queue.ReasonWorkerLost
+	ReasonCancelled         = queue.ReasonCancelled
+	ReasonTTLExpired        = queue.ReasonTTLExpired
+	ReasonRetry             = queue.ReasonRetry
+	ReasonMaxRetries        = queue.ReasonMaxRetries
+	ReasonPermanent         = queue.ReasonPermanent
+	ReasonManualRetry       = queue.ReasonManualRetry
 )
 
 // RecoveryStore holds the reaper's statements (issue 4, SPEC I3–I6). Every write is a
 // compare-and-set on state and attempt: a job that moved on meanwhile is never overwritten.
 // Liveness is judged by the store's clock (now() of the database), never by the caller's.
 type RecoveryStore interface {
-	// JobOverdue returns up to p.Limit leases the reaper must fail, oldest first: ASSIGNED for longer
-	// than p.AssignmentTimeout (reason assignment_timeout); RUNNING past started_at + the job's
-	// timeout + p.Grace (reason timeout); and, only when p.WorkersLost, ASSIGNED or RUNNING jobs
-	// whose worker is OFFLINE or unknown (reason worker_lost). It takes no locks.
+	// JobOverdue returns up to p.Limit held jobs that p.Deadlines make overdue at p.Now, oldest
+	// first: ASSIGNED before p.Deadlines.AssignedBefore(p.Now); RUNNING with a RunDeadline before
+	// p.Now; and, only when p.WorkersLost, ASSIGNED or RUNNING jobs whose worker is OFFLINE or
+	// unknown (WorkerLost set). The reason is the caller's: queue.Deadlines.Overdue on what is
+	// returned. It takes no locks.
 	JobOverdue(ctx context.Context, p JobOverdueParams) ([]OverdueLease, error)
 	// JobFailMany moves each lease ASSIGNED|RUNNING→FAILED when the job is in that state at that
 	// attempt (the lease's worker is recorded but not compared: the reaper fails whoever holds the
 	// attempt), with the reason and error, one statement and one event per job. One outcome per
 	// lease, in order; a lease that moved on gets ErrStaleAttempt.
 	JobFailMany(ctx context.Context, fails []JobFailParams) ([]LeaseOutcome, error)
-	// JobRetryFailed settles up to limit FAILED jobs, oldest first: FAILED→PENDING with
-	// retry_count+1 and not_before = now + backoff (the queue's RetryPolicy with jitter, FR-033)
-	// while retries remain; FAILED→DEAD_LETTERED otherwise (FR-034), at once for a permanent
-	// failure or a cancelled job. Concurrent sweeps skip each other's rows.
-	JobRetryFailed(ctx context.Context, limit int) (RetrySweep, error)
+	// JobSettleFailed settles up to limit FAILED jobs, oldest first: it locks them (concurrent
+	// sweeps skip each other's rows), asks decide for each (queue.SettleFailed with the caller's
+	// clock and jitter) and writes exactly what was decided in the same transaction —
+	// FAILED→PENDING with retry_count+1 and the decided not_before and expires_at, or
+	// FAILED→DEAD_LETTERED with the decided reason — one event per job. A decision for any other
+	// edge fails the sweep with ErrIllegalTransition and writes nothing.
+	JobSettleFailed(ctx context.Context, limit int, decide func(queue.FailedJob) queue.Decision) (RetrySweep, error)
 	// JobExpireTTL moves up to limit PENDING jobs whose expires_at passed to DEAD_LETTERED with
 	// reason ttl_expired and returns how many, by queue (no entry for a queue with none).
 	JobExpireTTL(ctx context.Context, limit int) (map[string]int, error)
@@ -58,16 +62,12 @@ type RecoveryStore interface {
 
 // OperatorStore holds the operator's job and worker actions (FR-012, FR-013, FR-023, FR-024).
 type OperatorStore interface {
-	// JobCancel cancels a job: PENDING, ASSIGNED or FAILED → DEAD_LETTERED with reason cancelled;
-	// RUNNING → cancel_requested is set (the worker is told by its next heartbeat, and the failure
-	// that follows dead-letters the job); a job already cancel-requested stays so. The job is
-	// returned as it now stands. Errors: ErrJobNotFound, ErrInvalidArgument (malformed id),
-	// ErrIllegalTransition (DONE or DEAD_LETTERED: nothing to cancel).
-	JobCancel(ctx context.Context, id string) (*queue.Job, error)
-	// JobRetry moves a FAILED or DEAD_LETTERED job back to PENDING, due now, with retry_count 0 and
-	// the permanent and cancel flags cleared (FR-013). Errors: ErrJobNotFound, ErrInvalidArgument,
-	// ErrIllegalTransition (any other state).
-	JobRetry(ctx context.Context, id string) (*queue.Job, error)
+	// JobRequestCancel sets cancel_requested on a job RUNNING at lease.Attempt (queue.Cancel of a
+	// RUNNING job: the worker is told by its next heartbeat, and the failure that follows
+	// dead-letters the job), without an event; asking again changes nothing. The job is returned
+	// as it now stands. Errors: ErrJobNotFound, ErrInvalidArgument (malformed id), ErrStaleAttempt
+	// (not RUNNING at that attempt any more).
+	JobRequestCancel(ctx context.Context, lease JobLease) (*queue.Job, error)
 	// JobConsumeResult returns a DONE job's kept result and deletes it in the same step (fetch-once,
 	// S1): of concurrent callers exactly one gets taken = true with the result; later calls get
 	// taken = false and the job as it stands. Errors: ErrJobNotFound, ErrInvalidArgument.
@@ -79,18 +79,22 @@ type OperatorStore interface {
 
 // JobOverdueParams selects the leases the reaper fails.
 type JobOverdueParams struct {
-	AssignmentTimeout time.Duration // > 0
-	Grace             time.Duration // >= 0, added to each job's own timeout
-	WorkersLost       bool          // also jobs of OFFLINE or unknown workers
-	Limit             int           // 1..MaxDispatchBatch
+	Deadlines   queue.Deadlines // Assignment > 0, Grace >= 0
+	Now         time.Time       // the caller's clock
+	WorkersLost bool            // also jobs of OFFLINE or unknown workers
+	Limit       int             // 1..MaxDispatchBatch
 }
 
-// OverdueLease is a lease the reaper is to fail, with the reason.
+// OverdueLease is a held job the reaper is to fail, with what the deadline rule reads.
 type OverdueLease struct {
 	JobLease
-	Queue  string
-	State  queue.State // ASSIGNED or RUNNING
-	Reason string      // ReasonAssignmentTimeout, ReasonTimeout or ReasonWorkerLost
+	Queue      string
+	State      queue.State // ASSIGNED or RUNNING
+	UpdatedAt  time.Time
+	StartedAt  time.Time
+	Timeout    time.Duration
+	WorkerLost bool   // its worker is OFFLINE or unknown (only with WorkersLost)
+	Reason     string // set by the caller from queue.Deadlines.Overdue
 }
 
 // JobFailParams fails one lease on the server's initiative.
@@ -100,7 +104,7 @@ type JobFailParams struct {
 	Error    string
 }
 
-// RetrySweep is what one JobRetryFailed call did.
+// RetrySweep is what one JobSettleFailed call did.
 type RetrySweep struct {
 	Retried      int            // FAILED→PENDING
 	DeadLettered int            // FAILED→DEAD_LETTERED

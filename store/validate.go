@@ -352,6 +352,9 @@ func (p JobTransitionParams) Validate() (id string, err error) {
 		if !p.NotBefore.IsZero() {
 			errs = append(errs, invalid("not_before is only set on the way to PENDING"))
 		}
+		if !p.ExpiresAt.IsZero() {
+			errs = append(errs, invalid("expires_at is only set on the way to PENDING"))
+		}
 		if p.ResetRetries {
 			errs = append(errs, invalid("retries are only reset on the way to PENDING"))
 		}

@@ -10,11 +10,10 @@ import (
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/queue"
-	"github.com/jq-dev/jq/store"
 )
 
 type adminService struct {
-	store   store.Store
+	store   Reader
 	version buildinfo.Info
 	status  func(ctx context.Context) []health.Result
 	adminOps

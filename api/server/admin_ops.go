@@ -10,12 +10,14 @@ import (
 
 	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
 
 // defaultHeartbeatTimeout applies when Options.Workers leaves it unset
 // (FR-020's default).
-const defaultHeartbeatTimeout = 30 * time.Second
+const defaultHeartbeatTimeout = queue.DefaultHeartbeatTimeout
 
 // DispatchCounter is the Redis side of GetStats: store.Dispatcher's Counts.
 type DispatchCounter interface {
@@ -24,7 +26,8 @@ type DispatchCounter interface {
 
 // adminOps serves the S4 admin commands: stats, peek and purge-dlq.
 type adminOps struct {
-	store            Store
+	store            Reader
+	engine           *engine.Engine
 	counter          DispatchCounter // nil: GetStats answers UNAVAILABLE
 	heartbeatTimeout time.Duration
 	maxPageBytes     int // PeekQueue's byte budget
@@ -104,7 +107,7 @@ func (s *adminOps) PurgeDeadLetters(ctx context.Context, req *connect.Request[jq
 	if !m.GetConfirm() {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("purging dead letters needs confirm (the CLI's --yes); nothing was deleted"))
 	}
-	n, err := s.store.JobPurgeDeadLetters(ctx, p)
+	n, err := s.engine.DeadLettersPurge(ctx, p)
 	if err != nil {
 		return nil, err
 	}

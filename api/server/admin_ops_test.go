@@ -25,16 +25,18 @@ func setupAdmin(t *testing.T) (*bundle, *redisstore.Dispatcher) {
 	rdb, prefix := testenv.NewRedis(t)
 	disp, err := redisstore.New(b.ctx, redisstore.Config{Client: rdb, KeyPrefix: prefix})
 	require.NoError(t, err)
-	b.cl = serve(t, apiserver.Options{
+	opts := withEngine(t, apiserver.Options{
 		Store: testStore, Counter: disp, Log: zaptest.NewLogger(t),
 		Workers: apiserver.WorkerTiming{HeartbeatInterval: time.Second, HeartbeatTimeout: 10 * time.Second},
 	})
+	b.eng = opts.Engine
+	b.cl = serve(t, opts)
 	return b, disp
 }
 
 func (b *bundle) dead() *queue.Job {
 	b.t.Helper()
-	j, err := b.store.JobCancel(b.ctx, b.insert(store.JobInsertParams{}).ID)
+	j, err := b.eng.JobCancel(b.ctx, b.insert(store.JobInsertParams{}).ID)
 	require.NoError(b.t, err)
 	require.Equal(b.t, queue.StateDeadLettered, j.State)
 	return j

@@ -113,6 +113,7 @@ func TestMTLSIdentity(t *testing.T) {
 // (roles/server: required with authentication off, verified when given with it on).
 func serveTLS(t *testing.T, opts apiserver.Options, c testenv.Cert, clientCA string, mode tls.ClientAuthType) string {
 	t.Helper()
+	opts = withEngine(t, opts)
 	opts.Version = buildinfo.Get()
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	require.NoError(t, err)

@@ -176,7 +176,7 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 		return j
 	}
 	f.job, f.dead, f.running = submit(), submit(), submit()
-	_, err = st.JobCancel(ctx, f.dead.ID)
+	_, err = eng.JobCancel(ctx, f.dead.ID)
 	require.NoError(t, err)
 	jobs, err := st.JobAssignMany(ctx, store.JobAssignParams{WorkerID: f.workerA, IDs: []string{f.running.ID}})
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -89,8 +90,36 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
 	b := newBundle(t, testStore)
-	b.cl = serve(t, apiserver.Options{Store: testStore, Log: zaptest.NewLogger(t)})
+	opts := withEngine(t, apiserver.Options{Store: testStore, Log: zaptest.NewLogger(t)})
+	b.eng = opts.Engine
+	b.cl = serve(t, opts)
 	return b
+}
+
+// withEngine gives opts an engine when the test runs none: one over opts.Store that is never run,
+// so the handlers' commands (every write goes through an engine) work while nothing is dispatched.
+func withEngine(t *testing.T, opts apiserver.Options) apiserver.Options {
+	t.Helper()
+	if opts.Engine != nil {
+		return opts
+	}
+	st, ok := opts.Store.(engine.Store)
+	require.True(t, ok, "the test's store is not a full store")
+	opts.Engine = commandEngine(t, st)
+	return opts
+}
+
+// commandEngine returns an engine over st and a Redis prefix of the test's own that is never run.
+func commandEngine(t *testing.T, st engine.Store) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(engine.Options{Store: st, Dispatcher: stores.Dispatcher(context.Background(), t), Log: zaptest.NewLogger(t)})
+	require.NoError(t, err)
+	return eng
+}
+
+// settleNow is the engine's retry rule with the wall clock, for tests that run the sweep themselves.
+func settleNow(j queue.FailedJob) queue.Decision {
+	return queue.SettleFailed(j, time.Now(), rand.Float64)
 }
 
 // setupEngine marks the test parallel and serves the API with a running
@@ -155,6 +184,7 @@ func serve(t *testing.T, opts apiserver.Options) *client.Client {
 // serveAddr serves the API on a loopback h2c listener until the test ends and returns its address.
 func serveAddr(t *testing.T, opts apiserver.Options) string {
 	t.Helper()
+	opts = withEngine(t, opts)
 	opts.Version = buildinfo.Get()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

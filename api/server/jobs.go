@@ -16,7 +16,7 @@ import (
 )
 
 type jobService struct {
-	store  Store
+	store  Reader
 	engine *engine.Engine
 	limits Limits
 	log    *zap.Logger
@@ -44,8 +44,8 @@ func (s *jobService) CancelJob(ctx context.Context, req *connect.Request[jqv1.Ca
 	}), nil
 }
 
-// cancel cancels one job the caller may change (store.OperatorStore.JobCancel) and returns it as it
-// now stands: CancelJob, and the taskqueue.v1 facade's.
+// cancel cancels one job the caller may change (engine.JobCancel) and returns it as it now stands:
+// CancelJob, and the taskqueue.v1 facade's.
 func (s *jobService) cancel(ctx context.Context, id string) (*queue.Job, error) {
 	if err := validJobID(id); err != nil {
 		return nil, err
@@ -53,14 +53,7 @@ func (s *jobService) cancel(ctx context.Context, id string) (*queue.Job, error) 
 	if err := s.ownJob(ctx, id, true); err != nil {
 		return nil, err
 	}
-	j, err := s.store.JobCancel(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if s.engine != nil {
-		s.engine.JobCancelled(j) // metrics
-	}
-	return j, nil
+	return s.engine.JobCancel(ctx, id)
 }
 
 // RetryJob re-enqueues a FAILED or DEAD_LETTERED job (FR-013).
@@ -68,13 +61,9 @@ func (s *jobService) RetryJob(ctx context.Context, req *connect.Request[jqv1.Ret
 	if err := validJobID(req.Msg.GetJobId()); err != nil {
 		return nil, err
 	}
-	j, err := s.store.JobRetry(ctx, req.Msg.GetJobId())
+	j, err := s.engine.JobRetry(ctx, req.Msg.GetJobId())
 	if err != nil {
 		return nil, err
-	}
-	if s.engine != nil {
-		s.engine.JobRetried(j)      // metrics
-		s.engine.JobsReady(j.Queue) // due now: every replica's scheduler looks at once
 	}
 	return connect.NewResponse(&jqv1.RetryJobResponse{Job: api.JobProto(j)}), nil
 }
@@ -94,7 +83,7 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 	var j *queue.Job
 	var err error
 	if req.Msg.GetConsume() {
-		j, _, err = s.store.JobConsumeResult(ctx, req.Msg.GetJobId())
+		j, _, err = s.engine.JobConsumeResult(ctx, req.Msg.GetJobId())
 	} else {
 		j, err = s.store.JobGet(ctx, req.Msg.GetJobId())
 	}

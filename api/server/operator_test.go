@@ -97,7 +97,7 @@ func TestRetryJob(t *testing.T) {
 
 	t.Run("DeadLettered", func(t *testing.T) {
 		j := b.insert(store.JobInsertParams{})
-		_, err := b.store.JobCancel(b.ctx, j.ID)
+		_, err := b.eng.JobCancel(b.ctx, j.ID)
 		require.NoError(t, err)
 		got, err := retry(j.ID)
 		require.NoError(t, err)
@@ -271,7 +271,7 @@ func TestHeartbeat(t *testing.T) {
 	assigned := b.lease(w, b.insert(store.JobInsertParams{}), false)
 	running := b.lease(w, b.insert(store.JobInsertParams{}), true)
 	cancelled := b.lease(w, b.insert(store.JobInsertParams{}), true)
-	_, err := b.store.JobCancel(b.ctx, cancelled.ID)
+	_, err := b.eng.JobCancel(b.ctx, cancelled.ID)
 	require.NoError(t, err)
 	finished := b.finish(b.lease(w, b.insert(store.JobInsertParams{}), true), true, nil)
 	gone := &queue.Job{ID: uuid.NewString(), Attempt: 1}

@@ -7,11 +7,13 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
 
 type queueService struct {
-	store store.Store
+	store  Reader
+	engine *engine.Engine
 }
 
 func (s *queueService) CreateQueue(ctx context.Context, req *connect.Request[jqv1.CreateQueueRequest]) (*connect.Response[jqv1.CreateQueueResponse], error) {
@@ -19,7 +21,7 @@ func (s *queueService) CreateQueue(ctx context.Context, req *connect.Request[jqv
 	if err != nil {
 		return nil, err
 	}
-	q, err := s.store.QueueCreate(ctx, p)
+	q, err := s.engine.QueueCreate(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +32,7 @@ func (s *queueService) DeleteQueue(ctx context.Context, req *connect.Request[jqv
 	if err := queue.ValidateQueueName(req.Msg.GetName()); err != nil {
 		return nil, err
 	}
-	n, err := s.store.QueueDelete(ctx, store.QueueDeleteParams{Name: req.Msg.GetName(), Force: req.Msg.GetForce()})
+	n, err := s.engine.QueueDelete(ctx, store.QueueDeleteParams{Name: req.Msg.GetName(), Force: req.Msg.GetForce()})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func (s *queueService) setPaused(ctx context.Context, name string, paused bool) 
 	if err := queue.ValidateQueueName(name); err != nil {
 		return nil, err
 	}
-	q, err := s.store.QueueSetPaused(ctx, store.QueueSetPausedParams{Name: name, Paused: paused})
+	q, err := s.engine.QueueSetPaused(ctx, store.QueueSetPausedParams{Name: name, Paused: paused})
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func TestReportJobsRetryAfter(t *testing.T) {
 	var got *queue.Job
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := b.store.JobRetryFailed(b.ctx, 100) // the engine's reaper may sweep it first
+		_, err := b.store.JobSettleFailed(b.ctx, 100, settleNow) // the engine's reaper may sweep it first
 		require.NoError(t, err)
 		got, err = b.store.JobGet(b.ctx, j.ID)
 		require.NoError(t, err)

@@ -142,7 +142,7 @@ func TestGetJobResultShapes(t *testing.T) {
 
 	t.Run("CancelledWithoutError", func(t *testing.T) {
 		j := b.insert(store.JobInsertParams{})
-		_, err := b.store.JobCancel(b.ctx, j.ID)
+		_, err := b.eng.JobCancel(b.ctx, j.ID)
 		require.NoError(t, err)
 		r := get(j.ID, false).GetResult()
 		require.Equal(t, "cancelled", r.GetReason())

@@ -59,21 +59,30 @@ type WorkerTiming struct {
 	HeartbeatTimeout  time.Duration
 }
 
-// Store is what the handlers need of the system of record: the store, the
-// operator's job and worker actions, the admin commands' reads and clean-up,
-// and the heartbeat's check of a worker's leases. GetStats also needs Redis's
+// Reader is what the handlers read of the system of record. It has no method that writes: every
+// change of a job, queue or worker is a command of the engine (Options.Engine), which decides it
+// with queue's rules, so a handler cannot write state around it. GetStats also needs Redis's
 // counts: Options.Counter.
-type Store interface {
-	store.Store
-	store.OperatorStore
-	store.AdminStore
-	// JobLeasesToCancel is store.RecoveryStore's.
-	JobLeasesToCancel(ctx context.Context, workerID string, leases []store.JobLease) ([]string, error)
+type Reader interface {
+	Ping(ctx context.Context) error
+	QueueGet(ctx context.Context, name string) (*queue.Queue, error)
+	QueueList(ctx context.Context) ([]*queue.Queue, error)
+	QueueStats(ctx context.Context, name string) (*queue.QueueStats, error)
+	JobGet(ctx context.Context, id string) (*queue.Job, error)
+	JobList(ctx context.Context, p store.JobListParams) (store.JobListResult, error)
+	JobEvents(ctx context.Context, id string) ([]queue.Event, error)
+	JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error)
+	JobCountDeadLettered(ctx context.Context) (map[string]int64, error)
+	WorkerGet(ctx context.Context, id string) (*queue.Worker, error)
+	WorkerList(ctx context.Context) ([]*queue.Worker, error)
+	WorkerCounts(ctx context.Context, principal, except string) (store.WorkerCounts, error)
+	WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error)
 }
 
 // Options configure the API handlers.
 type Options struct {
-	Store Store
+	// Store is read; Engine writes (required: every command goes through it).
+	Store Reader
 	// Counter reads the Redis dispatch counts GetStats reports (the dispatcher);
 	// nil: GetStats answers UNAVAILABLE.
 	Counter DispatchCounter
@@ -143,14 +152,14 @@ func New(opts Options) http.Handler {
 		tqQueue = queue.DefaultQueue
 	}
 	mux.Handle(taskqueuev1connect.NewTaskQueuePublicServiceHandler(&taskQueueService{jobs: jobs, queue: tqQueue, log: opts.Log}, hopts...))
-	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store}, hopts...))
+	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store, engine: opts.Engine}, hopts...))
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
 		store: opts.Store, engine: opts.Engine, log: opts.Log,
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
 		limits: opts.Limits, refused: refusedFunc(opts), streams: newStreamCounter(),
 	}, hopts...))
 	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status,
-		adminOps: adminOps{store: opts.Store, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
+		adminOps: adminOps{store: opts.Store, engine: opts.Engine, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
 			maxPageBytes: opts.Limits.maxPageBytes()}}, hopts...))
 
 	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, services...)...)

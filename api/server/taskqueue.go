@@ -119,7 +119,7 @@ func (s *taskQueueService) GetJobResult(ctx context.Context, req *connect.Reques
 	return connect.NewResponse(out), nil
 }
 
-// CancelJob cancels through jq.v1's path (store.OperatorStore.JobCancel). jq.v1 refuses a
+// CancelJob cancels through jq.v1's path (engine.JobCancel). jq.v1 refuses a
 // terminal job with FAILED_PRECONDITION; the seed wants a repeated cancel to be a deterministic
 // OK, so that refusal becomes already_terminal with the job's current status.
 func (s *taskQueueService) CancelJob(ctx context.Context, req *connect.Request[tqv1.CancelJobRequest]) (*connect.Response[tqv1.CancelJobResponse], error) {

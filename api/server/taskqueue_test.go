@@ -168,7 +168,7 @@ func (b *tqBundle) fail(j *queue.Job, reason string, permanent bool) *queue.Job 
 // sweep runs the retry sweep the engine's reaper runs: FAILED → PENDING or DEAD_LETTERED.
 func (b *tqBundle) sweep() {
 	b.t.Helper()
-	_, err := b.store.JobRetryFailed(b.ctx, 1000)
+	_, err := b.store.JobSettleFailed(b.ctx, 1000, settleNow)
 	require.NoError(b.t, err)
 }
 

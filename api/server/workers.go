@@ -22,7 +22,7 @@ import (
 )
 
 type workerService struct {
-	store             Store
+	store             Reader
 	engine            *engine.Engine
 	log               *zap.Logger
 	heartbeatInterval time.Duration
@@ -42,12 +42,10 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 		return nil, err
 	}
 	p.Principal, p.AnyOwner = auth.Owner(ctx), isAdmin(ctx)
-	w, err := s.store.WorkerRegister(ctx, p)
+	w, err := s.engine.WorkerRegister(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info("worker registered", zap.String("worker_id", w.ID), zap.String("hostname", w.Hostname),
-		zap.Int("concurrency", w.Concurrency), zap.Strings("queues", w.Queues), zap.String("version", w.Version))
 	return connect.NewResponse(&jqv1.RegisterWorkerResponse{
 		Worker:            workerToProto(w),
 		HeartbeatInterval: durationpb.New(s.heartbeatInterval),
@@ -66,30 +64,16 @@ func (s *workerService) Heartbeat(ctx context.Context, req *connect.Request[jqv1
 	if err := s.ownWorker(ctx, id); err != nil {
 		return nil, err
 	}
-	w, err := s.store.WorkerHeartbeat(ctx, store.WorkerHeartbeatParams{ID: id, Breakers: breakersFromProto(req.Msg.GetBreakers())})
+	a, err := s.engine.WorkerHeartbeat(ctx, store.WorkerHeartbeatParams{ID: id, Breakers: breakersFromProto(req.Msg.GetBreakers())}, held)
 	if err != nil {
 		return nil, err
 	}
-	if w.Status == queue.WorkerOffline {
-		return nil, fmt.Errorf("%w: worker %q was declared OFFLINE: its leases are gone; register again",
-			queue.ErrIllegalTransition, id)
-	}
-	if s.engine != nil {
-		// The stream's session, when it is on this replica, honours the breakers at once;
-		// elsewhere the next (re)opened stream reads them from the worker's row.
-		s.engine.SetBreakers(id, w.Breakers)
-	}
-	out := &jqv1.HeartbeatResponse{}
+	out := &jqv1.HeartbeatResponse{CancelJobIds: a.Cancel}
 	switch {
-	case w.ShutdownRequested:
+	case a.Shutdown:
 		out.Command = jqv1.WorkerCommand_WORKER_COMMAND_SHUTDOWN
-	case w.Status == queue.WorkerDraining:
+	case a.Drain:
 		out.Command = jqv1.WorkerCommand_WORKER_COMMAND_DRAIN
-	}
-	if len(held) > 0 {
-		if out.CancelJobIds, err = s.store.JobLeasesToCancel(ctx, id, held); err != nil {
-			return nil, err
-		}
 	}
 	return connect.NewResponse(out), nil
 }
@@ -209,10 +193,9 @@ func (s *workerService) DeregisterWorker(ctx context.Context, req *connect.Reque
 	if err := s.ownWorker(ctx, req.Msg.GetWorkerId()); err != nil {
 		return nil, err
 	}
-	if err := s.store.WorkerDeregister(ctx, req.Msg.GetWorkerId()); err != nil {
+	if err := s.engine.WorkerDeregister(ctx, req.Msg.GetWorkerId()); err != nil {
 		return nil, err
 	}
-	s.log.Info("worker deregistered", zap.String("worker_id", req.Msg.GetWorkerId()))
 	return connect.NewResponse(&jqv1.DeregisterWorkerResponse{}), nil
 }
 
@@ -222,19 +205,10 @@ func (s *workerService) DrainWorker(ctx context.Context, req *connect.Request[jq
 	if err := validWorkerID(id); err != nil {
 		return nil, err
 	}
-	w, err := s.store.WorkerGet(ctx, id)
+	w, err := s.engine.WorkerDrain(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	switch w.Status {
-	case queue.WorkerOffline:
-		return nil, fmt.Errorf("%w: worker %q is OFFLINE", queue.ErrIllegalTransition, id)
-	case queue.WorkerOnline:
-		if w, err = s.store.WorkerSetStatus(ctx, store.WorkerSetStatusParams{ID: id, Status: queue.WorkerDraining}); err != nil {
-			return nil, err
-		}
-	}
-	s.endSession(id)
 	return connect.NewResponse(&jqv1.DrainWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
@@ -244,21 +218,11 @@ func (s *workerService) ShutdownWorker(ctx context.Context, req *connect.Request
 	if err := validWorkerID(req.Msg.GetWorkerId()); err != nil {
 		return nil, err
 	}
-	w, err := s.store.WorkerRequestShutdown(ctx, req.Msg.GetWorkerId())
+	w, err := s.engine.WorkerShutdown(ctx, req.Msg.GetWorkerId())
 	if err != nil {
 		return nil, err
 	}
-	s.endSession(w.ID)
 	return connect.NewResponse(&jqv1.ShutdownWorkerResponse{Worker: workerToProto(w)}), nil
-}
-
-// endSession ends a drained worker's assignment stream on this replica with
-// OK. A stream on another replica ends when the worker, told DRAIN or
-// SHUTDOWN by its next heartbeat, closes it.
-func (s *workerService) endSession(id string) {
-	if s.engine != nil {
-		s.engine.EndSession(id, engine.ErrWorkerDraining)
-	}
 }
 
 func (s *workerService) ListWorkers(ctx context.Context, _ *connect.Request[jqv1.ListWorkersRequest]) (*connect.Response[jqv1.ListWorkersResponse], error) {

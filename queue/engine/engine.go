@@ -18,6 +18,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,8 @@ type Store interface {
 	store.Store
 	store.DispatchStore
 	store.RecoveryStore
+	store.OperatorStore
+	store.AdminStore
 }
 
 // Options configure an Engine. Zero values take the documented defaults.
@@ -72,6 +75,10 @@ type Options struct {
 	Tracer trace.Tracer
 	// Observer receives what the engine did, for metrics (observe.go); nil: NopObserver.
 	Observer Observer
+	// Clock is the time the engine's rules decide with (retry times, deadlines); nil: time.Now.
+	Clock func() time.Time
+	// Rand is the jitter source of the retry backoff, uniform in [0,1); nil: math/rand/v2.
+	Rand func() float64
 }
 
 func (o *Options) defaults() error {
@@ -85,10 +92,10 @@ func (o *Options) defaults() error {
 		o.BatchSize = 100
 	}
 	if o.LockTTL <= 0 {
-		o.LockTTL = 60 * time.Second
+		o.LockTTL = queue.DefaultAssignmentTimeout
 	}
 	if o.AssignmentTimeout <= 0 {
-		o.AssignmentTimeout = 60 * time.Second
+		o.AssignmentTimeout = queue.DefaultAssignmentTimeout
 	}
 	if o.MaxResultBytes <= 0 {
 		o.MaxResultBytes = 256 << 10
@@ -100,7 +107,13 @@ func (o *Options) defaults() error {
 		o.ReaperInterval = time.Second
 	}
 	if o.HeartbeatTimeout <= 0 {
-		o.HeartbeatTimeout = 30 * time.Second
+		o.HeartbeatTimeout = queue.DefaultHeartbeatTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
 	}
 	if o.TimeoutGrace < 0 {
 		o.TimeoutGrace = 0
@@ -197,6 +210,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	wg.Wait()
 	e.CloseSessions()
 	return nil
+}
+
+// now is the engine's clock.
+func (e *Engine) now() time.Time { return e.opts.Clock() }
+
+// deadlines are the reaper's limits on held jobs.
+func (e *Engine) deadlines() queue.Deadlines {
+	return queue.Deadlines{Assignment: e.opts.AssignmentTimeout, Grace: e.opts.TimeoutGrace}
 }
 
 // listenLoop turns NOTIFYs from other replicas into scheduler wake-ups and

@@ -52,22 +52,6 @@ func (NopObserver) SchedulerCycle(time.Duration)                {}
 
 var _ Observer = NopObserver{}
 
-// JobCancelled records an operator's cancel (the API calls the store directly): a job the cancel
-// dead-lettered at once counts; a RUNNING one is only asked to stop, and its failure is counted
-// when the retry sweep dead-letters it.
-func (e *Engine) JobCancelled(j *queue.Job) {
-	if j != nil && j.State == queue.StateDeadLettered {
-		e.opts.Observer.DeadLettered(j.Queue, 1)
-	}
-}
-
-// JobRetried records an operator's retry (FAILED or DEAD_LETTERED → PENDING).
-func (e *Engine) JobRetried(j *queue.Job) {
-	if j != nil && j.State == queue.StatePending {
-		e.opts.Observer.Requeued(j.Queue, 1)
-	}
-}
-
 // observeLeases reports the starts and finishes among the applied outcomes of an ack or report batch.
 func (e *Engine) observeLeases(outs []store.LeaseOutcome, reported bool) {
 	o := e.opts.Observer

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/internal/jobtrace"
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -140,16 +141,27 @@ func (e *Engine) reap(ctx context.Context, st *reaperState, now time.Time) error
 // failOverdue fails the attempts whose assignment or execution timed out or whose worker is lost.
 func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 	for range reaperMaxRounds {
-		overdue, err := e.opts.Store.JobOverdue(ctx, store.JobOverdueParams{
-			AssignmentTimeout: e.opts.AssignmentTimeout, Grace: e.opts.TimeoutGrace,
-			WorkersLost: workersLost, Limit: reaperBatch,
+		now := e.now()
+		candidates, err := e.opts.Store.JobOverdue(ctx, store.JobOverdueParams{
+			Deadlines: e.deadlines(), Now: now, WorkersLost: workersLost, Limit: reaperBatch,
 		})
-		if err != nil || len(overdue) == 0 {
+		if err != nil || len(candidates) == 0 {
 			return err
 		}
-		fails := make([]store.JobFailParams, len(overdue))
-		for i, o := range overdue {
-			fails[i] = store.JobFailParams{JobLease: o.JobLease, Reason: o.Reason, Error: overdueError(o, e.opts)}
+		overdue := candidates[:0]
+		fails := make([]store.JobFailParams, 0, len(candidates))
+		for _, o := range candidates {
+			j := queue.Job{State: o.State, UpdatedAt: o.UpdatedAt, StartedAt: o.StartedAt, Timeout: o.Timeout}
+			reason, ok := e.deadlines().Overdue(&j, o.WorkerLost, now)
+			if !ok {
+				continue
+			}
+			o.Reason = reason
+			overdue = append(overdue, o)
+			fails = append(fails, store.JobFailParams{JobLease: o.JobLease, Reason: o.Reason, Error: overdueError(o, e.opts)})
+		}
+		if len(fails) == 0 {
+			return nil
 		}
 		outs, err := e.opts.Store.JobFailMany(ctx, fails)
 		if err != nil {
@@ -192,7 +204,7 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 		if failed > 0 {
 			e.WakeReaper() // the retry sweep of this very cycle takes them; a wake costs nothing
 		}
-		if len(overdue) < reaperBatch {
+		if len(candidates) < reaperBatch {
 			return nil
 		}
 	}
@@ -213,7 +225,7 @@ func overdueError(o store.OverdueLease, opts Options) string {
 // retryFailed settles FAILED jobs: back to PENDING after their backoff, or dead-lettered.
 func (e *Engine) retryFailed(ctx context.Context) error {
 	for range reaperMaxRounds {
-		sweep, err := e.opts.Store.JobRetryFailed(ctx, reaperBatch)
+		sweep, err := e.opts.Store.JobSettleFailed(ctx, reaperBatch, e.settle)
 		if err != nil {
 			return err
 		}
@@ -236,6 +248,11 @@ func (e *Engine) retryFailed(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// settle is the retry rule with the engine's clock and jitter.
+func (e *Engine) settle(j queue.FailedJob) queue.Decision {
+	return queue.SettleFailed(j, e.now(), e.opts.Rand)
 }
 
 // clearOrphans removes in-flight entries whose job this worker no longer holds, for the workers

@@ -380,4 +380,4 @@ func (s *Session) queueOf(id string) (string, bool) {
 }
 
 // AssignmentDeadline is when an assignment sent now must be acked by.
-func (e *Engine) AssignmentDeadline() time.Time { return time.Now().Add(e.opts.AssignmentTimeout) }
+func (e *Engine) AssignmentDeadline() time.Time { return e.now().Add(e.opts.AssignmentTimeout) }

@@ -17,7 +17,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultHeartbeatInterval = queue.DefaultHeartbeatInterval
 	DefaultShutdownGrace     = 60 * time.Second // NFR-015
 	DefaultFlushTimeout      = 5 * time.Second
 	DefaultReportTimeout     = 5 * time.Minute

@@ -36,7 +36,7 @@ import (
 type Deps struct {
 	Config *config.Config
 	Log    *zap.Logger
-	Store  apiserver.Store
+	Store  apiserver.Reader
 	// Counter reads Redis's dispatch counts for GetStats (nil: UNAVAILABLE).
 	Counter apiserver.DispatchCounter
 	// Migrate applies the embedded schema migrations (safe when several
@@ -115,7 +115,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	s.log.Info("schema migrated")
-	q, created, err := s.deps.Store.QueueEnsure(ctx, store.QueueCreateParams{Name: queue.DefaultQueue})
+	q, created, err := s.deps.Engine.QueueEnsure(ctx, store.QueueCreateParams{Name: queue.DefaultQueue})
 	if err != nil {
 		return fmt.Errorf("ensure default queue: %w", err)
 	}

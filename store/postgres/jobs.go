@@ -41,7 +41,7 @@ WITH p AS (
     SELECT $1::uuid AS p_id, $2::text AS p_from, $3::text AS p_to, $4::integer AS p_attempt,
            $5::text AS p_worker, $6::text AS p_reason, $7::text AS p_error,
            $8::timestamptz AS p_not_before, $9::bytea AS p_result, $10::text AS p_checksum,
-           $11::boolean AS p_reset_retries
+           $11::boolean AS p_reset_retries, $12::timestamptz AS p_expires_at
 ),
 updated AS (
     UPDATE jobs SET
@@ -64,9 +64,9 @@ updated AS (
                                ELSE retry_count END,
         not_before      = CASE WHEN p_to = 'PENDING' THEN coalesce(p_not_before, now()) ELSE not_before END,
         retry_after_ms  = CASE WHEN p_to = 'PENDING' THEN 0 ELSE retry_after_ms END,
-        expires_at      = CASE WHEN p_to <> 'PENDING' THEN expires_at
-                               WHEN ttl_ms > 0 THEN coalesce(p_not_before, now()) + ttl_ms * interval '1 millisecond'
-                               END,
+        expires_at      = CASE WHEN p_to = 'PENDING' THEN p_expires_at ELSE expires_at END,
+        no_retry        = CASE WHEN p_to = 'PENDING' AND p_reset_retries THEN false ELSE no_retry END,
+        cancel_requested = CASE WHEN p_to = 'PENDING' AND p_reset_retries THEN false ELSE cancel_requested END,
         event_seq       = event_seq + 1,
         updated_at      = now()
     FROM p
@@ -172,16 +172,19 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 	if err != nil {
 		return nil, err
 	}
-	var notBefore *time.Time
+	var notBefore, expiresAt *time.Time
 	if !p.NotBefore.IsZero() {
 		notBefore = &p.NotBefore
+	}
+	if !p.ExpiresAt.IsZero() {
+		expiresAt = &p.ExpiresAt
 	}
 	var checksum string
 	if p.To == queue.StateDone {
 		checksum = queue.Checksum(p.Result)
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, sqlJobTransition, id, string(p.From), string(p.To), p.Attempt,
-		p.WorkerID, p.Reason, p.Error, notBefore, p.Result, checksum, p.ResetRetries))
+		p.WorkerID, p.Reason, p.Error, notBefore, p.Result, checksum, p.ResetRetries, expiresAt))
 	if err == nil {
 		return j, nil
 	}

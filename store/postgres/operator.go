@@ -18,67 +18,14 @@ import (
 // matches the locked id alone, cannot apply to a job that moved on. Each returns no row when it
 // did nothing; the caller then reads the state to say why.
 const (
-	// PENDING, ASSIGNED, FAILED → DEAD_LETTERED with an event; RUNNING → cancel_requested, without
-	// an event (the state does not change; the failure that follows records the cancellation).
-	// A RUNNING job already cancel-requested is rewritten unchanged (updated_at kept), so that the
-	// statement returns it as it stands.
-	sqlJobCancel = `-- name: job_cancel
-WITH locked AS MATERIALIZED (
-    SELECT id AS l_id, state AS l_from FROM jobs WHERE id = $1::uuid FOR NO KEY UPDATE
-),
-updated AS (
-    UPDATE jobs SET
-        state            = CASE WHEN l_from = 'RUNNING' THEN state ELSE 'DEAD_LETTERED' END,
-        cancel_requested = cancel_requested OR l_from = 'RUNNING',
-        completed_at     = CASE WHEN l_from = 'RUNNING' THEN completed_at ELSE now() END,
-        failure_reason   = CASE WHEN l_from = 'RUNNING' THEN failure_reason
-                                ELSE '` + store.ReasonCancelled + `' END,
-        event_seq        = event_seq + CASE WHEN l_from = 'RUNNING' THEN 0 ELSE 1 END,
-        updated_at       = CASE WHEN l_from = 'RUNNING' AND cancel_requested THEN updated_at ELSE now() END
-    FROM locked
-    WHERE id = l_id AND l_from IN ('PENDING', 'ASSIGNED', 'FAILED', 'RUNNING')
-    RETURNING l_from, event_seq, ` + jobColumns + `
-),
-event AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at)
-    SELECT id::uuid, event_seq, queue, type, l_from, state, '` + store.ReasonCancelled + `', '',
-           worker_id, attempt, updated_at
-    FROM updated
-    WHERE l_from <> 'RUNNING'
-)
-SELECT ` + jobColumns + ` FROM updated`
-
-	// FAILED, DEAD_LETTERED → PENDING, due now, with the retry budget and both flags reset.
-	// worker_id keeps the last holder, as for every →PENDING.
-	sqlJobRetry = `-- name: job_retry
-WITH locked AS MATERIALIZED (
-    SELECT id AS l_id, state AS l_from FROM jobs WHERE id = $1::uuid FOR NO KEY UPDATE
-),
-updated AS (
-    UPDATE jobs SET
-        state            = 'PENDING',
-        retry_count      = 0,
-        not_before       = now(),
-        expires_at       = CASE WHEN ttl_ms > 0 THEN now() + ttl_ms * interval '1 millisecond' END,
-        completed_at     = NULL,
-        no_retry         = false,
-        cancel_requested = false,
-        retry_after_ms   = 0,
-        event_seq        = event_seq + 1,
-        updated_at       = now()
-    FROM locked
-    WHERE id = l_id AND l_from IN ('FAILED', 'DEAD_LETTERED')
-    RETURNING l_from, event_seq, ` + jobColumns + `
-),
-event AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at)
-    SELECT id::uuid, event_seq, queue, type, l_from, 'PENDING', '` + store.ReasonManualRetry + `', '',
-           worker_id, attempt, updated_at
-    FROM updated
-)
-SELECT ` + jobColumns + ` FROM updated`
+	// queue.Cancel of a RUNNING job: the flag only, no event (the state does not change; the
+	// failure that follows records the cancellation). Asking again keeps updated_at.
+	sqlJobRequestCancel = `-- name: job_request_cancel
+UPDATE jobs SET
+    cancel_requested = true,
+    updated_at       = CASE WHEN cancel_requested THEN updated_at ELSE now() END
+WHERE id = $1 AND state = 'RUNNING' AND attempt = $2
+RETURNING ` + jobColumns
 
 	sqlJobState = `-- name: job_state
 SELECT state FROM jobs WHERE id = $1`
@@ -119,68 +66,32 @@ HAVING NOT bool_or(cur) OR bool_or(cur AND creq)
 ORDER BY min(i_ord)`
 )
 
-// operatorTries bounds how often an operator action re-decides after the job changed state between
-// its statement and the read that explains a refusal: only a job that keeps moving (retried and
-// dead-lettered again meanwhile) exhausts it.
+// operatorTries bounds how often an operator action on a worker re-decides after the worker
+// changed status between its statement and the read that explains a refusal.
 const operatorTries = 3
 
-// JobCancel implements store.OperatorStore. Setting cancel_requested on a RUNNING job writes no
-// event: its state does not change.
-func (s *Store) JobCancel(ctx context.Context, id string) (*queue.Job, error) {
-	id, err := store.ParseJobID(id)
+// JobRequestCancel implements store.OperatorStore.
+func (s *Store) JobRequestCancel(ctx context.Context, l store.JobLease) (*queue.Job, error) {
+	id, err := store.ParseJobID(l.ID)
 	if err != nil {
 		return nil, err
 	}
-	return s.operatorJob(ctx, "cancel job", sqlJobCancel, id, func(st queue.State) error {
-		if st.Terminal() {
-			return fmt.Errorf("%w: job %s is %s: nothing to cancel", queue.ErrIllegalTransition, id, st)
-		}
-		return nil
-	})
-}
-
-// JobRetry implements store.OperatorStore.
-func (s *Store) JobRetry(ctx context.Context, id string) (*queue.Job, error) {
-	id, err := store.ParseJobID(id)
+	j, err := scanJob(s.pool.QueryRow(ctx, sqlJobRequestCancel, id, clampInt32(l.Attempt)))
+	if err == nil {
+		return j, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: request cancel: %w", err)
+	}
+	var state string
+	err = s.pool.QueryRow(ctx, sqlJobState, id).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("postgres: request cancel: %w", err)
 	}
-	return s.operatorJob(ctx, "retry job", sqlJobRetry, id, func(st queue.State) error {
-		if st != queue.StateFailed && st != queue.StateDeadLettered {
-			return fmt.Errorf("%w: job %s is %s: only FAILED or DEAD_LETTERED jobs can be retried",
-				queue.ErrIllegalTransition, id, st)
-		}
-		return nil
-	})
-}
-
-// operatorJob runs an operator statement on job id. When it changes nothing, refused explains the
-// job's current state; a nil explanation means the job moved into a state the statement acts on
-// meanwhile, and the statement runs again.
-func (s *Store) operatorJob(ctx context.Context, op, sql, id string, refused func(queue.State) error) (*queue.Job, error) {
-	var last queue.State
-	for range operatorTries {
-		j, err := scanJob(s.pool.QueryRow(ctx, sql, id))
-		if err == nil {
-			return j, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("postgres: %s: %w", op, err)
-		}
-		var state string
-		err = s.pool.QueryRow(ctx, sqlJobState, id).Scan(&state)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("postgres: %s: %w", op, err)
-		}
-		last = queue.State(state)
-		if err := refused(last); err != nil {
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("%w: job %s keeps changing state (last seen %s); try again", queue.ErrStaleAttempt, id, last)
+	return nil, fmt.Errorf("%w: job %s is %s, not RUNNING at attempt %d", queue.ErrStaleAttempt, id, state, l.Attempt)
 }
 
 // WorkerRequestShutdown implements store.OperatorStore.

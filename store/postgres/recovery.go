@@ -18,20 +18,21 @@ import (
 const (
 	// The active set (ASSIGNED and RUNNING jobs, bounded by the workers' total concurrency) comes
 	// from jobs_worker_active_idx, whose predicate the state filter repeats.
+	// The candidates only: the reason is decided in Go (queue.Deadlines.Overdue) from the columns
+	// returned. The cutoffs are the caller's values; the execution deadline is per job (its own
+	// timeout), so it is the one formula this filter repeats of queue.Deadlines.RunDeadline.
 	sqlJobOverdue = `-- name: job_overdue
-SELECT j.id::text, j.attempt, j.worker_id, j.queue, j.state,
-       CASE WHEN $3 AND (w.id IS NULL OR w.status = 'OFFLINE') THEN '` + store.ReasonWorkerLost + `'
-            WHEN j.state = 'ASSIGNED' THEN '` + store.ReasonAssignmentTimeout + `'
-            ELSE '` + store.ReasonTimeout + `' END
+SELECT j.id::text, j.attempt, j.worker_id, j.queue, j.state, j.updated_at, j.started_at, j.timeout_ms,
+       $4 AND (w.id IS NULL OR w.status = 'OFFLINE')
 FROM jobs j
 LEFT JOIN workers w ON w.id = j.worker_id
 WHERE j.state IN ('ASSIGNED', 'RUNNING')
-  AND (($3 AND (w.id IS NULL OR w.status = 'OFFLINE'))
-       OR (j.state = 'ASSIGNED' AND j.updated_at < now() - $1 * interval '1 microsecond')
+  AND (($4 AND (w.id IS NULL OR w.status = 'OFFLINE'))
+       OR (j.state = 'ASSIGNED' AND j.updated_at < $1)
        OR (j.state = 'RUNNING'
-           AND j.started_at + j.timeout_ms * interval '1 millisecond' + $2 * interval '1 microsecond' < now()))
+           AND j.started_at + j.timeout_ms * interval '1 millisecond' + $3 * interval '1 microsecond' < $2))
 ORDER BY j.updated_at
-LIMIT $4`
+LIMIT $5`
 
 	// Shaped like the ack statement (dispatch_lease.go): each job locked by id, the lease checked on
 	// the locked version. The worker is not compared — the reaper fails whoever holds the attempt —
@@ -73,52 +74,50 @@ events AS (
 ` + sqlLeaseOutcomes
 
 	// The oldest FAILED jobs (jobs_failed_idx), locked with SKIP LOCKED so that concurrent sweeps
-	// of several replicas share the work; the columns the decision needs are read from the locked
-	// row version. The backoff is queue.RetryPolicy.Backoff: min(base·2^retry_count, max) plus a
-	// jitter of up to queue.JitterFraction (0.1, checked by init) of it; a report's Retry-After
-	// (retry_after_ms, migration 000008) pushes it later, never earlier, and is used up by the retry.
-	// expires_at restarts from the new not_before, as for any return to PENDING.
-	sqlJobRetryFailed = `-- name: job_retry_failed
-WITH c AS MATERIALIZED (
-    SELECT id AS c_id, queue AS c_queue, retry_count AS c_retries, max_retries AS c_max,
-           no_retry AS c_no_retry, cancel_requested AS c_cancel, retry_after_ms AS c_retry_after_ms
+	// of several replicas share the work, with what queue.SettleFailed reads; the row versions read
+	// are the locked ones. The decision is made in Go between this statement and the next, in the
+	// same transaction.
+	sqlJobFailedLock = `-- name: job_failed_lock
+SELECT j.id::text, j.attempt, j.retry_count, j.max_retries, j.no_retry, j.cancel_requested,
+       j.retry_after_ms, j.ttl_ms, coalesce(q.backoff_base_ms, 0), coalesce(q.backoff_max_ms, 0)
+FROM (
+    SELECT id, attempt, queue, retry_count, max_retries, no_retry, cancel_requested, retry_after_ms, ttl_ms
     FROM jobs
     WHERE state = 'FAILED'
     ORDER BY updated_at
     LIMIT $1
     FOR NO KEY UPDATE SKIP LOCKED
-),
-d AS (
-    SELECT c_id AS d_id,
-           CASE WHEN c_cancel THEN '` + store.ReasonCancelled + `'
-                WHEN c_no_retry THEN '` + store.ReasonPermanent + `'
-                WHEN c_retries >= c_max THEN '` + store.ReasonMaxRetries + `' END AS d_dead,
-           now() + greatest(least(coalesce(q.backoff_base_ms, 5000) * power(2::float8, least(c_retries, 62)),
-                                  coalesce(q.backoff_max_ms, 300000)) * (1 + random() * 0.1),
-                            c_retry_after_ms) * interval '1 millisecond' AS d_not_before
-    FROM c LEFT JOIN queues q ON q.name = c_queue
+) j
+LEFT JOIN queues q ON q.name = j.queue`
+
+	// Writes the decided values of locked FAILED jobs (sqlJobFailedLock, same transaction): the
+	// state, reason, not_before and expires_at come from queue.SettleFailed, nothing is computed
+	// here. The state check is repeated so that the statement can never write another edge.
+	sqlJobSettleFailed = `-- name: job_settle_failed
+WITH d AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])
+        AS t(d_id, d_to, d_reason, d_not_before, d_expires_at)
 ),
 updated AS (
     UPDATE jobs SET
-        state          = CASE WHEN d_dead IS NULL THEN 'PENDING' ELSE 'DEAD_LETTERED' END,
-        retry_count    = retry_count + CASE WHEN d_dead IS NULL THEN 1 ELSE 0 END,
+        state          = d_to,
+        retry_count    = retry_count + CASE WHEN d_to = 'PENDING' THEN 1 ELSE 0 END,
         retry_after_ms = 0,
-        not_before     = CASE WHEN d_dead IS NULL THEN d_not_before ELSE not_before END,
-        expires_at     = CASE WHEN d_dead IS NULL AND ttl_ms > 0 THEN d_not_before + ttl_ms * interval '1 millisecond'
-                              WHEN d_dead IS NULL THEN NULL ELSE expires_at END,
-        completed_at   = CASE WHEN d_dead IS NULL THEN NULL ELSE now() END,
-        failure_reason = CASE WHEN d_dead = '` + store.ReasonCancelled + `' THEN d_dead ELSE failure_reason END,
+        not_before     = CASE WHEN d_to = 'PENDING' THEN d_not_before ELSE not_before END,
+        expires_at     = CASE WHEN d_to = 'PENDING' THEN d_expires_at ELSE expires_at END,
+        completed_at   = CASE WHEN d_to = 'PENDING' THEN NULL ELSE now() END,
+        failure_reason = CASE WHEN d_reason = '` + queue.ReasonCancelled + `' THEN d_reason ELSE failure_reason END,
         event_seq      = event_seq + 1,
         updated_at     = now()
     FROM d
-    WHERE id = d_id
-    RETURNING id, queue, type, state, event_seq, worker_id, attempt, updated_at, d_dead, last_error
+    WHERE id = d_id AND state = 'FAILED'
+    RETURNING id, queue, type, state, event_seq, worker_id, attempt, updated_at, d_reason, last_error
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
                             attempt, created_at)
-    SELECT id, event_seq, queue, type, 'FAILED', state, coalesce(d_dead, '` + store.ReasonRetry + `'),
-           CASE WHEN d_dead IS NULL THEN '' ELSE last_error END, worker_id, attempt, updated_at
+    SELECT id, event_seq, queue, type, 'FAILED', state, d_reason,
+           CASE WHEN state = 'PENDING' THEN '' ELSE last_error END, worker_id, attempt, updated_at
     FROM updated
 )
 SELECT queue, state, count(*) FROM updated GROUP BY queue, state`
@@ -162,14 +161,11 @@ SELECT id::text FROM jobs WHERE worker_id = $1 AND state IN ('ASSIGNED', 'RUNNIN
 )
 
 func init() {
-	if queue.JitterFraction != 0.1 {
-		panic("postgres: sqlJobRetryFailed hard-codes a jitter of 0.1; queue.JitterFraction changed")
-	}
 	for _, e := range []struct{ from, to queue.State }{
 		{queue.StateAssigned, queue.StateFailed},      // sqlJobFailMany
 		{queue.StateRunning, queue.StateFailed},       // sqlJobFailMany
-		{queue.StateFailed, queue.StatePending},       // sqlJobRetryFailed
-		{queue.StateFailed, queue.StateDeadLettered},  // sqlJobRetryFailed
+		{queue.StateFailed, queue.StatePending},       // sqlJobSettleFailed
+		{queue.StateFailed, queue.StateDeadLettered},  // sqlJobSettleFailed
 		{queue.StatePending, queue.StateDeadLettered}, // sqlJobExpireTTL
 	} {
 		if err := queue.CheckTransition(e.from, e.to); err != nil {
@@ -182,21 +178,28 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // JobOverdue implements store.RecoveryStore.
 func (s *Store) JobOverdue(ctx context.Context, p store.JobOverdueParams) ([]store.OverdueLease, error) {
-	if p.AssignmentTimeout <= 0 || p.Grace < 0 || p.Limit < 1 || p.Limit > store.MaxDispatchBatch {
-		return nil, fmt.Errorf("%w: overdue: assignment timeout %v, grace %v, limit %d", queue.ErrInvalidArgument,
-			p.AssignmentTimeout, p.Grace, p.Limit)
+	if p.Deadlines.Assignment <= 0 || p.Deadlines.Grace < 0 || p.Now.IsZero() || p.Limit < 1 || p.Limit > store.MaxDispatchBatch {
+		return nil, fmt.Errorf("%w: overdue: assignment timeout %v, grace %v, now %v, limit %d", queue.ErrInvalidArgument,
+			p.Deadlines.Assignment, p.Deadlines.Grace, p.Now, p.Limit)
 	}
-	rows, err := s.pool.Query(ctx, sqlJobOverdue, micros(p.AssignmentTimeout), micros(p.Grace), p.WorkersLost, p.Limit)
+	rows, err := s.pool.Query(ctx, sqlJobOverdue, p.Deadlines.AssignedBefore(p.Now), p.Now, micros(p.Deadlines.Grace),
+		p.WorkersLost, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: overdue jobs: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OverdueLease, error) {
 		var (
-			l     store.OverdueLease
-			state string
+			l         store.OverdueLease
+			state     string
+			started   *time.Time
+			timeoutMS int64
 		)
-		err := r.Scan(&l.ID, &l.Attempt, &l.WorkerID, &l.Queue, &state, &l.Reason)
+		err := r.Scan(&l.ID, &l.Attempt, &l.WorkerID, &l.Queue, &state, &l.UpdatedAt, &started, &timeoutMS, &l.WorkerLost)
 		l.State = queue.State(state)
+		if started != nil {
+			l.StartedAt = *started
+		}
+		l.Timeout = time.Duration(timeoutMS) * time.Millisecond
 		return l, err
 	})
 	if err != nil {
@@ -247,40 +250,82 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	return b.finish(leases, false), nil
 }
 
-// JobRetryFailed implements store.RecoveryStore.
-func (s *Store) JobRetryFailed(ctx context.Context, limit int) (store.RetrySweep, error) {
+// JobSettleFailed implements store.RecoveryStore.
+func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queue.FailedJob) queue.Decision) (store.RetrySweep, error) {
 	sweep := store.RetrySweep{Queues: map[string]int{}}
-	if limit < 1 || limit > store.MaxDispatchBatch {
+	if limit < 1 || limit > store.MaxDispatchBatch || decide == nil {
 		return sweep, fmt.Errorf("%w: retry sweep limit %d", queue.ErrInvalidArgument, limit)
 	}
-	rows, err := s.pool.Query(ctx, sqlJobRetryFailed, limit)
-	if err != nil {
-		return sweep, fmt.Errorf("postgres: retry failed jobs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sqlJobFailedLock, limit)
+		if err != nil {
+			return err
+		}
+		var (
+			ids, tos, reasons   []string
+			notBefore, expireAt []*time.Time
+		)
+		var (
+			id                                 string
+			attempt, retries, maxRetries       int
+			noRetry, cancel                    bool
+			retryAfterMS, ttlMS, baseMS, maxMS int64
+		)
+		_, err = pgx.ForEachRow(rows, []any{&id, &attempt, &retries, &maxRetries, &noRetry, &cancel, &retryAfterMS,
+			&ttlMS, &baseMS, &maxMS}, func() error {
+			d := decide(queue.FailedJob{
+				RetryCount: retries, MaxRetries: maxRetries, NoRetry: noRetry, CancelRequested: cancel,
+				RetryAfter: time.Duration(retryAfterMS) * time.Millisecond, TTL: time.Duration(ttlMS) * time.Millisecond,
+				Policy: queue.RetryPolicy{Base: time.Duration(baseMS) * time.Millisecond, Max: time.Duration(maxMS) * time.Millisecond},
+			})
+			if d.From != queue.StateFailed || (d.To != queue.StatePending && d.To != queue.StateDeadLettered) {
+				return &queue.TransitionError{From: d.From, To: d.To}
+			}
+			if d.Reason == "" || (d.To == queue.StatePending && d.NotBefore.IsZero()) {
+				return fmt.Errorf("%w: settle %s: a reason (and not_before to PENDING) is required", queue.ErrInvalidArgument, id)
+			}
+			ids, tos, reasons = append(ids, id), append(tos, string(d.To)), append(reasons, d.Reason)
+			notBefore, expireAt = append(notBefore, timePtr(d.NotBefore)), append(expireAt, timePtr(d.ExpiresAt))
+			return nil
+		})
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, sqlJobSettleFailed, ids, tos, reasons, notBefore, expireAt)
+		if err != nil {
+			return err
+		}
 		var (
 			q, state string
 			n        int
 		)
-		if err := rows.Scan(&q, &state, &n); err != nil {
-			return sweep, fmt.Errorf("postgres: retry failed jobs: %w", err)
-		}
-		if queue.State(state) == queue.StatePending {
-			sweep.Retried += n
-			sweep.Queues[q] += n
-		} else {
+		_, err = pgx.ForEachRow(rows, []any{&q, &state, &n}, func() error {
+			if queue.State(state) == queue.StatePending {
+				sweep.Retried += n
+				sweep.Queues[q] += n
+				return nil
+			}
 			sweep.DeadLettered += n
 			if sweep.DeadQueues == nil {
 				sweep.DeadQueues = map[string]int{}
 			}
 			sweep.DeadQueues[q] += n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return sweep, fmt.Errorf("postgres: retry failed jobs: %w", err)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return store.RetrySweep{Queues: map[string]int{}}, fmt.Errorf("postgres: settle failed jobs: %w", err)
 	}
 	return sweep, nil
+}
+
+// timePtr is nil for the zero time (SQL NULL).
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // JobExpireTTL implements store.RecoveryStore.

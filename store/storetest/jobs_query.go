@@ -194,10 +194,10 @@ func runJobQueryTests(t *testing.T, newStore NewStoreFunc) {
 		pending = res[4]
 		// The leftover job: RUNNING, with its cancellation requested when the store can do that.
 		running := b.advance(res[5], queue.StateAssigned, queue.StateRunning)
-		op, canCancel := b.s.(store.OperatorStore)
+		op, canCancel := b.s.(commandStore)
 		if canCancel {
 			var err error
-			running, err = op.JobCancel(b.ctx, running.ID)
+			running, err = cancelJob(b.ctx, op, running.ID)
 			require.NoError(t, err)
 			require.True(t, running.CancelRequested)
 		}

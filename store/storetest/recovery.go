@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -26,8 +27,9 @@ func RunRecoveryStore(t *testing.T, newStore func(t *testing.T) RecoveryStore) {
 	b := &rsBundle{dsBundle: setupDispatchStore(t, func(*testing.T) DispatchStore { return rs }), rs: rs}
 	t.Run("JobOverdue", b.testOverdue)
 	t.Run("JobFailMany", b.testFailMany)
-	t.Run("JobRetryFailed", b.testRetryFailed)
-	t.Run("JobRetryFailedRetryAfter", b.testRetryAfter)
+	t.Run("JobSettleFailed", b.testRetryFailed)
+	t.Run("JobSettleFailedRetryAfter", b.testRetryAfter)
+	t.Run("JobSettleFailedWritesTheDecision", b.testSettleWritesDecision)
 	t.Run("JobExpireTTL", b.testExpireTTL)
 	t.Run("WorkerMarkLost", b.testMarkLost)
 	t.Run("JobHeldBy", b.testHeldBy)
@@ -65,13 +67,29 @@ func (b *rsBundle) overdue(t *testing.T, p store.JobOverdueParams) map[string]st
 	if p.Limit == 0 {
 		p.Limit = store.MaxDispatchBatch
 	}
+	if p.Now.IsZero() {
+		p.Now = time.Now()
+	}
 	ls, err := b.rs.JobOverdue(b.ctx, p)
 	require.NoError(t, err)
 	out := map[string]store.OverdueLease{}
 	for _, l := range ls {
+		// The store narrows; the rule decides (as the reaper does). Every candidate the store
+		// returns must be overdue by the rule: the filter may not return more.
+		j := queue.Job{State: l.State, UpdatedAt: l.UpdatedAt, StartedAt: l.StartedAt, Timeout: l.Timeout}
+		reason, ok := p.Deadlines.Overdue(&j, l.WorkerLost, p.Now)
+		require.True(t, ok, "job %s returned by JobOverdue is not overdue by queue.Deadlines", l.ID)
+		l.Reason = reason
 		out[l.ID] = l
 	}
 	return out
+}
+
+// settle runs the retry sweep as the engine does: queue.SettleFailed with the wall clock and jitter.
+func (b *rsBundle) settle(limit int) (store.RetrySweep, error) {
+	return b.rs.JobSettleFailed(b.ctx, limit, func(j queue.FailedJob) queue.Decision {
+		return queue.SettleFailed(j, time.Now(), rand.Float64)
+	})
 }
 
 func (b *rsBundle) fail(t *testing.T, j *queue.Job, reason string) *queue.Job {
@@ -96,11 +114,11 @@ func (b *rsBundle) testOverdue(t *testing.T) {
 	ghost := b.assigned(t, uniqueName("ghost"), b.job("g")) // a worker that never registered
 
 	// Generous limits: nothing is overdue but the ghost's job, and that only when asked.
-	got := b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour, Grace: time.Hour})
+	got := b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour, Grace: time.Hour}})
 	require.NotContains(t, got, assigned.ID)
 	require.NotContains(t, got, running.ID)
 	require.NotContains(t, got, ghost.ID, "worker_lost only with WorkersLost")
-	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour, Grace: time.Hour, WorkersLost: true})
+	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour, Grace: time.Hour}, WorkersLost: true})
 	require.Contains(t, got, ghost.ID)
 	require.Equal(t, store.ReasonWorkerLost, got[ghost.ID].Reason)
 	require.Equal(t, queue.StateAssigned, got[ghost.ID].State)
@@ -108,7 +126,7 @@ func (b *rsBundle) testOverdue(t *testing.T) {
 	require.NotContains(t, got, assigned.ID, "the registered worker is ONLINE")
 
 	// A tiny assignment timeout: the ASSIGNED job is overdue, the RUNNING ones are not.
-	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Microsecond, Grace: time.Hour})
+	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Microsecond, Grace: time.Hour}})
 	require.Contains(t, got, assigned.ID)
 	require.Equal(t, store.ReasonAssignmentTimeout, got[assigned.ID].Reason)
 	require.Equal(t, w.ID, got[assigned.ID].WorkerID)
@@ -117,24 +135,24 @@ func (b *rsBundle) testOverdue(t *testing.T) {
 
 	// The 1 s job passes its timeout (grace 0); the 1 h one never does.
 	require.Eventually(t, func() bool {
-		_, ok := b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour})[running.ID]
+		_, ok := b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour}})[running.ID]
 		return ok
 	}, 10*time.Second, 50*time.Millisecond)
-	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour})
+	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour}})
 	require.Equal(t, store.ReasonTimeout, got[running.ID].Reason)
 	require.Equal(t, queue.StateRunning, got[running.ID].State)
 	require.NotContains(t, got, runningLong.ID)
 
 	// A worker marked OFFLINE loses its jobs (when asked).
 	require.NoError(t, b.s.WorkerDeregister(b.ctx, w.ID))
-	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Hour, Grace: time.Hour, WorkersLost: true})
+	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour, Grace: time.Hour}, WorkersLost: true})
 	require.Equal(t, store.ReasonWorkerLost, got[runningLong.ID].Reason)
 
 	// Finished jobs are never overdue.
 	for _, j := range []*queue.Job{assigned, running, runningLong, ghost} {
 		b.fail(t, j, store.ReasonWorkerLost)
 	}
-	got = b.overdue(t, store.JobOverdueParams{AssignmentTimeout: time.Microsecond, WorkersLost: true})
+	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Microsecond}, WorkersLost: true})
 	for _, j := range []*queue.Job{assigned, running, runningLong, ghost} {
 		require.NotContains(t, got, j.ID)
 	}
@@ -212,7 +230,7 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 	before := time.Now()
 	total := store.RetrySweep{Queues: map[string]int{}, DeadQueues: map[string]int{}}
 	for {
-		sweep, err := b.rs.JobRetryFailed(b.ctx, 2) // several calls: the limit holds
+		sweep, err := b.settle(2) // several calls: the limit holds
 		require.NoError(t, err)
 		require.LessOrEqual(t, sweep.Retried+sweep.DeadLettered, 2)
 		if sweep.Retried+sweep.DeadLettered == 0 {
@@ -266,7 +284,7 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 	require.Len(t, jobs, 1)
 	b.fail(t, jobs[0], store.DefaultFailureReason)
 	before = time.Now()
-	sweep, err := b.rs.JobRetryFailed(b.ctx, 10)
+	sweep, err := b.settle(10)
 	require.NoError(t, err)
 	require.Equal(t, 1, sweep.Retried)
 	j = c.get(retry.ID)
@@ -274,6 +292,46 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 	wait = time.Until(j.NotBefore)
 	require.Greater(t, wait, 3*time.Second-time.Since(before)-time.Second)
 	require.LessOrEqual(t, wait, 3300*time.Millisecond+time.Second)
+}
+
+// testSettleWritesDecision: the backend writes exactly what the rule decided — not a backoff of its
+// own. With a fixed clock and jitter the stored not_before and expires_at are exact; a decision for
+// another edge fails the sweep and writes nothing.
+func (b *rsBundle) testSettleWritesDecision(t *testing.T) {
+	c := b.with(t)
+	b.sweepAll(t)
+	q := c.newQueue(store.QueueCreateParams{BackoffBase: 2 * time.Second, BackoffMax: time.Minute})
+	w := c.register(uniqueName("w"))
+	three := 3
+	j := b.fail(t, b.running(t, w.ID, store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &three, TTL: time.Hour}),
+		store.DefaultFailureReason)
+	// A clock far from the database's: a backend computing its own time would be seconds off.
+	now := time.Date(2031, 5, 6, 7, 8, 9, 123456000, time.UTC)
+	half := func() float64 { return 0.5 }
+	var seen []queue.FailedJob
+	sweep, err := b.rs.JobSettleFailed(b.ctx, store.MaxDispatchBatch, func(f queue.FailedJob) queue.Decision {
+		seen = append(seen, f)
+		return queue.SettleFailed(f, now, half)
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, sweep.Retried)
+	require.Len(t, seen, 1)
+	require.Equal(t, queue.FailedJob{MaxRetries: 3, TTL: time.Hour,
+		Policy: queue.RetryPolicy{Base: 2 * time.Second, Max: time.Minute}}, seen[0], "the rule is given the job and its queue's policy")
+	got := c.get(j.ID)
+	want := now.Add(2*time.Second + 100*time.Millisecond) // base + 10 % jitter × 0.5
+	require.True(t, want.Equal(got.NotBefore), "not_before %v, want %v", got.NotBefore, want)
+	require.True(t, want.Add(time.Hour).Equal(got.ExpiresAt), "expires_at %v, want %v", got.ExpiresAt, want.Add(time.Hour))
+	require.Equal(t, 1, got.RetryCount)
+
+	// A decision the sweep may not write: nothing changes.
+	j2 := b.fail(t, b.running(t, w.ID, store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &three}), store.DefaultFailureReason)
+	_, err = b.rs.JobSettleFailed(b.ctx, store.MaxDispatchBatch, func(queue.FailedJob) queue.Decision {
+		return queue.Decision{From: queue.StateFailed, To: queue.StateDone, Reason: "x"}
+	})
+	require.ErrorIs(t, err, queue.ErrIllegalTransition)
+	require.Equal(t, queue.StateFailed, c.get(j2.ID).State)
+	b.sweepAll(t)
 }
 
 // sweepAll runs the retry sweep until nothing is FAILED.
@@ -329,7 +387,7 @@ func (b *rsBundle) testRetryAfter(t *testing.T) {
 func (b *rsBundle) sweepAll(t *testing.T) {
 	t.Helper()
 	for {
-		sweep, err := b.rs.JobRetryFailed(b.ctx, store.MaxDispatchBatch)
+		sweep, err := b.settle(store.MaxDispatchBatch)
 		require.NoError(t, err)
 		if sweep.Retried+sweep.DeadLettered == 0 {
 			return
@@ -404,15 +462,18 @@ func (b *rsBundle) testHeldBy(t *testing.T) {
 
 func (b *rsBundle) testRecoveryInvalid(t *testing.T) {
 	for name, p := range map[string]store.JobOverdueParams{
-		"no assignment timeout": {Limit: 1},
-		"negative grace":        {AssignmentTimeout: time.Second, Grace: -1, Limit: 1},
-		"no limit":              {AssignmentTimeout: time.Second},
-		"limit too big":         {AssignmentTimeout: time.Second, Limit: store.MaxDispatchBatch + 1},
+		"no assignment timeout": {Now: time.Now(), Limit: 1},
+		"negative grace":        {Deadlines: queue.Deadlines{Assignment: time.Second, Grace: -1}, Now: time.Now(), Limit: 1},
+		"no now":                {Deadlines: queue.Deadlines{Assignment: time.Second}, Limit: 1},
+		"no limit":              {Deadlines: queue.Deadlines{Assignment: time.Second}, Now: time.Now()},
+		"limit too big":         {Deadlines: queue.Deadlines{Assignment: time.Second}, Now: time.Now(), Limit: store.MaxDispatchBatch + 1},
 	} {
 		_, err := b.rs.JobOverdue(b.ctx, p)
 		require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
 	}
-	_, err := b.rs.JobRetryFailed(b.ctx, 0)
+	_, err := b.settle(0)
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	_, err = b.rs.JobSettleFailed(b.ctx, 1, nil)
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
 	_, err = b.rs.JobExpireTTL(b.ctx, store.MaxDispatchBatch+1)
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)

@@ -89,12 +89,13 @@ func runTransitionTests(t *testing.T, newStore NewStoreFunc) {
 
 		// FAILED → PENDING: automatic retry after backoff.
 		notBefore := time.Now().Add(10 * time.Second).UTC()
-		j = b.move(j, queue.StatePending, store.JobTransitionParams{Reason: "retry", NotBefore: notBefore})
+		j = b.move(j, queue.StatePending, store.JobTransitionParams{Reason: "retry", NotBefore: notBefore,
+			ExpiresAt: queue.PendingExpiry(notBefore, time.Hour)})
 		require.Equal(t, 1, j.RetryCount)
 		require.False(t, j.RetriesLeft())
 		require.WithinDuration(t, notBefore, j.NotBefore, time.Millisecond)
 		require.WithinDuration(t, notBefore.Add(time.Hour), j.ExpiresAt, time.Millisecond,
-			"the TTL counts again from the new due time")
+			"the expiry the caller decided: the TTL counts again from the new due time")
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, "w1", j.WorkerID, "the last holder stays recorded")
 
