@@ -51,9 +51,16 @@ func confirmed(r *http.Request) bool { return r.PostFormValue("confirmed") == "y
 
 // back is where an action returns: the page it came from, a path on this console only.
 func back(r *http.Request, fallback string) string {
-	b := r.PostFormValue("back")
+	if b := backOf(r.PostFormValue("back")); b != "" {
+		return b
+	}
+	return fallback
+}
+
+// backOf is b when it is a path on this console, else "".
+func backOf(b string) string {
 	if !strings.HasPrefix(b, "/") || strings.HasPrefix(b, "//") || strings.HasPrefix(b, "/\\") || strings.ContainsAny(b, "\r\n") {
-		return fallback
+		return ""
 	}
 	return b
 }
