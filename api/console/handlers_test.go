@@ -114,12 +114,12 @@ func TestConsole(t *testing.T) {
 			status int
 			text   string
 		}{
-			"/jobs?id=nope":             {http.StatusBadRequest, "invalid_argument: job id &#34;nope&#34; is not a UUID"},
-			"/jobs?state=SLEEPING":      {http.StatusBadRequest, "invalid_argument: state &#34;SLEEPING&#34;"},
-			"/jobs?label=nolabel":       {http.StatusBadRequest, "invalid_argument: label &#34;nolabel&#34;"},
-			"/jobs?page=garbage":        {http.StatusBadRequest, "invalid_argument:"},
-			"/queues/no-such-queue":     {http.StatusNotFound, "not_found:"},
-			"/queues/BAD!":              {http.StatusBadRequest, "invalid_argument:"},
+			"/jobs?id=nope":                              {http.StatusBadRequest, "invalid_argument: job id &#34;nope&#34; is not a UUID"},
+			"/jobs?state=SLEEPING":                       {http.StatusBadRequest, "invalid_argument: state &#34;SLEEPING&#34;"},
+			"/jobs?label=nolabel":                        {http.StatusBadRequest, "invalid_argument: label &#34;nolabel&#34;"},
+			"/jobs?page=garbage":                         {http.StatusBadRequest, "invalid_argument:"},
+			"/queues/no-such-queue":                      {http.StatusNotFound, "not_found:"},
+			"/queues/BAD!":                               {http.StatusBadRequest, "invalid_argument:"},
 			"/jobs/00000000-0000-4000-8000-000000000000": {http.StatusNotFound, "not_found:"},
 		} {
 			resp, body := b.get(p, nil)

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-
 )
 
 // consoleProcedure names the console's sign-in in the API's refusal counts and logs.
@@ -76,4 +75,3 @@ func host(addr string) string {
 	}
 	return addr
 }
-
