@@ -65,7 +65,7 @@
     if (!svg || values.length === 0) return;
     const top = fixedMax || Math.max(...values, 1e-9);
     const step = values.length > 1 ? 100 / (values.length - 1) : 100;
-    const pts = values.map((v, i) => `${(i * step).toFixed(1)},${(23 - (v / top) * 22).toFixed(1)}`);
+    const pts = values.map((v, i) => `${(i * step).toFixed(1)},${(21 - (v / top) * 18).toFixed(1)}`);
     if (pts.length === 1) pts.unshift(`0,${pts[0].split(",")[1]}`);
     const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
     line.setAttribute("points", pts.join(" "));
