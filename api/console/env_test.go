@@ -35,7 +35,7 @@ type env struct {
 }
 
 // start runs a jq server with the console on and three tokens: admin, viewer and producer.
-func start(t *testing.T, extraEnv ...string) *env {
+func start(t testing.TB, extraEnv ...string) *env {
 	t.Helper()
 	e := &env{tokens: map[string]string{}}
 	var entries []string
@@ -73,7 +73,7 @@ var (
 	ports   = map[int]bool{}
 )
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	for {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -92,12 +92,12 @@ func freePort(t *testing.T) int {
 
 // browser is an HTTP client with a cookie jar that does not follow redirects, so tests see them.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	hc   *http.Client
 }
 
-func (e *env) browser(t *testing.T) *browser {
+func (e *env) browser(t testing.TB) *browser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func (e *env) browser(t *testing.T) *browser {
 }
 
 // signedIn is a browser signed in with role's token.
-func (e *env) signedIn(t *testing.T, role string) *browser {
+func (e *env) signedIn(t testing.TB, role string) *browser {
 	t.Helper()
 	b := e.browser(t)
 	resp, _ := b.post("/login", url.Values{"token": {e.tokens[role]}}, nil)
@@ -183,13 +183,13 @@ func flashOf(page string) string {
 	return ""
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
 }
 
-func (e *env) submit(t *testing.T, spec *jqv1.JobSpec) string {
+func (e *env) submit(t testing.TB, spec *jqv1.JobSpec) string {
 	t.Helper()
 	resp, err := e.jobs.SubmitJob(ctx(t), connect.NewRequest(&jqv1.SubmitJobRequest{Job: spec}))
 	require.NoError(t, err)
@@ -203,7 +203,7 @@ func (e *env) queue(t *testing.T, name string) *jqv1.Queue {
 	return resp.Msg.GetQueue()
 }
 
-func (e *env) createQueue(t *testing.T, name string) {
+func (e *env) createQueue(t testing.TB, name string) {
 	t.Helper()
 	_, err := e.queues.CreateQueue(ctx(t), connect.NewRequest(&jqv1.CreateQueueRequest{Name: name}))
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -134,11 +135,12 @@ func filterOf(form url.Values) jobFilter {
 	}
 }
 
-// Query is the filter as a URL query, without the page; page adds one.
+// Query is the filter as a URL query, without the page.
 func (f jobFilter) Query() string { return f.query("") }
 
-// PageQuery is the query of the filter's page token.
-func (f jobFilter) PageQuery(token string) string { return f.query(token) }
+// Link is the link to the filter's page of token ("": the first page). It is a URL of its own
+// making (url.Values.Encode), so the template may use it as a whole href.
+func (f jobFilter) Link(token string) template.URL { return template.URL("?" + f.query(token)) } //nolint:gosec // encoded here
 
 func (f jobFilter) query(page string) string {
 	v := url.Values{}
