@@ -397,12 +397,12 @@ func (p *checker) distinctPorts(ports map[string]int) {
 	}
 }
 
-// validateUI checks the console's keys; its port must differ from the server's other ports
-// whenever it may be served.
+// validateUI checks the console's keys; its port must differ from the server's other ports when it
+// must be served (with auto, a taken port only costs the console: roles/server).
 func (c *Config) validateUI(p *checker) {
 	p.oneOf("ui.enabled", c.UI.Enabled, []string{UIAuto, UIOn, UIOff})
 	p.port("ui.port", c.UI.Port)
-	if c.UI.Enabled != UIOff {
+	if c.UI.Enabled == UIOn {
 		for _, o := range []struct {
 			key  string
 			port int

@@ -126,8 +126,8 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 			cfg.Producer.BindHost = "127.0.0.1"
 		}
 	}
-	if cfg.UI.Enabled == config.UIAuto { // the web console: on for --role=all, off for a bare server
-		cfg.UI.Enabled = strconv.FormatBool(role == RoleAll)
+	if cfg.UI.Enabled == config.UIAuto && role != RoleAll { // the web console: auto serves it in --role=all only
+		cfg.UI.Enabled = config.UIOff
 	}
 	if g.PrintConfig {
 		red := cfg.Redacted()

@@ -16,12 +16,14 @@ import (
 )
 
 // consoleServer builds the web console's server on ui.port (api/console), or returns nils when
-// ui.enabled is not true (roles turns auto into true for --role=all). The console calls api, the
-// API's own handler, in-process with each user's credential; it is served over TLS, with the
-// API's certificate, when the API is.
+// ui.enabled is false (roles turns auto into false for every role but all). With true, a port that
+// cannot be bound fails the start; with auto (--role=all) it only logs a warning, since the console
+// is a convenience there and several all-in-one nodes may share a host. The console calls api, the
+// API's own handler, in-process with each user's credential; it is served over TLS, with the API's
+// certificate, when the API is.
 func (s *Server) consoleServer(api http.Handler, tlsCfg *tls.Config) (*http.Server, net.Listener, error) {
 	cfg := s.deps.Config
-	if cfg.UI.Enabled != config.UIOn {
+	if cfg.UI.Enabled == config.UIOff {
 		return nil, nil, nil
 	}
 	c, err := console.New(console.Options{
@@ -31,6 +33,11 @@ func (s *Server) consoleServer(api http.Handler, tlsCfg *tls.Config) (*http.Serv
 		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.UI.Port)))
+	if err != nil && cfg.UI.Enabled == config.UIAuto {
+		s.log.Warn("console not served: its port is taken (set ui.port, or ui.enabled: false)",
+			zap.Int("ui_port", cfg.UI.Port), zap.Error(err))
+		return nil, nil, nil
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen ui: %w", err)
 	}
