@@ -76,7 +76,9 @@
   const main = document.querySelector("main[data-live]");
   const live = document.getElementById("live");
   const state = document.getElementById("live-state");
-  const base = 2000, ceiling = 30000;
+  // A refresh waits at least 2 s, and ten times as long as the last one took, so a page whose
+  // queries are slow (a big history) costs the server at most a tenth of one request stream.
+  const base = 2000, ceiling = 60000, costFactor = 10;
   let delay = base, timer = 0;
   function schedule() { clearTimeout(timer); timer = setTimeout(refresh, delay); }
   async function refresh() {
@@ -84,13 +86,14 @@
       schedule();
       return;
     }
+    const began = performance.now();
     try {
       const resp = await fetch(location.href, { headers: { "X-JQ-Live": "1" }, credentials: "same-origin", cache: "no-store" });
       if (resp.status === 401) { location.assign("/login"); return; }
       if (!resp.ok) throw new Error("HTTP " + resp.status);
       live.innerHTML = await resp.text();
-      delay = base;
-      if (state) state.textContent = "live, updated " + new Date().toISOString().slice(11, 19) + "Z";
+      delay = Math.min(ceiling, Math.max(base, (performance.now() - began) * costFactor));
+      if (state) state.textContent = "live, updated " + new Date().toISOString().slice(11, 19) + "Z, next in " + Math.round(delay / 1000) + "s";
       sample();
     } catch (err) {
       delay = Math.min(delay * 2, ceiling);
