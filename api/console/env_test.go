@@ -155,7 +155,7 @@ var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`)
 // csrf reads the session's CSRF token from a page.
 func (b *browser) csrf() string {
 	b.t.Helper()
-	_, body := b.get("/workers", nil)
+	_, body := b.get("/queues/default", nil)
 	m := csrfRE.FindStringSubmatch(body)
 	require.NotNil(b.t, m, "no CSRF token on the page:\n%s", body)
 	return m[1]
