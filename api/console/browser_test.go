@@ -65,7 +65,9 @@ func startWorker(t *testing.T, e *env, id string) {
 		"JQ_WORKER_METRICS_PORT=" + strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT=" + strconv.Itoa(freePort(t)),
 		"JQ_WORKER_BIND_HOST=127.0.0.1", "JQ_LOGGING_LEVEL=warn", "JQ_WORKER_ACK_DELAY_MS=10",
 	}
-	go func() { done <- roles.Main(ctx, []string{"--role=worker"}, environ, roles.IO{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &out}) }()
+	go func() {
+		done <- roles.Main(ctx, []string{"--role=worker"}, environ, roles.IO{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &out})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
