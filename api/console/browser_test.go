@@ -256,7 +256,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(e.ui+"/jobs/"+id),
 		visible(`#live .state`),
 		shot("job-phone-dark"),
-		chromedp.ResetViewport(),
+		chromedp.EmulateViewport(1280, 900),
 		scheme("light"),
 		chromedp.Navigate(e.ui+"/workers"),
 		visible(`form[action="/actions/worker-drain"]`),
