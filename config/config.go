@@ -38,6 +38,7 @@ type Config struct {
 	Worker    Worker    `koanf:"worker"`
 	Producer  Producer  `koanf:"producer"`
 	Auth      Auth      `koanf:"auth"`
+	UI        UI        `koanf:"ui"`
 
 	// Token is the API token this process presents to a jq server (the worker and producer roles, the
 	// in-process worker of --role=all); TokenFile reads it from a file instead (a mounted
@@ -348,6 +349,22 @@ type Health struct {
 	Port int `koanf:"port"`
 }
 
+// UI is the web console the server component serves on its own port (docs/console.md). Enabled is
+// auto, true or false; auto serves it in --role=all only. TracingURL links a job's trace id to a
+// tracing UI: its "{trace_id}" is replaced by the id ("": no link).
+type UI struct {
+	Enabled    string `koanf:"enabled"`
+	Port       int    `koanf:"port"`
+	TracingURL string `koanf:"tracing_url"`
+}
+
+// UI modes (ui.enabled).
+const (
+	UIAuto = "auto"
+	UIOn   = "true"
+	UIOff  = "false"
+)
+
 // Logging selects level (trace|debug|info|warn|error) and format (json|text).
 type Logging struct {
 	Level  string `koanf:"level"`
@@ -567,6 +584,7 @@ func Default() Config {
 			HTTP: WorkerHTTP{Allow: []string{}, MaxResponseBytes: 256 << 10},
 		},
 		Producer: defaultProducer(),
+		UI:       UI{Enabled: UIAuto, Port: 8088},
 		Auth: Auth{
 			Enabled:                AuthAuto,
 			Tokens:                 []string{},

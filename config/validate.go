@@ -133,6 +133,7 @@ func (c *Config) problems() []error {
 	c.validateWorker(&p)
 	c.validateProducer(&p)
 	c.validateAuth(&p)
+	c.validateUI(&p)
 	return p.errs
 }
 
@@ -392,6 +393,32 @@ func (p *checker) distinctPorts(ports map[string]int) {
 			if ports[a] == ports[b] {
 				p.add(b, "port %d is already used by %s", ports[b], a)
 			}
+		}
+	}
+}
+
+// validateUI checks the console's keys; its port must differ from the server's other ports when it
+// must be served (with auto, a taken port only costs the console: roles/server).
+func (c *Config) validateUI(p *checker) {
+	p.oneOf("ui.enabled", c.UI.Enabled, []string{UIAuto, UIOn, UIOff})
+	p.port("ui.port", c.UI.Port)
+	if c.UI.Enabled == UIOn {
+		for _, o := range []struct {
+			key  string
+			port int
+		}{{"grpc.port", c.GRPC.Port}, {"health.port", c.Health.Port}, {"metrics.port", c.Metrics.Port}} {
+			if o.port == c.UI.Port {
+				p.add("ui.port", "port %d is already used by %s", c.UI.Port, o.key)
+			}
+		}
+	}
+	if t := c.UI.TracingURL; t != "" {
+		u, err := url.Parse(strings.ReplaceAll(t, "{trace_id}", "x"))
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			p.add("ui.tracing_url", "want an http(s) URL, got %q", t)
+		case !strings.Contains(t, "{trace_id}"):
+			p.add("ui.tracing_url", "must contain {trace_id}, where the job's trace id goes")
 		}
 	}
 }

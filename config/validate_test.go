@@ -37,6 +37,13 @@ func TestValidateRules(t *testing.T) {
 			c.Metrics.Port = c.GRPC.Port
 			c.Worker.HealthPort = c.Worker.MetricsPort
 		}, []string{"metrics.port: port 50051 is already used by grpc.port", "worker.metrics_port: port 9091 is already used by worker.health_port"}},
+		{"ui", func(c *config.Config) {
+			c.UI.Enabled, c.UI.Port, c.UI.TracingURL = "yes", 0, "ftp://jaeger/{trace_id}"
+		}, []string{`ui.enabled: must be one of`, "ui.port: must be a port", `ui.tracing_url: want an http(s) URL, got "ftp://jaeger/{trace_id}"`}},
+		{"ui port clash", func(c *config.Config) { c.UI.Enabled, c.UI.Port = config.UIOn, c.Health.Port },
+			[]string{"ui.port: port 8080 is already used by health.port"}},
+		{"ui tracing url without the id", func(c *config.Config) { c.UI.TracingURL = "http://jaeger:16686/search" },
+			[]string{"ui.tracing_url: must contain {trace_id}"}},
 		{"grpc tls", func(c *config.Config) { c.GRPC.TLS.Enabled = true },
 			[]string{"grpc.tls.cert_path: is required when grpc.tls.enabled is true", "grpc.tls.key_path: is required"}},
 		{"mtls without tls", func(c *config.Config) { c.GRPC.TLS.ClientCAPath = "/ca.pem" },

@@ -126,6 +126,9 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 			cfg.Producer.BindHost = "127.0.0.1"
 		}
 	}
+	if cfg.UI.Enabled == config.UIAuto && role != RoleAll { // the web console: auto serves it in --role=all only
+		cfg.UI.Enabled = config.UIOff
+	}
 	if g.PrintConfig {
 		red := cfg.Redacted()
 		out, err := red.YAML()

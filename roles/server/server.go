@@ -85,6 +85,7 @@ type Server struct {
 	// ask for port 0).
 	apiAddr    atomic.Pointer[string]
 	healthAddr atomic.Pointer[string]
+	uiAddr     atomic.Pointer[string]
 	listening  chan struct{}
 }
 
@@ -181,6 +182,14 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("listen health: %w", err)
 	}
+	uiSrv, uiLn, err := s.consoleServer(api, tlsCfg) // the web console on ui.port (nil when off)
+	if err != nil {
+		_, _ = apiLn.Close(), healthLn.Close()
+		if metricsLn != nil {
+			_ = metricsLn.Close()
+		}
+		return err
+	}
 	apiAddr, healthAddr := apiLn.Addr().String(), healthLn.Addr().String()
 	s.apiAddr.Store(&apiAddr)
 	s.healthAddr.Store(&healthAddr)
@@ -198,7 +207,10 @@ func (s *Server) Run(ctx context.Context) error {
 		relayDone <- nil
 	}
 
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
+	if uiSrv != nil {
+		go func() { errc <- serveConsole(uiSrv, uiLn) }()
+	}
 	if metricsSrv != nil {
 		go func() { errc <- metricsSrv.Serve(metricsLn) }()
 	}
@@ -242,6 +254,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := apiSrv.Shutdown(sctx); err != nil {
 		s.log.Warn("api shutdown incomplete; closing connections", zap.Error(err))
 		_ = apiSrv.Close()
+	}
+	if uiSrv != nil {
+		_ = uiSrv.Shutdown(sctx)
 	}
 	stopEngine()
 	<-engineDone

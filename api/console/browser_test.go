@@ -1,0 +1,276 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/roles"
+)
+
+// chromium finds Debian's chromium, installing the package when it is missing (as
+// scripts/services.sh installs the other services). It skips the test only when it cannot.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	var out bytes.Buffer
+	for _, args := range [][]string{{"apt-get", "update", "-qq"}, {"apt-get", "install", "-y", "-qq", "chromium"}} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Skipf("browser tests need Debian's chromium, which is missing and could not be installed (%s: %v):\n%s", args[1], err, out.String())
+		}
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skipf("browser tests need chromium: installed, but not on PATH: %v", err)
+	}
+	return p
+}
+
+// artifacts is where screenshots go: $JQ_TEST_ARTIFACTS, else testdata/artifacts (ignored by git).
+func artifacts(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("JQ_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("testdata", "artifacts")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// startWorker runs `jq --role=worker` in this process, on the default queue, until the test ends.
+func startWorker(t *testing.T, e *env, id string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out logBuf
+	done := make(chan int, 1)
+	environ := []string{
+		"JQ_WORKER_SERVER_ADDR=" + e.api, "JQ_TOKEN=" + e.tokens["worker"], "JQ_WORKER_ID=" + id,
+		"JQ_WORKER_METRICS_PORT=" + strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT=" + strconv.Itoa(freePort(t)),
+		"JQ_WORKER_BIND_HOST=127.0.0.1", "JQ_LOGGING_LEVEL=warn", "JQ_WORKER_ACK_DELAY_MS=10",
+	}
+	go func() {
+		done <- roles.Main(ctx, []string{"--role=worker"}, environ, roles.IO{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &out})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Errorf("worker did not stop:\n%s", out.String())
+		}
+	})
+	eventually(t, 30*time.Second, func() error {
+		resp, err := e.workers.ListWorkers(ctx, connectReq(&jqv1.ListWorkersRequest{}))
+		if err != nil {
+			return err
+		}
+		for _, w := range resp.Msg.GetWorkers() {
+			if w.GetId() == id && w.GetStatus() == jqv1.WorkerStatus_WORKER_STATUS_ONLINE {
+				return nil
+			}
+		}
+		return fmt.Errorf("worker %s not online yet:\n%s", id, out.String())
+	})
+}
+
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+func eventually(t *testing.T, within time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %v", within, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the API: there is no event to wait on from here
+	}
+}
+
+// TestBrowser drives the console in headless Chromium: sign in, watch a job go PENDING → DONE
+// without a reload, pause a queue, retry a dead letter, and as a viewer see no buttons.
+// Screenshots go to testdata/artifacts.
+func TestBrowser(t *testing.T) {
+	exe := chromium(t)
+	e := start(t)
+	startWorker(t, e, "browser-w1")
+	e.createQueue(t, "parked") // no worker serves it: its jobs wait
+
+	dir := artifacts(t)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900))
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	// The first run starts the browser and must not carry a timeout (it would end the browser).
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")))
+
+	step := func(name string) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(bctx, 30*time.Second)
+	}
+	do := func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := step(name)
+		defer cancel()
+		require.NoError(t, chromedp.Do(ctx, actions...), name)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		ctx, cancel := step(sel)
+		defer cancel()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err, sel)
+		return s
+	}
+	eval := func(expr string) any {
+		t.Helper()
+		ctx, cancel := step(expr)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+		require.NoError(t, err, expr)
+		return v
+	}
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+		})
+	}
+	scheme := func(s string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: s}},
+			})
+			return err
+		})
+	}
+	visible := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+	click := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
+	signIn := func(role string) {
+		t.Helper()
+		do("sign in as "+role,
+			visible(`#token`),
+			chromedp.SendKeys(chromedp.CSS(`#token`), e.tokens[role]),
+			chromedp.Submit(chromedp.CSS(`#token`)),
+			visible(`table.queues`),
+		)
+	}
+
+	do("login page", chromedp.Navigate(e.ui+"/"), visible(`#token`), shot("login"))
+	signIn("admin")
+	require.Equal(t, "Overview", text(`h1`))
+
+	// A job goes PENDING → DONE on its page while it is open, without a reload: held in a paused
+	// queue first, so the page surely shows it PENDING, then the queue is resumed.
+	_, err := e.queues.PauseQueue(ctx(t), connectReq(&jqv1.PauseQueueRequest{Name: "default"}))
+	require.NoError(t, err)
+	id := e.submit(t, &jqv1.JobSpec{Queue: "default", Type: "noop", Payload: []byte(`{"hello":"console"}`), Labels: map[string]string{"from": "browser-test"}})
+	do("job page", chromedp.Navigate(e.ui+"/jobs/"+id), visible(`#live .state`), shot("job-pending"))
+	require.Equal(t, "PENDING", text(`#live .state`))
+	eval(`window.notReloaded = true`)
+	_, err = e.queues.ResumeQueue(ctx(t), connectReq(&jqv1.ResumeQueueRequest{Name: "default"}))
+	require.NoError(t, err)
+	do("job done, live", visible(`#live .state.done`), shot("job-done"))
+	require.Equal(t, true, eval(`window.notReloaded === true`), "the page updated itself; it was not reloaded")
+	require.Equal(t, "DONE", text(`#live .state`))
+
+	// Pause a queue from its page, through the confirmation dialog.
+	do("pause queue",
+		chromedp.Navigate(e.ui+"/queues/parked"),
+		click(`form[action="/actions/queue-pause"] button`),
+		visible(`#confirm-ok`),
+		shot("pause-confirm"),
+		click(`#confirm-ok`),
+		visible(`.flash.ok`),
+	)
+	require.Equal(t, "queue parked paused", text(`.flash.ok`))
+	require.True(t, e.queue(t, "parked").GetPaused())
+	// Cancel in the dialog: nothing happens.
+	do("cancel dialog",
+		click(`form[action="/actions/queue-resume"] button`),
+		visible(`#confirm-ok`),
+		click(`#confirm button[value="cancel"]`),
+		chromedp.WaitNotVisible(chromedp.CSS(`#confirm`)),
+	)
+	require.True(t, e.queue(t, "parked").GetPaused())
+
+	// Retry a dead letter: from the dead-letter list to its page, then Retry.
+	dead := e.submit(t, &jqv1.JobSpec{Queue: "parked", Type: "noop", Labels: map[string]string{"why": `<script>window.alerted=1</script>`}})
+	_, err = e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: dead}))
+	require.NoError(t, err)
+	do("retry dead letter",
+		chromedp.Navigate(e.ui+"/dead?queue=parked"),
+		visible(`a[href="/jobs/`+dead+`"]`),
+		shot("dead-letters"),
+		click(`a[href="/jobs/`+dead+`"]`),
+		visible(`form[action="/actions/job-retry"] button`),
+		click(`form[action="/actions/job-retry"] button`),
+		visible(`#confirm-ok`),
+		click(`#confirm-ok`),
+		visible(`.flash.ok`),
+	)
+	require.Equal(t, "job "+dead+" retried: PENDING again", text(`.flash.ok`))
+	require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, dead).GetState())
+	require.Equal(t, false, eval(`window.alerted !== undefined`), "a label's script did not run")
+
+	// The overview at 1280 px, in dark mode and on a phone; the workers page.
+	do("overview shots",
+		chromedp.Navigate(e.ui+"/"),
+		visible(`tr[data-queue="default"] svg polyline`), // two refreshes drew a sparkline
+		shot("overview"),
+		scheme("dark"),
+		shot("overview-dark"),
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		shot("overview-phone"),
+		chromedp.Navigate(e.ui+"/jobs/"+id),
+		visible(`#live .state`),
+		shot("job-phone-dark"),
+		chromedp.EmulateViewport(1280, 900),
+		scheme("light"),
+		chromedp.Navigate(e.ui+"/workers"),
+		visible(`form[action="/actions/worker-drain"]`),
+		shot("workers"),
+	)
+
+	// A viewer sees the same pages without a single action.
+	do("sign out", click(`.who button`))
+	signIn("viewer")
+	for _, p := range []string{"/", "/queues/parked", "/jobs", "/jobs/" + dead, "/dead", "/workers"} {
+		do("viewer "+p, chromedp.Navigate(e.ui+p), visible(`main h1`))
+		require.EqualValues(t, 0, eval(`document.querySelectorAll('form[action^="/actions/"]').length`), "%s shows a viewer an action", p)
+		require.EqualValues(t, 0, eval(`document.querySelectorAll('main button').length - document.querySelectorAll('.filters button').length`),
+			"%s shows a viewer a button", p)
+	}
+	do("viewer shot", chromedp.Navigate(e.ui+"/queues/parked"), visible(`main h1`), shot("queue-viewer"))
+}

@@ -1,0 +1,297 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+)
+
+// TestConsole runs the handler tests against one real server (authentication on, the console on
+// its own port): every page, every action's authorization and CSRF checks, and the escaping of
+// hostile job data.
+func TestConsole(t *testing.T) {
+	e := start(t)
+
+	t.Run("SignedOutSeesOnlyTheSignInPage", func(t *testing.T) {
+		t.Parallel()
+		b := e.browser(t)
+		for _, p := range []string{"/", "/jobs", "/dead", "/workers", "/queues/default", "/jobs/00000000-0000-4000-8000-000000000000"} {
+			resp, _ := b.get(p, nil)
+			require.Equal(t, http.StatusSeeOther, resp.StatusCode, p)
+			require.Equal(t, "/login", resp.Header.Get("Location"), p)
+		}
+		resp, _ := b.get("/", http.Header{"X-Jq-Live": {"1"}})
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a live refresh is told, not redirected")
+		resp, body := b.get("/login", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, `type="password"`)
+		require.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'self'")
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+		// An action without a session changes nothing.
+		resp, _ = b.post("/actions/queue-pause", url.Values{"name": {"default"}, "confirmed": {"yes"}}, nil)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.False(t, e.queue(t, "default").GetPaused())
+	})
+
+	t.Run("WrongTokenIsRefused", func(t *testing.T) {
+		t.Parallel()
+		b := e.browser(t)
+		resp, body := b.post("/login", url.Values{"token": {"not-a-token"}}, nil)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.Contains(t, body, "unauthenticated: invalid token")
+		require.Empty(t, resp.Cookies(), "no session for a wrong token")
+		resp, _ = b.post("/login", url.Values{"token": {e.tokens["admin"]}}, http.Header{"Origin": {"http://evil.example"}})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, "a sign-in posted from another site is refused")
+		require.Empty(t, resp.Cookies())
+	})
+
+	t.Run("SessionCookieIsHttpOnlyStrictAndTamperProof", func(t *testing.T) {
+		t.Parallel()
+		b := e.browser(t)
+		resp, _ := b.post("/login", url.Values{"token": {e.tokens["viewer"]}}, nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		var ck *http.Cookie
+		for _, c := range resp.Cookies() {
+			if c.Name == "jq_console" {
+				ck = c
+			}
+		}
+		require.NotNil(t, ck)
+		require.True(t, ck.HttpOnly)
+		require.Equal(t, http.SameSiteStrictMode, ck.SameSite)
+		require.NotContains(t, ck.Value, e.tokens["viewer"], "the token is sealed, not stored in the clear")
+		// A cookie changed by one character no longer opens.
+		forged := []byte(ck.Value)
+		forged[len(forged)/2] ^= 1
+		if forged[len(forged)/2] == '-' || forged[len(forged)/2] == '_' {
+			forged[len(forged)/2] = 'A'
+		}
+		req, err := http.NewRequest(http.MethodGet, e.ui+"/", nil)
+		require.NoError(t, err)
+		req.AddCookie(&http.Cookie{Name: "jq_console", Value: string(forged)})
+		resp2, _ := e.browser(t).do(req)
+		require.Equal(t, http.StatusSeeOther, resp2.StatusCode)
+		require.Equal(t, "/login", resp2.Header.Get("Location"))
+	})
+
+	t.Run("EveryPageRenders", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "pages")
+		id := e.submit(t, &jqv1.JobSpec{Queue: "pages", Type: "noop", Payload: []byte(`{"n":1}`), Labels: map[string]string{"team": "a"}})
+		for _, role := range []string{"admin", "viewer"} {
+			b := e.signedIn(t, role)
+			for _, p := range []string{"/", "/queues/pages", "/jobs", "/jobs?queue=pages&state=PENDING&label=team%3Da", "/jobs/" + id, "/dead", "/dead?queue=pages", "/workers"} {
+				resp, body := b.get(p, nil)
+				require.Equal(t, http.StatusOK, resp.StatusCode, "%s as %s:\n%s", p, role, body)
+				require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+				live, lbody := b.get(p, http.Header{"X-Jq-Live": {"1"}})
+				require.Equal(t, http.StatusOK, live.StatusCode, p)
+				require.NotContains(t, lbody, "<html", "a live refresh gets the live part only")
+			}
+			_, body := b.get("/jobs?queue=pages", nil)
+			require.Contains(t, body, id[:8])
+			require.Contains(t, body, "team=a")
+			_, body = b.get("/jobs/"+id, nil)
+			require.Contains(t, body, "&#34;n&#34;: 1", "the JSON payload is pretty-printed")
+			_, body = b.get("/queues/pages", nil)
+			require.Contains(t, body, id[:8], "the next jobs in dispatch order")
+		}
+		b := e.signedIn(t, "viewer")
+		resp, _ := b.get("/jobs?id="+id, nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "search by id")
+		require.Equal(t, "/jobs/"+id, resp.Header.Get("Location"))
+	})
+
+	t.Run("BadInputIsOneClearLine", func(t *testing.T) {
+		t.Parallel()
+		b := e.signedIn(t, "viewer")
+		for p, want := range map[string]struct {
+			status int
+			text   string
+		}{
+			"/jobs?id=nope":                              {http.StatusBadRequest, "invalid_argument: job id &#34;nope&#34; is not a UUID"},
+			"/jobs?state=SLEEPING":                       {http.StatusBadRequest, "invalid_argument: state &#34;SLEEPING&#34;"},
+			"/jobs?label=nolabel":                        {http.StatusBadRequest, "invalid_argument: label &#34;nolabel&#34;"},
+			"/jobs?page=garbage":                         {http.StatusBadRequest, "invalid_argument:"},
+			"/queues/no-such-queue":                      {http.StatusNotFound, "not_found:"},
+			"/queues/BAD!":                               {http.StatusBadRequest, "invalid_argument:"},
+			"/jobs/00000000-0000-4000-8000-000000000000": {http.StatusNotFound, "not_found:"},
+		} {
+			resp, body := b.get(p, nil)
+			require.Equal(t, want.status, resp.StatusCode, "%s:\n%s", p, body)
+			require.Contains(t, body, want.text, p)
+		}
+	})
+
+	t.Run("ViewerSeesNoButtonsAndIsRefusedByTheAPI", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "viewer-q")
+		id := e.submit(t, &jqv1.JobSpec{Queue: "viewer-q", Type: "noop"})
+		_, err := e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: id}))
+		require.NoError(t, err)
+		b := e.signedIn(t, "viewer")
+		for _, p := range []string{"/", "/queues/viewer-q", "/jobs", "/jobs/" + id, "/dead", "/workers"} {
+			_, body := b.get(p, nil)
+			require.NotContains(t, body, `action="/actions/`, "%s shows a viewer an action", p)
+		}
+		// Forging the form anyway: the API refuses, nothing changes.
+		status, flash := b.act("queue-pause", url.Values{"name": {"viewer-q"}})
+		require.Equal(t, http.StatusSeeOther, status)
+		require.Contains(t, flash, "permission_denied: token:viewer-user (roles viewer) may not call jq.v1.QueueService/PauseQueue")
+		require.False(t, e.queue(t, "viewer-q").GetPaused())
+		_, flash = b.act("job-retry", url.Values{"id": {id}})
+		require.Contains(t, flash, "permission_denied")
+		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, e.job(t, id).GetState())
+		_, flash = b.act("dead-purge", url.Values{"queue": {"viewer-q"}})
+		require.Contains(t, flash, "permission_denied")
+		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, e.job(t, id).GetState())
+	})
+
+	t.Run("AdminSeesButtons", func(t *testing.T) {
+		t.Parallel()
+		b := e.signedIn(t, "admin")
+		_, body := b.get("/queues/default", nil)
+		require.Contains(t, body, `action="/actions/queue-pause"`)
+		require.Contains(t, body, `action="/actions/queue-delete"`)
+		_, body = b.get("/dead", nil)
+		require.Contains(t, body, `action="/actions/dead-purge"`)
+		require.Contains(t, body, `action="/actions/jobs-bulk"`)
+	})
+
+	t.Run("ActionsNeedCSRFSameOriginAndConfirmation", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "csrf-q")
+		b := e.signedIn(t, "admin")
+		token := b.csrf()
+		for name, c := range map[string]struct {
+			form   url.Values
+			header http.Header
+			status int
+		}{
+			"no token":    {url.Values{"name": {"csrf-q"}, "confirmed": {"yes"}}, nil, http.StatusForbidden},
+			"wrong token": {url.Values{"name": {"csrf-q"}, "confirmed": {"yes"}, "csrf": {strings.Repeat("0", 64)}}, nil, http.StatusForbidden},
+			"other site":  {url.Values{"name": {"csrf-q"}, "confirmed": {"yes"}, "csrf": {token}}, http.Header{"Origin": {"http://evil.example"}}, http.StatusForbidden},
+			"cross-site fetch": {url.Values{"name": {"csrf-q"}, "confirmed": {"yes"}, "csrf": {token}},
+				http.Header{"Origin": {""}, "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		} {
+			resp, body := b.post("/actions/queue-pause", c.form, c.header)
+			require.Equal(t, c.status, resp.StatusCode, "%s: %s", name, body)
+			require.Contains(t, body, "refused:", name)
+			require.False(t, e.queue(t, "csrf-q").GetPaused(), name)
+		}
+		// Another session's token is not this session's.
+		other := e.signedIn(t, "admin")
+		resp, _ := b.post("/actions/queue-pause", url.Values{"name": {"csrf-q"}, "confirmed": {"yes"}, "csrf": {other.csrf()}}, nil)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		// Unconfirmed: nothing changes.
+		resp, _ = b.post("/actions/queue-pause", url.Values{"name": {"csrf-q"}, "csrf": {token}}, nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		_, page := b.get(resp.Header.Get("Location"), nil)
+		require.Contains(t, flashOf(page), "failed_precondition: not confirmed: nothing was changed")
+		require.False(t, e.queue(t, "csrf-q").GetPaused())
+		// All of them: paused, then resumed.
+		status, flash := b.act("queue-pause", url.Values{"name": {"csrf-q"}})
+		require.Equal(t, http.StatusSeeOther, status)
+		require.Equal(t, "queue csrf-q paused", flash)
+		require.True(t, e.queue(t, "csrf-q").GetPaused())
+		_, flash = b.act("queue-resume", url.Values{"name": {"csrf-q"}})
+		require.Equal(t, "queue csrf-q resumed", flash)
+		require.False(t, e.queue(t, "csrf-q").GetPaused())
+		// A back link to another site is not followed.
+		form := url.Values{"name": {"csrf-q"}, "csrf": {token}, "confirmed": {"yes"}, "back": {"//evil.example/x"}}
+		resp, _ = b.post("/actions/queue-resume", form, nil)
+		require.Equal(t, "/queues/csrf-q", resp.Header.Get("Location"))
+	})
+
+	t.Run("HostileJobDataRendersAsText", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "hostile")
+		const typ = `<script>alert("type")</script>`
+		id := e.submit(t, &jqv1.JobSpec{
+			Queue: "hostile", Type: typ,
+			Payload: []byte(`{"html":"</pre><script>alert('payload')</script>"}`),
+			Labels:  map[string]string{"x\"><script>alert(1)</script>": `<img src=x onerror=alert("label")>`},
+		})
+		b := e.signedIn(t, "admin")
+		for _, p := range []string{"/jobs?queue=hostile", "/jobs/" + id, "/queues/hostile", "/jobs?queue=hostile&label=" + url.QueryEscape(`a=<script>`)} {
+			_, body := b.get(p, nil)
+			require.NotContains(t, body, "<script>alert", p)
+			require.NotContains(t, body, "<img src=x", p)
+			require.NotContains(t, body, `"><script>`, p)
+		}
+		_, body := b.get("/jobs/"+id, nil)
+		require.Contains(t, body, "&lt;script&gt;alert(&#34;type&#34;)&lt;/script&gt;")
+		require.Contains(t, body, "&lt;img src=x onerror=alert(&#34;label&#34;)&gt;")
+		require.Contains(t, body, "&lt;/pre&gt;&lt;script&gt;alert(&#39;payload&#39;)&lt;/script&gt;")
+		_, body = b.get("/jobs?queue=hostile&label="+url.QueryEscape(`a=<script>`), nil)
+		require.Contains(t, body, `value="a=&lt;script&gt;"`, "the filter echoes as an escaped value")
+		require.NotContains(t, body, e.tokens["admin"], "the token never goes into a page")
+	})
+
+	t.Run("RetryAndPurgeDeadLettersInBulk", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "bulk-q")
+		e.createQueue(t, "bulk-other")
+		var ids []string
+		for range 3 {
+			ids = append(ids, e.submit(t, &jqv1.JobSpec{Queue: "bulk-q", Type: "noop", Labels: map[string]string{"batch": "b1"}}))
+		}
+		other := e.submit(t, &jqv1.JobSpec{Queue: "bulk-other", Type: "noop"})
+		b := e.signedIn(t, "admin")
+		// Pause so nothing runs the jobs under the test; then cancel them all from the console.
+		b.act("queue-pause", url.Values{"name": {"bulk-q"}})
+		b.act("queue-pause", url.Values{"name": {"bulk-other"}})
+		_, flash := b.act("jobs-bulk", url.Values{"op": {"cancel"}, "queue": {"bulk-q"}, "label": {"batch=b1"}})
+		require.Equal(t, "cancel: 3 jobs", flash)
+		_, err := e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: other}))
+		require.NoError(t, err)
+		_, body := b.get("/dead?queue=bulk-q", nil)
+		for _, id := range ids {
+			require.Contains(t, body, id[:8])
+		}
+		require.NotContains(t, body, other[:8])
+		_, flash = b.act("jobs-bulk", url.Values{"op": {"retry"}, "queue": {"bulk-q"}, "state": {"DEAD_LETTERED"}})
+		require.Equal(t, "retry: 3 jobs", flash)
+		for _, id := range ids {
+			require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, id).GetState())
+		}
+		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, e.job(t, other).GetState(), "the filter's queue only")
+		_, flash = b.act("jobs-bulk", url.Values{"op": {"retry"}, "queue": {"bulk-q"}})
+		require.Equal(t, "invalid_argument: bulk retry needs a state filter of FAILED or DEAD_LETTERED", flash)
+		_, flash = b.act("dead-purge", url.Values{"queue": {"bulk-other"}})
+		require.Equal(t, "1 dead letters purged", flash)
+		_, err = e.jobs.GetJob(ctx(t), connectReq(&jqv1.GetJobRequest{JobId: other}))
+		require.Error(t, err)
+	})
+
+	t.Run("JobActionsAndWorkers", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "job-q")
+		b := e.signedIn(t, "admin")
+		b.act("queue-pause", url.Values{"name": {"job-q"}})
+		id := e.submit(t, &jqv1.JobSpec{Queue: "job-q", Type: "noop"})
+		_, body := b.get("/jobs/"+id, nil)
+		require.Contains(t, body, `action="/actions/job-cancel"`)
+		require.NotContains(t, body, `action="/actions/job-retry"`, "a PENDING job cannot be retried")
+		_, flash := b.act("job-cancel", url.Values{"id": {id}})
+		require.Equal(t, "job "+id+" cancelled", flash)
+		_, body = b.get("/jobs/"+id, nil)
+		require.Contains(t, body, "cancelled", "the failure is shown with its reason")
+		require.Contains(t, body, `action="/actions/job-retry"`)
+		_, flash = b.act("job-retry", url.Values{"id": {id}})
+		require.Equal(t, "job "+id+" retried: PENDING again", flash)
+		_, flash = b.act("job-retry", url.Values{"id": {id}})
+		require.Contains(t, flash, "failed_precondition:")
+		_, flash = b.act("worker-drain", url.Values{"id": {"no-such-worker"}})
+		require.Contains(t, flash, "not_found:")
+		_, flash = b.act("queue-delete", url.Values{"name": {"job-q"}})
+		require.Contains(t, flash, "failed_precondition:", "a queue with jobs is deleted only with its jobs")
+		_, flash = b.act("queue-delete", url.Values{"name": {"job-q"}, "force": {"yes"}})
+		require.Equal(t, "queue job-q deleted with 1 jobs", flash)
+	})
+}

@@ -1,0 +1,310 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+)
+
+// pageSize is how many jobs a list page shows.
+const pageSize = 50
+
+// overviewData is the overview page: health, workers and every queue's counts.
+type overviewData struct {
+	Status    *jqv1.GetStatusResponse
+	StatusErr string
+	Queues    []queueRow
+	QueuesErr string
+}
+
+type queueRow struct {
+	Queue *jqv1.Queue
+	Stats *jqv1.QueueStats
+	Err   string
+}
+
+// statsConcurrency bounds the per-queue stats calls of one overview.
+const statsConcurrency = 4
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, u *user) {
+	ctx, cancel := u.ctx(r)
+	defer cancel()
+	var d overviewData
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		st, err := c.api.admin.GetStatus(ctx, connect.NewRequest(&jqv1.GetStatusRequest{}))
+		if err != nil {
+			d.StatusErr = errorLine(err)
+			return
+		}
+		d.Status = st.Msg
+	})
+	qs, err := c.api.queues.ListQueues(ctx, connect.NewRequest(&jqv1.ListQueuesRequest{}))
+	if err != nil {
+		d.QueuesErr = errorLine(err)
+	} else {
+		d.Queues = make([]queueRow, len(qs.Msg.GetQueues()))
+		sem := make(chan struct{}, statsConcurrency)
+		for i, q := range qs.Msg.GetQueues() {
+			d.Queues[i].Queue = q
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				st, err := c.api.queues.GetQueueStats(ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: q.GetName()}))
+				if err != nil {
+					d.Queues[i].Err = errorLine(err)
+					return
+				}
+				d.Queues[i].Stats = st.Msg.GetStats()
+			})
+		}
+	}
+	wg.Wait()
+	if d.Status == nil && d.Queues == nil && d.QueuesErr != "" {
+		c.fail(w, r, u, "Overview", err)
+		return
+	}
+	c.render(w, r, u, http.StatusOK, "overview", view{Title: "Overview", Nav: "overview", Live: true, Data: &d})
+}
+
+// queueData is one queue's page: settings, counts and its next jobs in dispatch order.
+type queueData struct {
+	Queue     *jqv1.Queue
+	Stats     *jqv1.QueueStats
+	StatsErr  string
+	Next      []*jqv1.Job
+	NextErr   string
+	Truncated bool
+}
+
+// nextJobs is how many of a queue's next jobs its page shows.
+const nextJobs = 20
+
+func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, u *user) {
+	ctx, cancel := u.ctx(r)
+	defer cancel()
+	name := r.PathValue("name")
+	q, err := c.api.queues.GetQueue(ctx, connect.NewRequest(&jqv1.GetQueueRequest{Name: name}))
+	if err != nil {
+		c.fail(w, r, u, "Queue", err)
+		return
+	}
+	d := queueData{Queue: q.Msg.GetQueue()}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		st, err := c.api.queues.GetQueueStats(ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: name}))
+		if err != nil {
+			d.StatsErr = errorLine(err)
+			return
+		}
+		d.Stats = st.Msg.GetStats()
+	})
+	wg.Go(func() {
+		pk, err := c.api.admin.PeekQueue(ctx, connect.NewRequest(&jqv1.PeekQueueRequest{Queue: name, Limit: nextJobs}))
+		if err != nil {
+			d.NextErr = errorLine(err)
+			return
+		}
+		d.Next, d.Truncated = pk.Msg.GetJobs(), pk.Msg.GetTruncated()
+	})
+	wg.Wait()
+	c.render(w, r, u, http.StatusOK, "queue", view{Title: "Queue " + name, Nav: "queues", Live: true, Data: &d})
+}
+
+// jobFilter is a job list's filters, as the list page's form and URL carry them.
+type jobFilter struct {
+	Queue string
+	State string // a JobState name without its prefix ("PENDING"); "" any
+	Label string // "k=v[,k=v]"
+	Page  string // the API's page token
+}
+
+func filterOf(form url.Values) jobFilter {
+	return jobFilter{
+		Queue: strings.TrimSpace(form.Get("queue")), State: strings.TrimSpace(form.Get("state")),
+		Label: strings.TrimSpace(form.Get("label")), Page: form.Get("page"),
+	}
+}
+
+// Query is the filter as a URL query, without the page.
+func (f jobFilter) Query() string { return f.query("") }
+
+// Link is the link to the filter's page of token ("": the first page). It is a URL of its own
+// making (url.Values.Encode), so the template may use it as a whole href.
+func (f jobFilter) Link(token string) template.URL { return template.URL("?" + f.query(token)) } //nolint:gosec // encoded here
+
+func (f jobFilter) query(page string) string {
+	v := url.Values{}
+	for k, s := range map[string]string{"queue": f.Queue, "state": f.State, "label": f.Label, "page": page} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v.Encode()
+}
+
+var errBadFilter = errors.New("bad filter")
+
+// request is the filter as a ListJobs request.
+func (f jobFilter) request(size int32) (*jqv1.ListJobsRequest, error) {
+	req := &jqv1.ListJobsRequest{Queue: f.Queue, PageSize: size, PageToken: f.Page}
+	if f.State != "" {
+		st, ok := jqv1.JobState_value["JOB_STATE_"+strings.ToUpper(f.State)]
+		if !ok || st == 0 {
+			return nil, fmt.Errorf("%w: state %q: want one of PENDING, ASSIGNED, RUNNING, DONE, FAILED, DEAD_LETTERED", errBadFilter, f.State)
+		}
+		req.States = []jqv1.JobState{jqv1.JobState(st)}
+	}
+	if f.Label != "" {
+		req.Labels = map[string]string{}
+		for part := range strings.SplitSeq(f.Label, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("%w: label %q: want key=value[,key=value]", errBadFilter, part)
+			}
+			req.Labels[k] = v
+		}
+	}
+	return req, nil
+}
+
+// States are the states a filter may name.
+var States = []string{"PENDING", "ASSIGNED", "RUNNING", "DONE", "FAILED", "DEAD_LETTERED"}
+
+// listData is a page of jobs (the job list and the dead letters).
+type listData struct {
+	Filter jobFilter
+	Queues []string
+	States []string
+	Jobs   []*jqv1.Job
+	Next   string
+	Err    string
+	Dead   bool
+}
+
+func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, u *user) {
+	if id := strings.TrimSpace(r.URL.Query().Get("id")); id != "" {
+		if _, err := uuid.Parse(id); err != nil {
+			c.render(w, r, u, http.StatusBadRequest, "error", view{Title: "Jobs", Data: fmt.Sprintf("invalid_argument: job id %q is not a UUID", oneLine(id, 80))})
+			return
+		}
+		http.Redirect(w, r, "/jobs/"+url.PathEscape(strings.ToLower(id)), http.StatusSeeOther)
+		return
+	}
+	c.list(w, r, u, filterOf(r.URL.Query()), false)
+}
+
+func (c *Console) deadPage(w http.ResponseWriter, r *http.Request, u *user) {
+	f := filterOf(r.URL.Query())
+	f.State = "DEAD_LETTERED"
+	c.list(w, r, u, f, true)
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request, u *user, f jobFilter, dead bool) {
+	ctx, cancel := u.ctx(r)
+	defer cancel()
+	d := listData{Filter: f, States: States, Dead: dead}
+	name, nav, title := "jobs", "jobs", "Jobs"
+	if dead {
+		name, nav, title = "dead", "dead", "Dead letters"
+	}
+	if qs, err := c.api.queues.ListQueues(ctx, connect.NewRequest(&jqv1.ListQueuesRequest{})); err == nil {
+		for _, q := range qs.Msg.GetQueues() {
+			d.Queues = append(d.Queues, q.GetName())
+		}
+	}
+	status := http.StatusOK
+	req, err := f.request(pageSize)
+	if err == nil {
+		var resp *connect.Response[jqv1.ListJobsResponse]
+		if resp, err = c.api.jobs.ListJobs(ctx, connect.NewRequest(req)); err == nil {
+			d.Jobs, d.Next = resp.Msg.GetJobs(), resp.Msg.GetNextPageToken()
+		}
+	}
+	if err != nil {
+		if errors.Is(err, errBadFilter) {
+			d.Err, status = "invalid_argument: "+strings.TrimPrefix(err.Error(), errBadFilter.Error()+": "), http.StatusBadRequest
+		} else {
+			d.Err, status = errorLine(err), httpStatus(err)
+		}
+	}
+	c.render(w, r, u, status, name, view{Title: title, Nav: nav, Live: f.Page == "", Data: &d})
+}
+
+// jobData is one job's page.
+type jobData struct {
+	Job       *jqv1.Job
+	Payload   shown
+	Result    shown
+	Failure   *jqv1.JobResult
+	Events    []eventRow
+	EventsErr string
+	TraceID   string
+	TraceURL  string
+}
+
+func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, u *user) {
+	ctx, cancel := u.ctx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	j, err := c.api.jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: id}))
+	if err != nil {
+		c.fail(w, r, u, "Job", err)
+		return
+	}
+	job := j.Msg.GetJob()
+	d := jobData{Job: job, Payload: show(job.GetPayload())}
+	if res := job.GetResult(); res != nil && len(res.GetData()) > 0 {
+		d.Result = show(res.GetData())
+	}
+	d.TraceID = traceID(job.GetTraceContext())
+	if d.TraceID != "" && c.tracingURL != "" {
+		d.TraceURL = strings.ReplaceAll(c.tracingURL, "{trace_id}", d.TraceID)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ev, err := c.api.jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: id}))
+		if err != nil {
+			d.EventsErr = errorLine(err)
+			return
+		}
+		d.Events = timeline(ev.Msg.GetEvents())
+	})
+	if st := job.GetState(); st == jqv1.JobState_JOB_STATE_FAILED || st == jqv1.JobState_JOB_STATE_DEAD_LETTERED {
+		wg.Go(func() {
+			res, err := c.api.jobs.GetJobResult(ctx, connect.NewRequest(&jqv1.GetJobResultRequest{JobId: id}))
+			if err == nil && res.Msg.GetFound() {
+				d.Failure = res.Msg.GetResult()
+			}
+		})
+	}
+	wg.Wait()
+	c.render(w, r, u, http.StatusOK, "job", view{Title: "Job " + job.GetId(), Nav: "jobs", Live: !terminal(job.GetState()), Data: &d})
+}
+
+func terminal(s jqv1.JobState) bool {
+	return s == jqv1.JobState_JOB_STATE_DONE || s == jqv1.JobState_JOB_STATE_DEAD_LETTERED
+}
+
+// workersData is the workers page.
+type workersData struct{ Workers []*jqv1.Worker }
+
+func (c *Console) workersPage(w http.ResponseWriter, r *http.Request, u *user) {
+	ctx, cancel := u.ctx(r)
+	defer cancel()
+	ws, err := c.api.workers.ListWorkers(ctx, connect.NewRequest(&jqv1.ListWorkersRequest{}))
+	if err != nil {
+		c.fail(w, r, u, "Workers", err)
+		return
+	}
+	c.render(w, r, u, http.StatusOK, "workers", view{Title: "Workers", Nav: "workers", Live: true, Data: &workersData{Workers: ws.Msg.GetWorkers()}})
+}

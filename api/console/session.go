@@ -1,0 +1,137 @@
+package console
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// sessionCookie holds the sealed session. Its name carries no prefix: __Host- needs HTTPS, and the
+// console is often served over plain HTTP on loopback.
+const sessionCookie = "jq_console"
+
+// maxCookieBytes bounds what is unsealed: a token is far shorter.
+const maxCookieBytes = 4096
+
+// session is what the sealed cookie holds.
+type session struct {
+	Token   string `json:"t,omitempty"` // "" when signed in by certificate, or authentication is off
+	Expires int64  `json:"e"`           // unix seconds
+}
+
+// sealer seals and opens session cookies and derives their CSRF tokens, with keys made at start.
+type sealer struct {
+	aead    cipher.AEAD
+	csrfKey []byte
+}
+
+func newSealer() (*sealer, error) {
+	key := make([]byte, 32)
+	csrfKey := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(csrfKey); err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &sealer{aead: aead, csrfKey: csrfKey}, nil
+}
+
+func (s *sealer) seal(v session) (string, error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(sessionCookie))), nil
+}
+
+var errBadSession = errors.New("session cookie is not valid (signed out, expired, or the server restarted)")
+
+func (s *sealer) open(value string, now time.Time) (session, error) {
+	var v session
+	if len(value) > maxCookieBytes {
+		return v, errBadSession
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(value)
+	if err != nil || len(raw) < s.aead.NonceSize() {
+		return v, errBadSession
+	}
+	ns := s.aead.NonceSize()
+	plain, err := s.aead.Open(nil, raw[:ns], raw[ns:], []byte(sessionCookie))
+	if err != nil {
+		return v, errBadSession
+	}
+	if err := json.Unmarshal(plain, &v); err != nil || now.Unix() >= v.Expires {
+		return session{}, errBadSession
+	}
+	return v, nil
+}
+
+// csrf is the token every action of the session must carry: an HMAC of the sealed cookie, so it
+// changes with each session and a page of another origin, which cannot read the console's pages,
+// cannot know it.
+func (s *sealer) csrf(cookieValue string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte(cookieValue))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (s *sealer) csrfOK(cookieValue, got string) bool {
+	want := s.csrf(cookieValue)
+	return len(got) == len(want) && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func (c *Console) setSession(w http.ResponseWriter, v session) (string, error) {
+	value, err := c.sealer.seal(v)
+	if err != nil {
+		return "", fmt.Errorf("seal session: %w", err)
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: value, Path: "/", HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteStrictMode, Expires: time.Unix(v.Expires, 0),
+	})
+	return value, nil
+}
+
+func (c *Console) clearSession(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}
+
+// sameOrigin refuses a POST whose Origin (or, without one, Referer) names another site; browsers
+// send Origin with every cross-site POST. A request with neither (a non-browser client) still
+// needs the CSRF token.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		o = r.Header.Get("Referer")
+	}
+	if o == "" {
+		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin"
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
