@@ -1,0 +1,24 @@
+package server_test
+
+import (
+	"reflect"
+	"regexp"
+	"testing"
+
+	apiserver "github.com/jq-dev/jq/api/server"
+)
+
+// TestReaderHasNoWrites: the handlers' view of the store only reads. Every change of state is an
+// engine command; a write method added to Reader fails here.
+func TestReaderHasNoWrites(t *testing.T) {
+	reads := regexp.MustCompile(`^(Ping|[A-Z][a-z]+(Get|List|Stats|Events|Peek|Count[A-Za-z]*|Counts))$`)
+	rt := reflect.TypeFor[apiserver.Reader]()
+	for i := range rt.NumMethod() {
+		if name := rt.Method(i).Name; !reads.MatchString(name) {
+			t.Errorf("apiserver.Reader.%s is not a read; changes go through the engine's commands", name)
+		}
+	}
+	if rt.NumMethod() == 0 {
+		t.Fatal("no methods seen")
+	}
+}
