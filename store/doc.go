@@ -36,9 +36,13 @@
 //
 // # State changes
 //
-// JobTransition is the only writer of job state. It checks queue.CheckTransition before any I/O, then
-// performs one compare-and-set on (state, attempt) that also appends the job's next event (Seq n+1) —
-// both or neither. Of any number of concurrent callers expecting the same state and attempt, exactly
+// The engine (queue/engine) is the only caller that changes job state, and the store computes no rule:
+// what a cancel, a retry, a failure or a deadline leads to is decided in Go (queue/rules.go) and the
+// store writes the decided values. Every state change is a compare-and-set on (state, attempt) that
+// also appends the job's next event (Seq n+1) — both or neither — through one of: JobTransition (one
+// job, any edge of the table: operator commands), the dispatch batches (JobAssignMany, JobAckMany,
+// JobReportMany), and the reaper's (JobFailMany, JobSettleFailed with its decision callback,
+// JobExpireTTL). Each checks queue.CheckTransition for the edges it writes before any I/O. Of any number of concurrent callers expecting the same state and attempt, exactly
 // one succeeds; the others get ErrStaleAttempt and change nothing. The attempt is the fencing token:
 // PENDING→ASSIGNED increments it, and workers' later reports carry it.
 //
