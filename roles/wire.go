@@ -24,6 +24,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/api/client"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
@@ -229,6 +230,7 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 		Store:           st,
 		Sink:            sink,
 		Log:             log.Named("outbox"),
+		Encode:          api.MarshalEvent,
 		TopicEvents:     k.TopicEvents,
 		TopicDeadLetter: k.TopicDeadLetter,
 		Lease:           k.RelayLease(),
