@@ -29,5 +29,5 @@ func New(opts Options) (*Client, error) {
 func (c *Client) Close() { c.api.Close() }
 
 // API is the transport underneath: the generated service clients for the calls this package does
-// not wrap, and the connection a worker runs on (executor.NewRemote(c.API())).
+// not wrap, and the connection a worker runs on (workerconn.New(c.API())).
 func (c *Client) API() *apiclient.Client { return c.api }

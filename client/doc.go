@@ -16,7 +16,7 @@
 // [queue.ErrIdempotencyConflict], [queue.ErrIllegalTransition], [queue.ErrPermissionDenied],
 // [queue.ErrUnauthenticated]) or [ErrUnavailable], and errors.As still finds the *connect.Error.
 //
-// A worker (queue/executor) runs on the same connection: executor.NewRemote(c.API()). To insert a
+// A worker (queue/executor) runs on the same connection: workerconn.New(c.API()). To insert a
 // job inside an application's own Postgres transaction, see package client/jqpgx.
 //
 // The package wraps github.com/jq-dev/jq/api/client, the transport (gRPC over HTTP/2, TLS or

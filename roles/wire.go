@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/internal/term"
 
 	"connectrpc.com/connect"
@@ -299,7 +300,7 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	reg := telemetry.NewRegistry()
 	var wm *telemetry.WorkerMetrics
 	w, err := worker.New(worker.Deps{
-		Config: cfg, Log: log, Handlers: mux, Conn: executor.NewRemote(cl),
+		Config: cfg, Log: log, Handlers: mux, Conn: workerconn.New(cl),
 		Metrics:  telemetry.MetricsHandler(reg),
 		Shutdown: ctx.Done(),
 		Tracer:   tr.Tracer(),

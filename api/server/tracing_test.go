@@ -29,6 +29,7 @@ import (
 	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/jobtrace"
@@ -138,7 +139,7 @@ func setupTraced(t *testing.T) *tracedCluster {
 	mux.RegisterFunc("steady", handle)
 	workerCl := newClient(wrkTr)
 	ex, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(workerCl), Handler: mux, WorkerID: c.workerID, Hostname: "test", Concurrency: 2,
+		Conn: workerconn.New(workerCl), Handler: mux, WorkerID: c.workerID, Hostname: "test", Concurrency: 2,
 		Queues: []string{q.Name}, Logger: zap.New(core), ShutdownGrace: 5 * time.Second,
 		Tracer: wrkTr.Tracer(), OnJobDone: func(d executor.JobDone) { c.done <- d },
 	})

@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/api/client"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/queue/handlers"
@@ -79,7 +80,7 @@ func run() error {
 	mux.Register(TypeResize, Resize())
 
 	exec, err := executor.New(executor.Options{
-		Conn:          executor.NewRemote(cl),
+		Conn:          workerconn.New(cl),
 		Handler:       mux,
 		WorkerID:      *workerID,
 		Version:       "embedded-worker-example",

@@ -23,6 +23,7 @@ import (
 	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/migrations"
@@ -154,7 +155,7 @@ func (h *harness) startWorker(addr, id string, concurrency int, queues []string,
 		return nil, nil
 	})
 	ex, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(h.client(addr)), Handler: mux, WorkerID: id, Hostname: "test",
+		Conn: workerconn.New(h.client(addr)), Handler: mux, WorkerID: id, Hostname: "test",
 		Concurrency: concurrency, Queues: queues, HeartbeatInterval: time.Second, ShutdownGrace: 5 * time.Second,
 	})
 	require.NoError(h.t, err)

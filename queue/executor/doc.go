@@ -2,7 +2,7 @@
 // receives assignments over a stream, runs their handlers with bounded
 // concurrency, acknowledges and reports in batches, heartbeats, reconnects,
 // and stops in two phases. It talks to the server only through [Conn], which
-// [NewRemote] implements over the jq API; it never touches a store.
+// api/workerconn implements over the jq API; it never touches a store.
 //
 // # A lease in the worker
 //
