@@ -26,7 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/api"
-	"github.com/jq-dev/jq/api/client"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/migrations"
@@ -270,7 +270,7 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	cl, err := client.New(client.Options{
+	cl, err := rpcclient.New(rpcclient.Options{
 		Token:          token,
 		Addr:           workerServerAddr(cfg),
 		CAFile:         cfg.Worker.TLS.CAPath,
@@ -333,7 +333,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (fu
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	cl, err := client.New(client.Options{
+	cl, err := rpcclient.New(rpcclient.Options{
 		Token: token, Addr: producerServerAddr(cfg),
 		CAFile: pc.TLS.CAPath, CertFile: pc.TLS.CertPath, KeyFile: pc.TLS.KeyPath,
 	})
@@ -425,7 +425,7 @@ func terminal(f *os.File) io.Writer {
 // clientToken is the token this process presents to a server: token, or token_file's content.
 func clientToken(cfg *config.Config) (string, error) {
 	if cfg.TokenFile != "" {
-		return client.ReadTokenFile(cfg.TokenFile)
+		return rpcclient.ReadTokenFile(cfg.TokenFile)
 	}
 	return cfg.Token, nil
 }

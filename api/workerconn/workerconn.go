@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jq-dev/jq/api"
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/queue/executor"
 )
 
@@ -27,7 +27,7 @@ type Conn struct {
 var _ executor.Conn = (*Conn)(nil)
 
 // New returns a Conn that talks to the server through c.
-func New(c *client.Client) *Conn { return &Conn{c: c.Workers} }
+func New(c *rpcclient.Client) *Conn { return &Conn{c: c.Workers} }
 
 // Register calls RegisterWorker.
 func (r *Conn) Register(ctx context.Context, p executor.RegisterParams) (executor.Registration, error) {

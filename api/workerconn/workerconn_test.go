@@ -15,9 +15,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
@@ -137,7 +137,7 @@ func (s *stubWorkers) DeregisterWorker(context.Context, *connect.Request[jqv1.De
 }
 
 // serveStub serves the stub over h2c (gRPC needs HTTP/2) and returns a client.
-func serveStub(t *testing.T, stub *stubWorkers) *client.Client {
+func serveStub(t *testing.T, stub *stubWorkers) *rpcclient.Client {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(stub))
@@ -148,7 +148,7 @@ func serveStub(t *testing.T, stub *stubWorkers) *client.Client {
 	srv.Config.Protocols = p
 	srv.Start()
 	t.Cleanup(srv.Close)
-	c, err := client.New(client.Options{Addr: srv.Listener.Addr().String()})
+	c, err := rpcclient.New(rpcclient.Options{Addr: srv.Listener.Addr().String()})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -267,7 +267,7 @@ func TestConnErrorMapping(t *testing.T) {
 		}
 	}
 	// No server at all: unreachable.
-	c, err := client.New(client.Options{Addr: "127.0.0.1:1"})
+	c, err := rpcclient.New(rpcclient.Options{Addr: "127.0.0.1:1"})
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = workerconn.New(c).Register(t.Context(), executor.RegisterParams{WorkerID: "w"})

@@ -57,7 +57,7 @@ var (
 	// leaf utilities that any layer above the domain may use.
 	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/term"}
 	// apiClientSide is what talks to a server: the conversions, the generated stubs, the transport.
-	apiClientSide = []string{"api", "api/codec", "api/gen/...", "api/client", "queue"}
+	apiClientSide = []string{"api", "api/codec", "api/gen/...", "api/rpcclient", "queue"}
 )
 
 func with(a []string, b ...string) []string { return append(append([]string{}, a...), b...) }
@@ -102,10 +102,10 @@ var Table = []Row{
 	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "store",
 		"internal/jobtrace", "internal/rpctrace")},
 	// The web console is served beside the API and calls it like any client: no store, no engine.
-	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/client", "queue"), Planned: true},
+	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue"), Planned: true},
 	// The client side: the transport, and the worker's connection over it.
-	{Pkgs: []string{"api/client"}, May: []string{"api/gen/...", "internal/rpctrace"}},
-	{Pkgs: []string{"api/workerconn"}, May: []string{"api", "api/gen/...", "api/client", "queue", "queue/executor"}},
+	{Pkgs: []string{"api/rpcclient"}, May: []string{"api/gen/...", "internal/rpctrace"}},
+	{Pkgs: []string{"api/workerconn"}, May: []string{"api", "api/gen/...", "api/rpcclient", "queue", "queue/executor"}},
 
 	// The Go client of applications; jqpgx inserts inside the application's own pgx transaction, so
 	// it is the one package outside roles that names a backend.
@@ -120,7 +120,7 @@ var Table = []Row{
 		Drivers: Drivers},
 	{Pkgs: []string{"roles/server", "roles/serverrole"}, May: with(util, "api/...", "queue", "queue/engine", "queue/maintenance",
 		"queue/outbox", "store", "config", "roles/telemetry", "internal/jobtrace")},
-	{Pkgs: []string{"roles/worker"}, May: with(util, "queue", "queue/executor", "queue/handlers", "api/client", "api/workerconn",
+	{Pkgs: []string{"roles/worker"}, May: with(util, "queue", "queue/executor", "queue/handlers", "api/rpcclient", "api/workerconn",
 		"config", "roles/telemetry")},
 	{Pkgs: []string{"roles/admin", "roles/producer"}, May: with(util, with(apiClientSide, "api/auth", "client", "config")...)},
 	{Pkgs: []string{"roles/healthcheck"}, May: []string{"config"}},
