@@ -1,6 +1,7 @@
 package api
 
 import (
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
@@ -28,6 +29,10 @@ func StateFromProto(s jqv1.JobState) (queue.State, bool) {
 	}
 	return "", false
 }
+
+// MarshalEvent is the value of an event's Kafka message: EventProto in protobuf's binary form
+// (the outbox relay's encoder).
+func MarshalEvent(e *queue.Event) ([]byte, error) { return proto.Marshal(EventProto(e)) }
 
 // EventProto is the one conversion of a job event: the item of ListJobEvents and, byte for byte,
 // the message the outbox relay publishes to Kafka.

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/internal/testenv/jqserver"
 	"github.com/jq-dev/jq/queue"
@@ -53,7 +54,7 @@ func startWorker(t *testing.T, c *client.Client) {
 		return nil, queue.Permanent(errors.New("no"))
 	})
 	exec, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(c.API()), Handler: mux, WorkerID: "client-test-" + uuid.NewString()[:8],
+		Conn: workerconn.New(c.API()), Handler: mux, WorkerID: "client-test-" + uuid.NewString()[:8],
 		Concurrency: 4, Queues: []string{"default"}, ShutdownGrace: time.Second, AckDelay: time.Millisecond,
 	})
 	require.NoError(t, err)

@@ -19,8 +19,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
@@ -122,7 +122,7 @@ func TestAuthE2E(t *testing.T) {
 	r = cli(workerTok, "purge-dlq", "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "jq: permission denied: token:workers (roles worker) may not call jq.v1.AdminService/PurgeDeadLetters")
-	cl, err := client.New(client.Options{Addr: addr, Token: workerTok})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: addr, Token: workerTok})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx := c.ctx()

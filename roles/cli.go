@@ -9,24 +9,25 @@ import (
 	"github.com/jq-dev/jq/roles/admin"
 )
 
-// Role selects which components one jq process runs.
-type Role string
+// Name is a process role (--role): which components one jq process runs. (What a caller of the
+// API may do is an auth.Role.)
+type Name string
 
-// The roles of SPEC §1.
+// The process roles.
 const (
-	RoleServer   Role = "server"
-	RoleWorker   Role = "worker"
-	RoleProducer Role = "producer"
-	RoleAdmin    Role = "admin"
-	RoleAll      Role = "all"
+	Server   Name = "server"
+	Worker   Name = "worker"
+	Producer Name = "producer"
+	Admin    Name = "admin"
+	All      Name = "all"
 )
 
-// allRoles is in the order --help lists them.
-var allRoles = []Role{RoleServer, RoleWorker, RoleProducer, RoleAdmin, RoleAll}
+// allNames is in the order --help lists them.
+var allNames = []Name{Server, Worker, Producer, Admin, All}
 
-// ParseRole accepts one of the role names.
-func ParseRole(s string) (Role, error) {
-	for _, r := range allRoles {
+// ParseName accepts one of the role names.
+func ParseName(s string) (Name, error) {
+	for _, r := range allNames {
 		if string(r) == s {
 			return r, nil
 		}
@@ -36,7 +37,7 @@ func ParseRole(s string) (Role, error) {
 
 // roleFromArgs finds --role before kong parses, because the role decides which
 // grammar (and which --help) applies. Precedence: flag > JQ_ROLE > "all".
-func roleFromArgs(args []string, getenv func(string) string) (Role, error) {
+func roleFromArgs(args []string, getenv func(string) string) (Name, error) {
 	val, found := "", false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -61,11 +62,11 @@ func roleFromArgs(args []string, getenv func(string) string) (Role, error) {
 	if val == "" {
 		// `jq job submit …`: an operator command names its role.
 		if first := firstArg(args); adminCommands[first] {
-			return RoleAdmin, nil
+			return Admin, nil
 		}
-		return RoleAll, nil
+		return All, nil
 	}
-	return ParseRole(val)
+	return ParseName(val)
 }
 
 // adminCommands are the top-level commands of --role=admin: a command line that starts with one
@@ -260,38 +261,38 @@ func setIf[T any](m map[string]any, key string, v *T) {
 func (g *globalFlags) global() *globalFlags { return g }
 
 // grammar returns the kong grammar for a role.
-func grammar(r Role) any {
+func grammar(r Name) any {
 	switch r {
-	case RoleServer:
+	case Server:
 		return &ServerCLI{}
-	case RoleWorker:
+	case Worker:
 		return &WorkerCLI{}
-	case RoleProducer:
+	case Producer:
 		return &ProducerCLI{}
-	case RoleAdmin:
+	case Admin:
 		return &AdminCLI{Commands: admin.Commands{Events: admin.EventsCmd{Tail: admin.EventsTailCmd{OpenKafka: openEventTail}}}}
 	default:
 		return &AllCLI{}
 	}
 }
 
-var roleDescriptions = map[Role]string{
-	RoleServer:   "the API (gRPC, gRPC-Web, Connect), scheduler, reaper, outbox relay and maintenance",
-	RoleWorker:   "registers with a server, receives jobs over a stream and runs their handlers",
-	RoleProducer: "scans a directory and submits one job per file",
-	RoleAdmin:    "operator commands that talk to a server through its API",
-	RoleAll:      "server and worker in one process (and the producer when producer.scan_dir is set), for local use",
+var roleDescriptions = map[Name]string{
+	Server:   "the API (gRPC, gRPC-Web, Connect), scheduler, reaper, outbox relay and maintenance",
+	Worker:   "registers with a server, receives jobs over a stream and runs their handlers",
+	Producer: "scans a directory and submits one job per file",
+	Admin:    "operator commands that talk to a server through its API",
+	All:      "server and worker in one process (and the producer when producer.scan_dir is set), for local use",
 }
 
-func description(r Role) string {
+func description(r Name) string {
 	var b strings.Builder
 	b.WriteString("jq is a distributed job queue: Postgres is the system of record, Redis carries dispatch, Kafka receives every lifecycle event.\n\n")
 	fmt.Fprintf(&b, "This is --role=%s: %s.\n\nRoles (select with --role or JQ_ROLE; `jq --role=<role> --help` shows that role's flags and commands):\n", r, roleDescriptions[r])
-	for _, x := range allRoles {
+	for _, x := range allNames {
 		fmt.Fprintf(&b, "  %-9s %s\n", x, roleDescriptions[x])
 	}
 	b.WriteString("\nConfiguration precedence: flags > JQ_ environment variables > --config file > defaults.")
-	if r == RoleAdmin {
+	if r == Admin {
 		b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage, 3 not found.")
 	} else {
 		b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage.")

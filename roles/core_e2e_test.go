@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
@@ -30,7 +30,7 @@ type cluster struct {
 	prefix  string
 	servers []serverEnv
 	procs   []*jqProcess // the server processes, in start order
-	client  *client.Client
+	client  *rpcclient.Client
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -50,7 +50,7 @@ func (c *cluster) startServer(extraEnv ...string) serverEnv {
 	c.servers = append(c.servers, se)
 	c.procs = append(c.procs, p)
 	if c.client == nil {
-		cl, err := client.New(client.Options{Addr: se.addr()})
+		cl, err := rpcclient.New(rpcclient.Options{Addr: se.addr()})
 		require.NoError(c.t, err)
 		c.t.Cleanup(cl.Close)
 		c.client = cl

@@ -27,8 +27,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/internal/faultcheck"
 	"github.com/jq-dev/jq/internal/testenv"
 )
@@ -61,7 +61,7 @@ type rig struct {
 type rigServer struct {
 	se     serverEnv
 	proc   *jqProcess
-	client *client.Client
+	client *rpcclient.Client
 }
 
 // skipWithoutServers skips when PostgreSQL or redis-server is not installed:
@@ -124,7 +124,7 @@ func (r *rig) startServer() int {
 	r.t.Helper()
 	se := newServerEnv(r.t, r.pg.DSN())
 	se.env = append(se.env, r.common...)
-	cl, err := client.New(client.Options{Addr: se.addr()})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: se.addr()})
 	require.NoError(r.t, err)
 	r.t.Cleanup(cl.Close)
 	s := &rigServer{se: se, client: cl}
@@ -142,7 +142,7 @@ func (r *rig) restartServer(i int) {
 	s.proc.waitLog(r.t, "server started")
 }
 
-func (r *rig) client() *client.Client { return r.servers[0].client }
+func (r *rig) client() *rpcclient.Client { return r.servers[0].client }
 
 // startWorker starts a worker process against server i.
 func (r *rig) startWorker(server int, id string, concurrency int, queues string) *jqProcess {
@@ -202,7 +202,7 @@ func (r *rig) createQueue(ctx context.Context, name string, maxRetries int32, ba
 }
 
 // submit submits specs in batches through cl and returns the job ids in order.
-func (r *rig) submit(ctx context.Context, cl *client.Client, specs []*jqv1.JobSpec) []string {
+func (r *rig) submit(ctx context.Context, cl *rpcclient.Client, specs []*jqv1.JobSpec) []string {
 	r.t.Helper()
 	var ids []string
 	for off := 0; off < len(specs); off += 500 {

@@ -23,8 +23,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/internal/testenv"
 )
@@ -223,7 +223,7 @@ func TestReadyzTurns503OnSIGTERM(t *testing.T) {
 	waitReadyz(t, se.healthPort, http.StatusOK, nil)
 	waitReadyz(t, whealth, http.StatusOK, nil)
 
-	cl, err := client.New(client.Options{Addr: se.addr()})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: se.addr()})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -246,7 +246,7 @@ func TestReadyzTurns503OnSIGTERM(t *testing.T) {
 }
 
 // waitJobState polls GetJob until the job is in state.
-func waitJobState(t *testing.T, ctx context.Context, cl *client.Client, id string, state jqv1.JobState) *jqv1.Job {
+func waitJobState(t *testing.T, ctx context.Context, cl *rpcclient.Client, id string, state jqv1.JobState) *jqv1.Job {
 	t.Helper()
 	var job *jqv1.Job
 	testenv.Eventually(t, time.Minute, func() error {
@@ -310,7 +310,7 @@ func TestLogsCarryContextAndNoSecrets(t *testing.T) {
 		"--role=worker", "--server-addr", se.addr(), "--worker-id", "w-logs", "--queues", "logs", "--log-level=trace")
 	w.waitLog(t, "assignment stream open")
 
-	cl, err := client.New(client.Options{Addr: se.addr()})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: se.addr()})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/internal/kafkatest"
 	"github.com/jq-dev/jq/internal/testenv"
 )
@@ -149,7 +149,7 @@ func TestOutboxServerKilledMidRelay(t *testing.T) {
 	srv := startJQ(t, se.env, "--role=server")
 	srv.waitLog(t, "server started")
 	c.servers = append(c.servers, se)
-	cl, err := client.New(client.Options{Addr: se.addr()})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: se.addr()})
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	c.client = cl

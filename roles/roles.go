@@ -44,11 +44,11 @@ const (
 
 // roleTable is the role graph as data (STYLE item 4): the components each
 // role runs, in start order; they stop in reverse. `all` is the union.
-var roleTable = map[Role][]component{
-	RoleServer:   {componentServer},
-	RoleWorker:   {componentWorker},
-	RoleProducer: {componentProducer},
-	RoleAll:      {componentServer, componentWorker, componentProducer},
+var roleTable = map[Name][]component{
+	Server:   {componentServer},
+	Worker:   {componentWorker},
+	Producer: {componentProducer},
+	All:      {componentServer, componentWorker, componentProducer},
 }
 
 // optional components run in a role that names them only when configured: the producer in
@@ -115,7 +115,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		fmt.Fprintf(stdio.Stderr, "jq: %s\n", configErrorText(err))
 		return ExitError
 	}
-	if role == RoleAll && cfg.GRPC.Host == "" {
+	if role == All && cfg.GRPC.Host == "" {
 		// Local development: the all-in-one process is reachable from this machine only, and so
 		// needs no credentials (auth.enabled auto). grpc.host 0.0.0.0 opens it up.
 		cfg.GRPC.Host = "127.0.0.1"
@@ -126,7 +126,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 			cfg.Producer.BindHost = "127.0.0.1"
 		}
 	}
-	if cfg.UI.Enabled == config.UIAuto && role != RoleAll { // the web console: auto serves it in --role=all only
+	if cfg.UI.Enabled == config.UIAuto && role != All { // the web console: auto serves it in --role=all only
 		cfg.UI.Enabled = config.UIOff
 	}
 	if g.PrintConfig {
@@ -140,7 +140,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		return ExitOK
 	}
 
-	if role == RoleAdmin {
+	if role == Admin {
 		return admin.Run(ctx, kctx, admin.Env{Config: cfg, Stdin: stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr, Getenv: getenv})
 	}
 
@@ -157,7 +157,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	}
 
 	if cfg.Server.DryRun {
-		if role != RoleServer && role != RoleAll {
+		if role != Server && role != All {
 			fmt.Fprintf(stdio.Stderr, "jq: --dry-run applies to --role=server or --role=all\n")
 			return ExitUsage
 		}
@@ -176,8 +176,8 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	return ExitOK
 }
 
-func serviceName(r Role) string {
-	if r == RoleAll {
+func serviceName(r Name) string {
+	if r == All {
 		return "jq"
 	}
 	return "jq-" + string(r)
@@ -186,7 +186,7 @@ func serviceName(r Role) string {
 // run starts the role's components in table order and stops them in reverse.
 // When one component fails, or ctx ends, every component is stopped: later
 // ones first, each one only after the ones started after it have returned.
-func run(ctx context.Context, role Role, cfg *config.Config, log *zap.Logger) error {
+func run(ctx context.Context, role Name, cfg *config.Config, log *zap.Logger) error {
 	comps := roleTable[role]
 	type running struct {
 		name   component

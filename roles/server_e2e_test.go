@@ -31,8 +31,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
@@ -355,7 +355,7 @@ func TestRoleAllRunsServerAndWorker(t *testing.T) {
 		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(workerMetrics), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t))))
 	p.waitLog(t, "server started")
 
-	cl, err := client.New(client.Options{Addr: se.addr()})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: se.addr()})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/internal/term"
 
 	"connectrpc.com/connect"
@@ -24,7 +25,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/jq-dev/jq/api/client"
+	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
 	"github.com/jq-dev/jq/migrations"
@@ -229,6 +231,7 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 		Store:           st,
 		Sink:            sink,
 		Log:             log.Named("outbox"),
+		Encode:          api.MarshalEvent,
 		TopicEvents:     k.TopicEvents,
 		TopicDeadLetter: k.TopicDeadLetter,
 		Lease:           k.RelayLease(),
@@ -267,7 +270,7 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	cl, err := client.New(client.Options{
+	cl, err := rpcclient.New(rpcclient.Options{
 		Token:          token,
 		Addr:           workerServerAddr(cfg),
 		CAFile:         cfg.Worker.TLS.CAPath,
@@ -297,7 +300,7 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	reg := telemetry.NewRegistry()
 	var wm *telemetry.WorkerMetrics
 	w, err := worker.New(worker.Deps{
-		Config: cfg, Log: log, Handlers: mux, Conn: executor.NewRemote(cl),
+		Config: cfg, Log: log, Handlers: mux, Conn: workerconn.New(cl),
 		Metrics:  telemetry.MetricsHandler(reg),
 		Shutdown: ctx.Done(),
 		Tracer:   tr.Tracer(),
@@ -330,7 +333,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (fu
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	cl, err := client.New(client.Options{
+	cl, err := rpcclient.New(rpcclient.Options{
 		Token: token, Addr: producerServerAddr(cfg),
 		CAFile: pc.TLS.CAPath, CertFile: pc.TLS.CertPath, KeyFile: pc.TLS.KeyPath,
 	})
@@ -422,7 +425,7 @@ func terminal(f *os.File) io.Writer {
 // clientToken is the token this process presents to a server: token, or token_file's content.
 func clientToken(cfg *config.Config) (string, error) {
 	if cfg.TokenFile != "" {
-		return client.ReadTokenFile(cfg.TokenFile)
+		return rpcclient.ReadTokenFile(cfg.TokenFile)
 	}
 	return cfg.Token, nil
 }

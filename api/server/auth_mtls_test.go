@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/jq-dev/jq/api/auth"
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
@@ -63,14 +63,14 @@ func TestMTLSIdentity(t *testing.T) {
 	addr := serveTLS(t, apiserver.Options{Store: testStore, Log: zaptest.NewLogger(t), Auth: a, Refused: refused}, srvCert, ca.CertFile,
 		tls.RequireAndVerifyClientCert)
 
-	dial := func(c testenv.Cert, root, token string) *client.Client {
-		cl, err := client.New(client.Options{Addr: addr, CAFile: root, CertFile: c.CertFile, KeyFile: c.KeyFile, Token: token})
+	dial := func(c testenv.Cert, root, token string) *rpcclient.Client {
+		cl, err := rpcclient.New(rpcclient.Options{Addr: addr, CAFile: root, CertFile: c.CertFile, KeyFile: c.KeyFile, Token: token})
 		require.NoError(t, err)
 		t.Cleanup(cl.Close)
 		return cl
 	}
 	q := "mtls-" + uuid.NewString()[:8]
-	register := func(cl *client.Client, id string) error {
+	register := func(cl *rpcclient.Client, id string) error {
 		_, err := cl.Workers.RegisterWorker(ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{
 			WorkerId: id, Hostname: "h", Concurrency: 1, Queues: []string{"default"}}))
 		return err

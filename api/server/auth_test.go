@@ -20,9 +20,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/jq-dev/jq/api/auth"
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
@@ -195,13 +195,13 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	return f
 }
 
-func (f *authFixture) client(t *testing.T, caller string) *client.Client {
+func (f *authFixture) client(t *testing.T, caller string) *rpcclient.Client {
 	t.Helper()
-	opts := client.Options{Addr: f.addr, Token: f.tokens[caller]}
+	opts := rpcclient.Options{Addr: f.addr, Token: f.tokens[caller]}
 	if f.ca != nil {
-		opts = client.Options{Addr: f.addr, CAFile: f.ca.CertFile, CertFile: f.certs[caller].CertFile, KeyFile: f.certs[caller].KeyFile}
+		opts = rpcclient.Options{Addr: f.addr, CAFile: f.ca.CertFile, CertFile: f.certs[caller].CertFile, KeyFile: f.certs[caller].KeyFile}
 	}
-	cl, err := client.New(opts)
+	cl, err := rpcclient.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl
@@ -221,79 +221,79 @@ func (f *authFixture) digest(t *testing.T) string {
 }
 
 // calls makes one valid request per procedure, aimed at A's fixtures.
-func (f *authFixture) calls() map[string]func(ctx context.Context, cl *client.Client) error {
+func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient.Client) error {
 	lease := []*jqv1.JobLease{{JobId: f.running.ID, Attempt: int32(f.running.Attempt)}} //nolint:gosec // small
-	return map[string]func(context.Context, *client.Client) error{
-		jqv1connect.JobServiceSubmitJobProcedure: func(ctx context.Context, cl *client.Client) error {
+	return map[string]func(context.Context, *rpcclient.Client) error{
+		jqv1connect.JobServiceSubmitJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: &jqv1.JobSpec{Queue: f.queue, Type: "noop"}}))
 			return err
 		},
-		jqv1connect.JobServiceSubmitJobsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.JobServiceSubmitJobsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.SubmitJobs(ctx, connect.NewRequest(&jqv1.SubmitJobsRequest{Jobs: []*jqv1.JobSpec{{Queue: f.queue, Type: "noop"}}}))
 			return err
 		},
-		jqv1connect.JobServiceGetJobProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.JobServiceGetJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: f.job.ID}))
 			return err
 		},
-		jqv1connect.JobServiceListJobsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.JobServiceListJobsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{Queue: f.queue}))
 			return err
 		},
-		jqv1connect.JobServiceListJobEventsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.JobServiceListJobEventsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: f.job.ID}))
 			return err
 		},
-		jqv1connect.JobServiceGetJobResultProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.JobServiceGetJobResultProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.GetJobResult(ctx, connect.NewRequest(&jqv1.GetJobResultRequest{JobId: f.job.ID}))
 			return err
 		},
-		jqv1connect.JobServiceCancelJobProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.JobServiceCancelJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.CancelJob(ctx, connect.NewRequest(&jqv1.CancelJobRequest{JobId: f.job.ID}))
 			return err
 		},
-		jqv1connect.JobServiceRetryJobProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.JobServiceRetryJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.RetryJob(ctx, connect.NewRequest(&jqv1.RetryJobRequest{JobId: f.dead.ID}))
 			return err
 		},
-		jqv1connect.QueueServiceCreateQueueProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.QueueServiceCreateQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.CreateQueue(ctx, connect.NewRequest(&jqv1.CreateQueueRequest{Name: "new-" + uuid.NewString()[:8]}))
 			return err
 		},
-		jqv1connect.QueueServiceDeleteQueueProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.QueueServiceDeleteQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.DeleteQueue(ctx, connect.NewRequest(&jqv1.DeleteQueueRequest{Name: f.queue, Force: true}))
 			return err
 		},
-		jqv1connect.QueueServicePauseQueueProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.QueueServicePauseQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.PauseQueue(ctx, connect.NewRequest(&jqv1.PauseQueueRequest{Name: "default"}))
 			return err
 		},
-		jqv1connect.QueueServiceResumeQueueProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.QueueServiceResumeQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.ResumeQueue(ctx, connect.NewRequest(&jqv1.ResumeQueueRequest{Name: f.queue}))
 			return err
 		},
-		jqv1connect.QueueServiceListQueuesProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.QueueServiceListQueuesProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.ListQueues(ctx, connect.NewRequest(&jqv1.ListQueuesRequest{}))
 			return err
 		},
-		jqv1connect.QueueServiceGetQueueProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.QueueServiceGetQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.GetQueue(ctx, connect.NewRequest(&jqv1.GetQueueRequest{Name: f.queue}))
 			return err
 		},
-		jqv1connect.QueueServiceGetQueueStatsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.QueueServiceGetQueueStatsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.GetQueueStats(ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: f.queue}))
 			return err
 		},
-		jqv1connect.WorkerServiceRegisterWorkerProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceRegisterWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.RegisterWorker(ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{
 				WorkerId: f.workerA, Hostname: "x", Concurrency: 1, Queues: []string{f.queue}}))
 			return err
 		},
-		jqv1connect.WorkerServiceHeartbeatProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceHeartbeatProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.Heartbeat(ctx, connect.NewRequest(&jqv1.HeartbeatRequest{WorkerId: f.workerA}))
 			return err
 		},
-		jqv1connect.WorkerServiceStreamJobsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceStreamJobsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			s, err := cl.Workers.StreamJobs(ctx, connect.NewRequest(&jqv1.StreamJobsRequest{WorkerId: f.workerA}))
@@ -306,50 +306,50 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *client.Cl
 			}
 			return s.Err()
 		},
-		jqv1connect.WorkerServiceAckJobsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceAckJobsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.AckJobs(ctx, connect.NewRequest(&jqv1.AckJobsRequest{WorkerId: f.workerA, Leases: lease}))
 			return err
 		},
-		jqv1connect.WorkerServiceReportJobsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceReportJobsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.ReportJobs(ctx, connect.NewRequest(&jqv1.ReportJobsRequest{WorkerId: f.workerA, Reports: []*jqv1.JobReport{{
 				JobId: f.running.ID, Attempt: int32(f.running.Attempt), //nolint:gosec // small
 				Outcome: &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{Result: []byte("forged")}},
 			}}}))
 			return err
 		},
-		jqv1connect.WorkerServiceDeregisterWorkerProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceDeregisterWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.DeregisterWorker(ctx, connect.NewRequest(&jqv1.DeregisterWorkerRequest{WorkerId: f.workerA}))
 			return err
 		},
-		jqv1connect.WorkerServiceListWorkersProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceListWorkersProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.ListWorkers(ctx, connect.NewRequest(&jqv1.ListWorkersRequest{}))
 			return err
 		},
-		jqv1connect.WorkerServiceDrainWorkerProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceDrainWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.DrainWorker(ctx, connect.NewRequest(&jqv1.DrainWorkerRequest{WorkerId: f.workerA}))
 			return err
 		},
-		jqv1connect.WorkerServiceShutdownWorkerProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.WorkerServiceShutdownWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.ShutdownWorker(ctx, connect.NewRequest(&jqv1.ShutdownWorkerRequest{WorkerId: f.workerA}))
 			return err
 		},
-		jqv1connect.AdminServiceGetStatusProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.AdminServiceGetStatusProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Admin.GetStatus(ctx, connect.NewRequest(&jqv1.GetStatusRequest{}))
 			return err
 		},
-		jqv1connect.AdminServiceGetVersionProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.AdminServiceGetVersionProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Admin.GetVersion(ctx, connect.NewRequest(&jqv1.GetVersionRequest{}))
 			return err
 		},
-		jqv1connect.AdminServiceGetStatsProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.AdminServiceGetStatsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Admin.GetStats(ctx, connect.NewRequest(&jqv1.GetStatsRequest{}))
 			return err
 		},
-		jqv1connect.AdminServicePeekQueueProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.AdminServicePeekQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Admin.PeekQueue(ctx, connect.NewRequest(&jqv1.PeekQueueRequest{Queue: f.queue}))
 			return err
 		},
-		jqv1connect.AdminServicePurgeDeadLettersProcedure: func(ctx context.Context, cl *client.Client) error {
+		jqv1connect.AdminServicePurgeDeadLettersProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Admin.PurgeDeadLetters(ctx, connect.NewRequest(&jqv1.PurgeDeadLettersRequest{Confirm: true}))
 			return err
 		},
@@ -398,11 +398,11 @@ func testAuthorizationMatrix(t *testing.T, f *authFixture) {
 	require.Positive(t, counterValue(t, f.reg, "jq_auth_denied_total", auth.ReasonNotOwner))
 
 	// A token that matches no configured hash.
-	opts := client.Options{Addr: f.addr, Token: "jq_not-a-real-token"}
+	opts := rpcclient.Options{Addr: f.addr, Token: "jq_not-a-real-token"}
 	if f.ca != nil {
 		opts.CAFile = f.ca.CertFile
 	}
-	bad, err := client.New(opts)
+	bad, err := rpcclient.New(opts)
 	require.NoError(t, err)
 	defer bad.Close()
 	_, err = bad.Admin.GetVersion(f.ctx, connect.NewRequest(&jqv1.GetVersionRequest{}))
@@ -515,7 +515,7 @@ func TestWorkerAndStreamLimits(t *testing.T) {
 	require.NoError(t, err)
 	addr := serveAddr(t, apiserver.Options{Store: st, Engine: eng, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
 		Limits: apiserver.Limits{MaxWorkers: 100, MaxWorkersPerPrincipal: 2, MaxStreams: 100, MaxStreamsPerPrincipal: 1}})
-	cl, err := client.New(client.Options{Addr: addr, Token: tok})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: addr, Token: tok})
 	require.NoError(t, err)
 	defer cl.Close()
 	register := func(id string, queues ...string) error {

@@ -22,8 +22,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
@@ -78,7 +78,7 @@ func runMain(m *testing.M) int {
 type bundle struct {
 	t     *testing.T
 	ctx   context.Context
-	cl    *client.Client
+	cl    *rpcclient.Client
 	store *postgres.Store
 	eng   *engine.Engine // nil without an engine
 	queue string
@@ -170,12 +170,12 @@ func newBundle(t *testing.T, st *postgres.Store) *bundle {
 
 // serve runs the handlers on a loopback h2c listener until the test ends and
 // returns a client of them.
-func serve(t *testing.T, opts apiserver.Options) *client.Client {
+func serve(t *testing.T, opts apiserver.Options) *rpcclient.Client {
 	t.Helper()
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
-	cl, err := client.New(client.Options{Addr: serveAddr(t, opts)})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: serveAddr(t, opts)})
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -305,7 +306,7 @@ func (b *bundle) startWorker(mux *queue.Mux) (string, <-chan error) {
 	b.t.Helper()
 	id := "w-" + uuid.NewString()[:12]
 	ex, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(b.cl), Handler: mux, WorkerID: id, Hostname: "test", Concurrency: 2,
+		Conn: workerconn.New(b.cl), Handler: mux, WorkerID: id, Hostname: "test", Concurrency: 2,
 		Queues: []string{b.queue}, Logger: zaptest.NewLogger(b.t), ShutdownGrace: 5 * time.Second,
 	})
 	require.NoError(b.t, err)

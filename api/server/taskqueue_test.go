@@ -24,9 +24,9 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/jq-dev/jq/api/client"
 	tqv1 "github.com/jq-dev/jq/api/gen/taskqueue/v1"
 	"github.com/jq-dev/jq/api/gen/taskqueue/v1/taskqueuev1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
@@ -56,7 +56,7 @@ func setupTQ(t *testing.T, opts engine.Options) *tqBundle {
 		Workers:        apiserver.WorkerTiming{HeartbeatInterval: time.Second, HeartbeatTimeout: 10 * time.Second},
 		TaskQueueQueue: b.queue,
 	})
-	cl, err := client.New(client.Options{Addr: addr})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: addr})
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	b.cl = cl

@@ -26,9 +26,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/jobtrace"
@@ -45,8 +46,8 @@ type tracedCluster struct {
 	ctx       context.Context
 	exp       *tracetest.InMemoryExporter
 	submitter trace.Tracer
-	cl        *client.Client // the submitter's, traced
-	plain     *client.Client // an untraced client
+	cl        *rpcclient.Client // the submitter's, traced
+	plain     *rpcclient.Client // an untraced client
 	queue     string
 	workerID  string
 	done      chan executor.JobDone
@@ -107,12 +108,12 @@ func setupTraced(t *testing.T) *tracedCluster {
 	served := make(chan struct{})
 	go func() { _ = srv.Serve(ln); close(served) }()
 
-	newClient := func(tr *telemetry.Tracing) *client.Client {
-		o := client.Options{Addr: ln.Addr().String()}
+	newClient := func(tr *telemetry.Tracing) *rpcclient.Client {
+		o := rpcclient.Options{Addr: ln.Addr().String()}
 		if tr != nil {
 			o.TracerProvider, o.Propagator = tr.Provider, tr.Propagator
 		}
-		cl, err := client.New(o)
+		cl, err := rpcclient.New(o)
 		require.NoError(t, err)
 		return cl
 	}
@@ -138,7 +139,7 @@ func setupTraced(t *testing.T) *tracedCluster {
 	mux.RegisterFunc("steady", handle)
 	workerCl := newClient(wrkTr)
 	ex, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(workerCl), Handler: mux, WorkerID: c.workerID, Hostname: "test", Concurrency: 2,
+		Conn: workerconn.New(workerCl), Handler: mux, WorkerID: c.workerID, Hostname: "test", Concurrency: 2,
 		Queues: []string{q.Name}, Logger: zap.New(core), ShutdownGrace: 5 * time.Second,
 		Tracer: wrkTr.Tracer(), OnJobDone: func(d executor.JobDone) { c.done <- d },
 	})
@@ -168,7 +169,7 @@ func setupTraced(t *testing.T) *tracedCluster {
 }
 
 // submit submits one job through cl and returns its id.
-func (c *tracedCluster) submit(ctx context.Context, cl *client.Client, spec *jqv1.JobSpec) string {
+func (c *tracedCluster) submit(ctx context.Context, cl *rpcclient.Client, spec *jqv1.JobSpec) string {
 	c.t.Helper()
 	spec.Queue = c.queue
 	res, err := cl.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: spec}))

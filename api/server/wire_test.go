@@ -25,8 +25,8 @@ import (
 
 	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/api/auth"
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
@@ -165,10 +165,10 @@ func (a *httpAPI) packCallInvalid(procedure string, body map[string]any) (int, [
 }
 
 // serveHTTP serves the API as setup does and returns its plain-HTTP view and a Go client.
-func serveHTTP(t *testing.T, opts apiserver.Options) (*httpAPI, *client.Client) {
+func serveHTTP(t *testing.T, opts apiserver.Options) (*httpAPI, *rpcclient.Client) {
 	t.Helper()
 	addr := serveAddr(t, opts)
-	cl, err := client.New(client.Options{Addr: addr})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: addr})
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return newHTTPAPI(t, addr), cl

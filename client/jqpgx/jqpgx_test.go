@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/client/jqpgx"
 	"github.com/jq-dev/jq/internal/testenv/jqserver"
@@ -155,7 +156,7 @@ func startWorker(t *testing.T, c *client.Client) {
 		return "receipt for " + o.ID, nil
 	}))
 	exec, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(c.API()), Handler: mux, WorkerID: "jqpgx-test-" + uuid.NewString()[:8],
+		Conn: workerconn.New(c.API()), Handler: mux, WorkerID: "jqpgx-test-" + uuid.NewString()[:8],
 		Concurrency: 2, Queues: []string{"default"}, ShutdownGrace: time.Second, AckDelay: time.Millisecond,
 	})
 	require.NoError(t, err)

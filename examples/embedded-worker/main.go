@@ -29,7 +29,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/jq-dev/jq/api/client"
+	"github.com/jq-dev/jq/api/rpcclient"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/queue/handlers"
@@ -64,11 +65,11 @@ func run() error {
 
 	token := os.Getenv("JQ_TOKEN") // a server with authentication on needs a worker token
 	if *tokenFile != "" {
-		if token, err = client.ReadTokenFile(*tokenFile); err != nil {
+		if token, err = rpcclient.ReadTokenFile(*tokenFile); err != nil {
 			return err
 		}
 	}
-	cl, err := client.New(client.Options{Addr: *addr, CAFile: *tlsCA, CertFile: *tlsCert, KeyFile: *tlsKey, Token: token})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: *addr, CAFile: *tlsCA, CertFile: *tlsCert, KeyFile: *tlsKey, Token: token})
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func run() error {
 	mux.Register(TypeResize, Resize())
 
 	exec, err := executor.New(executor.Options{
-		Conn:          executor.NewRemote(cl),
+		Conn:          workerconn.New(cl),
 		Handler:       mux,
 		WorkerID:      *workerID,
 		Version:       "embedded-worker-example",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/internal/testenv/jqserver"
 	"github.com/jq-dev/jq/queue"
@@ -26,7 +27,7 @@ func TestSubmitAndWait(t *testing.T) {
 	mux.Register("greet", queue.HandlerOf(func(_ context.Context, _ *queue.Job, a struct{ Name string }) (string, error) {
 		return "hello " + a.Name, nil
 	}))
-	exec, err := executor.New(executor.Options{Conn: executor.NewRemote(c.API()), Handler: mux, WorkerID: "example-worker",
+	exec, err := executor.New(executor.Options{Conn: workerconn.New(c.API()), Handler: mux, WorkerID: "example-worker",
 		Concurrency: 1, Queues: []string{"default"}, ShutdownGrace: time.Second})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())

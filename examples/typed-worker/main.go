@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
@@ -77,7 +78,7 @@ func run(ctx context.Context, args []string) error {
 	mux.Register("greet", queue.HandlerOf(Greet))
 
 	exec, err := executor.New(executor.Options{
-		Conn:        executor.NewRemote(c.API()),
+		Conn:        workerconn.New(c.API()),
 		Handler:     mux,
 		Version:     "typed-worker-example",
 		Concurrency: *concurrency,

@@ -1,6 +1,6 @@
 // Package rpctrace builds the Connect interceptor that gives every jq RPC an
 // OpenTelemetry span, on the server (api/server) and in the client
-// (api/client), carrying the W3C trace context in the request headers.
+// (api/rpcclient), carrying the W3C trace context in the request headers.
 package rpctrace
 
 import (

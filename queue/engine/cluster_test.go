@@ -20,9 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/migrations"
@@ -118,8 +119,8 @@ func (h *harness) startReplica() replica {
 	return replica{addr: ln.Addr().String(), engine: eng}
 }
 
-func (h *harness) client(addr string) *client.Client {
-	cl, err := client.New(client.Options{Addr: addr})
+func (h *harness) client(addr string) *rpcclient.Client {
+	cl, err := rpcclient.New(rpcclient.Options{Addr: addr})
 	require.NoError(h.t, err)
 	h.t.Cleanup(cl.Close)
 	return cl
@@ -154,7 +155,7 @@ func (h *harness) startWorker(addr, id string, concurrency int, queues []string,
 		return nil, nil
 	})
 	ex, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(h.client(addr)), Handler: mux, WorkerID: id, Hostname: "test",
+		Conn: workerconn.New(h.client(addr)), Handler: mux, WorkerID: id, Hostname: "test",
 		Concurrency: concurrency, Queues: queues, HeartbeatInterval: time.Second, ShutdownGrace: 5 * time.Second,
 	})
 	require.NoError(h.t, err)
@@ -165,7 +166,7 @@ func (h *harness) startWorker(addr, id string, concurrency int, queues []string,
 	return w
 }
 
-func (h *harness) createQueue(cl *client.Client, name string) {
+func (h *harness) createQueue(cl *rpcclient.Client, name string) {
 	_, err := cl.Queues.CreateQueue(h.ctx, connect.NewRequest(&jqv1.CreateQueueRequest{Name: name}))
 	require.NoError(h.t, err)
 }
@@ -196,7 +197,7 @@ func TestTwoReplicasFourWorkersExactlyOnce(t *testing.T) {
 
 	const perQueue = 10000
 	var ids []string
-	submitters := []*client.Client{cl, h.client(r2.addr)}
+	submitters := []*rpcclient.Client{cl, h.client(r2.addr)}
 	for i, q := range []string{qa, qb} {
 		for off := 0; off < perQueue; off += 500 {
 			specs := make([]*jqv1.JobSpec, 500)

@@ -9,7 +9,7 @@ import (
 )
 
 // Conn is the worker's side of the WorkerService protocol, without the
-// transport. [NewRemote] implements it over the jq API; tests use an
+// transport. api/workerconn implements it over the jq API; tests use an
 // in-memory server (package executortest).
 //
 // Errors: implementations wrap [ErrInvalid], [ErrUnknownWorker],

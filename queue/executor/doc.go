@@ -2,7 +2,7 @@
 // receives assignments over a stream, runs their handlers with bounded
 // concurrency, acknowledges and reports in batches, heartbeats, reconnects,
 // and stops in two phases. It talks to the server only through [Conn], which
-// [NewRemote] implements over the jq API; it never touches a store.
+// api/workerconn implements over the jq API; it never touches a store.
 //
 // # A lease in the worker
 //
@@ -60,7 +60,7 @@
 // the server starts in the same process). When the stream breaks the worker
 // registers again (idempotent) and reopens it with backoff (100 ms doubling
 // to 2 s, jittered); running jobs are unaffected. The connection's HTTP/2
-// pings (api/client: 1 s silent, 1 s to answer) notice a dead or partitioned
+// pings (api/rpcclient: 1 s silent, 1 s to answer) notice a dead or partitioned
 // server within about 2 s, and a dial gives up after 3 s, so the worker is
 // back within about 2 s of the network healing. Heartbeat answers drive the
 // rest: DRAIN closes the stream and takes no more jobs; SHUTDOWN drains and

@@ -10,7 +10,7 @@ import (
 )
 
 // Example embeds a worker. A real program passes
-// executor.NewRemote(client) as Conn; this one runs against the in-memory
+// workerconn.New(client) as Conn; this one runs against the in-memory
 // fake server so that it can show the result.
 func Example() {
 	srv := executortest.NewServer(executortest.Options{})

@@ -1,11 +1,13 @@
 package outbox
 
 import (
-	"google.golang.org/protobuf/proto"
-
-	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
+
+// Encoder serialises an event as the value of its Kafka message. The relay is given one
+// (api.MarshalEvent) so that it moves bytes without depending on the API's wire format.
+type Encoder func(*queue.Event) ([]byte, error)
 
 // traceHeaders are the W3C trace-context keys carried as message headers.
 var traceHeaders = []string{"traceparent", "tracestate", "baggage"}
@@ -20,10 +22,10 @@ func messageBytes(m store.EventMessage) int {
 	return n
 }
 
-// encode builds the Kafka message of an event: key job_id, value protobuf, and the job's trace
+// encode builds the Kafka message of an event: key job_id, value from enc, and the job's trace
 // context as headers when withTrace.
-func encode(e *store.OutboxEvent, withTrace bool) (store.EventMessage, error) {
-	v, err := proto.Marshal(api.EventProto(&e.Event))
+func encode(enc Encoder, e *store.OutboxEvent, withTrace bool) (store.EventMessage, error) {
+	v, err := enc(&e.Event)
 	if err != nil {
 		return store.EventMessage{}, err
 	}

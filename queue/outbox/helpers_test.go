@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/internal/kafkatest"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/internal/testenv/stores"
@@ -107,7 +108,7 @@ func newSink(t testing.TB, brokers []string) *kafkastore.Sink {
 // relayOptions are second-scale settings for tests.
 func (e *env) relayOptions(st store.OutboxStore, sink store.EventSink) outbox.Options {
 	return outbox.Options{
-		Store: st, Sink: sink, Log: e.log.Named("outbox"),
+		Store: st, Sink: sink, Log: e.log.Named("outbox"), Encode: api.MarshalEvent,
 		TopicEvents: topicEvents, TopicDeadLetter: topicDead,
 		BatchSize: 200, Lease: 2 * time.Second, PublishTimeout: time.Second, PollInterval: 20 * time.Millisecond,
 		BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, BacklogInterval: 50 * time.Millisecond,

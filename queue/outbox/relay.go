@@ -25,6 +25,8 @@ type Options struct {
 	Store store.OutboxStore
 	Sink  store.EventSink
 	Log   *zap.Logger
+	// Encode gives each event's message value (api.MarshalEvent: protobuf jq.v1.JobEvent).
+	Encode Encoder
 
 	// TopicEvents receives every event (jq.job-events); TopicDeadLetter additionally receives the
 	// events into DEAD_LETTERED (job.dead-lettered).
@@ -63,8 +65,8 @@ type Options struct {
 const DefaultMaxEventBytes = 900 << 10
 
 func (o *Options) defaults() error {
-	if o.Store == nil || o.Sink == nil || o.Log == nil {
-		return errors.New("outbox: store, sink and logger are required")
+	if o.Store == nil || o.Sink == nil || o.Log == nil || o.Encode == nil {
+		return errors.New("outbox: store, sink, encoder and logger are required")
 	}
 	if o.TopicEvents == "" || o.TopicDeadLetter == "" {
 		return errors.New("outbox: both topics are required")
@@ -281,7 +283,7 @@ func (r *Relay) publish(ctx context.Context, evs []store.OutboxEvent) (string, s
 	var sh shrunk
 	all := make([]*outgoing, len(evs))
 	for i := range evs {
-		m, err := encode(&evs[i], r.opts.TraceHeaders)
+		m, err := encode(r.opts.Encode, &evs[i], r.opts.TraceHeaders)
 		if err != nil {
 			return r.opts.TopicEvents, sh, fmt.Errorf("outbox: encode event %d: %w", evs[i].ID, err)
 		}

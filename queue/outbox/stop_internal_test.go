@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
@@ -92,7 +93,7 @@ func TestStopDoesNotWaitForAStalledBroker(t *testing.T) {
 	st := &stuckStore{}
 	sink := &hangingSink{entered: make(chan struct{})}
 	r, err := New(Options{
-		Store: st, Sink: sink, Log: zap.NewNop(), TopicEvents: "e", TopicDeadLetter: "d",
+		Store: st, Sink: sink, Log: zap.NewNop(), Encode: api.MarshalEvent, TopicEvents: "e", TopicDeadLetter: "d",
 		Lease: time.Hour, StopGrace: 50 * time.Millisecond, BacklogInterval: time.Hour,
 	})
 	require.NoError(t, err)

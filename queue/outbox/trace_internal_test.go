@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -24,7 +25,7 @@ func TestEncodeCarriesTheStoredTraceContext(t *testing.T) {
 	require.NotEmpty(t, stored)
 
 	e := &store.OutboxEvent{ID: 1, Event: queue.Event{JobID: "job-1"}, TraceContext: stored}
-	m, err := encode(e, true)
+	m, err := encode(api.MarshalEvent, e, true)
 	require.NoError(t, err)
 	headers := map[string]string{}
 	for _, h := range m.Headers {
@@ -33,7 +34,7 @@ func TestEncodeCarriesTheStoredTraceContext(t *testing.T) {
 	require.Equal(t, stored, headers)
 	require.Equal(t, span.SpanContext().TraceID().String(), jobtrace.TraceID(headers), "a consumer can continue the trace")
 
-	m, err = encode(e, false)
+	m, err = encode(api.MarshalEvent, e, false)
 	require.NoError(t, err)
 	require.Empty(t, m.Headers, "tracing off: no headers")
 }

@@ -7,8 +7,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	apiclient "github.com/jq-dev/jq/api/client"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
 )
 
 // How a command talks to the server: the job calls the Go client wraps (submit, get, wait, cancel,
@@ -46,7 +46,7 @@ func request[Req, Resp any](ctx context.Context, timeout time.Duration, rpc func
 
 // service is the stub of a whose interface is S: one of the four jqv1connect …ServiceClient
 // interfaces, as the method expressions given to call name them.
-func service[S any](a *apiclient.Client) S {
+func service[S any](a *rpcclient.Client) S {
 	var s S
 	switch p := any(&s).(type) {
 	case *jqv1connect.JobServiceClient:

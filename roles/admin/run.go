@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	apiclient "github.com/jq-dev/jq/api/client"
 	"github.com/jq-dev/jq/api/codec"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/config"
 )
@@ -139,7 +139,7 @@ func (re *runEnv) Client() (*client.Client, error) {
 		if token != "" {
 			return nil, usagef("give --token (JQ_TOKEN) or --token-file (JQ_TOKEN_FILE), not both")
 		}
-		t, err := apiclient.ReadTokenFile(re.globals.TokenFile)
+		t, err := rpcclient.ReadTokenFile(re.globals.TokenFile)
 		if err != nil {
 			return nil, usagef("%v", err)
 		}

@@ -44,7 +44,7 @@ func newAPIServer(cfg config.GRPC, h http.Handler, tlsCfg *tls.Config, log *zap.
 	}
 }
 
-// The server's HTTP/2 keepalive (workers ping faster: api/client).
+// The server's HTTP/2 keepalive (workers ping faster: api/rpcclient).
 const (
 	serverPingAfter   = 10 * time.Second
 	serverPingTimeout = 5 * time.Second

@@ -36,7 +36,7 @@ type Deps struct {
 	Log    *zap.Logger
 	// Handlers run the jobs, by type.
 	Handlers *queue.Mux
-	// Conn reaches the server: executor.NewRemote over an api client, or a
+	// Conn reaches the server: workerconn.New over an api client, or a
 	// fake in tests.
 	Conn executor.Conn
 	// Metrics is served at /metrics on worker.metrics_port when

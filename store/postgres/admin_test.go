@@ -13,6 +13,6 @@ var _ store.AdminStore = (*postgres.Store)(nil)
 func TestAdminStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunAdminStore(t,
-		func(*testing.T) storetest.AdminStore { return testStore },
-		func(t *testing.T) storetest.AdminStore { return privateStore(t) })
+		func(*testing.T) *postgres.Store { return testStore },
+		func(t *testing.T) *postgres.Store { return privateStore(t) })
 }

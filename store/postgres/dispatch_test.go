@@ -18,7 +18,7 @@ import (
 
 func TestDispatchStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunDispatchStore(t, func(*testing.T) storetest.DispatchStore { return testStore })
+	storetest.RunDispatchStore(t, func(*testing.T) *postgres.Store { return testStore })
 }
 
 func BenchmarkDispatchPath(b *testing.B) {

@@ -3,17 +3,18 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/storetest"
 )
 
 // The retention pass deletes across every job of the database: a private one.
 func TestRetentionStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunRetentionStore(t, func(t *testing.T) storetest.RetentionStore { return privateStore(t) })
+	storetest.RunRetentionStore(t, func(t *testing.T) *postgres.Store { return privateStore(t) })
 }
 
 // Results: the drop counts per queue, so the shared store does.
 func TestResultStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunResultStore(t, func(*testing.T) storetest.ResultStore { return testStore })
+	storetest.RunResultStore(t, func(*testing.T) *postgres.Store { return testStore })
 }

@@ -12,20 +12,15 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// AdminStore is a store with the admin commands' reads and clean-up.
-type AdminStore interface {
-	store.Store
-	store.AdminStore
-}
-
-// NewAdminStoreFunc returns the store under test, on the same terms as NewStoreFunc.
-type NewAdminStoreFunc func(t *testing.T) AdminStore
-
 // RunAdminStore runs the contract of store.AdminStore. newStore may share one store between tests;
 // newIsolated must return a store of the test's own (an empty database), for the checks that see
 // every queue at once — a purge of all queues, counts of all workers. A nil newIsolated skips them.
 // Subtests run in parallel.
-func RunAdminStore(t *testing.T, newStore, newIsolated NewAdminStoreFunc) {
+func RunAdminStore[S interface {
+	store.Store
+	store.AdminStore
+}](t *testing.T, newStoreOf, newIsolatedOf func(*testing.T) S) {
+	newStore, newIsolated := storeFunc(newStoreOf), storeFunc(newIsolatedOf)
 	t.Run("JobPeekPending", func(t *testing.T) { testJobPeekPending(t, newStore) })
 	t.Run("JobPeekDead", func(t *testing.T) { testJobPeekDead(t, newStore) })
 	t.Run("JobPeekInvalid", func(t *testing.T) { testJobPeekInvalid(t, newStore) })
@@ -44,17 +39,13 @@ func RunAdminStore(t *testing.T, newStore, newIsolated NewAdminStoreFunc) {
 
 type adminBundle struct {
 	*bundle
-	a AdminStore
+	a store.AdminStore
 }
 
-func setupAdmin(t *testing.T, newStore NewAdminStoreFunc) *adminBundle {
+func setupAdmin(t *testing.T, newStore NewStoreFunc) *adminBundle {
 	t.Helper()
-	var a AdminStore
-	b := setup(t, func(t *testing.T) store.Store {
-		a = newStore(t)
-		return a
-	})
-	return &adminBundle{bundle: b, a: a}
+	b := setup(t, newStore)
+	return &adminBundle{bundle: b, a: as[store.AdminStore](t, b.s)}
 }
 
 func (b *adminBundle) peek(p store.JobPeekParams) []*queue.Job {
@@ -85,7 +76,7 @@ func (b *adminBundle) requireGone(id string) {
 	require.ErrorIs(b.t, err, queue.ErrJobNotFound, "a deleted job has no history")
 }
 
-func testJobPeekPending(t *testing.T, newStore NewAdminStoreFunc) {
+func testJobPeekPending(t *testing.T, newStore NewStoreFunc) {
 	b := setupAdmin(t, newStore)
 	require.Empty(t, b.peek(store.JobPeekParams{}), "an empty queue")
 
@@ -129,7 +120,7 @@ func testJobPeekPending(t *testing.T, newStore NewAdminStoreFunc) {
 	require.Len(t, b.peek(store.JobPeekParams{}), store.DefaultPeekLimit)
 }
 
-func testJobPeekDead(t *testing.T, newStore NewAdminStoreFunc) {
+func testJobPeekDead(t *testing.T, newStore NewStoreFunc) {
 	b := setupAdmin(t, newStore)
 	require.Empty(t, b.peek(store.JobPeekParams{Dead: true}))
 	b.insertOne(b.job("t")) // PENDING: not a dead letter
@@ -146,7 +137,7 @@ func testJobPeekDead(t *testing.T, newStore NewAdminStoreFunc) {
 	require.Equal(t, []string{dead[3].ID, dead[2].ID}, ids(b.peek(store.JobPeekParams{Dead: true, Limit: 2})))
 }
 
-func testJobPeekInvalid(t *testing.T, newStore NewAdminStoreFunc) {
+func testJobPeekInvalid(t *testing.T, newStore NewStoreFunc) {
 	b := setupAdmin(t, newStore)
 	for _, p := range []store.JobPeekParams{
 		{Queue: "Not A Queue"},
@@ -163,7 +154,7 @@ func testJobPeekInvalid(t *testing.T, newStore NewAdminStoreFunc) {
 	}
 }
 
-func testJobPurgeQueue(t *testing.T, newStore NewAdminStoreFunc) {
+func testJobPurgeQueue(t *testing.T, newStore NewStoreFunc) {
 	b := setupAdmin(t, newStore)
 	other := b.newQueue(store.QueueCreateParams{}).Name
 	var dead []*queue.Job
@@ -198,7 +189,7 @@ func testJobPurgeQueue(t *testing.T, newStore NewAdminStoreFunc) {
 	require.NoError(t, err)
 }
 
-func testJobPurgeInvalid(t *testing.T, newStore NewAdminStoreFunc) {
+func testJobPurgeInvalid(t *testing.T, newStore NewStoreFunc) {
 	b := setupAdmin(t, newStore)
 	_, err := b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{Queue: "Not A Queue"})
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
@@ -206,7 +197,7 @@ func testJobPurgeInvalid(t *testing.T, newStore NewAdminStoreFunc) {
 	require.ErrorIs(t, err, queue.ErrQueueNotFound)
 }
 
-func testJobCountDeadLettered(t *testing.T, newStore NewAdminStoreFunc) {
+func testJobCountDeadLettered(t *testing.T, newStore NewStoreFunc) {
 	b := setupAdmin(t, newStore)
 	empty := b.newQueue(store.QueueCreateParams{}).Name
 	b.dead("")
@@ -218,7 +209,7 @@ func testJobCountDeadLettered(t *testing.T, newStore NewAdminStoreFunc) {
 	require.NotContains(t, counts, empty)
 }
 
-func testJobPurgeAll(t *testing.T, newIsolated NewAdminStoreFunc) {
+func testJobPurgeAll(t *testing.T, newIsolated NewStoreFunc) {
 	b := setupAdmin(t, newIsolated)
 	other := b.newQueue(store.QueueCreateParams{}).Name
 	var dead []*queue.Job
@@ -243,7 +234,7 @@ func testJobPurgeAll(t *testing.T, newIsolated NewAdminStoreFunc) {
 	require.Empty(t, counts)
 }
 
-func testWorkerCountLive(t *testing.T, newIsolated NewAdminStoreFunc) {
+func testWorkerCountLive(t *testing.T, newIsolated NewStoreFunc) {
 	b := setupAdmin(t, newIsolated)
 	count := func(timeout time.Duration) int64 {
 		n, err := b.a.WorkerCountLive(b.ctx, timeout)

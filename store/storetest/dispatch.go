@@ -17,18 +17,13 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// DispatchStore is a store with the batched writes of the core loop.
-type DispatchStore interface {
-	store.Store
-	store.DispatchStore
-}
-
-// NewDispatchStoreFunc returns the store under test, on the same terms as NewStoreFunc.
-type NewDispatchStoreFunc func(t *testing.T) DispatchStore
-
 // RunDispatchStore runs the contract of store.DispatchStore against the store newStore returns.
 // Subtests run in parallel.
-func RunDispatchStore(t *testing.T, newStore NewDispatchStoreFunc) {
+func RunDispatchStore[S interface {
+	store.Store
+	store.DispatchStore
+}](t *testing.T, newStoreOf func(*testing.T) S) {
+	newStore := storeFunc(newStoreOf)
 	t.Run("JobDue", func(t *testing.T) { t.Parallel(); runJobDueTests(t, newStore) })
 	t.Run("JobAssignMany", func(t *testing.T) { t.Parallel(); runJobAssignTests(t, newStore) })
 	t.Run("JobAckMany", func(t *testing.T) { t.Parallel(); runJobAckTests(t, newStore) })
@@ -42,14 +37,10 @@ type dsBundle struct {
 	ds store.DispatchStore
 }
 
-func setupDispatchStore(t *testing.T, newStore NewDispatchStoreFunc) *dsBundle {
+func setupDispatchStore(t *testing.T, newStore NewStoreFunc) *dsBundle {
 	t.Helper()
-	var ds DispatchStore
-	b := setup(t, func(t *testing.T) store.Store {
-		ds = newStore(t)
-		return ds
-	})
-	return &dsBundle{bundle: b, ds: ds}
+	b := setup(t, newStore)
+	return &dsBundle{bundle: b, ds: as[store.DispatchStore](t, b.s)}
 }
 
 func (b *dsBundle) due(limit int) []store.DueJob {
@@ -149,7 +140,7 @@ func (b *dsBundle) requireEvent(e queue.Event, seq int64, from, to queue.State, 
 	require.Equal(b.t, b.queue, e.Queue)
 }
 
-func runJobDueTests(t *testing.T, newStore NewDispatchStoreFunc) {
+func runJobDueTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Order", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		job := func(prio int, runAt time.Time) store.JobInsertParams {
@@ -252,7 +243,7 @@ func dueIDs(due []store.DueJob) []string {
 	return out
 }
 
-func runJobAssignTests(t *testing.T, newStore NewDispatchStoreFunc) {
+func runJobAssignTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Assigns", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		jobs := b.insertN(3)

@@ -13,7 +13,10 @@ import (
 // timed), then takes them all PENDING→ASSIGNED→RUNNING→DONE with JobDue, JobAssignMany, JobAckMany
 // and JobReportMany in batches of batchSize (128-byte payloads, 64-byte results). It reports jobs/s
 // through the whole path.
-func BenchDispatchPath(b *testing.B, s DispatchStore, batchSize int) {
+func BenchDispatchPath[S interface {
+	store.Store
+	store.DispatchStore
+}](b *testing.B, s S, batchSize int) {
 	const jobs = 1000
 	ctx := context.Background()
 	q, err := s.QueueCreate(ctx, store.QueueCreateParams{Name: uniqueName("bench")})
@@ -81,7 +84,10 @@ func requireAllApplied(out []store.LeaseOutcome, err error) error {
 // session or one group commit sends): JobDue, JobAssignMany, JobAckMany, JobReportMany after an ack,
 // and JobReportMany straight from ASSIGNED (a short job: the report implies the ack). The jobs each
 // statement needs are made outside the timer. Reported as ns/job.
-func BenchStatements(b *testing.B, s DispatchStore, batchSize int) {
+func BenchStatements[S interface {
+	store.Store
+	store.DispatchStore
+}](b *testing.B, s S, batchSize int) {
 	ctx := context.Background()
 	q, err := s.QueueCreate(ctx, store.QueueCreateParams{Name: uniqueName("stmt")})
 	require.NoError(b, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-func runJobAckTests(t *testing.T, newStore NewDispatchStoreFunc) {
+func runJobAckTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Outcomes", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		jobs := b.insertN(6)
@@ -135,7 +135,7 @@ func runJobAckTests(t *testing.T, newStore NewDispatchStoreFunc) {
 	})
 }
 
-func runJobReportTests(t *testing.T, newStore NewDispatchStoreFunc) {
+func runJobReportTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Done", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		p := b.job("t")
@@ -331,7 +331,7 @@ func runJobReportTests(t *testing.T, newStore NewDispatchStoreFunc) {
 	})
 }
 
-func runDispatchPathTests(t *testing.T, newStore NewDispatchStoreFunc) {
+func runDispatchPathTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("PendingToDone", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		j := b.insertOne(b.job("t"))

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -14,22 +13,18 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// OperatorStore is a store with the operator's actions and the heartbeat's lease check
-// (store.RecoveryStore.JobLeasesToCancel), plus the dispatch writes that bring jobs into the states
-// those act on.
-type OperatorStore interface {
+// RunOperatorStore runs the contract of store.OperatorStore and of JobLeasesToCancel against the
+// store newStore returns. Subtests run in parallel.
+//
+// The store also implements store.DispatchStore (to bring jobs into the states those act on) and
+// store.RecoveryStore, whose JobLeasesToCancel is the heartbeat's lease check.
+func RunOperatorStore[S interface {
 	store.Store
 	store.DispatchStore
 	store.OperatorStore
-	JobLeasesToCancel(ctx context.Context, workerID string, leases []store.JobLease) ([]string, error)
-}
-
-// NewOperatorStoreFunc returns the store under test, on the same terms as NewStoreFunc.
-type NewOperatorStoreFunc func(t *testing.T) OperatorStore
-
-// RunOperatorStore runs the contract of store.OperatorStore and of JobLeasesToCancel against the
-// store newStore returns. Subtests run in parallel.
-func RunOperatorStore(t *testing.T, newStore NewOperatorStoreFunc) {
+	store.RecoveryStore
+}](t *testing.T, newStoreOf func(*testing.T) S) {
+	newStore := storeFunc(newStoreOf)
 	t.Run("JobCancel", func(t *testing.T) { t.Parallel(); runJobCancelTests(t, newStore) })
 	t.Run("JobRetry", func(t *testing.T) { t.Parallel(); runJobRetryTests(t, newStore) })
 	t.Run("WorkerRequestShutdown", func(t *testing.T) { t.Parallel(); runWorkerShutdownTests(t, newStore) })
@@ -38,17 +33,21 @@ func RunOperatorStore(t *testing.T, newStore NewOperatorStoreFunc) {
 
 type opBundle struct {
 	*dsBundle
-	op OperatorStore
+	op interface {
+		store.JobStore
+		store.OperatorStore
+		store.RecoveryStore
+	}
 }
 
-func setupOperator(t *testing.T, newStore NewOperatorStoreFunc) *opBundle {
+func setupOperator(t *testing.T, newStore NewStoreFunc) *opBundle {
 	t.Helper()
-	var op OperatorStore
-	b := setupDispatchStore(t, func(t *testing.T) DispatchStore {
-		op = newStore(t)
-		return op
-	})
-	return &opBundle{dsBundle: b, op: op}
+	b := setupDispatchStore(t, newStore)
+	return &opBundle{dsBundle: b, op: as[interface {
+		store.JobStore
+		store.OperatorStore
+		store.RecoveryStore
+	}](t, b.s)}
 }
 
 // assigned returns a new job ASSIGNED to worker at attempt 1.
@@ -101,7 +100,7 @@ func (b *opBundle) requireHistory(id string) []queue.Event {
 	return evs
 }
 
-func runJobCancelTests(t *testing.T, newStore NewOperatorStoreFunc) {
+func runJobCancelTests(t *testing.T, newStore NewStoreFunc) {
 	for _, from := range []queue.State{queue.StatePending, queue.StateAssigned, queue.StateFailed} {
 		t.Run("From"+string(from), func(t *testing.T) {
 			b := setupOperator(t, newStore)
@@ -311,7 +310,7 @@ func (b *opBundle) raceCancelReport(jobs []*queue.Job, reports []store.JobReport
 	return reps, cancels
 }
 
-func runJobRetryTests(t *testing.T, newStore NewOperatorStoreFunc) {
+func runJobRetryTests(t *testing.T, newStore NewStoreFunc) {
 	for _, from := range []queue.State{queue.StateFailed, queue.StateDeadLettered} {
 		t.Run("From"+string(from), func(t *testing.T) {
 			b := setupOperator(t, newStore)
@@ -431,7 +430,7 @@ func runJobRetryTests(t *testing.T, newStore NewOperatorStoreFunc) {
 	})
 }
 
-func runWorkerShutdownTests(t *testing.T, newStore NewOperatorStoreFunc) {
+func runWorkerShutdownTests(t *testing.T, newStore NewStoreFunc) {
 	for _, status := range []queue.WorkerStatus{queue.WorkerOnline, queue.WorkerDraining} {
 		t.Run("From"+string(status), func(t *testing.T) {
 			b := setupOperator(t, newStore)
@@ -486,7 +485,7 @@ func runWorkerShutdownTests(t *testing.T, newStore NewOperatorStoreFunc) {
 	})
 }
 
-func runLeasesToCancelTests(t *testing.T, newStore NewOperatorStoreFunc) {
+func runLeasesToCancelTests(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Classifies", func(t *testing.T) {
 		b := setupOperator(t, newStore)
 		w, other := uniqueName("w"), uniqueName("w")

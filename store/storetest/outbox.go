@@ -12,16 +12,13 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// OutboxStore is a store with the outbox relay's statements.
-type OutboxStore interface {
-	store.Store
-	store.OutboxStore
-}
-
 // RunOutboxStore runs the contract of store.OutboxStore. Its statements act on every event of the
 // store, so newStore must return a store of its own (a private database), and the subtests run one
 // after the other, each starting with nothing unpublished.
-func RunOutboxStore(t *testing.T, newStore func(t *testing.T) OutboxStore) {
+func RunOutboxStore[S interface {
+	store.Store
+	store.OutboxStore
+}](t *testing.T, newStore func(t *testing.T) S) {
 	s := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)

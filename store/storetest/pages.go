@@ -85,7 +85,7 @@ func runPageTests(t *testing.T, newStore NewStoreFunc) {
 	})
 }
 
-func testJobPeekByteBudget(t *testing.T, newStore NewAdminStoreFunc) {
+func testJobPeekByteBudget(t *testing.T, newStore NewStoreFunc) {
 	b := setupAdmin(t, newStore)
 	const n, size = 6, 100 << 10
 	ps := make([]store.JobInsertParams, n)

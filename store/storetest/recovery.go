@@ -12,19 +12,17 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RecoveryStore is a store with the reaper's statements.
-type RecoveryStore interface {
-	DispatchStore
-	store.RecoveryStore
-}
-
 // RunRecoveryStore runs the contract of store.RecoveryStore (except JobLeasesToCancel, which
 // RunOperatorStore covers). The reaper's statements act on the whole store — every worker, every
 // job — so newStore must return a store of its own (a private database), and the subtests run one
 // after the other.
-func RunRecoveryStore(t *testing.T, newStore func(t *testing.T) RecoveryStore) {
+func RunRecoveryStore[S interface {
+	store.Store
+	store.DispatchStore
+	store.RecoveryStore
+}](t *testing.T, newStore func(t *testing.T) S) {
 	rs := newStore(t)
-	b := &rsBundle{dsBundle: setupDispatchStore(t, func(*testing.T) DispatchStore { return rs }), rs: rs}
+	b := &rsBundle{dsBundle: setupDispatchStore(t, func(*testing.T) store.Store { return rs }), rs: rs}
 	t.Run("JobOverdue", b.testOverdue)
 	t.Run("JobFailMany", b.testFailMany)
 	t.Run("JobSettleFailed", b.testRetryFailed)

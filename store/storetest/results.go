@@ -13,24 +13,20 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// ResultStore is a store with the statements that write, consume and drop job results: the report
-// (store.DispatchStore), the consuming fetch (store.OperatorStore) and the retention pass
-// (store.RetentionStore).
-type ResultStore interface {
-	store.Store
-	store.DispatchStore
-	store.OperatorStore
-	store.RetentionStore
-}
-
-// NewResultStoreFunc returns the store under test, on the same terms as NewStoreFunc.
-type NewResultStoreFunc func(t *testing.T) ResultStore
-
 // RunResultStore runs the contract of result retention (seed 001): keep_result false stores only
 // the checksum and size; a kept result lives until a consuming fetch takes it or its queue's
 // result_retention passes. JobResultsDrop acts on every queue but each test counts only its own, so
 // the store may be shared. Subtests run in parallel.
-func RunResultStore(t *testing.T, newStore NewResultStoreFunc) {
+//
+// The store writes results with store.DispatchStore's report, takes them with store.OperatorStore's
+// consuming fetch and drops them with store.RetentionStore's pass.
+func RunResultStore[S interface {
+	store.Store
+	store.DispatchStore
+	store.OperatorStore
+	store.RetentionStore
+}](t *testing.T, newStoreOf func(*testing.T) S) {
+	newStore := storeFunc(newStoreOf)
 	t.Run("NotKeptStoresChecksumOnly", func(t *testing.T) { testResultNotKept(t, newStore) })
 	t.Run("KeptEmptyResult", func(t *testing.T) { testResultKeptEmpty(t, newStore) })
 	t.Run("ConsumeTakesOnce", func(t *testing.T) { testResultConsume(t, newStore) })
@@ -40,20 +36,22 @@ func RunResultStore(t *testing.T, newStore NewResultStoreFunc) {
 
 type resBundle struct {
 	*dsBundle
-	rs ResultStore
+	rs interface {
+		store.OperatorStore
+		store.RetentionStore
+	}
 }
 
 // setupResults marks the test parallel and returns a bundle whose queue has the given result
 // retention (0: the default).
-func setupResults(t *testing.T, newStore NewResultStoreFunc, retention time.Duration) *resBundle {
+func setupResults(t *testing.T, newStore NewStoreFunc, retention time.Duration) *resBundle {
 	t.Helper()
-	var rs ResultStore
-	b := setupDispatchStore(t, func(t *testing.T) DispatchStore {
-		rs = newStore(t)
-		return rs
-	})
+	b := setupDispatchStore(t, newStore)
 	b.queue = b.newQueue(store.QueueCreateParams{ResultRetention: retention}).Name
-	return &resBundle{dsBundle: b, rs: rs}
+	return &resBundle{dsBundle: b, rs: as[interface {
+		store.OperatorStore
+		store.RetentionStore
+	}](t, b.s)}
 }
 
 // withQueue returns a copy of the bundle on a new queue with the given result retention.
@@ -90,7 +88,7 @@ func (b *resBundle) drop() int {
 	}
 }
 
-func testResultNotKept(t *testing.T, newStore NewResultStoreFunc) {
+func testResultNotKept(t *testing.T, newStore NewStoreFunc) {
 	b := setupResults(t, newStore, 0)
 	result := []byte(`{"big":"never stored"}`)
 	j := b.done(false, result)
@@ -114,7 +112,7 @@ func testResultNotKept(t *testing.T, newStore NewResultStoreFunc) {
 }
 
 // An empty result of a keep_result job is a result: found, not "none".
-func testResultKeptEmpty(t *testing.T, newStore NewResultStoreFunc) {
+func testResultKeptEmpty(t *testing.T, newStore NewStoreFunc) {
 	b := setupResults(t, newStore, 0)
 	j := b.done(true, nil)
 	require.NotNil(t, j.Result)
@@ -124,7 +122,7 @@ func testResultKeptEmpty(t *testing.T, newStore NewResultStoreFunc) {
 	require.Equal(t, queue.Checksum(nil), j.ResultChecksum)
 }
 
-func testResultConsume(t *testing.T, newStore NewResultStoreFunc) {
+func testResultConsume(t *testing.T, newStore NewStoreFunc) {
 	b := setupResults(t, newStore, 0)
 	result := []byte(`[1,2,3]`)
 	j := b.done(true, result)
@@ -158,7 +156,7 @@ func testResultConsume(t *testing.T, newStore NewResultStoreFunc) {
 	require.Equal(t, queue.StateDone, after.State)
 }
 
-func testResultRetention(t *testing.T, newStore NewResultStoreFunc) {
+func testResultRetention(t *testing.T, newStore NewStoreFunc) {
 	// A queue whose results expire a millisecond after completion, and one with the default 24 h.
 	b := setupResults(t, newStore, time.Millisecond)
 	long := b.withQueue(0)
@@ -198,7 +196,7 @@ func testResultRetention(t *testing.T, newStore NewResultStoreFunc) {
 	require.Equal(t, result, long.get(kept.ID).Result)
 }
 
-func testResultDropInvalid(t *testing.T, newStore NewResultStoreFunc) {
+func testResultDropInvalid(t *testing.T, newStore NewStoreFunc) {
 	b := setupResults(t, newStore, 0)
 	for _, limit := range []int{0, -1, store.MaxResultsDropBatch + 1} {
 		_, err := b.rs.JobResultsDrop(b.ctx, limit)

@@ -14,18 +14,16 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RetentionStore is a store with the outbox's statements (to publish events) and the retention
-// pass's.
-type RetentionStore interface {
-	store.Store
-	store.OutboxStore
-	store.RetentionStore
-}
-
 // RunRetentionStore runs the contract of store.RetentionStore. EventsPrune acts on every event of
 // the store, so newStore must return a store of its own (a private database), and the subtests run
 // one after the other, each starting with no prunable event.
-func RunRetentionStore(t *testing.T, newStore func(t *testing.T) RetentionStore) {
+//
+// The store also implements store.OutboxStore, to publish the events it prunes.
+func RunRetentionStore[S interface {
+	store.Store
+	store.OutboxStore
+	store.RetentionStore
+}](t *testing.T, newStore func(t *testing.T) S) {
 	s := newStore(t)
 	b := &rtBundle{bundle: setupShared(t, s), rs: s}
 	for _, tc := range []struct {
@@ -60,7 +58,10 @@ func setupShared(t *testing.T, s store.Store) *bundle {
 
 type rtBundle struct {
 	*bundle
-	rs RetentionStore
+	rs interface {
+		store.OutboxStore
+		store.RetentionStore
+	}
 }
 
 // expiring is the retention of these tests: any event is older than that after a moment.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -21,6 +22,25 @@ import (
 // isolates its data by unique queue names and worker ids, never by emptying tables) and is
 // responsible for closing it.
 type NewStoreFunc func(t *testing.T) store.Store
+
+// storeFunc turns the typed constructor of a suite's entry point into a NewStoreFunc (nil stays nil).
+func storeFunc[S store.Store](f func(*testing.T) S) NewStoreFunc {
+	if f == nil {
+		return nil
+	}
+	return func(t *testing.T) store.Store { return f(t) }
+}
+
+// as returns the store under test as the interface C of package store. The suites' entry points
+// require C at compile time, so a failure here is a bug of the suite, reported as such.
+func as[C any](t testing.TB, s store.Store) C {
+	t.Helper()
+	c, ok := s.(C)
+	if !ok {
+		t.Fatalf("storetest: %T does not implement %s", s, reflect.TypeFor[C]())
+	}
+	return c
+}
 
 // RunStore runs the whole contract against the store newStore returns. Subtests run in parallel.
 func RunStore(t *testing.T, newStore NewStoreFunc) {

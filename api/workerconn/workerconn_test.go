@@ -1,4 +1,4 @@
-package executor_test
+package workerconn_test
 
 import (
 	"context"
@@ -15,9 +15,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
+	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 )
@@ -136,7 +137,7 @@ func (s *stubWorkers) DeregisterWorker(context.Context, *connect.Request[jqv1.De
 }
 
 // serveStub serves the stub over h2c (gRPC needs HTTP/2) and returns a client.
-func serveStub(t *testing.T, stub *stubWorkers) *client.Client {
+func serveStub(t *testing.T, stub *stubWorkers) *rpcclient.Client {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(stub))
@@ -147,7 +148,7 @@ func serveStub(t *testing.T, stub *stubWorkers) *client.Client {
 	srv.Config.Protocols = p
 	srv.Start()
 	t.Cleanup(srv.Close)
-	c, err := client.New(client.Options{Addr: srv.Listener.Addr().String()})
+	c, err := rpcclient.New(rpcclient.Options{Addr: srv.Listener.Addr().String()})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -169,12 +170,12 @@ func testAssignment(deadline time.Time) *jqv1.Assignment {
 	}
 }
 
-func TestRemoteMapping(t *testing.T) {
+func TestConnMapping(t *testing.T) {
 	t.Parallel()
 	deadline := time.Now().Add(time.Minute).Truncate(time.Millisecond)
 	stub := &stubWorkers{sendAndEnd: true, assignments: []*jqv1.Assignment{testAssignment(deadline)},
 		hbReply: &jqv1.HeartbeatResponse{Command: jqv1.WorkerCommand_WORKER_COMMAND_SHUTDOWN, CancelJobIds: []string{"c1", "c2"}}}
-	conn := executor.NewRemote(serveStub(t, stub))
+	conn := workerconn.New(serveStub(t, stub))
 	ctx := t.Context()
 
 	reg, err := conn.Register(ctx, executor.RegisterParams{
@@ -247,7 +248,7 @@ func TestRemoteMapping(t *testing.T) {
 	require.Equal(t, 1, stub.dereg)
 }
 
-func TestRemoteErrorMapping(t *testing.T) {
+func TestConnErrorMapping(t *testing.T) {
 	t.Parallel()
 	for code, want := range map[connect.Code]error{
 		connect.CodeInvalidArgument:    executor.ErrInvalid,
@@ -257,7 +258,7 @@ func TestRemoteErrorMapping(t *testing.T) {
 		connect.CodeInternal:           nil,
 	} {
 		stub := &stubWorkers{errCode: code}
-		conn := executor.NewRemote(serveStub(t, stub))
+		conn := workerconn.New(serveStub(t, stub))
 		_, err := conn.Heartbeat(t.Context(), executor.HeartbeatParams{WorkerID: "w1"})
 		require.Error(t, err, code)
 		require.Equal(t, code, connect.CodeOf(err), "the status code stays in the chain")
@@ -266,33 +267,33 @@ func TestRemoteErrorMapping(t *testing.T) {
 		}
 	}
 	// No server at all: unreachable.
-	c, err := client.New(client.Options{Addr: "127.0.0.1:1"})
+	c, err := rpcclient.New(rpcclient.Options{Addr: "127.0.0.1:1"})
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = executor.NewRemote(c).Register(t.Context(), executor.RegisterParams{WorkerID: "w"})
+	_, err = workerconn.New(c).Register(t.Context(), executor.RegisterParams{WorkerID: "w"})
 	require.ErrorIs(t, err, executor.ErrUnreachable)
 }
 
-// TestRemoteEndToEnd runs the executor over the real transport against the
+// TestConnEndToEnd runs the executor over the real transport against the
 // stub: register, stream, ack, report, deregister.
-func TestRemoteEndToEnd(t *testing.T) {
+func TestConnEndToEnd(t *testing.T) {
 	t.Parallel()
 	stub := &stubWorkers{assignments: []*jqv1.Assignment{testAssignment(time.Now().Add(time.Minute))}}
 	mux := queue.NewMux()
 	mux.RegisterFunc("noop", func(_ context.Context, j *queue.Job) ([]byte, error) { return j.Payload, nil })
 	e, err := executor.New(executor.Options{
-		Conn: executor.NewRemote(serveStub(t, stub)), Handler: mux, WorkerID: "w1",
+		Conn: workerconn.New(serveStub(t, stub)), Handler: mux, WorkerID: "w1",
 		Concurrency: 2, Queues: []string{"emails"}, HeartbeatInterval: time.Hour,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	eventually(t, 10*time.Second, func() bool {
+	require.Eventually(t, func() bool {
 		stub.mu.Lock()
 		defer stub.mu.Unlock()
 		return len(stub.reports) == 1
-	})
+	}, 10*time.Second, 2*time.Millisecond)
 	require.True(t, e.Ready())
 	stub.mu.Lock()
 	r := stub.reports[0]

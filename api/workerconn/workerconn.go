@@ -1,4 +1,7 @@
-package executor
+// Package workerconn is the worker's side of the jq API: an executor.Conn over WorkerService, so
+// a worker process (queue/executor) reaches its server through the API only — no database
+// credentials, and the executor itself knows nothing of protobuf or Connect.
+package workerconn
 
 import (
 	"context"
@@ -10,46 +13,47 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jq-dev/jq/api"
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
+	"github.com/jq-dev/jq/queue/executor"
 )
 
-// Remote is the Conn over the jq API (WorkerService).
-type Remote struct {
+// Conn is the executor.Conn over the jq API (WorkerService).
+type Conn struct {
 	c jqv1connect.WorkerServiceClient
 }
 
-var _ Conn = (*Remote)(nil)
+var _ executor.Conn = (*Conn)(nil)
 
-// NewRemote returns a Conn that talks to the server through c.
-func NewRemote(c *client.Client) *Remote { return &Remote{c: c.Workers} }
+// New returns a Conn that talks to the server through c.
+func New(c *rpcclient.Client) *Conn { return &Conn{c: c.Workers} }
 
 // Register calls RegisterWorker.
-func (r *Remote) Register(ctx context.Context, p RegisterParams) (Registration, error) {
+func (r *Conn) Register(ctx context.Context, p executor.RegisterParams) (executor.Registration, error) {
 	res, err := r.c.RegisterWorker(ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{
 		WorkerId:    p.WorkerID,
 		Hostname:    p.Hostname,
-		Concurrency: int32(min(p.Concurrency, MaxConcurrency)), //nolint:gosec // bounded
+		Concurrency: int32(min(p.Concurrency, executor.MaxConcurrency)), //nolint:gosec // bounded
 		Queues:      p.Queues,
 		Version:     p.Version,
 		Labels:      p.Labels,
 	}))
 	if err != nil {
-		return Registration{}, remoteErr("register worker", err)
+		return executor.Registration{}, remoteErr("register worker", err)
 	}
-	return Registration{
+	return executor.Registration{
 		HeartbeatInterval: res.Msg.GetHeartbeatInterval().AsDuration(),
 		HeartbeatTimeout:  res.Msg.GetHeartbeatTimeout().AsDuration(),
 	}, nil
 }
 
 // Stream calls StreamJobs.
-func (r *Remote) Stream(ctx context.Context, p StreamParams) (Stream, error) {
+func (r *Conn) Stream(ctx context.Context, p executor.StreamParams) (executor.Stream, error) {
 	st, err := r.c.StreamJobs(ctx, connect.NewRequest(&jqv1.StreamJobsRequest{
 		WorkerId: p.WorkerID,
-		Capacity: int32(min(p.Capacity, 2*MaxConcurrency)), //nolint:gosec // bounded
-		Prefetch: int32(min(p.Prefetch, MaxConcurrency)),   //nolint:gosec // bounded
+		Capacity: int32(min(p.Capacity, 2*executor.MaxConcurrency)), //nolint:gosec // bounded
+		Prefetch: int32(min(p.Prefetch, executor.MaxConcurrency)),   //nolint:gosec // bounded
 	}))
 	if err != nil {
 		return nil, remoteErr("stream jobs", err)
@@ -61,7 +65,7 @@ type remoteStream struct {
 	st *connect.ServerStreamForClient[jqv1.StreamJobsResponse]
 }
 
-func (s *remoteStream) Recv() (*Assignment, error) {
+func (s *remoteStream) Recv() (*executor.Assignment, error) {
 	if !s.st.Receive() {
 		if err := s.st.Err(); err != nil {
 			return nil, remoteErr("stream jobs", err)
@@ -75,7 +79,7 @@ func (s *remoteStream) Recv() (*Assignment, error) {
 	if a.GetJob().GetId() == "" {
 		return nil, errors.New("stream jobs: assignment without a job")
 	}
-	out := &Assignment{Job: api.JobFromProto(a.GetJob()), Attempt: int(a.GetAttempt())}
+	out := &executor.Assignment{Job: api.JobFromProto(a.GetJob()), Attempt: int(a.GetAttempt())}
 	out.Deadline = api.TimeOf(a.GetDeadline())
 	return out, nil
 }
@@ -83,7 +87,7 @@ func (s *remoteStream) Recv() (*Assignment, error) {
 func (s *remoteStream) Close() error { return s.st.Close() }
 
 // Ack calls AckJobs.
-func (r *Remote) Ack(ctx context.Context, p AckParams) ([]LeaseResult, error) {
+func (r *Conn) Ack(ctx context.Context, p executor.AckParams) ([]executor.LeaseResult, error) {
 	leases := make([]*jqv1.JobLease, len(p.Leases))
 	for i, l := range p.Leases {
 		leases[i] = leaseToProto(l)
@@ -96,7 +100,7 @@ func (r *Remote) Ack(ctx context.Context, p AckParams) ([]LeaseResult, error) {
 }
 
 // Report calls ReportJobs.
-func (r *Remote) Report(ctx context.Context, p ReportParams) ([]LeaseResult, error) {
+func (r *Conn) Report(ctx context.Context, p executor.ReportParams) ([]executor.LeaseResult, error) {
 	reps := make([]*jqv1.JobReport, len(p.Reports))
 	for i, rep := range p.Reports {
 		pr := &jqv1.JobReport{JobId: rep.JobID, Attempt: int32(rep.Attempt)} //nolint:gosec // attempt numbers are small
@@ -123,7 +127,7 @@ func (r *Remote) Report(ctx context.Context, p ReportParams) ([]LeaseResult, err
 }
 
 // Heartbeat calls Heartbeat.
-func (r *Remote) Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatReply, error) {
+func (r *Conn) Heartbeat(ctx context.Context, p executor.HeartbeatParams) (executor.HeartbeatReply, error) {
 	running := make([]*jqv1.JobLease, len(p.Running))
 	for i, l := range p.Running {
 		running[i] = leaseToProto(l)
@@ -134,20 +138,20 @@ func (r *Remote) Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatRep
 	}
 	res, err := r.c.Heartbeat(ctx, connect.NewRequest(&jqv1.HeartbeatRequest{WorkerId: p.WorkerID, Running: running, Breakers: breakers}))
 	if err != nil {
-		return HeartbeatReply{}, remoteErr("heartbeat", err)
+		return executor.HeartbeatReply{}, remoteErr("heartbeat", err)
 	}
-	out := HeartbeatReply{CancelJobIDs: res.Msg.GetCancelJobIds()}
+	out := executor.HeartbeatReply{CancelJobIDs: res.Msg.GetCancelJobIds()}
 	switch res.Msg.GetCommand() {
 	case jqv1.WorkerCommand_WORKER_COMMAND_DRAIN:
-		out.Command = CommandDrain
+		out.Command = executor.CommandDrain
 	case jqv1.WorkerCommand_WORKER_COMMAND_SHUTDOWN:
-		out.Command = CommandShutdown
+		out.Command = executor.CommandShutdown
 	}
 	return out, nil
 }
 
 // Deregister calls DeregisterWorker.
-func (r *Remote) Deregister(ctx context.Context, p DeregisterParams) error {
+func (r *Conn) Deregister(ctx context.Context, p executor.DeregisterParams) error {
 	_, err := r.c.DeregisterWorker(ctx, connect.NewRequest(&jqv1.DeregisterWorkerRequest{WorkerId: p.WorkerID}))
 	if err != nil {
 		return remoteErr("deregister worker", err)
@@ -161,29 +165,29 @@ func remoteErr(op string, err error) error {
 	var kind error
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument:
-		kind = ErrInvalid
+		kind = executor.ErrInvalid
 	case connect.CodeUnauthenticated, connect.CodePermissionDenied:
-		kind = ErrNotAllowed
+		kind = executor.ErrNotAllowed
 	case connect.CodeNotFound:
-		kind = ErrUnknownWorker
+		kind = executor.ErrUnknownWorker
 	case connect.CodeFailedPrecondition:
-		kind = ErrWorkerInactive
+		kind = executor.ErrWorkerInactive
 	case connect.CodeUnavailable, connect.CodeDeadlineExceeded:
-		kind = ErrUnreachable
+		kind = executor.ErrUnreachable
 	default:
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return fmt.Errorf("%s: %w: %w", op, kind, err)
 }
 
-func leaseToProto(l Lease) *jqv1.JobLease {
+func leaseToProto(l executor.Lease) *jqv1.JobLease {
 	return &jqv1.JobLease{JobId: l.JobID, Attempt: int32(l.Attempt)} //nolint:gosec // attempt numbers are small
 }
 
-func leaseResults(rs []*jqv1.LeaseResult) []LeaseResult {
-	out := make([]LeaseResult, len(rs))
+func leaseResults(rs []*jqv1.LeaseResult) []executor.LeaseResult {
+	out := make([]executor.LeaseResult, len(rs))
 	for i, r := range rs {
-		out[i] = LeaseResult{JobID: r.GetJobId(), OK: r.GetOk(), Error: r.GetError()}
+		out[i] = executor.LeaseResult{JobID: r.GetJobId(), OK: r.GetOk(), Error: r.GetError()}
 	}
 	return out
 }

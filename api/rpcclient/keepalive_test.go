@@ -1,4 +1,4 @@
-package client_test
+package rpcclient_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
-	"github.com/jq-dev/jq/api/client"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/api/rpcclient"
 )
 
 // silentStream answers StreamJobs with one keepalive message and then nothing, like a server with no
@@ -95,7 +95,7 @@ func TestStreamNoticesPartition(t *testing.T) {
 	go bh.serve()
 
 	const after, timeout = 200 * time.Millisecond, 300 * time.Millisecond
-	cl, err := client.New(client.Options{Addr: ln.Addr().String(), PingAfter: after, PingTimeout: timeout})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: ln.Addr().String(), PingAfter: after, PingTimeout: timeout})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,8 +1,10 @@
-// Package client is the typed Go client of the jq API, used by the admin,
-// producer and worker roles, by examples and by applications. It speaks gRPC
-// (HTTP/2: h2c in plaintext, or TLS/mTLS), so it also works through any gRPC
-// proxy.
-package client
+// Package rpcclient is the transport of the jq API: one connect client per
+// service (the generated stubs) over gRPC (HTTP/2: h2c in plaintext, or
+// TLS/mTLS, so it also works through any gRPC proxy), with bearer tokens,
+// keepalive pings and failover between replicas. The roles, api/workerconn
+// and package client build on it; applications use package client, whose
+// typed calls wrap these stubs.
+package rpcclient
 
 import (
 	"cmp"

@@ -1,0 +1,143 @@
+// Package archtest makes the layers of docs/architecture.md executable. Table holds one row for
+// every package of the module: the project packages it may import, and which third-party modules.
+// Any other edge fails the test, and so does a package without a row: a new package is placed in a
+// layer on purpose. The layers, bottom up:
+//
+//	queue                      the domain: the standard library only
+//	store                      interfaces over the domain
+//	store/<backend>            one implementation each: store and queue only, never each other
+//	queue/<part>               engine, executor, outbox, maintenance: the domain and store's interfaces, no api
+//	api/...                    wire format; the server side never reaches a backend, the client side never a store
+//	roles/...                  the top; in package roles only wire.go names a concrete backend
+//
+// Extend the table by adding a row (or a package to a row) in the layer where the package belongs.
+package archtest
+
+// Module is the module path of jq.
+const Module = "github.com/jq-dev/jq"
+
+// Row says what the packages Pkgs may import. Paths are relative to the module; "x/..." is x and
+// every package below it.
+type Row struct {
+	Pkgs []string
+	// May lists the project packages the row's packages may import.
+	May []string
+	// Third lists the third-party module paths (prefixes) they may import; nil allows any third-party
+	// module except the drivers, an empty slice allows the standard library only.
+	Third []string
+	// Drivers lists the database and broker drivers they may import (see Drivers).
+	Drivers []string
+	// Planned marks a row whose packages are on their way (another branch): it may match nothing.
+	Planned bool
+}
+
+// Drivers are the clients of Postgres, Redis and Kafka and the migration runner: only the backends,
+// roles/wire.go and test infrastructure use them.
+var Drivers = []string{
+	"github.com/jackc/pgx",
+	"github.com/redis/go-redis",
+	"github.com/segmentio/kafka-go",
+	"github.com/golang-migrate/migrate",
+}
+
+// Backends are the concrete store implementations: in package roles only wire.go imports them.
+var Backends = []string{"store/postgres", "store/redis", "store/kafka", "store/sqlite", "store/memory", "migrations"}
+
+// WireFile is the one file of package roles that may import Backends and Drivers.
+const WireFile = "roles/wire.go"
+
+var (
+	stdOnly = []string{}
+	// observe is what the inner layers may use beside the standard library: logs, traces, ids.
+	observe = []string{"go.uber.org/zap", "go.opentelemetry.io/otel", "github.com/google/uuid"}
+	pgx     = "github.com/jackc/pgx"
+	goredis = "github.com/redis/go-redis"
+	kafkago = "github.com/segmentio/kafka-go"
+	migrate = "github.com/golang-migrate/migrate"
+	// leaf utilities that any layer above the domain may use.
+	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/term"}
+	// apiClientSide is what talks to a server: the conversions, the generated stubs, the transport.
+	apiClientSide = []string{"api", "api/codec", "api/gen/...", "api/rpcclient", "queue"}
+)
+
+func with(a []string, b ...string) []string { return append(append([]string{}, a...), b...) }
+
+// Table is the "may import" table of the module, one row per package or group of packages.
+var Table = []Row{
+	// The domain.
+	{Pkgs: []string{"queue"}, Third: stdOnly},
+
+	// Utilities: the domain at most.
+	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/term"}, Third: stdOnly},
+	{Pkgs: []string{"internal/jobtrace"}, May: []string{"queue"}, Third: observe},
+	{Pkgs: []string{"internal/rpctrace"}, May: []string{"api/gen/..."}},
+	{Pkgs: []string{"config"}, May: []string{"queue"}}, // the domain's defaults (heartbeat, deadlines) are written once, in queue
+
+	// Store: interfaces over the domain; backends implement them and import nothing else of the
+	// project (never each other, never the engine, never the API).
+	{Pkgs: []string{"store"}, May: []string{"queue"}, Third: []string{"github.com/google/uuid"}},
+	{Pkgs: []string{"store/postgres"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{pgx}},
+	{Pkgs: []string{"store/redis"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{goredis}},
+	{Pkgs: []string{"store/kafka"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{kafkago}},
+	{Pkgs: []string{"store/sqlite", "store/memory"}, May: []string{"store", "queue"}, Planned: true},
+	{Pkgs: []string{"migrations"}, Third: stdOnly, Drivers: []string{pgx, migrate}},
+	{Pkgs: []string{"store/storetest"}, May: []string{"store", "queue", "internal/testenv"}},
+
+	// queue/*: the domain and the store interfaces; no API (the wire format is the API's business),
+	// no backend. The executor reaches its server through executor.Conn only.
+	{Pkgs: []string{"queue/engine"}, May: []string{"queue", "store", "internal/jobtrace"}, Third: observe},
+	{Pkgs: []string{"queue/executor"}, May: []string{"queue", "internal/ctxtime", "internal/jobtrace"}, Third: observe},
+	{Pkgs: []string{"queue/executor/executortest"}, May: []string{"queue", "queue/executor"}, Third: stdOnly},
+	{Pkgs: []string{"queue/handlers"}, May: []string{"queue"}, Third: []string{"github.com/vmihailenco/msgpack"}},
+	{Pkgs: []string{"queue/maintenance"}, May: []string{"queue", "store"}, Third: observe},
+	{Pkgs: []string{"queue/outbox"}, May: []string{"queue", "store", "internal/ctxtime"}, Third: observe},
+
+	// api: generated code, the domain ↔ protobuf conversions, and the two sides of the wire.
+	{Pkgs: []string{"api/gen/..."}, May: []string{"api/gen/..."}},
+	{Pkgs: []string{"api"}, May: []string{"api/gen/...", "queue", "store"}},
+	{Pkgs: []string{"api/codec"}, May: []string{"queue"}},
+	{Pkgs: []string{"api/auth"}, May: []string{"api/gen/..."}},
+	{Pkgs: []string{"api/openapi"}},
+	// The server side calls the engine and reads the store's interfaces; never a backend.
+	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "store",
+		"internal/jobtrace", "internal/rpctrace")},
+	// The web console is served beside the API and calls it like any client: no store, no engine.
+	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue"), Planned: true},
+	// The client side: the transport, and the worker's connection over it.
+	{Pkgs: []string{"api/rpcclient"}, May: []string{"api/gen/...", "internal/rpctrace"}},
+	{Pkgs: []string{"api/workerconn"}, May: []string{"api", "api/gen/...", "api/rpcclient", "queue", "queue/executor"}},
+
+	// The Go client of applications; jqpgx inserts inside the application's own pgx transaction, so
+	// it is the one package outside roles that names a backend.
+	{Pkgs: []string{"client"}, May: apiClientSide},
+	{Pkgs: []string{"client/jqpgx"}, May: []string{"client", "api", "queue", "store", "store/postgres"}, Drivers: []string{pgx}},
+
+	// roles: the top. Package roles wires everything (the backends in wire.go only); the role packages
+	// each stay on their side of the API.
+	{Pkgs: []string{"."}, May: []string{"roles"}},
+	{Pkgs: []string{"roles"}, May: with(util, "api/...", "queue/...", "queue", "store", "config", "roles/...",
+		"store/postgres", "store/redis", "store/kafka", "store/sqlite", "store/memory", "migrations"),
+		Drivers: Drivers},
+	{Pkgs: []string{"roles/server", "roles/serverrole"}, May: with(util, "api/...", "queue", "queue/engine", "queue/maintenance",
+		"queue/outbox", "store", "config", "roles/telemetry", "internal/jobtrace")},
+	{Pkgs: []string{"roles/worker"}, May: with(util, "queue", "queue/executor", "queue/handlers", "api/rpcclient", "api/workerconn",
+		"config", "roles/telemetry")},
+	{Pkgs: []string{"roles/admin", "roles/producer"}, May: with(util, with(apiClientSide, "api/auth", "client", "config")...)},
+	{Pkgs: []string{"roles/healthcheck"}, May: []string{"config"}},
+	{Pkgs: []string{"roles/telemetry"}, May: with(util, "api/auth", "config", "queue", "queue/engine", "queue/executor",
+		"queue/maintenance", "queue/outbox", "store")},
+
+	// Examples use what an application can: the client side, the domain, the worker runtime.
+	{Pkgs: []string{"examples/..."}, May: with(apiClientSide, "api/workerconn", "client", "client/jqpgx", "queue/executor",
+		"queue/handlers")},
+
+	// Test infrastructure and tools.
+	{Pkgs: []string{"internal/testenv"}, Drivers: []string{pgx, goredis}},
+	{Pkgs: []string{"internal/testenv/stores"}, May: []string{"internal/testenv", "migrations", "store/postgres", "store/redis"},
+		Drivers: []string{goredis}},
+	{Pkgs: []string{"internal/testenv/jqserver"}, May: []string{"internal/testenv", "roles"}},
+	{Pkgs: []string{"internal/kafkatest"}, May: []string{"api/gen/..."}},
+	{Pkgs: []string{"internal/faultcheck"}, May: []string{"queue"}},
+	{Pkgs: []string{"internal/eval"}, May: []string{"client"}},
+	{Pkgs: []string{"internal/archtest", "internal/deploytest"}, Third: stdOnly},
+}
