@@ -63,6 +63,10 @@ type Auth struct {
 	// requests it may make at once.
 	RateLimitPerSec float64 `koanf:"rate_limit_per_sec"`
 	RateBurst       int     `koanf:"rate_burst"`
+	// RefusalRatePerSource is the requests refused for their credentials that one source
+	// address may cause per second (burst twice that) before its connections are closed (0:
+	// unlimited).
+	RefusalRatePerSource float64 `koanf:"refusal_rate_per_source"`
 	// MaxWorkersPerPrincipal bounds the live (not OFFLINE) workers one principal registers;
 	// MaxStreamsPerPrincipal the assignment streams it holds open on one server.
 	MaxWorkersPerPrincipal int `koanf:"max_workers_per_principal"`
@@ -115,6 +119,11 @@ type GRPC struct {
 	// a slower request fails with RESOURCE_EXHAUSTED. It ends with the body, so a stream whose
 	// request has been sent (StreamJobs) is not limited by it.
 	ReadBodyTimeoutS int `koanf:"read_body_timeout_s"`
+	// MaxConnections bounds the API's open connections (0: sized from the file-descriptor
+	// limit); MaxConnectionsPerSource those from one client address. A connection over a cap is
+	// closed at accept.
+	MaxConnections          int `koanf:"max_connections"`
+	MaxConnectionsPerSource int `koanf:"max_connections_per_source"`
 }
 
 // Addr is the listen address, host:port.
@@ -487,6 +496,9 @@ func Default() Config {
 			ReadHeaderTimeoutS: 10,
 			IdleTimeoutS:       120,
 			ReadBodyTimeoutS:   30,
+			// Each worker or producer process holds one HTTP/2 connection; a NAT of many is
+			// still far below this.
+			MaxConnectionsPerSource: 1024,
 		},
 		Server: Server{
 			ShutdownGraceS:  30,
@@ -571,6 +583,7 @@ func Default() Config {
 			MTLSPrincipals:         []string{},
 			RateLimitPerSec:        20000,
 			RateBurst:              40000,
+			RefusalRatePerSource:   50,
 			MaxWorkersPerPrincipal: 1000,
 			MaxStreamsPerPrincipal: 1000,
 		},
