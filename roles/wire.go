@@ -27,6 +27,7 @@ import (
 	"github.com/jq-dev/jq/api/client"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -395,7 +396,8 @@ func serveProducerMetrics(pc config.Producer, metrics http.Handler, log *zap.Log
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /healthz", health.LiveHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := netlimit.SideServer(mux, 30*time.Second)
+	ln = netlimit.Wrap(ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("producer metrics listening", zap.String("addr", ln.Addr().String()))
 	return func() { _ = srv.Close() }, nil
