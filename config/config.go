@@ -454,6 +454,10 @@ func (c CircuitBreaker) CooldownPeriod() time.Duration { return seconds(c.Cooldo
 type WorkerExec struct {
 	Enabled bool     `koanf:"enabled"`
 	Allow   []string `koanf:"allow"`
+	// EnvAllow lists the environment variables a job's payload may set for its program: names,
+	// or prefixes written "THUMB_*". Empty: none. Interpreter hooks (BASH_ENV, PERL5OPT,
+	// NODE_OPTIONS, PYTHONPATH, LD_PRELOAD, …) are refused at start even when listed.
+	EnvAllow []string `koanf:"env_allow"`
 }
 
 // PrefetchCount is worker.prefetch resolved: -1 is as many as the concurrency.
@@ -567,7 +571,7 @@ func Default() Config {
 			ShutdownGraceS:     60,
 			MetricsPort:        9091,
 			HealthPort:         8081,
-			Exec:               WorkerExec{Allow: []string{}},
+			Exec:               WorkerExec{Allow: []string{}, EnvAllow: []string{}},
 			// On by default: a queue failing on this worker (a downstream outage) pauses here
 			// instead of burning its jobs' retries; nothing is lost, its jobs wait PENDING.
 			CircuitBreaker: CircuitBreaker{

@@ -280,6 +280,11 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	for i, k := range cfg.Worker.Exec.EnvAllow {
+		if err := handlers.ExecEnvRefused(strings.TrimSuffix(k, "*")); err != nil {
+			return nil, fmt.Errorf("worker.exec.env_allow[%d]: %w", i, err)
+		}
+	}
 	mux := queue.NewMux()
 	handlers.Register(mux, handlerOptions(cfg.Worker))
 	if cfg.Worker.Exec.Enabled {
@@ -447,7 +452,7 @@ func execOptions(c config.WorkerExec) *handlers.ExecOptions {
 	if !c.Enabled {
 		return nil
 	}
-	return &handlers.ExecOptions{Allow: c.Allow}
+	return &handlers.ExecOptions{Allow: c.Allow, EnvAllow: c.EnvAllow}
 }
 
 // workerServerAddr is worker.server_addr, except that a worker left at the
