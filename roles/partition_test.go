@@ -240,4 +240,3 @@ func TestFaultPartitionNoOverlap(t *testing.T) {
 		len(ids), faultHeartbeatTimeout, slices.Min(fencedAfter).Round(10*time.Millisecond),
 		slices.Max(fencedAfter).Round(10*time.Millisecond), minGap.Round(10*time.Millisecond))
 }
-

@@ -89,7 +89,7 @@ type Server struct {
 	healthAddr atomic.Pointer[string]
 	// apiListener bounds the API's connections; /readyz asks it whether it can accept.
 	apiListener atomic.Pointer[netlimit.Listener]
-	listening  chan struct{}
+	listening   chan struct{}
 }
 
 // New validates deps.
