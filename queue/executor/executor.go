@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -35,7 +37,7 @@ type Options struct {
 	Conn Conn
 	// Handler runs the jobs, usually a *queue.Mux. Required.
 	Handler queue.Handler
-	// WorkerID identifies this worker (default <hostname>-<pid>).
+	// WorkerID identifies this worker (default <hostname>-<pid>-<random>, DefaultWorkerID).
 	WorkerID string
 	// Hostname is reported at registration (default os.Hostname).
 	Hostname string
@@ -267,12 +269,16 @@ func New(opts Options) (*Executor, error) {
 	return e, nil
 }
 
-// DefaultWorkerID is <hostname>-<pid>.
+// DefaultWorkerID is <hostname>-<pid>-<8 random hex digits>. The random part makes it unguessable:
+// a worker id belongs to the first principal that registers it, and another principal that
+// could predict <hostname>-<pid> could take the id first and lock the real worker out.
 func DefaultWorkerID(hostname string) string {
 	if hostname == "" {
 		hostname = "worker"
 	}
-	return fmt.Sprintf("%s-%d", hostname, os.Getpid())
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return fmt.Sprintf("%s-%d-%s", hostname, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 func setDefault(d *time.Duration, def time.Duration) {
