@@ -57,7 +57,9 @@ type Auth struct {
 	// MTLSPrincipals map client certificates to principals:
 	// "cn=worker-*;roles=worker[;queues=a+b]" (or dns=, uri=).
 	MTLSPrincipals []string `koanf:"mtls_principals"`
-	// AllowInsecure lets a server listen on a non-loopback address with authentication off.
+	// AllowInsecure lets a server listen on a non-loopback address with authentication off, or
+	// with authentication on but without TLS (tokens in cleartext: a private network or a
+	// TLS-terminating proxy must protect them).
 	AllowInsecure bool `koanf:"allow_insecure"`
 	// RateLimitPerSec is each principal's sustained request rate (0: unlimited); RateBurst the
 	// requests it may make at once.
