@@ -60,12 +60,18 @@ type Auth struct {
 	// MTLSPrincipals map client certificates to principals:
 	// "cn=worker-*;roles=worker[;queues=a+b]" (or dns=, uri=).
 	MTLSPrincipals []string `koanf:"mtls_principals"`
-	// AllowInsecure lets a server listen on a non-loopback address with authentication off.
+	// AllowInsecure lets a server listen on a non-loopback address with authentication off, or
+	// with authentication on but without TLS (tokens in cleartext: a private network or a
+	// TLS-terminating proxy must protect them).
 	AllowInsecure bool `koanf:"allow_insecure"`
 	// RateLimitPerSec is each principal's sustained request rate (0: unlimited); RateBurst the
 	// requests it may make at once.
 	RateLimitPerSec float64 `koanf:"rate_limit_per_sec"`
 	RateBurst       int     `koanf:"rate_burst"`
+	// RefusalRatePerSource is the requests refused for their credentials that one source
+	// address may cause per second (burst twice that) before its connections are closed (0:
+	// unlimited).
+	RefusalRatePerSource float64 `koanf:"refusal_rate_per_source"`
 	// MaxWorkersPerPrincipal bounds the live (not OFFLINE) workers one principal registers;
 	// MaxStreamsPerPrincipal the assignment streams it holds open on one server.
 	MaxWorkersPerPrincipal int `koanf:"max_workers_per_principal"`
@@ -118,6 +124,11 @@ type GRPC struct {
 	// a slower request fails with RESOURCE_EXHAUSTED. It ends with the body, so a stream whose
 	// request has been sent (StreamJobs) is not limited by it.
 	ReadBodyTimeoutS int `koanf:"read_body_timeout_s"`
+	// MaxConnections bounds the API's open connections (0: sized from the file-descriptor
+	// limit); MaxConnectionsPerSource those from one client address. A connection over a cap is
+	// closed at accept.
+	MaxConnections          int `koanf:"max_connections"`
+	MaxConnectionsPerSource int `koanf:"max_connections_per_source"`
 }
 
 // Addr is the listen address, host:port.
@@ -464,6 +475,10 @@ func (c CircuitBreaker) CooldownPeriod() time.Duration { return seconds(c.Cooldo
 type WorkerExec struct {
 	Enabled bool     `koanf:"enabled"`
 	Allow   []string `koanf:"allow"`
+	// EnvAllow lists the environment variables a job's payload may set for its program: names,
+	// or prefixes written "THUMB_*". Empty: none. Interpreter hooks (BASH_ENV, PERL5OPT,
+	// NODE_OPTIONS, PYTHONPATH, LD_PRELOAD, …) are refused at start even when listed.
+	EnvAllow []string `koanf:"env_allow"`
 }
 
 // PrefetchCount is worker.prefetch resolved: -1 is as many as the concurrency.
@@ -506,6 +521,9 @@ func Default() Config {
 			ReadHeaderTimeoutS: 10,
 			IdleTimeoutS:       120,
 			ReadBodyTimeoutS:   30,
+			// Each worker or producer process holds one HTTP/2 connection; a NAT of many is
+			// still far below this.
+			MaxConnectionsPerSource: 1024,
 		},
 		Server: Server{
 			ShutdownGraceS:  30,
@@ -574,7 +592,7 @@ func Default() Config {
 			ShutdownGraceS:     60,
 			MetricsPort:        9091,
 			HealthPort:         8081,
-			Exec:               WorkerExec{Allow: []string{}},
+			Exec:               WorkerExec{Allow: []string{}, EnvAllow: []string{}},
 			// On by default: a queue failing on this worker (a downstream outage) pauses here
 			// instead of burning its jobs' retries; nothing is lost, its jobs wait PENDING.
 			CircuitBreaker: CircuitBreaker{
@@ -591,6 +609,7 @@ func Default() Config {
 			MTLSPrincipals:         []string{},
 			RateLimitPerSec:        20000,
 			RateBurst:              40000,
+			RefusalRatePerSource:   50,
 			MaxWorkersPerPrincipal: 1000,
 			MaxStreamsPerPrincipal: 1000,
 		},

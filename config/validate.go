@@ -80,6 +80,12 @@ func (c *Config) problems() []error {
 	p.between("grpc.read_header_timeout_s", c.GRPC.ReadHeaderTimeoutS, 1, maxTimeoutS)
 	p.between("grpc.idle_timeout_s", c.GRPC.IdleTimeoutS, 1, maxTimeoutS)
 	p.between("grpc.read_body_timeout_s", c.GRPC.ReadBodyTimeoutS, 1, maxTimeoutS)
+	if c.GRPC.MaxConnections < 0 {
+		p.add("grpc.max_connections", "must be 0 (sized from the file-descriptor limit) or more, got %d", c.GRPC.MaxConnections)
+	}
+	if c.GRPC.MaxConnectionsPerSource < 0 {
+		p.add("grpc.max_connections_per_source", "must be 0 (unlimited) or more, got %d", c.GRPC.MaxConnectionsPerSource)
+	}
 	if c.GRPC.TLS.Enabled {
 		p.required("grpc.tls.cert_path", c.GRPC.TLS.CertPath, "when grpc.tls.enabled is true")
 		p.required("grpc.tls.key_path", c.GRPC.TLS.KeyPath, "when grpc.tls.enabled is true")
@@ -147,6 +153,9 @@ func (c *Config) validateAuth(p *checker) {
 	}
 	if a.RateBurst < 0 {
 		p.add("auth.rate_burst", "must be 0 (one second's worth) or more, got %d", a.RateBurst)
+	}
+	if !(a.RefusalRatePerSource >= 0) || math.IsInf(a.RefusalRatePerSource, 0) {
+		p.add("auth.refusal_rate_per_source", "must be 0 (unlimited) or more, got %v", a.RefusalRatePerSource)
 	}
 	p.positive("auth.max_workers_per_principal", a.MaxWorkersPerPrincipal)
 	p.positive("auth.max_streams_per_principal", a.MaxStreamsPerPrincipal)

@@ -196,7 +196,7 @@ func TestExecConfig(t *testing.T) {
 	require.EqualError(t, err, "worker.exec.allow: must list at least one program (an absolute path) when worker.exec.enabled is true")
 
 	cfg, _ := load(t, config.LoadOptions{File: path, Environ: []string{"JQ_WORKER_EXEC_ALLOW=/usr/bin/convert, /usr/bin/gzip"}})
-	require.Equal(t, config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/bin/gzip"}}, cfg.Worker.Exec)
+	require.Equal(t, config.WorkerExec{Enabled: true, Allow: []string{"/usr/bin/convert", "/usr/bin/gzip"}, EnvAllow: []string{}}, cfg.Worker.Exec)
 	require.False(t, config.Default().Worker.Exec.Enabled, "exec is off by default")
 }
 

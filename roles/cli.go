@@ -145,7 +145,7 @@ func (s *serverFlags) overrides(m map[string]any) {
 
 // workerIdentityFlags are shared by --role=worker and --role=all.
 type workerIdentityFlags struct {
-	WorkerID    *string   `help:"Unique worker id (worker.id, default <hostname>-<pid>)." placeholder:"ID"`
+	WorkerID    *string   `help:"Unique worker id (worker.id, default <hostname>-<pid>-<random>)." placeholder:"ID"`
 	Concurrency *int      `help:"Most jobs this worker runs at once (worker.concurrency, default 4)." placeholder:"N"`
 	Queues      *[]string `help:"Comma-separated queues to take jobs from (worker.queues, default default)." placeholder:"Q1,Q2"`
 }

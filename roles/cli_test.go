@@ -147,3 +147,14 @@ func TestAllRoleListsOnLoopback(t *testing.T) {
 	r = runJQ(t, nil, "--role=server", "--print-config")
 	require.Regexp(t, `(?m)^\s+host: ""$`, r.stdout)
 }
+
+// TestAllRoleRefusesExecWithoutAuth (issue 22): --role=all on loopback with authentication off
+// lets every local account submit; with exec enabled that account would run the allowed programs
+// as jq's user, so jq refuses to start.
+func TestAllRoleRefusesExecWithoutAuth(t *testing.T) {
+	t.Parallel()
+	r := runJQ(t, []string{"JQ_WORKER_EXEC_ENABLED=true", "JQ_WORKER_EXEC_ALLOW=/bin/echo"}, "--role=all")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "worker.exec.enabled with authentication off")
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+}

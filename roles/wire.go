@@ -29,6 +29,7 @@ import (
 	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -282,6 +283,11 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	for i, k := range cfg.Worker.Exec.EnvAllow {
+		if err := handlers.ExecEnvRefused(strings.TrimSuffix(k, "*")); err != nil {
+			return nil, fmt.Errorf("worker.exec.env_allow[%d]: %w", i, err)
+		}
+	}
 	mux := queue.NewMux()
 	handlers.Register(mux, handlerOptions(cfg.Worker))
 	if cfg.Worker.Exec.Enabled {
@@ -398,7 +404,8 @@ func serveProducerMetrics(pc config.Producer, metrics http.Handler, log *zap.Log
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /healthz", health.LiveHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := netlimit.SideServer(mux, 30*time.Second)
+	ln = netlimit.Wrap(ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("producer metrics listening", zap.String("addr", ln.Addr().String()))
 	return func() { _ = srv.Close() }, nil
@@ -448,7 +455,7 @@ func execOptions(c config.WorkerExec) *handlers.ExecOptions {
 	if !c.Enabled {
 		return nil
 	}
-	return &handlers.ExecOptions{Allow: c.Allow}
+	return &handlers.ExecOptions{Allow: c.Allow, EnvAllow: c.EnvAllow}
 }
 
 // workerServerAddr is worker.server_addr, except that a worker left at the

@@ -205,6 +205,9 @@ func (a *Authenticator) Interceptor() connect.Interceptor { return &interceptor{
 type interceptor struct{ a *Authenticator }
 
 func (i *interceptor) check(ctx context.Context, procedure string, h http.Header, peer connect.Peer) (context.Context, error) {
+	if _, ok := FromContext(ctx); ok { // Middleware has checked this request already
+		return ctx, nil
+	}
 	p, d := i.a.Authenticate(h, tlsState(ctx))
 	if d == nil {
 		d = i.a.Authorize(p, procedure)

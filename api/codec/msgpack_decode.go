@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,12 +32,78 @@ type mpDecoder struct {
 
 func (d *mpDecoder) offset() int { return len(d.data) - d.r.Len() }
 
+// peek returns the type code of the next value after checking that the length its header
+// declares fits in what is left of the input. Every read goes through peek first, so the
+// library never allocates for a length it was only told: a 45-byte body claiming a 4 GiB bin
+// is refused here, and an array or map cannot claim more elements than bytes remain.
 func (d *mpDecoder) peek() (byte, error) {
 	c, err := d.dec.PeekCode()
 	if err != nil {
 		return 0, errTruncated(err)
 	}
+	if err := checkDeclared(d.data[d.offset():]); err != nil {
+		return 0, err
+	}
 	return c, nil
+}
+
+// checkDeclared reads the header at the start of b and refuses a declared length (bytes of a
+// str, bin or ext; elements of an array; entries of a map, each at least two bytes) that
+// exceeds the bytes after the header.
+func checkDeclared(b []byte) error {
+	c := b[0]
+	var size, count int // header bytes after the code; bytes per declared element
+	switch {
+	case msgpcode.IsFixedString(c):
+		return fits(b, 1, int(c&0x1f), 1)
+	case msgpcode.IsFixedArray(c):
+		return fits(b, 1, int(c&0x0f), 1)
+	case msgpcode.IsFixedMap(c):
+		return fits(b, 1, int(c&0x0f), 2)
+	}
+	switch c {
+	case msgpcode.Str8, msgpcode.Bin8:
+		size, count = 1, 1
+	case msgpcode.Str16, msgpcode.Bin16, msgpcode.Array16:
+		size, count = 2, 1
+	case msgpcode.Str32, msgpcode.Bin32, msgpcode.Array32:
+		size, count = 4, 1
+	case msgpcode.Map16:
+		size, count = 2, 2
+	case msgpcode.Map32:
+		size, count = 4, 2
+	case msgpcode.Ext8:
+		size, count = 1, 1
+	case msgpcode.Ext16:
+		size, count = 2, 1
+	case msgpcode.Ext32:
+		size, count = 4, 1
+	default: // fixed-size values: the library reads them into a small buffer
+		return nil
+	}
+	if len(b) < 1+size {
+		return errors.New("unexpected end of input")
+	}
+	var n uint64
+	for _, x := range b[1 : 1+size] {
+		n = n<<8 | uint64(x)
+	}
+	hdr := 1 + size
+	if c == msgpcode.Ext8 || c == msgpcode.Ext16 || c == msgpcode.Ext32 {
+		hdr++ // the ext type byte
+	}
+	if n > uint64(len(b)) {
+		return fmt.Errorf("a length of %d exceeds the %d bytes left", n, max(len(b)-hdr, 0))
+	}
+	return fits(b, hdr, int(n), count)
+}
+
+func fits(b []byte, hdr, n, per int) error {
+	left := len(b) - hdr
+	if left < 0 || n > left/per {
+		return fmt.Errorf("a length of %d exceeds the %d bytes left", n, max(left, 0))
+	}
+	return nil
 }
 
 func errTruncated(err error) error {
@@ -396,29 +463,18 @@ func (d *mpDecoder) wellKnown(m protoreflect.Message, path string) error {
 		return err
 	}
 	if m.Descriptor().FullName() == "google.protobuf.Timestamp" && msgpcode.IsExt(c) {
-		t, err := d.dec.DecodeTime()
+		ts, err := d.timestamp()
 		if err != nil {
 			return fmt.Errorf("%s: %w", at(path), err)
 		}
-		ts := timestamppb.New(t)
 		if err := ts.CheckValid(); err != nil {
 			return fmt.Errorf("%s: %w", at(path), err)
 		}
 		proto.Merge(m.Interface(), ts)
 		return nil
 	}
-	if isMap(c) || isArray(c) {
-		// Struct, ListValue and the like; jq's messages use none today.
-		v, err := d.dec.DecodeInterface()
-		if err != nil {
-			return fmt.Errorf("%s: %w", at(path), err)
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("%s: %w", at(path), err)
-		}
-		return protojsonInto(b, m, path)
-	}
+	// Struct, ListValue, wrappers and the like go through protojson. skip checks every nested
+	// header against the input first, so the library's decode of that span is bounded by it.
 	start := d.offset()
 	if err := d.skip(); err != nil {
 		return err
@@ -432,6 +488,40 @@ func (d *mpDecoder) wellKnown(m protoreflect.Message, path string) error {
 		return fmt.Errorf("%s: %w", at(path), err)
 	}
 	return protojsonInto(b, m, path)
+}
+
+// timestamp reads the MessagePack timestamp extension (type -1) in its three sizes. It reads
+// the nanoseconds as given: the library would normalise 1.5e9 ns into the seconds, which the
+// protobuf and JSON paths refuse.
+func (d *mpDecoder) timestamp() (*timestamppb.Timestamp, error) {
+	typ, n, err := d.dec.DecodeExtHeader()
+	if err != nil {
+		return nil, errTruncated(err)
+	}
+	if typ != -1 {
+		return nil, fmt.Errorf("ext type %d is not a timestamp", typ)
+	}
+	b := make([]byte, n) // n was checked against the input by peek
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return nil, errTruncated(err)
+	}
+	var sec int64
+	var nsec uint32
+	switch n {
+	case 4:
+		sec = int64(binary.BigEndian.Uint32(b))
+	case 8:
+		v := binary.BigEndian.Uint64(b)
+		nsec, sec = uint32(v>>34), int64(v&(1<<34-1))
+	case 12:
+		nsec, sec = binary.BigEndian.Uint32(b), int64(binary.BigEndian.Uint64(b[4:]))
+	default:
+		return nil, fmt.Errorf("a timestamp of %d bytes (want 4, 8 or 12)", n)
+	}
+	if nsec > 999_999_999 {
+		return nil, fmt.Errorf("timestamp nanoseconds %d out of range", nsec)
+	}
+	return &timestamppb.Timestamp{Seconds: sec, Nanos: int32(nsec)}, nil
 }
 
 func protojsonInto(b []byte, m protoreflect.Message, path string) error {

@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -134,12 +135,86 @@ func TestMsgPackSkipsDeepNestingWithoutRecursion(t *testing.T) {
 	require.NoError(t, codec.MsgPack{}.Unmarshal(body, &jqv1.ListJobsRequest{}))
 }
 
+// allocCap is what decoding any input may allocate: a fixed multiple of its size plus a
+// constant for the message structs and the decoder. A decoder that trusts a declared length
+// blows through it at once (a 45-byte body used to allocate 4 GiB).
+func allocCap(n int) uint64 { return 64*uint64(n) + 256<<10 }
+
+// allocated reports the bytes f allocates. The fuzz and test binaries run nothing else at the
+// same time in these tests (no t.Parallel), so the counter is f's.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// hostileBodies declare lengths far beyond the bytes that follow, in every header that carries
+// one: a 4 GiB bin32 payload (the reported 45-byte request), str32, ext32, array32, map32.
+func hostileBodies() map[string][]byte {
+	job := []byte{0x81, 0xa4, 'j', 'o', 'b', 's', 0x91, 0x82, 0xa5, 'q', 'u', 'e', 'u', 'e', 0xa1, 'q'}
+	with := func(key string, tail ...byte) []byte {
+		b := append([]byte{}, job...)
+		b = append(b, byte(0xa0|len(key)))
+		b = append(b, key...)
+		return append(b, tail...)
+	}
+	return map[string][]byte{
+		"bin32 4GiB payload": with("payload", 0xc6, 0xff, 0xff, 0xff, 0xf0, 'x'),
+		"bin16 payload":      with("payload", 0xc5, 0xff, 0xff, 'x'),
+		"str32 type":         with("type", 0xdb, 0xff, 0xff, 0xff, 0xf0, 'x'),
+		"array32 labels":     with("unknown", 0xdd, 0xff, 0xff, 0xff, 0xf0, 0xc0),
+		"map32 labels":       with("labels", 0xdf, 0xff, 0xff, 0xff, 0xf0, 0xa1, 'a', 0xa1, 'b'),
+		"ext32 runAt":        with("runAt", 0xc9, 0xff, 0xff, 0xff, 0xf0, 0xff, 0, 0, 0, 0),
+		"ext32 unknown":      with("unknown", 0xc9, 0xff, 0xff, 0xff, 0xf0, 0x05, 0),
+		"str32 key":          {0x81, 0xdb, 0x7f, 0xff, 0xff, 0xff, 'j'},
+		"map16 top":          {0xde, 0xff, 0xff, 0xa1, 'a', 0xc0},
+	}
+}
+
+func TestMsgPackDeclaredLengthsAreBoundedByInput(t *testing.T) {
+	for name, body := range hostileBodies() {
+		var req jqv1.SubmitJobsRequest
+		var err error
+		n := allocated(func() { err = codec.MsgPack{}.Unmarshal(body, &req) })
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), "malformed MessagePack request", name)
+		require.LessOrEqual(t, n, allocCap(len(body)), "%s: %d bytes allocated for a %d-byte body", name, n, len(body))
+	}
+}
+
+func TestMsgPackTimestampNanosInRange(t *testing.T) {
+	// runAt as a 12-byte timestamp extension with 1.5e9 ns: protobuf refuses it, so must this.
+	body := []byte{0x81, 0xa5, 'r', 'u', 'n', 'A', 't', 0xc7, 12, 0xff,
+		0x59, 0x68, 0x2f, 0x00, 0, 0, 0, 0, 0x65, 0x53, 0xf1, 0x00}
+	err := codec.MsgPack{}.Unmarshal(body, &jqv1.JobSpec{})
+	require.ErrorContains(t, err, "nanoseconds 1500000000 out of range")
+	// The same instant with 5 ns decodes.
+	ok := []byte{0x81, 0xa5, 'r', 'u', 'n', 'A', 't', 0xc7, 12, 0xff,
+		0, 0, 0, 5, 0, 0, 0, 0, 0x65, 0x53, 0xf1, 0x00}
+	var spec jqv1.JobSpec
+	require.NoError(t, codec.MsgPack{}.Unmarshal(ok, &spec))
+	require.Equal(t, int32(5), spec.GetRunAt().GetNanos())
+	require.Equal(t, int64(0x6553f100), spec.GetRunAt().GetSeconds())
+}
+
+// FuzzMsgPackDecode decodes arbitrary bytes as the largest request: it must never allocate more
+// than allocCap of the input, and whatever decodes must re-encode to the same message.
 func FuzzMsgPackDecode(f *testing.F) {
 	f.Add([]byte{0x80})
 	f.Add([]byte{0x81, 0xa3, 'j', 'o', 'b', 0x81, 0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd', 0x91, 0x01})
+	for _, b := range hostileBodies() {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req jqv1.SubmitJobsRequest
-		if (codec.MsgPack{}).Unmarshal(data, &req) != nil {
+		var err error
+		n := allocated(func() { err = codec.MsgPack{}.Unmarshal(data, &req) })
+		if n > allocCap(len(data)) {
+			t.Fatalf("decoding %d bytes allocated %d (cap %d)", len(data), n, allocCap(len(data)))
+		}
+		if err != nil {
 			return
 		}
 		// Whatever decodes re-encodes and decodes to the same message.

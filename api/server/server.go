@@ -103,6 +103,9 @@ type Options struct {
 	// Refused counts a request refused by a limit (auth.Reason*); nil: not counted. With Auth
 	// set, refusals are counted through it instead.
 	Refused func(reason string)
+	// RefusalRatePerSource bounds the requests refused for their credentials that one source
+	// address may cause per second before its connections are closed (0: unlimited).
+	RefusalRatePerSource float64
 	// TaskQueueQueue receives the jobs submitted through the taskqueue.v1 facade, whose JobSpec
 	// names no queue; "": queue.DefaultQueue.
 	TaskQueueQueue string
@@ -172,9 +175,16 @@ func New(opts Options) http.Handler {
 	// The OpenAPI document is public too: a schema, no data (docs/security.md).
 	mux.Handle("GET /openapi.yaml", openAPIHandler())
 	if opts.Auth != nil {
-		return auth.WithTLSState(mux)
+		return opts.Auth.Middleware(mux, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource})
 	}
 	return mux
+}
+
+// isPublic reports the paths served without credentials: the gRPC health service and the
+// OpenAPI document.
+func isPublic(path string) bool {
+	return path == "/openapi.yaml" ||
+		path == "/"+grpchealth.HealthV1ServiceName+"/Check" || path == "/"+grpchealth.HealthV1ServiceName+"/Watch"
 }
 
 // openAPIHandler serves api.OpenAPI.

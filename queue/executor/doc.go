@@ -35,6 +35,15 @@
 // locally whatever the server does).
 //
 // A lease is held from the assignment until the server has judged its report.
+// Self-fencing (fence.go): a worker whose lease has gone unrenewed — no registration or heartbeat
+// got through — for 3/4 of the server's worker_heartbeat_timeout, counted from when the last
+// successful one was sent, cancels its running jobs and reports them as retryable failures. The
+// server counts the same timeout from when it recorded that renewal, later, and needs a reaper
+// pass after it, so the worker has stopped at least a quarter of the timeout before another
+// worker can be given the job. Both measure elapsed time on their own monotonic clocks: an offset
+// between the hosts' wall clocks does not matter. A handler that ignores its context cannot be
+// fenced; the exec handler kills its process group at once.
+//
 // Heartbeats carry every held lease (a cancel in the answer hits only the
 // attempt the heartbeat listed), and a (re)opened stream asks for concurrency
 // plus prefetch minus the held leases: a lease awaiting its report still

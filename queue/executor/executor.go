@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -35,7 +37,7 @@ type Options struct {
 	Conn Conn
 	// Handler runs the jobs, usually a *queue.Mux. Required.
 	Handler queue.Handler
-	// WorkerID identifies this worker (default <hostname>-<pid>).
+	// WorkerID identifies this worker (default <hostname>-<pid>-<random>, DefaultWorkerID).
 	WorkerID string
 	// Hostname is reported at registration (default os.Hostname).
 	Hostname string
@@ -127,6 +129,7 @@ type Stats struct {
 	ReportsRejected int64 // reports the server refused (stale attempt)
 	ReportsLost     int64 // reports given up undelivered
 	ProtocolErrors  int64 // assignments beyond the worker's concurrency
+	Fenced          int64 // jobs cancelled because the lease was not renewed in time (fence.go)
 	AckCalls        int64
 	ReportCalls     int64
 	Running         int // handlers running now
@@ -149,6 +152,7 @@ type Executor struct {
 	queued       []*task          // prefetched assignments waiting for a slot, oldest first
 	hbInterval   time.Duration
 	hbTimeout    time.Duration // the server's heartbeat timeout, from the registration (0: unknown)
+	renewedAt    time.Time     // when the last successful registration or heartbeat was sent (fence.go)
 	streamCancel context.CancelFunc
 
 	registered     atomic.Bool
@@ -160,6 +164,7 @@ type Executor struct {
 
 	capFreed     chan struct{} // a lease was released
 	hbNow        chan struct{} // heartbeat at once
+	renewed      chan struct{} // a renewal succeeded: the fence moves
 	shutdownReq  chan struct{} // closed on the operator's SHUTDOWN command
 	shutdownOnce sync.Once
 
@@ -175,7 +180,7 @@ type Executor struct {
 
 	received, started, succeeded, failed, abandoned  atomic.Int64
 	acksRejected, late, reportsRejected, reportsLost atomic.Int64
-	protocolErrors                                   atomic.Int64
+	protocolErrors, fenced                           atomic.Int64
 	running, maxRunning                              atomic.Int64
 }
 
@@ -238,6 +243,7 @@ func New(opts Options) (*Executor, error) {
 		hbInterval:  opts.HeartbeatInterval,
 		capFreed:    make(chan struct{}, 1),
 		hbNow:       make(chan struct{}, 1),
+		renewed:     make(chan struct{}, 1),
 		shutdownReq: make(chan struct{}),
 	}
 	if opts.CircuitBreaker.Enabled {
@@ -263,12 +269,16 @@ func New(opts Options) (*Executor, error) {
 	return e, nil
 }
 
-// DefaultWorkerID is <hostname>-<pid>.
+// DefaultWorkerID is <hostname>-<pid>-<8 random hex digits>. The random part makes it unguessable:
+// a worker id belongs to the first principal that registers it, and another principal that
+// could predict <hostname>-<pid> could take the id first and lock the real worker out.
 func DefaultWorkerID(hostname string) string {
 	if hostname == "" {
 		hostname = "worker"
 	}
-	return fmt.Sprintf("%s-%d", hostname, os.Getpid())
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return fmt.Sprintf("%s-%d-%s", hostname, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 func setDefault(d *time.Duration, def time.Duration) {
@@ -318,6 +328,7 @@ func (e *Executor) Stats() Stats {
 		Succeeded:       e.succeeded.Load(),
 		Failed:          e.failed.Load(),
 		Abandoned:       e.abandoned.Load(),
+		Fenced:          e.fenced.Load(),
 		AcksRejected:    e.acksRejected.Load(),
 		LateAssignments: e.late.Load(),
 		ReportsRejected: e.reportsRejected.Load(),
@@ -351,6 +362,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	hbCtx, stopHB := context.WithCancel(loopCtx)
 	var hb sync.WaitGroup
 	hb.Go(func() { e.heartbeatLoop(hbCtx) })
+	hb.Go(func() { e.fenceLoop(hbCtx) })
 	stopHeartbeats := func() {
 		stopHB()
 		hb.Wait()

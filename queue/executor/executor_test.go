@@ -28,7 +28,7 @@ func TestNewValidates(t *testing.T) {
 		Conn: executortest.NewServer(executortest.Options{}), Handler: queue.NewMux(), Concurrency: 1, Queues: []string{"q"},
 	})
 	require.NoError(t, err)
-	require.NotEmpty(t, e.WorkerID(), "default id is <hostname>-<pid>")
+	require.NotEmpty(t, e.WorkerID(), "default id is <hostname>-<pid>-<random>")
 	require.False(t, e.Ready())
 }
 

@@ -101,6 +101,7 @@ func (e *Executor) capBackoff(d time.Duration) time.Duration {
 func (e *Executor) register(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
 	defer cancel()
+	sent := time.Now()
 	reg, err := e.conn.Register(cctx, RegisterParams{
 		WorkerID:    e.opts.WorkerID,
 		Hostname:    e.opts.Hostname,
@@ -121,6 +122,8 @@ func (e *Executor) register(ctx context.Context) error {
 	}
 	interval, held := e.hbInterval, len(e.tasks)
 	e.mu.Unlock()
+	e.noteRenewed(sent)
+	signal(e.renewed)
 	e.registered.Store(true)
 	e.everRegistered.Store(true)
 	signal(e.hbNow) // the first heartbeat at once; it also picks up the server's interval
@@ -240,10 +243,13 @@ func (e *Executor) heartbeat(ctx context.Context, unreachable *int) {
 	cctx, cancel := context.WithTimeout(ctx, min(e.opts.CallTimeout, max(e.heartbeatInterval(), time.Second)))
 	defer cancel()
 	held := e.heldLeases()
+	sent := time.Now()
 	reply, err := e.conn.Heartbeat(cctx, HeartbeatParams{WorkerID: e.opts.WorkerID, Running: held, Breakers: e.Breakers()})
 	switch {
 	case err == nil:
 		*unreachable = 0
+		e.noteRenewed(sent)
+		signal(e.renewed)
 		e.applyHeartbeat(reply, held)
 	case ctx.Err() != nil:
 	case errors.Is(err, ErrWorkerInactive):

@@ -45,7 +45,9 @@ type task struct {
 	cancel context.CancelCauseFunc // stateRunning
 	// cancelCause is a cancellation that arrived while the task waited for a slot.
 	cancelCause error
-	abandoned   bool // the outcome must not be reported
+	// fenced: cancelled because the lease went unrenewed (fence.go).
+	fenced    bool
+	abandoned bool // the outcome must not be reported
 	// ackTimer acknowledges the start if the handler is still running after AckDelay; a job that
 	// ends sooner is acknowledged by its report (the server records RUNNING and the outcome
 	// together). ackQueued: the ack was handed to the ack batcher.
@@ -331,6 +333,10 @@ func (e *Executor) outcome(t *task, res []byte, herr, cause error, timeout, runt
 		return rep, done
 	case errors.Is(cause, errCancelledByServer):
 		return fail(ReasonCancelled, "cancelled: "+herr.Error(), true)
+	case errors.Is(cause, errFenced):
+		// Retryable: if the server still counts the lease as this worker's, the job runs again;
+		// if it has moved on, the attempt fences this report off.
+		return fail(ReasonError, errFenced.Error(), false)
 	case errors.Is(cause, errJobTimeout):
 		return fail(ReasonTimeout, fmt.Sprintf("job exceeded its timeout of %s: %v", timeout, herr), false)
 	case errors.Is(herr, queue.ErrOutputTooLarge):

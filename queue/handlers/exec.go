@@ -26,8 +26,9 @@ type ExecPayload struct {
 	Argv []string `json:"argv"`
 	// Stdin is written to the program's standard input (empty: /dev/null).
 	Stdin string `json:"stdin,omitempty"`
-	// Env is added to the minimal base environment (PATH); it may override
-	// PATH, which the program sees but which never selects the program.
+	// Env is added to the minimal base environment (PATH). Each name must be listed in
+	// ExecOptions.EnvAllow and be no interpreter hook (ExecEnvRefused); PATH too, which the
+	// program then sees but which never selects the program.
 	Env map[string]string `json:"env,omitempty"`
 	// Dir is the working directory (default: the worker's).
 	Dir string `json:"dir,omitempty"`
@@ -51,6 +52,10 @@ type ExecOptions struct {
 	// WaitDelay bounds the wait for output pipes after the process is gone
 	// (a descendant that left the process group may hold them). Default 2s.
 	WaitDelay time.Duration
+	// EnvAllow lists the variables a payload may set (worker.exec.env_allow): exact names, or
+	// prefixes written "THUMB_*". Empty: none. Interpreter hooks (BASH_ENV, BASH_FUNC_x%%,
+	// PERL5OPT, NODE_OPTIONS, PYTHONPATH, LD_PRELOAD, …) are refused even when listed.
+	EnvAllow []string
 	// PATH is the base environment's PATH (the program's, not used to find
 	// it). Default: the worker's own PATH, or a standard one when that is
 	// empty.
@@ -176,25 +181,20 @@ func (h *execHandler) Handle(ctx context.Context, job *queue.Job) ([]byte, error
 	return stdout.Bytes(), nil
 }
 
-// loaderVariable reports the variables that make the dynamic loader or the C library load code or
-// data from a path (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, DYLD_*, GCONV_PATH, …): a payload that
-// sets them runs code of its choosing inside an allowed program.
-func loaderVariable(k string) bool {
-	return strings.HasPrefix(k, "LD_") || strings.HasPrefix(k, "DYLD_") ||
-		slices.Contains([]string{"GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "MALLOC_TRACE"}, k)
-}
-
 // environ builds the child's environment: PATH, then the payload's variables
 // in sorted order.
 func (h *execHandler) environ(extra map[string]string) ([]string, error) {
 	path := h.opts.PATH
 	keys := make([]string, 0, len(extra))
 	for k, v := range extra {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return nil, queue.Permanent(fmt.Errorf("exec: invalid payload: bad environment variable %q", k))
+		if strings.ContainsRune(v, 0) {
+			return nil, queue.Permanent(fmt.Errorf("exec: invalid payload: environment variable %s holds a NUL byte", k))
 		}
-		if loaderVariable(k) {
-			return nil, queue.Permanent(fmt.Errorf("exec: the payload may not set %s: it would make an allowed program load other code", k))
+		if err := ExecEnvRefused(k); err != nil {
+			return nil, queue.Permanent(fmt.Errorf("exec: the payload may not set that variable: %w", err))
+		}
+		if !envAllowed(h.opts.EnvAllow, k) {
+			return nil, queue.Permanent(fmt.Errorf("exec: the payload may not set %s: not listed in worker.exec.env_allow", k))
 		}
 		if k == "PATH" {
 			path = v

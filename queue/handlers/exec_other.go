@@ -21,6 +21,7 @@ type ExecPayload struct {
 // ExecOptions tune the exec handler (unix only).
 type ExecOptions struct {
 	Allow           []string
+	EnvAllow        []string
 	MaxOutputBytes  int
 	StderrTailBytes int
 	WaitDelay       time.Duration

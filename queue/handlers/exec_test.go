@@ -62,7 +62,8 @@ func TestExecSuccess(t *testing.T) {
 func TestExecStdinEnvDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	out, err := allowing(t, "sh").Handle(t.Context(), execJob(t, handlers.ExecPayload{
+	h := handlers.ExecWith(handlers.ExecOptions{Allow: bins(t, "sh"), EnvAllow: []string{"GREET*"}})
+	out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{
 		Argv:  []string{bin(t, "sh"), "-c", `read line; printf '%s|%s|%s|%s' "$line" "$GREETING" "$(pwd)" "${HOME:-nohome}"`},
 		Stdin: "from stdin\n",
 		Env:   map[string]string{"GREETING": "hi there"},
@@ -117,10 +118,11 @@ func TestExecBadPayload(t *testing.T) {
 		`{"argv": [""]}`:                 `"argv" needs at least the program`,
 		`{"argv": "echo hi"}`:            "cannot unmarshal",
 		`{"argv": ["true"], "shell": 1}`: `unknown field "shell"`,
-		`{"argv": ["` + bin(t, "true") + `"], "env": {"A=B": "x"}}`:                "bad environment variable",
-		`{"argv": ["` + bin(t, "true") + `"], "env": {"LD_PRELOAD": "/tmp/x.so"}}`: "may not set LD_PRELOAD",
-		`{"argv": ["` + bin(t, "true") + `"], "env": {"LD_LIBRARY_PATH": "/tmp"}}`: "may not set LD_LIBRARY_PATH",
-		`{"argv": ["` + bin(t, "true") + `"], "env": {"GCONV_PATH": "/tmp"}}`:      "may not set GCONV_PATH",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"A=B": "x"}}`:                "is not a variable name",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"GREETING": "x"}}`:           "not listed in worker.exec.env_allow",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"LD_PRELOAD": "/tmp/x.so"}}`: "LD_PRELOAD is an interpreter hook",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"LD_LIBRARY_PATH": "/tmp"}}`: "LD_LIBRARY_PATH is an interpreter hook",
+		`{"argv": ["` + bin(t, "true") + `"], "env": {"GCONV_PATH": "/tmp"}}`:      "GCONV_PATH is an interpreter hook",
 	} {
 		_, err := h.Handle(t.Context(), job("exec", payload))
 		require.Error(t, err, payload)
@@ -188,7 +190,7 @@ func TestExecPATHFromPayload(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "hello-jq")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho \"from $PATH\"\n"), 0o755))
-	h := handlers.ExecWith(handlers.ExecOptions{Allow: []string{script}})
+	h := handlers.ExecWith(handlers.ExecOptions{Allow: []string{script}, EnvAllow: []string{"PATH"}})
 	env := map[string]string{"PATH": dir + ":/usr/bin:/bin"}
 
 	_, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"hello-jq"}, Env: env}))
@@ -304,4 +306,63 @@ func TestRegisterWithExec(t *testing.T) {
 	_, err = mux.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{"/bin/sh", "-c", "true"}}))
 	require.EqualError(t, err, "exec: /bin/sh is not in worker.exec.allow")
 	require.True(t, queue.IsPermanent(err))
+}
+
+// TestExecInterpreterHooksRefused: each variable that makes a shell, an interpreter or the loader
+// run code it names is refused before anything runs, even when the operator lists it (a
+// wildcard "*" lists everything). The wrapper is shaped like docs' /usr/local/bin/thumbnail: a
+// bash script that calls other programs, which is how BASH_FUNC_echo%% ran `id` as root.
+func TestExecInterpreterHooksRefused(t *testing.T) {
+	t.Parallel()
+	bash := bin(t, "bash")
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "pwned")
+	wrapper := filepath.Join(dir, "thumbnail")
+	require.NoError(t, os.WriteFile(wrapper, []byte("#!"+bash+"\necho thumb\n"), 0o755))
+	h := handlers.ExecWith(handlers.ExecOptions{Allow: []string{wrapper}, EnvAllow: []string{"*"}})
+	pwn := "touch " + marker
+	for k, v := range map[string]string{
+		"BASH_FUNC_echo%%":      "() { " + pwn + "; }",
+		"BASH_FUNC_echo()":      "() { " + pwn + "; }",
+		"BASH_ENV":              marker + ".sh",
+		"ENV":                   marker + ".sh",
+		"SHELLOPTS":             "xtrace",
+		"PS4":                   "$(" + pwn + ")",
+		"PROMPT_COMMAND":        pwn,
+		"IFS":                   "/",
+		"PERL5OPT":              "-Mwarnings;system('" + pwn + "')",
+		"PERL5LIB":              dir,
+		"PERLLIB":               dir,
+		"NODE_OPTIONS":          "--require " + marker + ".js",
+		"NODE_PATH":             dir,
+		"PYTHONPATH":            dir,
+		"PYTHONSTARTUP":         marker + ".py",
+		"PYTHONHOME":            dir,
+		"RUBYOPT":               "-r" + marker,
+		"RUBYLIB":               dir,
+		"JAVA_TOOL_OPTIONS":     "-javaagent:" + marker + ".jar",
+		"_JAVA_OPTIONS":         "-javaagent:" + marker + ".jar",
+		"CLASSPATH":             dir,
+		"LD_PRELOAD":            marker + ".so",
+		"LD_LIBRARY_PATH":       dir,
+		"LD_AUDIT":              marker + ".so",
+		"DYLD_INSERT_LIBRARIES": marker + ".so",
+		"GCONV_PATH":            dir,
+		"GIT_SSH_COMMAND":       pwn,
+		"LUA_INIT":              "os.execute('" + pwn + "')",
+		"PHPRC":                 dir,
+		"EDITOR":                pwn,
+	} {
+		_, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{wrapper}, Env: map[string]string{k: v}}))
+		require.Error(t, err, k)
+		require.True(t, queue.IsPermanent(err), k)
+		require.Contains(t, err.Error(), "may not set", k)
+		require.NoFileExists(t, marker, k)
+		require.Error(t, handlers.ExecEnvRefused(k), "%s must be refused in worker.exec.env_allow too", k)
+	}
+	// An ordinary listed variable reaches the wrapper.
+	out, err := h.Handle(t.Context(), execJob(t, handlers.ExecPayload{Argv: []string{wrapper}, Env: map[string]string{"THUMB_SIZE": "64"}}))
+	require.NoError(t, err)
+	require.Equal(t, "thumb\n", string(out))
+	require.NoError(t, handlers.ExecEnvRefused("THUMB_SIZE"))
 }

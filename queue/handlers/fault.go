@@ -36,6 +36,10 @@ type FaultPayload struct {
 	// "<job_id> <attempt>\n" before anything else, so a test can count the
 	// executions of a job across worker processes (see internal/faultcheck).
 	Marker string `json:"marker,omitempty"`
+	// Spans, when set, is a file to which the handler appends
+	// "<job_id> <attempt> <start_unix_nanos> <end_unix_nanos>\n" when it returns, so a test can
+	// tell whether two executions of a job overlapped in time (the partition test).
+	Spans string `json:"spans,omitempty"`
 }
 
 // errFaultFail is the failure of mode fail.
@@ -68,6 +72,10 @@ func Fault() queue.Handler {
 				return nil, err
 			}
 		}
+		if p.Spans != "" {
+			start := time.Now()
+			defer func() { appendSpan(ctx, job, p.Spans, start, time.Now()) }()
+		}
 		switch p.Mode {
 		case FaultPanic:
 			panic(fmt.Sprintf("fault handler asked to panic (job %s)", job.ID))
@@ -92,6 +100,21 @@ func Fault() queue.Handler {
 		}
 		return fmt.Appendf(nil, `{"ok_ms":%d}`, p.MS), nil
 	})
+}
+
+// appendSpan appends one execution's span to path in a single write; errors are ignored (the
+// test that reads the file reports missing spans).
+func appendSpan(ctx context.Context, job *queue.Job, path string, start, end time.Time) {
+	id, attempt := job.ID, job.Attempt
+	if info, ok := queue.JobInfoFromContext(ctx); ok {
+		id, attempt = info.ID, info.Attempt
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = fmt.Fprintf(f, "%s %d %d %d\n", id, attempt, start.UnixNano(), end.UnixNano())
+	_ = f.Close()
 }
 
 // appendMarker appends "<job_id> <attempt>\n" to path in a single write, so

@@ -16,9 +16,9 @@ import (
 )
 
 // BuildAuth returns the API's authenticator, or nil when authentication is off. It refuses the
-// unsafe configurations: authentication off on a non-loopback address without
-// auth.allow_insecure, authentication on with no credential configured (nobody could get in),
-// and certificate rules without client certificates.
+// unsafe configurations: authentication off, or on without TLS (tokens in cleartext), on a
+// non-loopback address without auth.allow_insecure; authentication on with no credential
+// configured (nobody could get in); and certificate rules without client certificates.
 func BuildAuth(cfg *config.Config, log *zap.Logger, denied func(string)) (*auth.Authenticator, error) {
 	host := cfg.GRPC.Host
 	where := fmt.Sprintf("grpc.host %q", host)
@@ -48,6 +48,9 @@ func BuildAuth(cfg *config.Config, log *zap.Logger, denied func(string)) (*auth.
 	}
 	if len(tokens) == 0 && len(rules) == 0 {
 		return nil, fmt.Errorf("authentication is on (the API listens on %s) but no credential is configured: add auth.tokens (jq --role=admin token new) or auth.mtls_principals, or listen on 127.0.0.1", where)
+	}
+	if !cfg.GRPC.TLS.Enabled && !config.IsLoopback(host) && !cfg.Auth.AllowInsecure {
+		return nil, fmt.Errorf("the API would take tokens in cleartext on %s: enable grpc.tls (cert_path, key_path), listen on 127.0.0.1, or set auth.allow_insecure: true when a private network or a TLS-terminating proxy protects it", where)
 	}
 	log.Info("api authentication on", zap.Int("tokens", len(tokens)), zap.Int("certificate_rules", len(rules)),
 		zap.Float64("rate_limit_per_sec", cfg.Auth.RateLimitPerSec))

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/roles/telemetry"
@@ -86,7 +88,9 @@ type Server struct {
 	apiAddr    atomic.Pointer[string]
 	healthAddr atomic.Pointer[string]
 	uiAddr     atomic.Pointer[string]
-	listening  chan struct{}
+	// apiListener bounds the API's connections; /readyz asks it whether it can accept.
+	apiListener atomic.Pointer[netlimit.Listener]
+	listening   chan struct{}
 }
 
 // New validates deps.
@@ -112,7 +116,11 @@ func (s *Server) HealthAddr() string { return deref(s.healthAddr.Load()) }
 // Run serves until ctx ends, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error {
 	cfg := s.deps.Config
-	if err := s.deps.Migrate(ctx); err != nil {
+	fdLimit, err := netlimit.RaiseFDLimit()
+	if err != nil {
+		s.log.Warn("file descriptor limit not raised", zap.Error(err))
+	}
+	if err = s.deps.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	s.log.Info("schema migrated")
@@ -139,10 +147,11 @@ func (s *Server) Run(ctx context.Context) error {
 			MaxWorkers: cfg.Server.MaxWorkers, MaxWorkersPerPrincipal: cfg.Auth.MaxWorkersPerPrincipal,
 			MaxStreams: cfg.Server.MaxStreams, MaxStreamsPerPrincipal: cfg.Auth.MaxStreamsPerPrincipal,
 		},
-		Auth:           s.auth,
-		Refused:        s.deps.Refused,
-		Tracing:        s.deps.Tracing,
-		HandlerOptions: s.apiHandlerOptions(),
+		Auth:                 s.auth,
+		RefusalRatePerSource: cfg.Auth.RefusalRatePerSource,
+		Refused:              s.deps.Refused,
+		Tracing:              s.deps.Tracing,
+		HandlerOptions:       s.apiHandlerOptions(),
 		Workers: apiserver.WorkerTiming{
 			HeartbeatInterval: cfg.Worker.HeartbeatInterval(),
 			HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
@@ -153,7 +162,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	apiSrv := newAPIServer(cfg.GRPC, api, tlsCfg, s.log)
-	healthSrv := &http.Server{Handler: s.healthMux(), ReadHeaderTimeout: 5 * time.Second}
+	healthSrv := netlimit.SideServer(s.healthMux(), 10*time.Second)
 	var metricsSrv *http.Server
 	var metricsLn net.Listener
 	if cfg.Metrics.Enabled && s.deps.Metrics != nil {
@@ -164,10 +173,15 @@ func (s *Server) Run(ctx context.Context) error {
 		if cfg.Metrics.Pprof {
 			telemetry.RegisterPprof(mux)
 		}
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		writeTimeout := 30 * time.Second
+		if cfg.Metrics.Pprof {
+			writeTimeout = 0 // a CPU profile streams for as long as asked
+		}
+		metricsSrv = netlimit.SideServer(mux, writeTimeout)
 		if metricsLn, err = net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Metrics.Port))); err != nil {
 			return fmt.Errorf("listen metrics: %w", err)
 		}
+		metricsLn = netlimit.Wrap(metricsLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	}
 
 	apiLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.GRPC.Port)))
@@ -182,6 +196,16 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("listen health: %w", err)
 	}
+	healthLn = netlimit.Wrap(healthLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	apiMax := cfg.GRPC.MaxConnections
+	if apiMax == 0 {
+		apiMax = netlimit.APIMax(fdLimit)
+	}
+	limited := netlimit.Wrap(apiLn, netlimit.Options{Max: apiMax, PerSource: cfg.GRPC.MaxConnectionsPerSource})
+	s.apiListener.Store(limited)
+	apiLn = limited
+	s.log.Info("api connection limits", zap.Uint64("fd_limit", fdLimit), zap.Int("api_max_connections", apiMax),
+		zap.Int("api_max_connections_per_source", cfg.GRPC.MaxConnectionsPerSource))
 	uiSrv, uiLn, err := s.consoleServer(api, tlsCfg) // the web console on ui.port (nil when off)
 	if err != nil {
 		_, _ = apiLn.Close(), healthLn.Close()
@@ -189,6 +213,9 @@ func (s *Server) Run(ctx context.Context) error {
 			_ = metricsLn.Close()
 		}
 		return err
+	}
+	if uiLn != nil {
+		uiLn = netlimit.Wrap(uiLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	}
 	apiAddr, healthAddr := apiLn.Addr().String(), healthLn.Addr().String()
 	s.apiAddr.Store(&apiAddr)
@@ -279,7 +306,16 @@ func (s *Server) status(ctx context.Context) []health.Result {
 func (s *Server) healthMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", health.LiveHandler())
-	mux.Handle("GET /readyz", health.ReadyHandler(s.stopping, readyTimeout, func() []health.Check { return s.deps.Checks }))
+	// The API's own listener is a check too: a server out of file descriptors or at its
+	// connection cap must leave the load balancer's rotation though its dependencies are fine.
+	accept := health.Check{Name: "api_accept", Critical: true, Probe: func(context.Context) error {
+		if ln := s.apiListener.Load(); ln != nil {
+			return ln.AcceptHealthy()
+		}
+		return nil
+	}}
+	checks := slices.Concat(s.deps.Checks, []health.Check{accept})
+	mux.Handle("GET /readyz", health.ReadyHandler(s.stopping, readyTimeout, func() []health.Check { return checks }))
 	return mux
 }
 

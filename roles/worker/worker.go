@@ -25,6 +25,7 @@ import (
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/roles/telemetry"
@@ -142,6 +143,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen health: %w", err)
 	}
+	ln = netlimit.Wrap(ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	addr := ln.Addr().String()
 	w.healthAddr.Store(&addr)
 	var mln net.Listener
@@ -150,13 +152,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = ln.Close()
 			return fmt.Errorf("listen metrics: %w", err)
 		}
+		mln = netlimit.Wrap(mln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 		maddr := mln.Addr().String()
 		w.metricsAddr.Store(&maddr)
 	}
 	// Readiness turns 503 the moment ctx ends, before the executor starts
 	// its stop.
 	w.runCtx = ctx
-	healthSrv := &http.Server{Handler: w.healthMux(), ReadHeaderTimeout: 5 * time.Second}
+	healthSrv := netlimit.SideServer(w.healthMux(), 10*time.Second)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- healthSrv.Serve(ln) }()
 	if mln != nil {
@@ -165,7 +168,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		if cfg.Metrics.Pprof {
 			telemetry.RegisterPprof(mux)
 		}
-		metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		writeTimeout := 30 * time.Second
+		if cfg.Metrics.Pprof {
+			writeTimeout = 0 // a CPU profile streams for as long as asked
+		}
+		metricsSrv := netlimit.SideServer(mux, writeTimeout)
 		go func() { _ = metricsSrv.Serve(mln) }()
 		defer func() { _ = metricsSrv.Close() }()
 	}
