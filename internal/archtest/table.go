@@ -55,7 +55,7 @@ var (
 	kafkago = "github.com/segmentio/kafka-go"
 	migrate = "github.com/golang-migrate/migrate"
 	// leaf utilities that any layer above the domain may use.
-	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/term"}
+	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/term"}
 	// apiClientSide is what talks to a server: the conversions, the generated stubs, the transport.
 	apiClientSide = []string{"api", "api/codec", "api/gen/...", "api/rpcclient", "queue"}
 )
@@ -68,7 +68,7 @@ var Table = []Row{
 	{Pkgs: []string{"queue"}, Third: stdOnly},
 
 	// Utilities: the domain at most.
-	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/term"}, Third: stdOnly},
+	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/term"}, Third: stdOnly},
 	{Pkgs: []string{"internal/jobtrace"}, May: []string{"queue"}, Third: observe},
 	{Pkgs: []string{"internal/rpctrace"}, May: []string{"api/gen/..."}},
 	{Pkgs: []string{"config"}, May: []string{"queue"}}, // the domain's defaults (heartbeat, deadlines) are written once, in queue
