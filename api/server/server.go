@@ -40,6 +40,9 @@ type Limits struct {
 	MaxWorkersPerPrincipal int
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
+	// OfflineWorkerRetention is how long an OFFLINE worker's row (and its id) is kept: until
+	// then it counts against MaxWorkersPerPrincipal (0: kept for ever).
+	OfflineWorkerRetention time.Duration
 }
 
 // DefaultMaxPageBytes is the page byte budget when Limits.MaxPageBytes is 0: what a gRPC client
