@@ -153,7 +153,10 @@ type ServerTLS struct {
 
 // Server holds server-role limits and switches.
 type Server struct {
-	ShutdownGraceS int `koanf:"shutdown_grace_s"`
+	// OfflineWorkerRetentionS is how long a deregistered or lost (OFFLINE) worker's row is kept;
+	// until then its id stays its owner's and counts against auth.max_workers_per_principal.
+	OfflineWorkerRetentionS int `koanf:"offline_worker_retention_s"`
+	ShutdownGraceS          int `koanf:"shutdown_grace_s"`
 	// MaxWorkers bounds the live workers registered in the cluster; MaxStreams the assignment
 	// streams open on one server.
 	MaxWorkers      int  `koanf:"max_workers"`
@@ -526,13 +529,15 @@ func Default() Config {
 			MaxConnectionsPerSource: 1024,
 		},
 		Server: Server{
-			ShutdownGraceS:  30,
-			MaxWorkers:      10000,
-			MaxStreams:      5000,
-			MaxPayloadBytes: 1 << 20,
-			MaxResultBytes:  256 << 10,
-			MaxPageBytes:    4 << 20,
-			EventRetentionH: 168,
+			ShutdownGraceS: 30,
+			MaxWorkers:     10000,
+			MaxStreams:     5000,
+			// An hour: a fleet restarting with fresh default ids frees them within it.
+			OfflineWorkerRetentionS: 3600,
+			MaxPayloadBytes:         1 << 20,
+			MaxResultBytes:          256 << 10,
+			MaxPageBytes:            4 << 20,
+			EventRetentionH:         168,
 		},
 		DB: DB{
 			Host:             "localhost",

@@ -160,6 +160,9 @@ func (c *Config) validateAuth(p *checker) {
 	p.positive("auth.max_workers_per_principal", a.MaxWorkersPerPrincipal)
 	p.positive("auth.max_streams_per_principal", a.MaxStreamsPerPrincipal)
 	p.positive("server.max_workers", c.Server.MaxWorkers)
+	if c.Server.OfflineWorkerRetentionS < 0 {
+		p.add("server.offline_worker_retention_s", "must be 0 (kept for ever) or more, got %d", c.Server.OfflineWorkerRetentionS)
+	}
 	p.positive("server.max_streams", c.Server.MaxStreams)
 	if c.Token != "" && c.TokenFile != "" {
 		p.add("token_file", "set token or token_file, not both")

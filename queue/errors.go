@@ -35,6 +35,8 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrShutdown: the component is stopping; used as the cause when job contexts are cancelled.
 	ErrShutdown = errors.New("shutting down")
+	// ErrLimitReached: the caller holds as much of a bounded resource as it may (worker ids).
+	ErrLimitReached = errors.New("limit reached")
 )
 
 // RetryAfter marks err as retryable no earlier than d from now (an HTTP endpoint's Retry-After):

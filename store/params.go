@@ -152,6 +152,15 @@ type WorkerRegisterParams struct {
 	Principal string
 	// AnyOwner lets the caller (an admin) register an id another principal owns; the owner stays.
 	AnyOwner bool
+	// MaxOfPrincipal, when above 0 and Principal is set, refuses (queue.ErrLimitReached) a worker
+	// id new to Principal while it already owns that many: OFFLINE ones count until garbage
+	// collected. The count and the insert are one transaction, serialised per principal, so
+	// concurrent registrations cannot overshoot.
+	MaxOfPrincipal int
+	// OfflineRetention, when above 0, deletes the workers OFFLINE for longer in the same
+	// transaction (a bounded batch each time): their ids are free again and no
+	// longer count against their owner.
+	OfflineRetention time.Duration
 }
 
 // WorkerCounts are the live (not OFFLINE) workers, for the registration limits.

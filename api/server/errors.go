@@ -27,6 +27,8 @@ func codeOf(err error) connect.Code {
 		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt),
 		errors.Is(err, engine.ErrWorkerLost):
 		return connect.CodeFailedPrecondition
+	case errors.Is(err, queue.ErrLimitReached):
+		return connect.CodeResourceExhausted
 	case errors.Is(err, queue.ErrPermissionDenied):
 		return connect.CodePermissionDenied
 	case errors.Is(err, queue.ErrUnauthenticated):

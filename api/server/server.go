@@ -40,6 +40,12 @@ type Limits struct {
 	MaxWorkersPerPrincipal int
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
+	// MaxPayloadPages bounds the ListJobs and PeekQueue pages with include_payloads built at once
+	// (0: DefaultMaxPayloadPages).
+	MaxPayloadPages int
+	// OfflineWorkerRetention is how long an OFFLINE worker's row (and its id) is kept: until
+	// then it counts against MaxWorkersPerPrincipal (0: kept for ever).
+	OfflineWorkerRetention time.Duration
 }
 
 // DefaultMaxPageBytes is the page byte budget when Limits.MaxPageBytes is 0: what a gRPC client
@@ -140,7 +146,7 @@ func New(opts Options) http.Handler {
 		hopts = append(hopts, authOpts...) // before anything that reads the request
 	}
 	hopts = append(hopts,
-		connect.WithInterceptors(errorInterceptor(opts.Log)),
+		connect.WithInterceptors(errorInterceptor(opts.Log), payloadPageInterceptor(opts.Limits.MaxPayloadPages)),
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
 		connect.WithCompressMinBytes(compressMinBytes))

@@ -42,7 +42,11 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 		return nil, err
 	}
 	p.Principal, p.AnyOwner = auth.Owner(ctx), isAdmin(ctx)
+	p.MaxOfPrincipal, p.OfflineRetention = s.limits.MaxWorkersPerPrincipal, s.limits.OfflineWorkerRetention
 	w, err := s.engine.WorkerRegister(ctx, p)
+	if errors.Is(err, queue.ErrLimitReached) {
+		s.refused(auth.ReasonWorkerLimit)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -146,6 +146,7 @@ func (s *Server) Run(ctx context.Context) error {
 			MaxPayloadBytes: cfg.Server.MaxPayloadBytes, MaxPageBytes: cfg.Server.MaxPageBytes,
 			MaxWorkers: cfg.Server.MaxWorkers, MaxWorkersPerPrincipal: cfg.Auth.MaxWorkersPerPrincipal,
 			MaxStreams: cfg.Server.MaxStreams, MaxStreamsPerPrincipal: cfg.Auth.MaxStreamsPerPrincipal,
+			OfflineWorkerRetention: time.Duration(cfg.Server.OfflineWorkerRetentionS) * time.Second,
 		},
 		Auth:                 s.auth,
 		RefusalRatePerSource: cfg.Auth.RefusalRatePerSource,

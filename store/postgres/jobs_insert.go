@@ -289,6 +289,11 @@ func resolveExisting(ctx context.Context, tx querier, ps []store.JobInsertParams
 				ps[i].IdempotencyKey, ps[i].Queue)
 		}
 		if !bytes.Equal(h.hash, hashes[i]) {
+			if h.job.Principal != ps[i].Principal {
+				// Another principal's job: its id is not the caller's to learn (issue 22).
+				return fmt.Errorf("%w: key %q of queue %q is used by another job",
+					queue.ErrIdempotencyConflict, ps[i].IdempotencyKey, ps[i].Queue)
+			}
 			return fmt.Errorf("%w: key %q of queue %q belongs to job %s",
 				queue.ErrIdempotencyConflict, ps[i].IdempotencyKey, ps[i].Queue, h.job.ID)
 		}

@@ -28,6 +28,20 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE excluded.principal = '' OR w.principal = '' OR w.principal = excluded.principal OR $7
 RETURNING ` + workerColumns
 
+	// Serialises the registrations of one principal, for the count below (released at commit).
+	sqlWorkerLockPrincipal = `-- name: worker_lock_principal
+SELECT pg_advisory_xact_lock(hashtextextended('jq.workers:' || $1, 0))`
+
+	// Garbage collection of long-OFFLINE rows, a bounded batch per registration.
+	sqlWorkerGC = `-- name: worker_gc
+DELETE FROM workers WHERE id IN (
+    SELECT id FROM workers WHERE status = 'OFFLINE' AND updated_at < now() - $1::interval LIMIT 1000)`
+
+	// Every row of the principal counts, OFFLINE ones too, but the id registering (its own
+	// re-registration takes nothing new).
+	sqlWorkerCountOfPrincipal = `-- name: worker_count_of_principal
+SELECT count(*) FROM workers WHERE principal = $1 AND id <> $2`
+
 	sqlWorkerCounts = `-- name: worker_counts
 SELECT count(*), count(*) FILTER (WHERE principal = $1)
 FROM workers WHERE status <> 'OFFLINE' AND id <> $2`
@@ -61,7 +75,33 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 	if queues == nil {
 		queues = []string{}
 	}
-	w, err := scanWorker(s.pool.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version, p.Principal, p.AnyOwner))
+	var w *queue.Worker
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if p.OfflineRetention > 0 {
+			if _, err := tx.Exec(ctx, sqlWorkerGC, p.OfflineRetention); err != nil {
+				return err
+			}
+		}
+		if p.MaxOfPrincipal > 0 && p.Principal != "" {
+			if _, err := tx.Exec(ctx, sqlWorkerLockPrincipal, p.Principal); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, sqlWorkerCountOfPrincipal, p.Principal, p.ID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= p.MaxOfPrincipal {
+				return fmt.Errorf("%w: %s owns %d worker ids, the most allowed (auth.max_workers_per_principal; OFFLINE ids count until server.offline_worker_retention_s)",
+					queue.ErrLimitReached, p.Principal, n)
+			}
+		}
+		var err error
+		w, err = scanWorker(tx.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version, p.Principal, p.AnyOwner))
+		return err
+	})
+	if errors.Is(err, queue.ErrLimitReached) {
+		return nil, err
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: worker id %q is registered by another principal", queue.ErrPermissionDenied, p.ID)
 	}

@@ -224,6 +224,7 @@ func runIdempotencyTests(t *testing.T, newStore NewStoreFunc) {
 		p.Principal = "token:b"
 		_, err = b.s.JobInsertMany(b.ctx, []store.JobInsertParams{p})
 		require.ErrorIs(t, err, queue.ErrIdempotencyConflict)
+		require.NotContains(t, err.Error(), first.ID, "the conflict does not name another principal's job")
 		q := b.job("t")
 		q.Principal = "token:b"
 		other := b.insertOne(q)

@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
@@ -83,6 +85,44 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, err)
 		require.Equal(t, 1, c.LiveOfPrincipal)
 		require.GreaterOrEqual(t, c.Live, before.Live+1)
+	})
+
+	// Issue 22: one principal cannot own more than MaxOfPrincipal worker ids, concurrent
+	// registrations included; OFFLINE ids count until garbage-collected after OfflineRetention.
+	t.Run("PrincipalLimit", func(t *testing.T) {
+		b := setup(t, newStore)
+		owner := uniqueName("p")
+		const limit = 3
+		reg := func(id string, retention time.Duration) error {
+			_, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Concurrency: 1, Queues: []string{b.queue},
+				Principal: owner, MaxOfPrincipal: limit, OfflineRetention: retention})
+			return err
+		}
+		ids := make([]string, 12)
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		for i := range ids {
+			ids[i] = uniqueName("w")
+			wg.Go(func() { errs[i] = reg(ids[i], 0) })
+		}
+		wg.Wait()
+		var owned []string
+		for i, err := range errs {
+			if err == nil {
+				owned = append(owned, ids[i])
+				continue
+			}
+			require.ErrorIs(t, err, queue.ErrLimitReached)
+		}
+		require.Len(t, owned, limit, "concurrent registrations do not overshoot")
+		require.NoError(t, reg(owned[0], 0), "an owned id registers again at the limit")
+		require.NoError(t, b.s.WorkerDeregister(b.ctx, owned[1]))
+		require.ErrorIs(t, reg(uniqueName("w"), 0), queue.ErrLimitReached, "an OFFLINE id still counts")
+		// Past the retention the OFFLINE row is collected and its place is free.
+		fresh := uniqueName("w")
+		testenv.Eventually(t, 10*time.Second, func() error { return reg(fresh, 2*time.Second) })
+		_, err := b.s.WorkerGet(b.ctx, owned[1])
+		require.ErrorIs(t, err, queue.ErrWorkerNotFound, "the OFFLINE row was collected")
 	})
 
 	t.Run("RegisterInvalid", func(t *testing.T) {
