@@ -267,7 +267,7 @@ func TestTaskQueueStateMapping(t *testing.T) {
 		b.sweep()
 		require.Equal(t, queue.StateDeadLettered, b.job(j.ID).State)
 		s := b.requireStatus(j.ID, tqv1.JobStatus_FAILED, false)
-		require.Equal(t, "error", s.GetFailureReason(), "failure_reason is set for FAILED")
+		require.Equal(t, "permanent_failure", s.GetFailureReason(), "failure_reason is set for FAILED: why it was dead-lettered")
 		r := b.result(j.ID)
 		require.True(t, r.GetResultReady())
 		require.Equal(t, tqv1.JobStatus_FAILED, r.GetTerminalStatus())

@@ -77,7 +77,11 @@ events AS (
 	// row version. The backoff is queue.RetryPolicy.Backoff: min(base·2^retry_count, max) plus a
 	// jitter of up to queue.JitterFraction (0.1, checked by init) of it; a report's Retry-After
 	// (retry_after_ms, migration 000008) pushes it later, never earlier, and is used up by the retry.
-	// expires_at restarts from the new not_before, as for any return to PENDING.
+	// expires_at restarts from the new not_before, as for any return to PENDING. A dead-lettered
+	// job's failure_reason is why it was dead-lettered when the failure said no more than "error"
+	// (cancelled, or permanent_failure: the handler said do not retry), so `peek --dead` and GetJob
+	// show it; a specific cause (timeout, output_too_large, worker_lost) is kept, as is the last
+	// failure's reason of a job out of retries.
 	sqlJobRetryFailed = `-- name: job_retry_failed
 WITH c AS MATERIALIZED (
     SELECT id AS c_id, queue AS c_queue, retry_count AS c_retries, max_retries AS c_max,
@@ -107,7 +111,9 @@ updated AS (
         expires_at     = CASE WHEN d_dead IS NULL AND ttl_ms > 0 THEN d_not_before + ttl_ms * interval '1 millisecond'
                               WHEN d_dead IS NULL THEN NULL ELSE expires_at END,
         completed_at   = CASE WHEN d_dead IS NULL THEN NULL ELSE now() END,
-        failure_reason = CASE WHEN d_dead = '` + store.ReasonCancelled + `' THEN d_dead ELSE failure_reason END,
+        failure_reason = CASE WHEN d_dead = '` + store.ReasonCancelled + `' THEN d_dead
+                              WHEN d_dead = '` + store.ReasonPermanent + `' AND failure_reason = '` + store.DefaultFailureReason + `' THEN d_dead
+                              ELSE failure_reason END,
         event_seq      = event_seq + 1,
         updated_at     = now()
     FROM d

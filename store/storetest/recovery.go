@@ -256,6 +256,7 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 
 	j = c.get(permanentJob.ID)
 	require.Equal(t, queue.StateDeadLettered, j.State)
+	require.Equal(t, store.ReasonPermanent, j.FailureReason, "why it was dead-lettered, not the generic error")
 	evs = c.events(permanentJob.ID)
 	require.Equal(t, store.ReasonPermanent, evs[len(evs)-1].Reason)
 
