@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -244,14 +245,36 @@ func (d DB) urlWithPassword() string {
 	return u.String()
 }
 
-// Redis is the dispatch store.
+// Redis is the dispatch store. The pool and timeout keys are seed 004's; their defaults are
+// go-redis's own, so setting none changes nothing.
 type Redis struct {
-	Addr             string `koanf:"addr"`
+	Addr string `koanf:"addr"`
+	// Username is the ACL user (Redis 6+); "" authenticates as the default user (password only).
+	Username         string `koanf:"username"`
 	Password         string `koanf:"password" secret:"true"`
 	DB               int    `koanf:"db"`
 	ConnectTimeoutMS int    `koanf:"connect_timeout_ms"`
 	KeyPrefix        string `koanf:"key_prefix"`
+	// PoolSizeMultiplier sizes each process's connection pool: multiplier × GOMAXPROCS.
+	PoolSizeMultiplier int `koanf:"pool_size_multiplier"`
+	// MinIdleConns are kept open even when idle (0: none).
+	MinIdleConns int `koanf:"min_idle_conns"`
+	// ReadTimeoutMS and WriteTimeoutMS bound one command's socket read and write when the caller's
+	// context has no earlier deadline (ContextTimeoutEnabled).
+	ReadTimeoutMS  int `koanf:"read_timeout_ms"`
+	WriteTimeoutMS int `koanf:"write_timeout_ms"`
+	// MaxRetries retries a command failed by a network error (0: none).
+	MaxRetries int `koanf:"max_retries"`
 }
+
+// PoolSize is the connection pool size of this process.
+func (r Redis) PoolSize() int { return r.PoolSizeMultiplier * runtime.GOMAXPROCS(0) }
+
+// ReadTimeout bounds one command's read.
+func (r Redis) ReadTimeout() time.Duration { return millis(r.ReadTimeoutMS) }
+
+// WriteTimeout bounds one command's write.
+func (r Redis) WriteTimeout() time.Duration { return millis(r.WriteTimeoutMS) }
 
 // ConnectTimeout bounds dialling Redis.
 func (r Redis) ConnectTimeout() time.Duration { return millis(r.ConnectTimeoutMS) }
@@ -549,9 +572,13 @@ func Default() Config {
 			ConnectTimeoutMS: 3000,
 		},
 		Redis: Redis{
-			Addr:             "localhost:6379",
-			ConnectTimeoutMS: 1000,
-			KeyPrefix:        "jq",
+			Addr:               "localhost:6379",
+			ConnectTimeoutMS:   1000,
+			KeyPrefix:          "jq",
+			PoolSizeMultiplier: 10,
+			ReadTimeoutMS:      3000,
+			WriteTimeoutMS:     3000,
+			MaxRetries:         3,
 		},
 		Kafka: Kafka{
 			Brokers:         []string{"localhost:9092"},

@@ -29,11 +29,17 @@ type LoadOptions struct {
 	// Flags maps key paths to values of flags the user set explicitly.
 	// An unknown key path is a programming error and fails Load.
 	Flags map[string]any
+	// Production reports whether the merged configuration runs in production (the caller knows
+	// which listeners its role opens: any on a non-loopback address). Then a secret in the file
+	// is a problem naming the key and the environment variable to use (FR-045: never read from
+	// the file in production); otherwise, and when nil, it is a warning (local development).
+	Production func(*Config) bool
 }
 
 // Load merges Default, the file, the environment and the flags (each
 // overriding the one before), validates the result once and returns it with
-// warnings for the caller to log (FR-045: secrets found in the file).
+// warnings for the caller to log (FR-045: secrets found in the file, refused
+// instead in production, LoadOptions.Production).
 //
 // Problems with values — a wrong type in any layer, an unknown key in the
 // file, a failed Validate rule — are all reported together in one
@@ -50,7 +56,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 
 	var (
 		problems []error
-		warnings []string
+		secrets  []fileSecret
 	)
 	merge := func(layer map[string]any) error {
 		if len(layer) == 0 {
@@ -60,11 +66,11 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	}
 
 	if opts.File != "" {
-		layer, warn, probs, err := fileLayer(opts.File)
+		layer, sec, probs, err := fileLayer(opts.File)
 		if err != nil {
 			return nil, nil, err
 		}
-		warnings, problems = warn, append(problems, probs...)
+		secrets, problems = sec, append(problems, probs...)
 		if err := merge(layer); err != nil {
 			return nil, nil, fmt.Errorf("config: merge %s: %w", opts.File, err)
 		}
@@ -90,6 +96,16 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 		return nil, nil, fmt.Errorf("config: decode: %w", err)
 	}
 	problems = append(problems, cfg.problems()...)
+	var warnings []string
+	if len(secrets) > 0 && opts.Production != nil && opts.Production(&cfg) {
+		for _, sec := range secrets {
+			problems = append(problems, &FieldError{Key: sec.key, Source: "file " + opts.File, Msg: sec.refusal})
+		}
+	} else {
+		for _, sec := range secrets {
+			warnings = append(warnings, sec.warning)
+		}
+	}
 	if len(problems) > 0 {
 		return nil, warnings, errors.Join(problems...)
 	}
@@ -98,7 +114,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 
 // fileLayer reads path and returns its values by key path, typed like the
 // Config fields. YAML null means "not set".
-func fileLayer(path string) (layer map[string]any, warnings []string, problems []error, err error) {
+func fileLayer(path string) (layer map[string]any, secrets []fileSecret, problems []error, err error) {
 	fk := koanf.New(".")
 	if err = fk.Load(file.Provider(path), yaml.Parser()); err != nil {
 		if _, ok := errors.AsType[*fs.PathError](err); ok {
@@ -134,11 +150,11 @@ func fileLayer(path string) (layer map[string]any, warnings []string, problems [
 			continue
 		}
 		layer[p] = tv
-		if w := secretWarning(l, tv); w != "" {
-			warnings = append(warnings, w)
+		if sec, ok := secretIn(l, tv); ok {
+			secrets = append(secrets, sec)
 		}
 	}
-	return layer, warnings, problems, nil
+	return layer, secrets, problems, nil
 }
 
 func unknownFileKey(p string, v any, src string, mistyped map[string]bool) error {
@@ -171,16 +187,32 @@ func unknownFileKey(p string, v any, src string, mistyped map[string]bool) error
 
 var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
-func secretWarning(l leaf, v any) string {
+// fileSecret is a secret found in the config file: a warning in local development, a refusal in
+// production.
+type fileSecret struct {
+	key, warning, refusal string
+}
+
+// production is how a refusal names the rule.
+const production = "a non-loopback listener means production, where secrets are never read from the config file (FR-045)"
+
+func secretIn(l leaf, v any) (fileSecret, bool) {
 	s, _ := v.(string)
 	switch {
 	case l.secret == "true" && s != "":
-		return fmt.Sprintf("config: %s is set in the config file; provide secrets with %s instead", l.path, l.env)
+		return fileSecret{key: l.path,
+			warning: fmt.Sprintf("config: %s is set in the config file; provide secrets with %s instead", l.path, l.env),
+			refusal: fmt.Sprintf("is set in the config file: %s; remove it and set %s instead", production, l.env),
+		}, true
 	case l.secret == "url" && urlHasPassword(s):
-		return fmt.Sprintf("config: %s in the config file contains a password; provide secrets with %s (or the whole URL with %s) instead",
-			l.path, EnvVar("db.password"), l.env)
+		return fileSecret{key: l.path,
+			warning: fmt.Sprintf("config: %s in the config file contains a password; provide secrets with %s (or the whole URL with %s) instead",
+				l.path, EnvVar("db.password"), l.env),
+			refusal: fmt.Sprintf("contains a password in the config file: %s; remove the password and set %s (or the whole URL with %s) instead",
+				production, EnvVar("db.password"), l.env),
+		}, true
 	}
-	return ""
+	return fileSecret{}, false
 }
 
 func urlHasPassword(s string) bool {

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
@@ -330,6 +331,38 @@ kafka:
 		"config: db.password is set in the config file; provide secrets with JQ_DB_PASSWORD instead",
 		"config: kafka.sasl.password is set in the config file; provide secrets with JQ_KAFKA_SASL_PASSWORD instead",
 	}, warnings)
+}
+
+// FR-045: in production (the caller's Production says so) a secret in the file is refused, naming
+// the key and the variable to use; the value is never echoed. Local development keeps the warning.
+func TestSecretInFileRefusedInProduction(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "db:\n  password: hunter2\n  url: postgres://jq:pw@db:5432/jobqueue\nredis:\n  password: r\n")
+	var asked *config.Config
+	prod := func(c *config.Config) bool { asked = c; return !config.IsLoopback(c.GRPC.Host) }
+	err := loadErr(t, config.LoadOptions{File: path, Production: prod})
+	require.NotNil(t, asked, "asked with the merged configuration")
+	require.ErrorIs(t, err, config.ErrInvalid)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 3, "one line per secret")
+	require.Contains(t, err.Error(), "db.password (file "+path+"): is set in the config file: a non-loopback listener means production")
+	require.Contains(t, err.Error(), "set JQ_DB_PASSWORD instead")
+	require.Contains(t, err.Error(), "redis.password (file "+path+"): is set in the config file")
+	require.Contains(t, err.Error(), "set JQ_REDIS_PASSWORD instead")
+	require.Contains(t, err.Error(), "db.url (file "+path+"): contains a password")
+	require.NotContains(t, err.Error(), "hunter2")
+	require.NotContains(t, err.Error(), ":pw@")
+
+	// The same file on a loopback listener: local development, warnings.
+	cfg, warnings, err := config.Load(config.LoadOptions{File: path, Environ: []string{"JQ_GRPC_HOST=127.0.0.1"}, Production: prod})
+	require.NoError(t, err)
+	require.Equal(t, "hunter2", cfg.DB.Password)
+	require.Len(t, warnings, 3)
+
+	// Secrets from the environment are fine in production.
+	_, warnings, err = config.Load(config.LoadOptions{Environ: []string{"JQ_DB_PASSWORD=x"}, Production: prod})
+	require.NoError(t, err)
+	require.Empty(t, warnings)
 }
 
 func TestSecretInFileURLWarns(t *testing.T) {

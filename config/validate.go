@@ -54,6 +54,7 @@ var (
 	queueNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 	topicRE      = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 	keyPrefixRE  = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	redisUserRE  = regexp.MustCompile(`^[!-~]{1,128}$`)
 	workerIDRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$`)
 	hostnameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$`)
 	logLevels    = []string{"trace", "debug", "info", "warn", "error"}
@@ -111,6 +112,14 @@ func (c *Config) problems() []error {
 	}
 	p.positive("redis.connect_timeout_ms", c.Redis.ConnectTimeoutMS)
 	p.match("redis.key_prefix", c.Redis.KeyPrefix, keyPrefixRE)
+	if u := c.Redis.Username; u != "" && !redisUserRE.MatchString(u) {
+		p.add("redis.username", "want 1..128 printable ASCII characters without spaces, got %d bytes", len(u))
+	}
+	p.between("redis.pool_size_multiplier", c.Redis.PoolSizeMultiplier, 1, 1000)
+	p.between("redis.min_idle_conns", c.Redis.MinIdleConns, 0, 10000)
+	p.between("redis.read_timeout_ms", c.Redis.ReadTimeoutMS, 1, 600000)
+	p.between("redis.write_timeout_ms", c.Redis.WriteTimeoutMS, 1, 600000)
+	p.between("redis.max_retries", c.Redis.MaxRetries, 0, 100)
 
 	c.validateKafka(&p)
 

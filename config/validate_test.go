@@ -44,6 +44,13 @@ func TestValidateRules(t *testing.T) {
 			[]string{"ui.port: port 8080 is already used by health.port"}},
 		{"ui tracing url without the id", func(c *config.Config) { c.UI.TracingURL = "http://jaeger:16686/search" },
 			[]string{"ui.tracing_url: must contain {trace_id}"}},
+		{"redis pool and timeouts (seed 004)", func(c *config.Config) {
+			c.Redis.Username = "has space"
+			c.Redis.PoolSizeMultiplier, c.Redis.MinIdleConns = 0, -1
+			c.Redis.ReadTimeoutMS, c.Redis.WriteTimeoutMS, c.Redis.MaxRetries = 0, 600001, -1
+		}, []string{"redis.username: want 1..128 printable ASCII", "redis.pool_size_multiplier: must be between 1 and 1000, got 0",
+			"redis.min_idle_conns: must be between 0 and 10000, got -1", "redis.read_timeout_ms: must be between 1 and 600000, got 0",
+			"redis.write_timeout_ms: must be between 1 and 600000, got 600001", "redis.max_retries: must be between 0 and 100, got -1"}},
 		{"grpc tls", func(c *config.Config) { c.GRPC.TLS.Enabled = true },
 			[]string{"grpc.tls.cert_path: is required when grpc.tls.enabled is true", "grpc.tls.key_path: is required"}},
 		{"mtls without tls", func(c *config.Config) { c.GRPC.TLS.ClientCAPath = "/ca.pem" },

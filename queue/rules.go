@@ -17,6 +17,7 @@ const (
 	ReasonMaxRetries  = "max_retries_exceeded" // FAILED→DEAD_LETTERED with no retry left (FR-034)
 	ReasonPermanent   = "permanent_failure"    // the handler said do not retry
 	ReasonManualRetry = "manual_retry"         // RetryJob (FR-013)
+	ReasonError       = "error"                // a handler's failure that names no cause
 	ReasonTTLExpired  = "ttl_expired"          // PENDING past its TTL (FR-004)
 
 	ReasonAssignmentTimeout = "assignment_timeout" // ASSIGNED and not acked in time (FR-016)
@@ -36,6 +37,9 @@ type Decision struct {
 	// ResetRetries: a manual retry gives the job its whole retry budget back and clears the
 	// permanent and cancel flags.
 	ResetRetries bool
+	// FailureReason replaces the job's failure_reason when set: why a job was dead-lettered, where
+	// its last failure said no more than "error".
+	FailureReason string
 }
 
 // Retries reports whether the decision is an automatic retry.
@@ -60,25 +64,33 @@ type FailedJob struct {
 	RetryAfter             time.Duration // the handler's Retry-After (0: none)
 	TTL                    time.Duration
 	Policy                 RetryPolicy // the queue's backoff
+	Reason                 string      // the last failure's reason (failure_reason)
 }
 
 // FailedJobOf returns the retry rule's view of a job and its queue's policy.
 func FailedJobOf(j *Job, p RetryPolicy) FailedJob {
 	return FailedJob{RetryCount: j.RetryCount, MaxRetries: j.MaxRetries, NoRetry: j.NoRetry,
-		CancelRequested: j.CancelRequested, TTL: j.TTL, Policy: p}
+		CancelRequested: j.CancelRequested, TTL: j.TTL, Policy: p, Reason: j.FailureReason}
 }
 
 // SettleFailed decides what becomes of a FAILED job (FR-033, FR-034): a cancelled job and a
 // permanent failure are dead-lettered at once, a job with no retry left too; otherwise the job is
 // due again after the queue's backoff for its retry number (with jitter from rnd, see
 // RetryPolicy.Backoff) or after the handler's Retry-After if that is later, and its TTL restarts.
+// A dead-lettered job's failure_reason becomes why it was dead-lettered (cancelled, or
+// permanent_failure where the failure said no more than "error"), so peek --dead and GetJob show
+// it; a specific cause (timeout, output_too_large, worker_lost), and the last cause of a job out of
+// retries, are kept.
 func SettleFailed(j FailedJob, now time.Time, rnd func() float64) Decision {
 	d := Decision{From: StateFailed, To: StateDeadLettered}
 	switch {
 	case j.CancelRequested:
-		d.Reason = ReasonCancelled
+		d.Reason, d.FailureReason = ReasonCancelled, ReasonCancelled
 	case j.NoRetry:
 		d.Reason = ReasonPermanent
+		if j.Reason == ReasonError {
+			d.FailureReason = ReasonPermanent
+		}
 	case j.RetryCount >= j.MaxRetries:
 		d.Reason = ReasonMaxRetries
 	default:

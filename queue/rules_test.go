@@ -35,10 +35,14 @@ func TestSettleFailed(t *testing.T) {
 			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonMaxRetries}},
 		{"no retries at all", FailedJob{Policy: policy},
 			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonMaxRetries}},
-		{"permanent", FailedJob{MaxRetries: 3, NoRetry: true, Policy: policy},
+		{"permanent keeps a specific cause", FailedJob{MaxRetries: 3, NoRetry: true, Policy: policy, Reason: ReasonTimeout},
 			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonPermanent}},
+		{"permanent names itself where the failure said only error", FailedJob{MaxRetries: 3, NoRetry: true, Reason: ReasonError},
+			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonPermanent, FailureReason: ReasonPermanent}},
 		{"cancelled beats permanent", FailedJob{MaxRetries: 3, NoRetry: true, CancelRequested: true},
-			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonCancelled}},
+			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonCancelled, FailureReason: ReasonCancelled}},
+		{"out of retries keeps the last cause", FailedJob{RetryCount: 1, MaxRetries: 1, Reason: ReasonError},
+			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonMaxRetries}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := SettleFailed(tc.job, t0, half)

@@ -69,7 +69,7 @@ func TestExecAllowListE2E(t *testing.T) {
 	} {
 		j := c.waitState(ctx, id, jqv1.JobState_JOB_STATE_DEAD_LETTERED)
 		require.Equal(t, msg, j.GetLastError())
-		require.Equal(t, "error", j.GetFailureReason(), "the worker's report: the handler returned an error")
+		require.Equal(t, "permanent_failure", j.GetFailureReason(), "why it was dead-lettered: the handler said do not retry")
 		require.EqualValues(t, 1, j.GetAttempt(), "not retried")
 		require.EqualValues(t, 3, j.GetMaxRetries())
 		evs, err := c.client.Jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: id}))

@@ -110,22 +110,13 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	}
 
 	g := cli.(interface{ global() *globalFlags }).global()
-	cfg, warnings, err := config.Load(config.LoadOptions{File: g.Config, Environ: environ, Flags: flagOverrides(cli)})
+	cfg, warnings, err := config.Load(config.LoadOptions{File: g.Config, Environ: environ, Flags: flagOverrides(cli),
+		Production: func(c *config.Config) bool { return production(role, c) }})
 	if err != nil {
 		fmt.Fprintf(stdio.Stderr, "jq: %s\n", configErrorText(err))
 		return ExitError
 	}
-	if role == All && cfg.GRPC.Host == "" {
-		// Local development: the all-in-one process is reachable from this machine only, and so
-		// needs no credentials (auth.enabled auto). grpc.host 0.0.0.0 opens it up.
-		cfg.GRPC.Host = "127.0.0.1"
-		if cfg.Worker.BindHost == "" {
-			cfg.Worker.BindHost = "127.0.0.1"
-		}
-		if cfg.Producer.BindHost == "" {
-			cfg.Producer.BindHost = "127.0.0.1"
-		}
-	}
+	localDefaults(role, cfg)
 	if cfg.UI.Enabled == config.UIAuto && role != All { // the web console: auto serves it in --role=all only
 		cfg.UI.Enabled = config.UIOff
 	}

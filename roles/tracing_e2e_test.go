@@ -82,6 +82,14 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(out)
 }
 
+// newOTLPCollector serves recv until the test ends and returns its address.
+func newOTLPCollector(t *testing.T, recv *otlpReceiver) string {
+	t.Helper()
+	collector := httptest.NewServer(recv)
+	t.Cleanup(collector.Close)
+	return collector.Listener.Addr().String()
+}
+
 func (r *otlpReceiver) find(name, jobID string) []exportedSpan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,10 +105,8 @@ func (r *otlpReceiver) find(name, jobID string) []exportedSpan {
 func TestTracingExportsJobTraceE2E(t *testing.T) {
 	t.Parallel()
 	recv := &otlpReceiver{}
-	collector := httptest.NewServer(recv)
-	t.Cleanup(collector.Close)
 	tracing := []string{
-		"JQ_TRACING_ENABLED=true", "JQ_TRACING_PROTOCOL=http", "JQ_TRACING_ENDPOINT=" + collector.Listener.Addr().String(),
+		"JQ_TRACING_ENABLED=true", "JQ_TRACING_PROTOCOL=http", "JQ_TRACING_ENDPOINT=" + newOTLPCollector(t, recv),
 	}
 
 	c := newCluster(t)

@@ -169,10 +169,11 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		Shutdown: ctx.Done(),
 		Tracing:  apiTracing(tr),
 
-		RPCMetrics: telemetry.NewRPCMetrics(reg), // jq_grpc_request_duration_seconds
-		Refused:    refused,
-		Auth:       authn,
-		Background: []func(context.Context) (stop func()){maint.Start, depth.Start},
+		RPCMetrics:      telemetry.NewRPCMetrics(reg), // jq_grpc_request_duration_seconds
+		Refused:         refused,
+		ErrorLogDropped: telemetry.NewErrorLogMetrics(reg), // jq_api_error_logs_dropped_total
+		Auth:            authn,
+		Background:      []func(context.Context) (stop func()){maint.Start, depth.Start},
 	})
 	if err != nil {
 		closeSink()
@@ -289,7 +290,10 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		}
 	}
 	mux := queue.NewMux()
-	handlers.Register(mux, handlerOptions(cfg.Worker))
+	hopts := handlerOptions(cfg.Worker)
+	// A synthetic job asking for more output than a result may hold fails before it works.
+	hopts.Synthetic.MaxOutputBytes = cfg.Server.MaxResultBytes
+	handlers.Register(mux, hopts)
 	if cfg.Worker.Exec.Enabled {
 		log.Info("exec handler enabled", zap.Strings("allow", cfg.Worker.Exec.Allow))
 	}
@@ -333,8 +337,17 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 
 // buildProducer builds the directory scanner. Its rate limit is shared through Redis with every
 // producer using the same key; a producer that cannot reach Redis limits itself alone (logged).
-func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
+func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ func(context.Context) error, err error) {
 	pc := cfg.Producer
+	tr, err := startTracing(ctx, cfg, "jq-producer", log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			stopTracing(ctx, tr, log)
+		}
+	}()
 	token, err := clientToken(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
@@ -342,11 +355,13 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (fu
 	cl, err := rpcclient.New(rpcclient.Options{
 		Token: token, Addr: producerServerAddr(cfg),
 		CAFile: pc.TLS.CAPath, CertFile: pc.TLS.CertPath, KeyFile: pc.TLS.KeyPath,
+		// The batch span's context travels with SubmitJobs, so the jobs join its trace.
+		TracerProvider: tr.EnabledProvider(), Propagator: tr.Propagator,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	deps := producer.Deps{Config: &pc, Log: log, Jobs: cl.Jobs, Progress: terminal(os.Stderr)}
+	deps := producer.Deps{Config: &pc, Log: log, Jobs: cl.Jobs, Progress: terminal(os.Stderr), Tracer: tr.Tracer()}
 	var rdb *redis.Client
 	if pc.RateLimitPerSec > 0 {
 		rdb = newRedis(cfg)
@@ -373,6 +388,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (fu
 		return nil, err
 	}
 	return func(ctx context.Context) error {
+		defer stopTracing(ctx, tr, log) // after the last batch span
 		defer cl.Close()
 		if rdb != nil {
 			defer func() { _ = rdb.Close() }()
@@ -480,11 +496,21 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 }
 
 func newRedis(cfg *config.Config) *redis.Client {
+	maxRetries := cfg.Redis.MaxRetries
+	if maxRetries == 0 {
+		maxRetries = -1 // go-redis reads 0 as its default (3); -1 is none
+	}
 	return redis.NewClient(&redis.Options{
 		Addr:                  cfg.Redis.Addr,
+		Username:              cfg.Redis.Username,
 		Password:              cfg.Redis.Password,
 		DB:                    cfg.Redis.DB,
 		DialTimeout:           cfg.Redis.ConnectTimeout(),
+		PoolSize:              cfg.Redis.PoolSize(),
+		MinIdleConns:          cfg.Redis.MinIdleConns,
+		ReadTimeout:           cfg.Redis.ReadTimeout(),
+		WriteTimeout:          cfg.Redis.WriteTimeout(),
+		MaxRetries:            maxRetries,
 		ContextTimeoutEnabled: true,
 	})
 }

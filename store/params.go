@@ -196,5 +196,5 @@ const (
 	ReasonImplicitAck = "implicit_ack"
 	ReasonSucceeded   = "succeeded" // RUNNING→DONE by JobReportMany
 	// DefaultFailureReason is the failure_reason (and event reason) of a failure report without one.
-	DefaultFailureReason = "error"
+	DefaultFailureReason = queue.ReasonError
 )

@@ -78,6 +78,16 @@ func ParseJobID(id string) (string, error) {
 	return u.String(), nil
 }
 
+// ValidateJobType checks a job type, named field in the message: 1..MaxTypeLen bytes of printable
+// ASCII without spaces.
+func ValidateJobType(field, typ string) error {
+	if typ == "" || len(typ) > MaxTypeLen || !isToken(typ) {
+		return invalid("%s %s: want 1..%d bytes of printable ASCII without spaces (the handler name, e.g. noop)",
+			field, queue.Excerpt(typ), MaxTypeLen)
+	}
+	return nil
+}
+
 // isToken reports whether s is printable ASCII without spaces (0x21..0x7e): job types, worker ids,
 // trace context keys.
 func isToken(s string) bool {
@@ -232,9 +242,8 @@ func (p JobInsertParams) Validate() error {
 	if err := queue.ValidateQueueName(p.Queue); err != nil {
 		errs = append(errs, err)
 	}
-	if p.Type == "" || len(p.Type) > MaxTypeLen || !isToken(p.Type) {
-		errs = append(errs, invalid("type %s: want 1..%d bytes of printable ASCII without spaces (the handler name, e.g. noop)",
-			queue.Excerpt(p.Type), MaxTypeLen))
+	if err := ValidateJobType("type", p.Type); err != nil {
+		errs = append(errs, err)
 	}
 	if p.Priority < queue.MinPriority || p.Priority > queue.MaxPriority {
 		errs = append(errs, invalid("priority %d: want %d..%d", p.Priority, queue.MinPriority, queue.MaxPriority))

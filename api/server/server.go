@@ -115,6 +115,8 @@ type Options struct {
 	// TaskQueueQueue receives the jobs submitted through the taskqueue.v1 facade, whose JobSpec
 	// names no queue; "": queue.DefaultQueue.
 	TaskQueueQueue string
+	// ErrorLog rate-limits the log line of every non-OK response (zero value: the defaults).
+	ErrorLog ErrorLog
 }
 
 // compressMinBytes is the smallest response that is gzip-compressed when the
@@ -146,7 +148,9 @@ func New(opts Options) http.Handler {
 		hopts = append(hopts, authOpts...) // before anything that reads the request
 	}
 	hopts = append(hopts,
-		connect.WithInterceptors(errorInterceptor(opts.Log), payloadPageInterceptor(opts.Limits.MaxPayloadPages)),
+		// The error log sees the principal (inside auth) and the final code (outside the mapper).
+		connect.WithInterceptors(errorLogInterceptor(opts.Log, opts.ErrorLog), errorInterceptor(opts.Log),
+			payloadPageInterceptor(opts.Limits.MaxPayloadPages)),
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
 		connect.WithCompressMinBytes(compressMinBytes))

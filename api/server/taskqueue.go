@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"connectrpc.com/connect"
@@ -12,6 +13,7 @@ import (
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	tqv1 "github.com/jq-dev/jq/api/gen/taskqueue/v1"
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/handlers"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -33,21 +35,33 @@ const (
 	tqMaxPageSize     = 200
 )
 
-// SubmitJob submits the spec as a jq job: job_type is its type, the seed's numbers its JSON
-// payload, client_request_id its idempotency key (jq's conflict rule is the seed's:
-// FAILED_PRECONDITION for the same key with another spec). The result is always kept, so
-// GetJobResult can hand it out.
+// SubmitJob submits the spec as a jq job of the built-in synthetic handler (handlers.Synthetic):
+// the seed's numbers are its JSON payload, job_type the label tqJobTypeLabel (jq's listings
+// return labels, not payloads), client_request_id its idempotency key
+// (jq's conflict rule is the seed's: FAILED_PRECONDITION for the same key with another spec). The
+// result is always kept, so GetJobResult can hand it out.
 func (s *taskQueueService) SubmitJob(ctx context.Context, req *connect.Request[tqv1.SubmitJobRequest]) (*connect.Response[tqv1.SubmitJobResponse], error) {
 	spec := req.Msg.GetSpec()
 	if spec == nil {
 		return nil, invalid("spec: missing")
 	}
+	// The jq type is the synthetic handler's, so job_type gets the check a type would.
+	if err := store.ValidateJobType("spec.job_type", spec.GetJobType()); err != nil {
+		return nil, err
+	}
+	if _, ok := spec.GetLabels()[tqJobTypeLabel]; ok {
+		return nil, invalid("spec.labels: " + tqJobTypeLabel + " is reserved: it holds job_type")
+	}
+	labels := make(map[string]string, len(spec.GetLabels())+1)
+	maps.Copy(labels, spec.GetLabels())
+	labels[tqJobTypeLabel] = spec.GetJobType()
 	res, err := s.jobs.submit(ctx, &jqv1.JobSpec{
 		Queue: s.queue,
-		Type:  spec.GetJobType(),
-		// Fixed field order: equal specs give equal payloads, so idempotency compares them.
-		Payload:        fmt.Appendf(nil, `{"work_duration_ms":%d,"payload_size_bytes":%d}`, spec.GetWorkDurationMs(), spec.GetPayloadSizeBytes()),
-		Labels:         spec.GetLabels(),
+		Type:  handlers.TypeSynthetic,
+		Payload: handlers.SyntheticJobPayload(handlers.SyntheticPayload{
+			WorkDurationMS: spec.GetWorkDurationMs(), PayloadSizeBytes: spec.GetPayloadSizeBytes(),
+		}),
+		Labels:         labels,
 		IdempotencyKey: req.Msg.GetClientRequestId(),
 		KeepResult:     true,
 	})
@@ -272,7 +286,7 @@ func summaryOf(j *queue.Job) *tqv1.JobSummary {
 	sum := &tqv1.JobSummary{
 		JobId:       j.ID,
 		Status:      st,
-		JobType:     j.Type,
+		JobType:     jobTypeOf(j),
 		CreatedAtMs: unixMilli(j.CreatedAt),
 		StartedAtMs: unixMilli(j.StartedAt),
 		// A CANCELED job was cancelled whichever way it went; a DONE or FAILED one shows a cancel
@@ -291,4 +305,16 @@ func unixMilli(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// tqJobTypeLabel holds the seed's job_type of a job submitted through the facade.
+const tqJobTypeLabel = "taskqueue.job_type"
+
+// jobTypeOf is the seed's job_type of a job: the facade's label on a synthetic job, else (a jq.v1
+// job, or one submitted before the facade ran synthetic jobs) its jq type.
+func jobTypeOf(j *queue.Job) string {
+	if jt := j.Labels[tqJobTypeLabel]; j.Type == handlers.TypeSynthetic && jt != "" {
+		return jt
+	}
+	return j.Type
 }

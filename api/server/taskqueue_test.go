@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,7 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	tqv1 "github.com/jq-dev/jq/api/gen/taskqueue/v1"
 	"github.com/jq-dev/jq/api/gen/taskqueue/v1/taskqueuev1connect"
 	"github.com/jq-dev/jq/api/rpcclient"
@@ -31,6 +32,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
+	"github.com/jq-dev/jq/queue/handlers"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -217,8 +219,8 @@ func TestTaskQueueStateMapping(t *testing.T) {
 		b := b.with(t)
 		j := submit()
 		require.Equal(t, `{"work_duration_ms":5,"payload_size_bytes":10}`, string(j.Payload), "the spec is the payload")
-		require.Equal(t, "t", j.Type)
-		require.Equal(t, map[string]string{"k": "v"}, j.Labels)
+		require.Equal(t, handlers.TypeSynthetic, j.Type, "the built-in synthetic handler runs it")
+		require.Equal(t, map[string]string{"k": "v", "taskqueue.job_type": "t"}, j.Labels, "job_type is a label")
 		s := b.requireStatus(j.ID, tqv1.JobStatus_QUEUED, false) // PENDING
 		require.Zero(t, s.GetStartedAtMs())
 		require.False(t, b.result(j.ID).GetResultReady())
@@ -265,7 +267,7 @@ func TestTaskQueueStateMapping(t *testing.T) {
 		b.sweep()
 		require.Equal(t, queue.StateDeadLettered, b.job(j.ID).State)
 		s := b.requireStatus(j.ID, tqv1.JobStatus_FAILED, false)
-		require.Equal(t, "error", s.GetFailureReason(), "failure_reason is set for FAILED")
+		require.Equal(t, "permanent_failure", s.GetFailureReason(), "failure_reason is set for FAILED: why it was dead-lettered")
 		r := b.result(j.ID)
 		require.True(t, r.GetResultReady())
 		require.Equal(t, tqv1.JobStatus_FAILED, r.GetTerminalStatus())
@@ -339,20 +341,14 @@ func TestTaskQueueStateMapping(t *testing.T) {
 	})
 }
 
-// The same lifecycle with a real worker executing the jobs.
+// The same lifecycle with a real worker running the built-in synthetic handler, as a worker
+// process does: a job works for its work_duration_ms and returns payload_size_bytes of output
+// whose checksum matches; one asking for more than MAX_OUTPUT_BYTES fails with OUTPUT_TOO_LARGE;
+// a running one is cancelled.
 func TestTaskQueueEndToEnd(t *testing.T) {
 	b := setupTQ(t, engine.Options{ReaperInterval: 100 * time.Millisecond})
 	mux := queue.NewMux()
-	mux.RegisterFunc("ok", func(_ context.Context, j *queue.Job) ([]byte, error) { return j.Payload, nil })
-	mux.RegisterFunc("fail", func(context.Context, *queue.Job) ([]byte, error) {
-		return nil, queue.Permanent(errors.New("it cannot be done"))
-	})
-	started := make(chan struct{}, 1)
-	mux.RegisterFunc("block", func(ctx context.Context, _ *queue.Job) ([]byte, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	handlers.Register(mux, handlers.Options{})
 	b.startWorker(mux)
 	wait := func(id string, want tqv1.JobStatus) {
 		testenv.Eventually(t, 20*time.Second, func() error {
@@ -363,30 +359,54 @@ func TestTaskQueueEndToEnd(t *testing.T) {
 		})
 	}
 
-	ok := b.submitTQ(&tqv1.JobSpec{JobType: "ok", WorkDurationMs: 1}, "").GetJobId()
+	ok := b.submitTQ(&tqv1.JobSpec{JobType: "sleep", WorkDurationMs: 300, PayloadSizeBytes: 5000}, "").GetJobId()
 	wait(ok, tqv1.JobStatus_DONE)
 	r := b.result(ok)
-	require.Equal(t, `{"work_duration_ms":1,"payload_size_bytes":0}`, string(r.GetOutputBytes()))
+	require.True(t, r.GetResultReady())
+	require.Len(t, r.GetOutputBytes(), 5000, "output of the asked size")
+	sum := sha256.Sum256(r.GetOutputBytes())
+	require.Equal(t, hex.EncodeToString(sum[:]), r.GetChecksum(), "the checksum matches the output")
+	require.Equal(t, handlers.SyntheticOutput(ok, 5000), r.GetOutputBytes(), "deterministic output")
+	require.GreaterOrEqual(t, r.GetRuntimeMs(), uint32(300), "it ran at least work_duration_ms")
 	s := b.status(ok)
-	require.Positive(t, s.GetStartedAtMs())
-	require.GreaterOrEqual(t, s.GetFinishedAtMs(), s.GetStartedAtMs())
+	require.GreaterOrEqual(t, s.GetFinishedAtMs()-s.GetStartedAtMs(), int64(300))
+	t.Logf("synthetic job of 300 ms, 5000 bytes: runtime_ms %d, started→finished %d ms", r.GetRuntimeMs(), s.GetFinishedAtMs()-s.GetStartedAtMs())
+	lst, err := b.tq.ListJobs(b.ctx, connect.NewRequest(&tqv1.ListJobsRequest{}))
+	require.NoError(t, err)
+	require.Equal(t, ok, lst.Msg.GetJobs()[0].GetJobId())
+	require.Equal(t, "sleep", lst.Msg.GetJobs()[0].GetJobType(), "job_type is the seed's, not the handler's")
 
-	failed := b.submitTQ(&tqv1.JobSpec{JobType: "fail"}, "").GetJobId()
-	wait(failed, tqv1.JobStatus_FAILED)
-	require.Contains(t, b.result(failed).GetOutputSummary(), "it cannot be done")
+	tooLarge := b.submitTQ(&tqv1.JobSpec{JobType: "big", PayloadSizeBytes: handlers.DefaultMaxOutputBytes + 1}, "").GetJobId()
+	wait(tooLarge, tqv1.JobStatus_FAILED)
+	require.Equal(t, "output_too_large", b.status(tooLarge).GetFailureReason())
+	require.Contains(t, b.result(tooLarge).GetOutputSummary(), "OUTPUT_TOO_LARGE")
 
-	blocked := b.submitTQ(&tqv1.JobSpec{JobType: "block"}, "").GetJobId()
-	select {
-	case <-started:
-	case <-b.ctx.Done():
-		t.Fatal("the job never started")
-	}
-	wait(blocked, tqv1.JobStatus_RUNNING)
-	c := b.cancelTQ(blocked)
+	running := b.submitTQ(&tqv1.JobSpec{JobType: "long", WorkDurationMs: 60_000}, "").GetJobId()
+	wait(running, tqv1.JobStatus_RUNNING)
+	c := b.cancelTQ(running)
 	require.True(t, c.GetAccepted())
 	require.False(t, c.GetAlreadyTerminal())
-	wait(blocked, tqv1.JobStatus_CANCELED)
-	require.True(t, b.status(blocked).GetCancelRequested())
+	wait(running, tqv1.JobStatus_CANCELED)
+	require.True(t, b.status(running).GetCancelRequested())
+}
+
+// A jq.v1 job asks for the synthetic handler by type; its timeout ends the work.
+func TestSyntheticJobTimeout(t *testing.T) {
+	b := setupTQ(t, engine.Options{ReaperInterval: 100 * time.Millisecond})
+	mux := queue.NewMux()
+	handlers.Register(mux, handlers.Options{})
+	b.startWorker(mux)
+	id := b.submit(&jqv1.JobSpec{Type: handlers.TypeSynthetic, MaxRetries: ptr(int32(0)), Timeout: durationpb.New(200 * time.Millisecond),
+		Payload: handlers.SyntheticJobPayload(handlers.SyntheticPayload{WorkDurationMS: 60_000})})
+	testenv.Eventually(t, 20*time.Second, func() error {
+		if j := b.job(id); j.State != queue.StateDeadLettered {
+			return fmt.Errorf("job %s is %s", id, j.State)
+		}
+		return nil
+	})
+	j := b.job(id)
+	require.Equal(t, "timeout", j.FailureReason)
+	require.Less(t, j.CompletedAt.Sub(j.StartedAt), 30*time.Second, "the timeout, not work_duration_ms, ended it")
 }
 
 // client_request_id: same key and spec → the original job; same key, another spec →
@@ -539,6 +559,7 @@ func TestTaskQueueErrors(t *testing.T) {
 		"no job_type":    {Spec: &tqv1.JobSpec{}},
 		"bad job_type":   {Spec: &tqv1.JobSpec{JobType: "has space"}},
 		"bad label":      {Spec: &tqv1.JobSpec{JobType: "t", Labels: map[string]string{"": "v"}}},
+		"reserved label": {Spec: &tqv1.JobSpec{JobType: "t", Labels: map[string]string{"taskqueue.job_type": "u"}}},
 		"key too long":   {Spec: &tqv1.JobSpec{JobType: "t"}, ClientRequestId: strings.Repeat("k", 300)},
 		"key with ctrls": {Spec: &tqv1.JobSpec{JobType: "t"}, ClientRequestId: "a\nb"},
 	} {

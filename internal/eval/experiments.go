@@ -24,7 +24,9 @@ type runRecord struct {
 	Slots    int        `json:"slots"`
 	Workers  int        `json:"worker_processes"`
 	Submit   loadResult `json:"submit"`
-	Stats    jobStats   `json:"stats"`
+	// TaskQueue is the operation mix through taskqueue.v1 (offerTQ); nil for jq.v1 batch loads.
+	TaskQueue *tqResult `json:"taskqueue,omitempty"`
+	Stats     jobStats  `json:"stats"`
 	// CPU is the mean cores used during the measured window, by process group (cpu.go).
 	CPU map[string]float64 `json:"cpu_cores"`
 }
@@ -86,8 +88,7 @@ func clients(addrs ...string) ([]*client.Client, error) {
 func runTopology(ctx context.Context, cfg *config) (any, error) {
 	const slots = 8
 	// Capacity of 8 slots with the mix's mean of 53.3 ms: 150 jobs/s.
-	rates := []float64{100, 140}
-	drainJobs := 2000
+	rates, drainJobs := cfg.rates, cfg.drainJobs
 	var out []runRecord
 	for _, topo := range cfg.topologies {
 		nodeCount := map[string]int{"B": 4, "B8": 8}[topo]
@@ -98,7 +99,7 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		var nodes []*client.Client
+		var addrs []string
 		workers := 0
 		if topo == "A" {
 			if err := startServer(e); err != nil {
@@ -110,9 +111,8 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 				}
 			}
 			workers = 2
-			nodes, err = clients(fmt.Sprintf("127.0.0.1:%d", serverGRPC))
+			addrs = []string{fmt.Sprintf("127.0.0.1:%d", serverGRPC)}
 		} else {
-			var addrs []string
 			for i := range nodeCount {
 				a, err := startNode(e, i, slots/nodeCount)
 				if err != nil {
@@ -121,13 +121,10 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 				addrs = append(addrs, a)
 			}
 			workers = nodeCount
-			nodes, err = clients(addrs...)
 		}
-		if err != nil {
-			return nil, err
-		}
+		nodes := tqClients(addrs...)
 		// Warm-up, not recorded: 100 jobs at 50 jobs/s.
-		offer(ctx, nodes, loadSpec{runID: "warmup" + topo, jobs: jobMix(100, -1), rate: 50, clients: 8})
+		offerTQ(ctx, nodes, loadSpec{runID: "warmup" + topo, jobs: jobMix(100, -1), rate: 50, clients: 8})
 		if err := e.waitIdle(ctx, time.Minute); err != nil {
 			return nil, err
 		}
@@ -152,7 +149,7 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 			runID := fmt.Sprintf("topo%s-%s%.0f", topo, l.name, l.rate)
 			fmt.Printf("  %s %s rate=%.0f jobs=%d\n", topo, l.name, l.rate, l.n)
 			c0 := takeCPU()
-			sub := offer(ctx, nodes, loadSpec{runID: runID, jobs: jobMix(l.n, -1), rate: l.rate, clients: 16})
+			tq := offerTQ(ctx, nodes, loadSpec{runID: runID, jobs: jobMix(l.n, -1), rate: l.rate, clients: 16})
 			if err := e.waitIdle(ctx, 3*time.Minute); err != nil {
 				return nil, err
 			}
@@ -161,7 +158,8 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			rec := runRecord{Topology: topo, Load: l.name, Rate: l.rate, Jobs: l.n, Slots: slots, Workers: workers, Submit: sub, Stats: st, CPU: cpu}
+			rec := runRecord{Topology: topo, Load: l.name, Rate: l.rate, Jobs: l.n, Slots: slots, Workers: workers,
+				Submit: tq.loadResult, TaskQueue: &tq, Stats: st, CPU: cpu}
 			printRec(rec)
 			out = append(out, rec)
 		}
@@ -261,16 +259,13 @@ func runMany(ctx context.Context, cfg *config) (any, error) {
 		return nil, fmt.Errorf("worker list: %w", err)
 	}
 	res.RegisteredAdmin = countWorkers(out)
-	nodes, err := clients(fmt.Sprintf("127.0.0.1:%d", serverGRPC))
-	if err != nil {
-		return nil, err
-	}
+	nodes := tqClients(fmt.Sprintf("127.0.0.1:%d", serverGRPC))
 	rate := float64(w) / 0.1 / 2
 	n := int(rate * cfg.duration.Seconds())
 	runID := "many"
 	fmt.Printf("  workers=%d registered=%d/%d in %.1f s; rate=%.0f jobs=%d\n", w, res.RegisteredTable, res.RegisteredAdmin, res.RegisterSeconds, rate, n)
 	c0 := takeCPU()
-	sub := offer(ctx, nodes, loadSpec{runID: runID, jobs: jobMix(n, 100), rate: rate, clients: 32})
+	tq := offerTQ(ctx, nodes, loadSpec{runID: runID, jobs: jobMix(n, 100), rate: rate, clients: 32})
 	if err := e.waitIdle(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
@@ -286,7 +281,7 @@ func runMany(ctx context.Context, cfg *config) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Run = runRecord{Topology: "split", Load: "rate", Rate: rate, Jobs: n, Slots: w, Workers: w, Submit: sub, Stats: st, CPU: cpu}
+	res.Run = runRecord{Topology: "split", Load: "rate", Rate: rate, Jobs: n, Slots: w, Workers: w, Submit: tq.loadResult, TaskQueue: &tq, Stats: st, CPU: cpu}
 	printRec(res.Run)
 	return res, nil
 }
@@ -326,6 +321,14 @@ func printRec(r runRecord) {
 	fmt.Printf("    done=%d notdone=%d e2e=%.0f/s exec=%.0f/s wait p50=%.1f p95=%.1f p99=%.1f max=%.1f ms workers_used=%d submit_err=%d\n",
 		r.Stats.Done, r.Stats.NotDone, r.Stats.EndToEndPerSec, r.Stats.ExecPerSec, r.Stats.WaitP50Ms, r.Stats.WaitP95Ms,
 		r.Stats.WaitP99Ms, r.Stats.WaitMaxMs, r.Stats.Workers, r.Submit.SubmitErrors)
+	if tq := r.TaskQueue; tq != nil {
+		for _, m := range []string{"SubmitJob", "GetJobStatus", "GetJobResult", "CancelJob"} {
+			o := tq.Ops[m]
+			fmt.Printf("    %s calls=%d errors=%d p50=%.1f p99=%.1f ms\n", m, o.Calls, o.Errors, o.P50Ms, o.P99Ms)
+		}
+		fmt.Printf("    cancel_requests=%d results_verified=%d checksum_mismatches=%d not_terminal=%d\n",
+			tq.Cancelled, tq.ResultsFetched, tq.ChecksumMismatch, tq.NotTerminal)
+	}
 	fmt.Printf("    cpu cores %v\n", r.CPU)
 }
 

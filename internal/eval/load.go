@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jq-dev/jq/client"
+	"github.com/jq-dev/jq/queue/handlers"
 )
 
 // ownerIndex is seed 003's Deterministic Owner Routing Algorithm: the first 8 bytes of the
@@ -23,7 +24,8 @@ func ownerIndex(key string, n int) int {
 	return int(binary.BigEndian.Uint64(h[:8]) % uint64(n))
 }
 
-// mixJob is one job of the fixed mix: a sleep of ms, its payload padded to size bytes.
+// mixJob is one job of the fixed mix: seed 003's work_duration_ms and payload_size_bytes (the
+// size of its output).
 type mixJob struct {
 	ms, size int
 }
@@ -48,14 +50,12 @@ func jobMix(n int, fixedMS int) []mixJob {
 	return jobs
 }
 
-// payload is the sleep handler's {"ms":N}, padded with JSON white space to size bytes (the
-// handler rejects unknown fields, white space is still the same JSON value).
+// payload is the synthetic handler's payload of j (jq.v1's batch submits; the unary load goes
+// through taskqueue.v1, whose JobSpec carries the same numbers).
 func payload(j mixJob) []byte {
-	p := fmt.Sprintf(`{"ms":%d`, j.ms)
-	if pad := j.size - len(p) - 1; pad > 0 {
-		p += strings.Repeat(" ", pad)
-	}
-	return []byte(p + "}")
+	return handlers.SyntheticJobPayload(handlers.SyntheticPayload{
+		WorkDurationMS: uint32(j.ms), PayloadSizeBytes: uint32(j.size), //nolint:gosec // small
+	})
 }
 
 // loadSpec is one load: jobs offered at rate jobs/s (0 = as fast as the clients go), unary
@@ -109,13 +109,13 @@ func offer(ctx context.Context, nodes []*client.Client, s loadSpec) loadResult {
 					key := s.runID + "-" + strconv.Itoa(first)
 					owner := ownerIndex(key, len(nodes))
 					perNode[owner].Add(1)
-					_, err = nodes[owner].Submit(rctx, client.Job{Queue: "default", Type: "sleep", Payload: payload(j)},
+					_, err = nodes[owner].Submit(rctx, client.Job{Queue: "default", Type: handlers.TypeSynthetic, Payload: payload(j)},
 						labels, client.IdempotencyKey(key))
 				} else {
 					end := min(first+batch, len(s.jobs))
 					js := make([]client.Job, 0, end-first)
 					for _, j := range s.jobs[first:end] {
-						js = append(js, client.Job{Queue: "default", Type: "sleep", Payload: payload(j)})
+						js = append(js, client.Job{Queue: "default", Type: handlers.TypeSynthetic, Payload: payload(j)})
 					}
 					perNode[0].Add(int64(len(js)))
 					_, err = nodes[0].SubmitMany(rctx, js, labels)

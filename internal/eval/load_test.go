@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	tqv1 "github.com/jq-dev/jq/api/gen/taskqueue/v1"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/queue/handlers"
 )
 
 // Seed 003's owner formula, checked against values computed independently (Python hashlib).
@@ -19,17 +23,23 @@ func TestOwnerIndex(t *testing.T) {
 	}
 }
 
-func TestPayloadIsPaddedSleepJSON(t *testing.T) {
+func TestPayloadIsSyntheticJSON(t *testing.T) {
 	t.Parallel()
-	for _, size := range []int{0, 128, 4096} {
-		p := payload(mixJob{ms: 50, size: size})
-		if size > 0 {
-			require.Len(t, p, size)
-		}
-		var v struct {
-			MS int `json:"ms"`
-		}
-		require.NoError(t, json.Unmarshal(p, &v))
-		require.Equal(t, 50, v.MS)
-	}
+	var v handlers.SyntheticPayload
+	require.NoError(t, json.Unmarshal(payload(mixJob{ms: 50, size: 4096}), &v))
+	require.Equal(t, handlers.SyntheticPayload{WorkDurationMS: 50, PayloadSizeBytes: 4096}, v)
+}
+
+// The operation mix's check of a result: the synthetic handler's bytes, of the asked size, with
+// their SHA-256 as the checksum; anything else is a mismatch.
+func TestResultMatches(t *testing.T) {
+	t.Parallel()
+	const id = "00000000-0000-4000-8000-000000000001"
+	out := handlers.SyntheticOutput(id, 1024)
+	good := &tqv1.GetJobResultResponse{ResultReady: true, OutputBytes: out, Checksum: queue.Checksum(out)}
+	require.True(t, resultMatches(good, id, 1024))
+	require.False(t, resultMatches(good, id, 1000), "another size")
+	require.False(t, resultMatches(good, "00000000-0000-4000-8000-000000000002", 1024), "another job's bytes")
+	bad := &tqv1.GetJobResultResponse{ResultReady: true, OutputBytes: out, Checksum: queue.Checksum(out[1:])}
+	require.False(t, resultMatches(bad, id, 1024), "a checksum that does not match")
 }

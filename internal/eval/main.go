@@ -34,11 +34,13 @@ type config struct {
 	scaleSlots                     int
 	manyWorkers                    int
 	rows                           []int
+	rates                          []float64
+	drainJobs                      int
 }
 
 func main() {
 	cfg := &config{}
-	var only, scale, rows, topologies string
+	var only, scale, rows, topologies, rates string
 	flag.StringVar(&cfg.jq, "jq", "bin/jq", "the jq binary (go tool task build)")
 	flag.StringVar(&cfg.pgBase, "pg", envOr("PGURL_BASE", "postgres://postgres@127.0.0.1:5432"), "Postgres base URL (no database)")
 	flag.StringVar(&cfg.redis, "redis", envOr("REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
@@ -47,6 +49,8 @@ func main() {
 	flag.StringVar(&only, "only", "topology,scaling,many,nfr012", "experiments to run, comma-separated")
 	flag.StringVar(&topologies, "topologies", "A,B", "topologies to run: A (1 server + 2 workers × 4 slots), B (4 --role=all nodes × 2 slots), B8 (8 nodes × 1 slot)")
 	flag.DurationVar(&cfg.duration, "duration", 15*time.Second, "length of each fixed-rate load")
+	flag.StringVar(&rates, "rates", "100,140", "topology: offered rates (jobs/s), comma-separated")
+	flag.IntVar(&cfg.drainJobs, "drain-jobs", 2000, "topology: jobs of the drain load")
 	flag.StringVar(&scale, "scale-workers", "1,2,4,8,16,32", "NFR-010: worker process counts")
 	flag.IntVar(&cfg.scaleSlots, "scale-slots", 16, "NFR-010: slots (--concurrency) of each worker")
 	flag.IntVar(&cfg.manyWorkers, "many-workers", 100, "NFR-011: worker processes (concurrency 1 each)")
@@ -56,6 +60,9 @@ func main() {
 	cfg.topologies = strings.Split(topologies, ",")
 	cfg.scaleWorkers = ints(scale)
 	cfg.rows = ints(rows)
+	for _, r := range ints(rates) {
+		cfg.rates = append(cfg.rates, float64(r))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {

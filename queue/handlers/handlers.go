@@ -2,7 +2,8 @@
 // binary and from applications that embed a worker: noop and sleep (the
 // workhorses of tests and benchmarks), exec (run a program, SPEC §6; off
 // unless enabled with an allow-list of programs), file (checksum a file under
-// allowed roots) and http (POST the job to an allowed URL). docs/handlers.md
+// allowed roots), http (POST the job to an allowed URL) and synthetic (seed
+// 003's jobs: work for a while, return output of a given size). docs/handlers.md
 // describes each one's payload, result and failures.
 //
 // Payloads are JSON objects decoded strictly: an unknown field, a wrong type
@@ -43,12 +44,15 @@ type Options struct {
 	// HTTP configures the http handler; without Allow it fails every job
 	// with ErrHTTPDisabled.
 	HTTP HTTPOptions
+	// Synthetic configures the synthetic handler (seed 003's jobs).
+	Synthetic SyntheticOptions
 }
 
-// Register adds noop, sleep, exec, file and http to mux.
+// Register adds noop, sleep, synthetic, exec, file and http to mux.
 func Register(mux *queue.Mux, opts Options) {
 	mux.Register(TypeNoop, Noop())
 	mux.Register(TypeSleep, Sleep())
+	mux.Register(TypeSynthetic, Synthetic(opts.Synthetic))
 	if opts.Exec != nil {
 		mux.Register(TypeExec, ExecWith(*opts.Exec))
 	} else {

@@ -27,7 +27,7 @@ func ExampleRegister() {
 	_, err = mux.Handle(context.Background(), &queue.Job{Type: "exec", Payload: []byte(`{"argv": ["/bin/true"]}`)})
 	fmt.Println(err, queue.IsPermanent(err))
 	// Output:
-	// [exec file http noop sleep]
+	// [exec file http noop sleep synthetic]
 	// {"slept_ms":1} <nil>
 	// exec handler is disabled on this worker (worker.exec.enabled) true
 }

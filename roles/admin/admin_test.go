@@ -226,3 +226,13 @@ func TestPrintMessageShowsJSONPayloads(t *testing.T) {
 	require.NoError(t, re.printMessage(&jqv1.GetJobResponse{Job: job}, nil))
 	require.Contains(t, out.String(), "payload:\n        a:\n            - 1\n            - 2\n")
 }
+
+// job logs shows the seeds' names of the reasons they name, beside jq's own (docs/api.md#reasons).
+func TestReasonCellShowsSeedNames(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "cancelled (CANCELLED)", reasonCell("cancelled"))
+	require.Equal(t, "output_too_large (OUTPUT_TOO_LARGE)", reasonCell("output_too_large"))
+	require.Equal(t, "permanent_failure", reasonCell("permanent_failure"))
+	require.Equal(t, "-", reasonCell(""))
+	require.Equal(t, `x\n`, reasonCell("x\n"), "escaped like every cell")
+}

@@ -312,7 +312,7 @@ func (c *JobLogsCmd) Run(re *runEnv) error {
 				from = stateName(e.GetFromState())
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", e.GetSeq(), re.when(e.GetTimestamp()), from, re.state(e.GetToState()),
-				dash(e.GetReason()), dash(e.GetWorkerId()), e.GetAttempt())
+				reasonCell(e.GetReason()), dash(e.GetWorkerId()), e.GetAttempt())
 		}
 		return tw.Flush()
 	})

@@ -20,12 +20,16 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/internal/jobtrace"
 )
 
 // Limiter is a rate limit shared with other producers (store/redis.RateLimiter).
@@ -56,7 +60,15 @@ type Deps struct {
 	Progress io.Writer
 	// SubmitTimeout bounds one submit call, also the last one a stop lets finish (default 30 s).
 	SubmitTimeout time.Duration
+	// Tracer starts one span per submitted batch (SpanBatch); nil: none. With Jobs built on a
+	// client that propagates trace context, the server's submit span is its child and the jobs
+	// carry its trace, so a job's assignment and execution spans join the batch's trace.
+	Tracer trace.Tracer
 }
+
+// SpanBatch is the name of the producer's span of one submitted batch (seed 004: a span per
+// produce).
+const SpanBatch = "jq.producer.batch"
 
 // Stats is what a producer did since it started.
 type Stats struct {
@@ -103,6 +115,9 @@ func New(deps Deps) (*Producer, error) {
 		known: map[string]string{}}
 	if p.metrics == nil {
 		p.metrics = nopMetrics{}
+	}
+	if p.deps.Tracer == nil {
+		p.deps.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	if cfg.RateLimitPerSec > 0 {
 		burst := Burst(cfg.RateLimitPerSec)
@@ -185,7 +200,9 @@ func (p *Producer) pass(ctx context.Context) error {
 		if err := p.admit(ctx, n); err != nil {
 			break // stopping: nothing of this batch was sent
 		}
-		created, existing, skipped, err := p.submit(ctx, batch)
+		bctx, span := p.startBatch(ctx, n)
+		created, existing, skipped, err := p.submit(bctx, batch)
+		endBatch(span, created, existing, skipped, err)
 		if err != nil {
 			firstErr = err
 			break
@@ -375,3 +392,27 @@ type nopMetrics struct{}
 func (nopMetrics) Produced(string, int)      {}
 func (nopMetrics) Scanned(int)               {}
 func (nopMetrics) RateLimited(time.Duration) {}
+
+// Attributes of SpanBatch besides jobtrace's.
+const (
+	attrCreated       = attribute.Key("jq.producer.created")
+	attrExistingCount = attribute.Key("jq.producer.existing")
+	attrSkipped       = attribute.Key("jq.producer.skipped")
+)
+
+// startBatch begins the span of one batch of n jobs.
+func (p *Producer) startBatch(ctx context.Context, n int) (context.Context, trace.Span) {
+	return p.deps.Tracer.Start(ctx, SpanBatch, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		jobtrace.AttrQueue.String(p.cfg.Queue), jobtrace.AttrJobType.String(p.cfg.JobType), jobtrace.AttrJobCount.Int(n)))
+}
+
+// endBatch records what the batch did and ends its span.
+func endBatch(span trace.Span, created, existing, skipped int, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(attrCreated.Int(created), attrExistingCount.Int(existing), attrSkipped.Int(skipped))
+		if err != nil {
+			jobtrace.Fail(span, "submit failed", err)
+		}
+	}
+	span.End()
+}

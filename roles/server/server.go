@@ -66,6 +66,9 @@ type Deps struct {
 	RPCMetrics apiserver.RPCObserver
 	// Refused counts requests refused by a limit (jq_api_limited_total; nil: not counted).
 	Refused func(reason string)
+	// ErrorLogDropped counts log lines of non-OK responses left out by their rate limit
+	// (jq_api_error_logs_dropped_total; nil: not counted).
+	ErrorLogDropped func()
 	// Auth authenticates and authorizes the API's callers (BuildAuth; nil: authentication off).
 	Auth *auth.Authenticator
 }
@@ -151,6 +154,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Auth:                 s.auth,
 		RefusalRatePerSource: cfg.Auth.RefusalRatePerSource,
 		Refused:              s.deps.Refused,
+		ErrorLog:             apiserver.ErrorLog{Dropped: s.deps.ErrorLogDropped},
 		Tracing:              s.deps.Tracing,
 		HandlerOptions:       s.apiHandlerOptions(),
 		Workers: apiserver.WorkerTiming{

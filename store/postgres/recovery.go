@@ -79,9 +79,10 @@ events AS (
 	// same transaction.
 	sqlJobFailedLock = `-- name: job_failed_lock
 SELECT j.id::text, j.attempt, j.retry_count, j.max_retries, j.no_retry, j.cancel_requested,
-       j.retry_after_ms, j.ttl_ms, coalesce(q.backoff_base_ms, 0), coalesce(q.backoff_max_ms, 0)
+       j.retry_after_ms, j.ttl_ms, coalesce(q.backoff_base_ms, 0), coalesce(q.backoff_max_ms, 0), j.failure_reason
 FROM (
-    SELECT id, attempt, queue, retry_count, max_retries, no_retry, cancel_requested, retry_after_ms, ttl_ms
+    SELECT id, attempt, queue, retry_count, max_retries, no_retry, cancel_requested, retry_after_ms, ttl_ms,
+           failure_reason
     FROM jobs
     WHERE state = 'FAILED'
     ORDER BY updated_at
@@ -95,8 +96,8 @@ LEFT JOIN queues q ON q.name = j.queue`
 	// here. The state check is repeated so that the statement can never write another edge.
 	sqlJobSettleFailed = `-- name: job_settle_failed
 WITH d AS (
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])
-        AS t(d_id, d_to, d_reason, d_not_before, d_expires_at)
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[])
+        AS t(d_id, d_to, d_reason, d_not_before, d_expires_at, d_failure_reason)
 ),
 updated AS (
     UPDATE jobs SET
@@ -106,7 +107,7 @@ updated AS (
         not_before     = CASE WHEN d_to = 'PENDING' THEN d_not_before ELSE not_before END,
         expires_at     = CASE WHEN d_to = 'PENDING' THEN d_expires_at ELSE expires_at END,
         completed_at   = CASE WHEN d_to = 'PENDING' THEN NULL ELSE now() END,
-        failure_reason = CASE WHEN d_reason = '` + queue.ReasonCancelled + `' THEN d_reason ELSE failure_reason END,
+        failure_reason = coalesce(nullif(d_failure_reason, ''), failure_reason),
         event_seq      = event_seq + 1,
         updated_at     = now()
     FROM d
@@ -263,6 +264,7 @@ func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queu
 		}
 		var (
 			ids, tos, reasons   []string
+			failureReasons      []string
 			notBefore, expireAt []*time.Time
 		)
 		var (
@@ -270,13 +272,15 @@ func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queu
 			attempt, retries, maxRetries       int
 			noRetry, cancel                    bool
 			retryAfterMS, ttlMS, baseMS, maxMS int64
+			lastReason                         string
 		)
 		_, err = pgx.ForEachRow(rows, []any{&id, &attempt, &retries, &maxRetries, &noRetry, &cancel, &retryAfterMS,
-			&ttlMS, &baseMS, &maxMS}, func() error {
+			&ttlMS, &baseMS, &maxMS, &lastReason}, func() error {
 			d := decide(queue.FailedJob{
 				RetryCount: retries, MaxRetries: maxRetries, NoRetry: noRetry, CancelRequested: cancel,
 				RetryAfter: time.Duration(retryAfterMS) * time.Millisecond, TTL: time.Duration(ttlMS) * time.Millisecond,
 				Policy: queue.RetryPolicy{Base: time.Duration(baseMS) * time.Millisecond, Max: time.Duration(maxMS) * time.Millisecond},
+				Reason: lastReason,
 			})
 			if d.From != queue.StateFailed || (d.To != queue.StatePending && d.To != queue.StateDeadLettered) {
 				return &queue.TransitionError{From: d.From, To: d.To}
@@ -286,12 +290,13 @@ func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queu
 			}
 			ids, tos, reasons = append(ids, id), append(tos, string(d.To)), append(reasons, d.Reason)
 			notBefore, expireAt = append(notBefore, timePtr(d.NotBefore)), append(expireAt, timePtr(d.ExpiresAt))
+			failureReasons = append(failureReasons, d.FailureReason)
 			return nil
 		})
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		rows, err = tx.Query(ctx, sqlJobSettleFailed, ids, tos, reasons, notBefore, expireAt)
+		rows, err = tx.Query(ctx, sqlJobSettleFailed, ids, tos, reasons, notBefore, expireAt, failureReasons)
 		if err != nil {
 			return err
 		}

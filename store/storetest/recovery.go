@@ -272,6 +272,7 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 
 	j = c.get(permanentJob.ID)
 	require.Equal(t, queue.StateDeadLettered, j.State)
+	require.Equal(t, store.ReasonPermanent, j.FailureReason, "why it was dead-lettered, not the generic error")
 	evs = c.events(permanentJob.ID)
 	require.Equal(t, store.ReasonPermanent, evs[len(evs)-1].Reason)
 
@@ -314,7 +315,7 @@ func (b *rsBundle) testSettleWritesDecision(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, sweep.Retried)
 	require.Len(t, seen, 1)
-	require.Equal(t, queue.FailedJob{MaxRetries: 3, TTL: time.Hour,
+	require.Equal(t, queue.FailedJob{MaxRetries: 3, TTL: time.Hour, Reason: store.DefaultFailureReason,
 		Policy: queue.RetryPolicy{Base: 2 * time.Second, Max: time.Minute}}, seen[0], "the rule is given the job and its queue's policy")
 	got := c.get(j.ID)
 	want := now.Add(2*time.Second + 100*time.Millisecond) // base + 10 % jitter × 0.5
