@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/jq-dev/jq/api/auth"
-	"github.com/jq-dev/jq/api/rpcclient"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	apiserver "github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/queue/engine"
 )
