@@ -135,7 +135,7 @@ func New(opts Options) http.Handler {
 	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
-	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing)}
+	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine)}
 	mux.Handle(jqv1connect.NewJobServiceHandler(jobs, hopts...))
 	// Seed 003's public API: a facade over the same job paths, behind the same interceptors.
 	tqQueue := opts.TaskQueueQueue
@@ -163,9 +163,9 @@ func New(opts Options) http.Handler {
 	// The OpenAPI document is public too: a schema, no data (docs/security.md).
 	mux.Handle("GET /openapi.yaml", openAPIHandler())
 	if opts.Auth != nil {
-		return auth.WithTLSState(mux)
+		return explainRefusals(auth.WithTLSState(mux))
 	}
-	return mux
+	return explainRefusals(mux)
 }
 
 // openAPIHandler serves api.OpenAPI.

@@ -56,6 +56,9 @@ var _ Observer = NopObserver{}
 // dead-lettered at once counts; a RUNNING one is only asked to stop, and its failure is counted
 // when the retry sweep dead-letters it.
 func (e *Engine) JobCancelled(j *queue.Job) {
+	if j != nil {
+		e.jobChanged(j.ID)
+	}
 	if j != nil && j.State == queue.StateDeadLettered {
 		e.opts.Observer.DeadLettered(j.Queue, 1)
 	}
@@ -63,6 +66,9 @@ func (e *Engine) JobCancelled(j *queue.Job) {
 
 // JobRetried records an operator's retry (FAILED or DEAD_LETTERED → PENDING).
 func (e *Engine) JobRetried(j *queue.Job) {
+	if j != nil {
+		e.jobChanged(j.ID)
+	}
 	if j != nil && j.State == queue.StatePending {
 		e.opts.Observer.Requeued(j.Queue, 1)
 	}
@@ -76,6 +82,7 @@ func (e *Engine) observeLeases(outs []store.LeaseOutcome, reported bool) {
 		if out.Err != nil || j == nil {
 			continue
 		}
+		e.jobChanged(j.ID)
 		if out.Started {
 			o.Started(j.Queue, waitTime(j))
 		}
