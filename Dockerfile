@@ -6,7 +6,7 @@
 #   docker run jq:dev --role=server          # or JQ_ROLE=server; worker, producer, admin work the same way
 #
 # Stages:
-#   build     compiles /rootfs/jq with the ldflags of `go tool task build` (plus -s -w: no symbol table),
+#   build     compiles /rootfs/jq with the ldflags of `go tool -modfile=tools/go.mod task build` (plus -s -w: no symbol table),
 #             next to the CA bundle and deploy/rootfs (the passwd/group entries of user 65532).
 #   prebuilt  the same /rootfs taken from the build context instead, for machines that cannot pull the
 #             golang image: `--build-arg ROOTFS=prebuilt` with a context holding rootfs/ laid out like

@@ -24,23 +24,31 @@ func (c *Client) Get(ctx context.Context, id string) (*queue.Job, error) {
 	return api.JobFromProto(resp.Msg.GetJob()), nil
 }
 
-// Polling interval of Wait: it starts short, for jobs that finish at once, and doubles up to
+// Polling interval of waitPoll: it starts short, for jobs that finish at once, and doubles up to
 // waitPollMax.
 const (
 	waitPollMin = 50 * time.Millisecond
 	waitPollMax = time.Second
 )
 
-// Wait polls the job until it reaches a terminal state and returns it: DONE, or DEAD_LETTERED
-// (failed for good, expired or cancelled: see Job.FailureReason). Check job.State; a dead-lettered
-// job is not an error of Wait. The API has no job-event stream for clients, so Wait polls GetJob,
-// every 50 ms at first and at most every second. It keeps polling through [ErrUnavailable] (a
-// replica restarting) and stops when ctx ends, with an error wrapping ctx's cause.
+// Wait returns the job once it has reached a terminal state: DONE, or DEAD_LETTERED (failed for
+// good, expired or cancelled: see Job.FailureReason). Check job.State; a dead-lettered job is not
+// an error of Wait. It is [Client.Watch] without a callback: it follows the server's WatchJob
+// stream (polling GetJob only against a server without it), keeps going through
+// [ErrUnavailable] (a replica restarting), and stops when ctx ends, with an error wrapping ctx's
+// cause.
 func (c *Client) Wait(ctx context.Context, id string) (*queue.Job, error) {
+	return c.Watch(ctx, id, nil)
+}
+
+// waitPoll is Watch by polling GetJob, every 50 ms at first and at most every second, for a
+// server that has no WatchJob.
+func (c *Client) waitPoll(ctx context.Context, id string, fn func(*queue.Job)) (*queue.Job, error) {
 	interval := waitPollMin
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var lastErr error
+	var last *queue.Job
 	for {
 		select {
 		case <-ctx.Done():
@@ -54,7 +62,11 @@ func (c *Client) Wait(ctx context.Context, id string) (*queue.Job, error) {
 		switch {
 		case err == nil:
 			lastErr = nil
-			if j.State == queue.StateDone || j.State == queue.StateDeadLettered {
+			if fn != nil && (last == nil || j.State != last.State || j.Attempt != last.Attempt) {
+				fn(j)
+			}
+			last = j
+			if j.State.Terminal() {
 				return j, nil
 			}
 		case errors.Is(err, ErrUnavailable) && ctx.Err() == nil:

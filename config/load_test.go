@@ -414,3 +414,21 @@ func TestKeysAndEnvVar(t *testing.T) {
 		seen[env] = true
 	}
 }
+
+func TestUnknownEnvWarnsWithSuggestion(t *testing.T) {
+	t.Parallel()
+	got := config.UnknownEnv([]string{
+		"JQ_WORKER_CONCURENCY=3", // a typo of a key
+		"JQ_ROL=admin",           // a typo of a name read elsewhere
+		"JQ_WORKER_CONCURRENCY=3",
+		"JQ_ROLE=admin",
+		"JQ_TEST_DATABASE_URL=x", // the test suite's
+		"JQ_SOMETHING_ELSE_ENTIRELY=1",
+		"PATH=/bin",
+	}, []string{"JQ_ROLE"})
+	require.Equal(t, []string{
+		"JQ_WORKER_CONCURENCY is not a jq setting (did you mean JQ_WORKER_CONCURRENCY?); ignored",
+		"JQ_ROL is not a jq setting (did you mean JQ_ROLE?); ignored",
+		"JQ_SOMETHING_ELSE_ENTIRELY is not a jq setting; ignored",
+	}, got)
+}

@@ -175,13 +175,13 @@ func (w *workerFlags) overrides(m map[string]any) {
 
 // ServerCLI is the grammar of --role=server.
 type ServerCLI struct {
-	globalFlags
+	globalFlags `group:"global"`
 	serverFlags
 }
 
 // WorkerCLI is the grammar of --role=worker.
 type WorkerCLI struct {
-	globalFlags
+	globalFlags `group:"global"`
 	workerFlags
 }
 
@@ -189,7 +189,7 @@ type WorkerCLI struct {
 // identity; the in-process worker's own ports are --worker-metrics-port and
 // --worker-health-port so they cannot clash with the server's.
 type AllCLI struct {
-	globalFlags
+	globalFlags `group:"global"`
 	serverFlags
 	workerIdentityFlags
 	WorkerMetricsPort *int    `help:"Prometheus /metrics port of the in-process worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
@@ -199,7 +199,7 @@ type AllCLI struct {
 
 // ProducerCLI is the grammar of --role=producer.
 type ProducerCLI struct {
-	globalFlags
+	globalFlags `group:"global"`
 	ServerAddr  *string `help:"Address of the jq server's API, or several replicas comma-separated (producer.server_addr, default localhost:50051)." placeholder:"HOST:PORT[,HOST:PORT…]"`
 	ScanDir     *string `help:"Directory to scan recursively; one job per file version (producer.scan_dir, required)." placeholder:"DIR"`
 	Queue       *string `help:"Queue of the jobs; it must exist (producer.queue, default default)." placeholder:"QUEUE"`
@@ -221,7 +221,7 @@ func (p *ProducerCLI) overrides(m map[string]any) {
 
 // AdminCLI is the grammar of --role=admin: jq-ctl's command tree.
 type AdminCLI struct {
-	globalFlags
+	globalFlags `group:"global"`
 	admin.Commands
 }
 
@@ -292,6 +292,9 @@ func description(r Name) string {
 		fmt.Fprintf(&b, "  %-9s %s\n", x, roleDescriptions[x])
 	}
 	b.WriteString("\nConfiguration precedence: flags > JQ_ environment variables > --config file > defaults.")
+	if r != Admin {
+		b.WriteString(operatorHelp())
+	}
 	if r == Admin {
 		b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage, 3 not found.")
 	} else {

@@ -158,3 +158,94 @@ func TestAllRoleRefusesExecWithoutAuth(t *testing.T) {
 	require.Contains(t, r.stderr, "worker.exec.enabled with authentication off")
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 }
+
+func TestHelpCommandAndSections(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, runJQ(t, nil, "--help"), runJQ(t, nil, "help"))
+	sub := runJQ(t, nil, "help", "job", "submit")
+	require.Equal(t, 0, sub.code, sub.stderr)
+	require.Equal(t, runJQ(t, nil, "job", "submit", "--help"), sub)
+	// The command's own flags come first, the global ones in their own section after them.
+	own, global := strings.Index(sub.stdout, "--payload"), strings.Index(sub.stdout, "Global flags:")
+	require.Positive(t, own)
+	require.Greater(t, global, own, sub.stdout)
+	require.Greater(t, strings.Index(sub.stdout, "--server-addr"), global)
+	require.Greater(t, strings.Index(sub.stdout, "--log-level"), global)
+
+	// jq --help names the operator commands of the admin grammar.
+	top := runJQ(t, nil, "--help").stdout
+	i := strings.Index(top, "Operator commands")
+	require.Positive(t, i, top)
+	for _, c := range []string{"job", "queue", "worker", "status", "purge-dlq", "bench", "events", "token", "help", "completion"} {
+		require.Regexp(t, regexp.MustCompile(`(?m)^\s+`+regexp.QuoteMeta(c)+`\s`), top[i:], "jq --help lacks %s", c)
+	}
+}
+
+func TestCommandGroupAloneListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	r := runJQ(t, nil, "job")
+	require.Equal(t, 2, r.code)
+	require.Equal(t, "jq: job needs a command: submit, status, cancel, retry, list, logs, wait, result (jq help job)\n", r.stderr)
+}
+
+func TestMistypedFirstWordGetsASuggestion(t *testing.T) {
+	t.Parallel()
+	for word, want := range map[string]string{"jbo": "job", "que": "queue", "stauts": "status", "hlep": "help"} {
+		r := runJQ(t, nil, word, "list")
+		require.Equal(t, 2, r.code, word)
+		require.Equal(t, `jq: unknown command "`+word+`" (did you mean "`+want+`"?); `+"`jq help` lists the commands\n", r.stderr)
+	}
+	r := runJQ(t, nil, "zzzzzz")
+	require.Equal(t, 2, r.code)
+	require.Equal(t, `jq: unknown command "zzzzzz"; `+"`jq help` lists the commands\n", r.stderr)
+}
+
+func TestUnknownJQVariableIsWarned(t *testing.T) {
+	t.Parallel()
+	r := runJQ(t, []string{"JQ_WORKER_CONCURENCY=3", "JQ_ROLE=all"}, "--print-config")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "jq: warning: JQ_WORKER_CONCURENCY is not a jq setting (did you mean JQ_WORKER_CONCURRENCY?); ignored\n", r.stderr)
+	require.Empty(t, runJQ(t, []string{"JQ_WORKER_CONCURRENCY=3", "JQ_SERVER_ADDR=x:1"}, "--print-config").stderr)
+}
+
+func TestBareJQWithPipedStdinPointsToTheJSONProcessor(t *testing.T) {
+	t.Parallel()
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pr.Close() })
+	_, err = pw.WriteString("{}\n")
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	var out, errb bytes.Buffer
+	code := roles.Main(context.Background(), nil, nil, roles.IO{Stdin: pr, Stdout: &out, Stderr: &errb})
+	require.Equal(t, 2, code)
+	require.Empty(t, out.String())
+	require.Contains(t, errb.String(), "not the JSON processor")
+	require.Equal(t, 1, strings.Count(errb.String(), "\n"))
+}
+
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for shell, want := range map[string]string{"bash": "complete -C ", "zsh": "bashcompinit", "fish": "complete -f -c jq"} {
+		r := runJQ(t, nil, "completion", shell)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, want)
+	}
+	r := runJQ(t, nil, "completion", "tcsh")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "bash|zsh|fish")
+
+	complete := func(line string) []string {
+		r := runJQ(t, []string{"COMP_LINE=" + line, "COMP_POINT=" + strconv.Itoa(len(line))}, "jq", "x", "y")
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Empty(t, r.stderr)
+		return strings.Fields(r.stdout)
+	}
+	require.ElementsMatch(t, []string{"job"}, complete("jq jo"))
+	require.ElementsMatch(t, []string{"submit", "status"}, complete("jq job s"))
+	require.Contains(t, complete("jq job submit --"), "--payload")
+	require.Contains(t, complete("jq job submit --"), "--server-addr")
+	require.ElementsMatch(t, []string{"queue"}, complete("jq --role=admin qu"))
+	require.Contains(t, complete("jq --"), "--grpc-port")
+	require.ElementsMatch(t, []string{"bash"}, complete("jq completion b"))
+}

@@ -72,6 +72,10 @@ type IO struct {
 // Only main handles signals: ctx is cancelled on SIGINT/SIGTERM.
 func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	getenv := envLookup(environ)
+	args, code, done := preflight(args, environ, getenv, stdio)
+	if done {
+		return code
+	}
 	if first := firstArg(args); first != "" && looksLikeJSONFilter(first) {
 		fmt.Fprintf(stdio.Stderr, "jq: %q looks like a filter for the JSON processor also named jq; this jq is a job queue (run the other by its full path, e.g. /usr/bin/jq)\n", first)
 		return ExitUsage
@@ -95,6 +99,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		kong.Exit(func(code int) { exitCode = code }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
 		kong.Resolvers(envResolver(getenv)),
+		globalGroup,
 	)
 	if err != nil {
 		fmt.Fprintf(stdio.Stderr, "jq: internal error: %v\n", err)
@@ -105,7 +110,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		return exitCode
 	}
 	if err != nil {
-		fmt.Fprintf(stdio.Stderr, "jq: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stdio.Stderr, "jq: %s\n", usageText(err))
 		return ExitUsage
 	}
 

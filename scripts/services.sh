@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # services.sh: make PostgreSQL and Redis available to jq's tests and to `jq` itself.
 #
-#   scripts/services.sh run -- <command…>
+#   scripts/services.sh run [--test-tools] -- <command…>
 #
-# Uses the configured services when they answer; otherwise starts private, throwaway ones
-# (installing the Debian packages if the binaries are missing), runs the command with the
-# variables below exported, stops only what it started, and exits with the command's code.
-# Installs kcat (Debian) when missing: the outbox end-to-end test uses it as an independent Kafka client.
-# Installs promtool (Debian's prometheus package) when missing: the metrics end-to-end test lints
-# its scrapes with `promtool check metrics`.
+# Uses the configured services when they answer (creating the configured database when the server
+# runs but the database does not exist); otherwise starts private, throwaway ones (installing the
+# Debian packages if the binaries are missing), runs the command with the variables below
+# exported, stops only what it started, and exits with the command's code.
+# --test-tools also installs kcat (Debian) when missing: the outbox end-to-end test uses it as an
+# independent Kafka client. Only the test tasks ask for it; `task run` installs nothing for tests.
 #
 # Inputs:
 #   JQ_TEST_DATABASE_URL  default postgres://postgres@127.0.0.1:5432/test?sslmode=disable
@@ -31,7 +31,7 @@ die() {
 }
 
 usage() {
-	echo "usage: $0 run -- <command…>" >&2
+	echo "usage: $0 run [--test-tools] -- <command…>" >&2
 	exit 2
 }
 
@@ -248,6 +248,42 @@ start_postgres() {
 	fi
 }
 
+# pg_client NAME: a PostgreSQL client program (psql, createdb) from PATH or the server's bin dir.
+pg_client() {
+	if command -v "$1" >/dev/null 2>&1; then
+		command -v "$1"
+		return
+	fi
+	local d
+	d=$(pg_bindir)
+	if [[ -n $d && -x $d/$1 ]]; then
+		echo "$d/$1"
+	fi
+}
+
+# ensure_database BASE_URL DB QUERY: create DB on a running server when it does not exist (a fresh
+# Postgres has only `postgres`), so the default URL works without a manual createdb.
+ensure_database() {
+	local base=$1 db=$2 query=$3 psql
+	[[ $db != postgres && $db != template1 ]] || return 0
+	psql=$(pg_client psql)
+	if [[ -z $psql ]]; then
+		echo "services: warning: psql not found; cannot check that database $db exists" >&2
+		return 0
+	fi
+	local exists
+	# On stdin, not -c: psql interpolates :'db' (quoted safely) only in scripts.
+	exists=$("$psql" "$base/postgres$query" -XtAq -v ON_ERROR_STOP=1 -v db="$db" 2>&1 \
+		<<<"SELECT 1 FROM pg_database WHERE datname = :'db';") ||
+		die "cannot list the databases of postgres at $base: $exists"
+	if [[ $exists != 1 ]]; then
+		local out
+		out=$("$psql" "$base/postgres$query" -XtAq -v ON_ERROR_STOP=1 -v db="$db" 2>&1 \
+			<<<'CREATE DATABASE :"db";') || die "cannot create database $db: $out"
+		echo "services: created database $db" >&2
+	fi
+}
+
 # --- Redis --------------------------------------------------------------------------------------
 
 redis_up() {
@@ -301,8 +337,15 @@ forward_signal() {
 }
 
 main() {
-	[[ ${1:-} == run && ${2:-} == -- && $# -ge 3 ]] || usage
-	shift 2
+	[[ ${1:-} == run ]] || usage
+	shift
+	local test_tools=0
+	if [[ ${1:-} == --test-tools ]]; then
+		test_tools=1
+		shift
+	fi
+	[[ ${1:-} == -- && $# -ge 2 ]] || usage
+	shift
 
 	trap cleanup EXIT
 	trap 'exit 130' INT
@@ -325,6 +368,7 @@ main() {
 
 	if postgres_up "$pg_host" "$pg_port" "$pg_user"; then
 		echo "services: postgres $pg_host:$pg_port (already running)" >&2
+		ensure_database "${scheme}${userinfo:+$userinfo@}$pg_host:$pg_port" "$pg_db" "$query"
 	else
 		local port
 		port=$(free_port "$pg_host" "$pg_port" 55432)
@@ -344,15 +388,9 @@ main() {
 	fi
 
 	# kcat is the independent Kafka client of the outbox end-to-end test (the broker is in-process).
-	if ! command -v kcat >/dev/null 2>&1; then
+	if ((test_tools)) && ! command -v kcat >/dev/null 2>&1; then
 		install_packages kcat
 		command -v kcat >/dev/null 2>&1 || die "kcat installed but not on PATH"
-	fi
-	# promtool (Debian's prometheus package) lints the /metrics scrapes of the metrics end-to-end
-	# test (`promtool check metrics`). The package's daemon is never started (policy-rc.d above).
-	if ! command -v promtool >/dev/null 2>&1; then
-		install_packages prometheus
-		command -v promtool >/dev/null 2>&1 || die "prometheus installed but promtool is not on PATH"
 	fi
 
 	export JQ_TEST_DATABASE_URL=$db_url JQ_DB_URL=$db_url

@@ -34,6 +34,7 @@ var policy = map[string][]Role{
 	jqv1connect.JobServiceListJobsProcedure:        jobReader,
 	jqv1connect.JobServiceListJobEventsProcedure:   jobReader,
 	jqv1connect.JobServiceGetJobResultProcedure:    jobReader,
+	jqv1connect.JobServiceWatchJobProcedure:        jobReader,
 	jqv1connect.JobServiceCancelJobProcedure:       producers,
 	jqv1connect.JobServiceRetryJobProcedure:        admins,
 	jqv1connect.QueueServiceCreateQueueProcedure:   admins,

@@ -52,6 +52,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.JobServiceListJobsProcedure:            {"producer", "viewer", "admin"},
 	jqv1connect.JobServiceListJobEventsProcedure:       {"producer", "viewer", "admin"},
 	jqv1connect.JobServiceGetJobResultProcedure:        {"producer", "viewer", "admin"},
+	jqv1connect.JobServiceWatchJobProcedure:            {"producer", "viewer", "admin"},
 	jqv1connect.JobServiceCancelJobProcedure:           {"producer", "admin"},
 	jqv1connect.JobServiceRetryJobProcedure:            {"admin"},
 	jqv1connect.QueueServiceCreateQueueProcedure:       {"admin"},
@@ -89,6 +90,7 @@ var ownedByA = map[string]string{
 	jqv1connect.JobServiceGetJobProcedure:              callerProducerB,
 	jqv1connect.JobServiceListJobEventsProcedure:       callerProducerB,
 	jqv1connect.JobServiceGetJobResultProcedure:        callerProducerB,
+	jqv1connect.JobServiceWatchJobProcedure:            callerProducerB,
 	jqv1connect.JobServiceCancelJobProcedure:           callerProducerB,
 }
 
@@ -235,6 +237,18 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		jqv1connect.JobServiceGetJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: f.job.ID}))
 			return err
+		},
+		jqv1connect.JobServiceWatchJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			// The paused queue keeps the job PENDING: the stream's first message is the answer.
+			st, err := cl.Jobs.WatchJob(ctx, connect.NewRequest(&jqv1.WatchJobRequest{JobId: f.job.ID}))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = st.Close() }()
+			if st.Receive() {
+				return nil
+			}
+			return st.Err()
 		},
 		jqv1connect.JobServiceListJobsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{Queue: f.queue}))

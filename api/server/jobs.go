@@ -21,6 +21,7 @@ type jobService struct {
 	limits Limits
 	log    *zap.Logger
 	trace  submitTracer
+	watch  *watchHub // watch.go
 }
 
 // logSubmitted writes the debug line of one accepted job (never its payload).

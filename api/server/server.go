@@ -157,7 +157,7 @@ func New(opts Options) http.Handler {
 	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
-	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing)}
+	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine)}
 	mux.Handle(jqv1connect.NewJobServiceHandler(jobs, hopts...))
 	// Seed 003's public API: a facade over the same job paths, behind the same interceptors.
 	tqQueue := opts.TaskQueueQueue
@@ -185,9 +185,9 @@ func New(opts Options) http.Handler {
 	// The OpenAPI document is public too: a schema, no data (docs/security.md).
 	mux.Handle("GET /openapi.yaml", openAPIHandler())
 	if opts.Auth != nil {
-		return opts.Auth.Middleware(mux, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource})
+		return explainRefusals(opts.Auth.Middleware(mux, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource}))
 	}
-	return mux
+	return explainRefusals(mux)
 }
 
 // isPublic reports the paths served without credentials: the gRPC health service and the

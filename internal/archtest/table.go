@@ -98,9 +98,10 @@ var Table = []Row{
 	{Pkgs: []string{"api/codec"}, May: []string{"queue"}},
 	{Pkgs: []string{"api/auth"}, May: []string{"api/gen/..."}},
 	{Pkgs: []string{"api/openapi"}},
-	// The server side calls the engine and reads the store's interfaces; never a backend.
+	// The server side calls the engine and reads the store's interfaces; never a backend. The
+	// taskqueue.v1 facade encodes the synthetic handler's payload (queue/handlers).
 	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "store",
-		"internal/jobtrace", "internal/rpctrace")},
+		"queue/handlers", "internal/jobtrace", "internal/rpctrace")},
 	// The web console is served beside the API and calls it like any client: no store, no engine.
 	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue"), Planned: true},
 	// The client side: the transport, and the worker's connection over it.
@@ -122,7 +123,9 @@ var Table = []Row{
 		"queue/outbox", "store", "config", "roles/telemetry", "internal/jobtrace")},
 	{Pkgs: []string{"roles/worker"}, May: with(util, "queue", "queue/executor", "queue/handlers", "api/rpcclient", "api/workerconn",
 		"config", "roles/telemetry")},
-	{Pkgs: []string{"roles/admin", "roles/producer"}, May: with(util, with(apiClientSide, "api/auth", "client", "config")...)},
+	{Pkgs: []string{"roles/admin"}, May: with(util, with(apiClientSide, "api/auth", "client", "config")...)},
+	// The producer's span per scan batch links the jobs' trace contexts (internal/jobtrace).
+	{Pkgs: []string{"roles/producer"}, May: with(util, with(apiClientSide, "api/auth", "client", "config", "internal/jobtrace")...)},
 	{Pkgs: []string{"roles/healthcheck"}, May: []string{"config"}},
 	{Pkgs: []string{"roles/telemetry"}, May: with(util, "api/auth", "config", "queue", "queue/engine", "queue/executor",
 		"queue/maintenance", "queue/outbox", "store")},
@@ -138,6 +141,7 @@ var Table = []Row{
 	{Pkgs: []string{"internal/testenv/jqserver"}, May: []string{"internal/testenv", "roles"}},
 	{Pkgs: []string{"internal/kafkatest"}, May: []string{"api/gen/..."}},
 	{Pkgs: []string{"internal/faultcheck"}, May: []string{"queue"}},
-	{Pkgs: []string{"internal/eval"}, May: []string{"client"}},
+	// The evaluation's load goes through the taskqueue.v1 facade and checks the synthetic handler's output.
+	{Pkgs: []string{"internal/eval"}, May: []string{"client", "api/gen/...", "queue/handlers"}},
 	{Pkgs: []string{"internal/archtest", "internal/deploytest"}, Third: stdOnly},
 }

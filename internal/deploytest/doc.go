@@ -2,5 +2,5 @@
 // (Dockerfile, built with buildah and inspected, never run), compose.yaml (loaded with
 // compose-go) and the Helm chart deploy/helm/jq (helm lint and helm template, the rendered
 // manifests parsed). It has no code of its own. The compose and Helm tests run in the normal suite;
-// the image test only with JQ_TEST_IMAGE=1, which `go tool task deploy:check` sets.
+// the image test only with JQ_TEST_IMAGE=1, which `go tool -modfile=tools/go.mod task deploy:check` sets.
 package deploytest

@@ -75,10 +75,10 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 // image: podman/crun cannot start containers in this sandbox.
 //
 // It builds a static jq (minutes on a cold cache) and may install buildah, so the normal suite
-// skips it: `go tool task deploy:check` runs it with JQ_TEST_IMAGE=1.
+// skips it: `go tool -modfile=tools/go.mod task deploy:check` runs it with JQ_TEST_IMAGE=1.
 func TestImage(t *testing.T) {
 	if os.Getenv("JQ_TEST_IMAGE") != "1" {
-		t.Skip("set JQ_TEST_IMAGE=1 (go tool task deploy:check) to build and inspect the image with buildah")
+		t.Skip("set JQ_TEST_IMAGE=1 (go tool -modfile=tools/go.mod task deploy:check) to build and inspect the image with buildah")
 	}
 	buildah := needBuildah(t)
 	root := repoRoot(t)

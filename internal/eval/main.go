@@ -1,6 +1,6 @@
 // Command eval runs the topology evaluation of docs/evaluation.md against real jq processes
 // (bin/jq) on this machine, sharing one Postgres and one Redis, and writes machine-readable
-// results to -out (JSON, one file per experiment). `go tool task eval` runs it and then the
+// results to -out (JSON, one file per experiment). `go tool -modfile=tools/go.mod task eval` runs it and then the
 // plotter (tools/evalplot).
 //
 //	go run ./internal/eval [-only topology,scaling,many,nfr012] [-out docs/eval]
@@ -41,7 +41,7 @@ type config struct {
 func main() {
 	cfg := &config{}
 	var only, scale, rows, topologies, rates string
-	flag.StringVar(&cfg.jq, "jq", "bin/jq", "the jq binary (go tool task build)")
+	flag.StringVar(&cfg.jq, "jq", "bin/jq", "the jq binary (go tool -modfile=tools/go.mod task build)")
 	flag.StringVar(&cfg.pgBase, "pg", envOr("PGURL_BASE", "postgres://postgres@127.0.0.1:5432"), "Postgres base URL (no database)")
 	flag.StringVar(&cfg.redis, "redis", envOr("REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
 	flag.StringVar(&cfg.out, "out", "docs/eval", "directory for the JSON results")

@@ -4,7 +4,7 @@
 // helper for waiting on conditions.
 //
 // The shared servers come from JQ_TEST_DATABASE_URL and JQ_TEST_REDIS_ADDR, which
-// scripts/services.sh (behind `go tool task test`) sets, starting private servers when none
+// scripts/services.sh (behind `go tool -modfile=tools/go.mod task test`) sets, starting private servers when none
 // run. An unreachable server fails the test: integration tests never skip.
 //
 // Helpers that take a testing.TB call FailNow on error, so call them from the test's own
@@ -27,7 +27,7 @@ const (
 	// DefaultRedisAddr is used when JQ_TEST_REDIS_ADDR is unset.
 	DefaultRedisAddr = "127.0.0.1:6379"
 
-	howToRun = "run the suite with `go tool task test` (it starts the services) or set %s"
+	howToRun = "run the suite with `go tool -modfile=tools/go.mod task test` (it starts the services) or set %s"
 
 	// readyTimeout bounds every wait for a server to accept connections or go away.
 	readyTimeout = 30 * time.Second

@@ -102,7 +102,7 @@ func TestUnreachableServersFailTheTest(t *testing.T) {
 			msg := f.messages[0]
 			require.NotContains(t, msg, "\n")
 			require.Contains(t, msg, "127.0.0.1:"+port)
-			require.Contains(t, msg, "go tool task test")
+			require.Contains(t, msg, "go tool -modfile=tools/go.mod task test")
 			require.NotContains(t, msg, "secret")
 		})
 	}

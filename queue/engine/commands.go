@@ -77,6 +77,7 @@ func (e *Engine) jobCommand(ctx context.Context, id string, decide func(*queue.J
 		if err != nil {
 			return nil, err
 		}
+		e.jobChanged(out.ID)
 		done(out)
 		return out, nil
 	}

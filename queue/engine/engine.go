@@ -129,6 +129,8 @@ type Engine struct {
 	opts Options
 	log  *zap.Logger
 
+	changes changeHooks // watch.go
+
 	submits *batcher[store.JobInsertParams, submitResult]
 	acks    *batcher[[]store.JobLease, []store.LeaseOutcome]
 	reports *batcher[[]store.JobReportParams, []store.LeaseOutcome]

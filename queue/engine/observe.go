@@ -60,6 +60,7 @@ func (e *Engine) observeLeases(outs []store.LeaseOutcome, reported bool) {
 		if out.Err != nil || j == nil {
 			continue
 		}
+		e.jobChanged(j.ID)
 		if out.Started {
 			o.Started(j.Queue, waitTime(j))
 		}

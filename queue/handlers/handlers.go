@@ -67,9 +67,15 @@ func Noop() queue.Handler {
 	return queue.HandlerFunc(func(context.Context, *queue.Job) ([]byte, error) { return nil, nil })
 }
 
-// decodePayload decodes a JSON object strictly into v; an empty or "null"
-// payload leaves v as it is. Every error is permanent.
+// decodePayload decodes a JSON object, or a MessagePack map (msgpack.go), strictly into v; an
+// empty or "null" payload leaves v as it is. Every error is permanent.
 func decodePayload(typ string, payload []byte, v any) error {
+	if isMsgPackMap(payload) {
+		var err error
+		if payload, err = msgPackAsJSON(typ, payload); err != nil {
+			return err
+		}
+	}
 	trimmed := bytes.TrimSpace(payload)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/handlers"
@@ -119,4 +120,37 @@ func TestSleepCancel(t *testing.T) {
 	defer tcancel()
 	_, err = handlers.Sleep().Handle(tctx, job("sleep", `{"ms": 60000}`))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// A map payload submitted with the msgpack codec reaches the handler as MessagePack bytes; the
+// built-in handlers read it as they read JSON, with the same strictness.
+func TestBuiltInHandlersReadMessagePack(t *testing.T) {
+	t.Parallel()
+	mp := func(v any) string {
+		b, err := msgpack.Marshal(v)
+		require.NoError(t, err)
+		return string(b)
+	}
+	out, err := handlers.Sleep().Handle(t.Context(), job("sleep", mp(map[string]any{"ms": 3})))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"slept_ms":3}`, string(out))
+
+	_, err = handlers.Sleep().Handle(t.Context(), job("sleep", mp(map[string]any{"ms": 1, "fail": true, "retryable": false})))
+	require.ErrorContains(t, err, "sleep handler asked to fail")
+	require.True(t, queue.IsPermanent(err))
+
+	_, err = handlers.Sleep().Handle(t.Context(), job("sleep", mp(map[string]any{"msec": 1})))
+	require.ErrorContains(t, err, `unknown field "msec"`)
+	require.True(t, queue.IsPermanent(err))
+
+	_, err = handlers.Sleep().Handle(t.Context(), job("sleep", "\x81\xa2ms")) // truncated map
+	require.ErrorContains(t, err, "sleep: invalid MessagePack payload")
+	require.True(t, queue.IsPermanent(err))
+
+	// Through the mux, as a worker runs it.
+	mux := queue.NewMux()
+	handlers.Register(mux, handlers.Options{})
+	out, err = mux.Handle(t.Context(), &queue.Job{Type: "sleep", Payload: []byte(mp(map[string]any{"ms": uint8(2)}))})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"slept_ms":2}`, string(out))
 }

@@ -22,7 +22,7 @@ type Globals struct {
 
 // Commands is the admin command tree.
 type Commands struct {
-	Globals
+	Globals `group:"global"`
 
 	Job      JobCmd      `cmd:"" help:"Submit, inspect, cancel and retry jobs."`
 	Queue    QueueCmd    `cmd:"" help:"Create, delete, pause and inspect queues."`

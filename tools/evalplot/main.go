@@ -1,5 +1,5 @@
 // Command evalplot draws the PNG plots of docs/evaluation.md from the JSON results that
-// internal/eval writes (go tool task eval runs both).
+// internal/eval writes (go tool -modfile=tools/go.mod task eval runs both).
 //
 //	go run . -in ../../docs/eval
 package main

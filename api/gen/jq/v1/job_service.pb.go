@@ -21,6 +21,98 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WatchJobRequest names the job to watch.
+type WatchJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Job id (UUID v4). Required.
+	JobId         string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchJobRequest) Reset() {
+	*x = WatchJobRequest{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchJobRequest) ProtoMessage() {}
+
+func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
+func (*WatchJobRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+// WatchJobResponse is one version of the watched job.
+type WatchJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job record, as GetJob returns it.
+	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchJobResponse) Reset() {
+	*x = WatchJobResponse{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchJobResponse) ProtoMessage() {}
+
+func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
+func (*WatchJobResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WatchJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 // SubmitJobRequest carries the job to submit.
 type SubmitJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -32,7 +124,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	mi := &file_jq_v1_job_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +136,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	mi := &file_jq_v1_job_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +149,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{0}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SubmitJobRequest) GetJob() *JobSpec {
@@ -82,7 +174,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	mi := &file_jq_v1_job_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +186,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	mi := &file_jq_v1_job_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +199,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{1}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubmitJobResponse) GetJobId() string {
@@ -135,7 +227,7 @@ type SubmitJobsRequest struct {
 
 func (x *SubmitJobsRequest) Reset() {
 	*x = SubmitJobsRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[2]
+	mi := &file_jq_v1_job_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -147,7 +239,7 @@ func (x *SubmitJobsRequest) String() string {
 func (*SubmitJobsRequest) ProtoMessage() {}
 
 func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[2]
+	mi := &file_jq_v1_job_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -160,7 +252,7 @@ func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{2}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubmitJobsRequest) GetJobs() []*JobSpec {
@@ -181,7 +273,7 @@ type SubmitJobsResponse struct {
 
 func (x *SubmitJobsResponse) Reset() {
 	*x = SubmitJobsResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[3]
+	mi := &file_jq_v1_job_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -193,7 +285,7 @@ func (x *SubmitJobsResponse) String() string {
 func (*SubmitJobsResponse) ProtoMessage() {}
 
 func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[3]
+	mi := &file_jq_v1_job_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -206,7 +298,7 @@ func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{3}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitJobsResponse) GetResults() []*SubmitJobResponse {
@@ -227,7 +319,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[4]
+	mi := &file_jq_v1_job_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +331,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[4]
+	mi := &file_jq_v1_job_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +344,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{4}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetJobRequest) GetJobId() string {
@@ -273,7 +365,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[5]
+	mi := &file_jq_v1_job_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -285,7 +377,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[5]
+	mi := &file_jq_v1_job_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -298,7 +390,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{5}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -337,7 +429,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[6]
+	mi := &file_jq_v1_job_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +441,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[6]
+	mi := &file_jq_v1_job_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +454,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{6}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListJobsRequest) GetQueue() string {
@@ -422,7 +514,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[7]
+	mi := &file_jq_v1_job_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +526,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[7]
+	mi := &file_jq_v1_job_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +539,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{7}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -475,7 +567,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[8]
+	mi := &file_jq_v1_job_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +579,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[8]
+	mi := &file_jq_v1_job_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +592,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{8}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -525,7 +617,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[9]
+	mi := &file_jq_v1_job_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +629,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[9]
+	mi := &file_jq_v1_job_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +642,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{9}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelJobResponse) GetJob() *Job {
@@ -578,7 +670,7 @@ type RetryJobRequest struct {
 
 func (x *RetryJobRequest) Reset() {
 	*x = RetryJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[10]
+	mi := &file_jq_v1_job_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +682,7 @@ func (x *RetryJobRequest) String() string {
 func (*RetryJobRequest) ProtoMessage() {}
 
 func (x *RetryJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[10]
+	mi := &file_jq_v1_job_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +695,7 @@ func (x *RetryJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryJobRequest.ProtoReflect.Descriptor instead.
 func (*RetryJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{10}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RetryJobRequest) GetJobId() string {
@@ -624,7 +716,7 @@ type RetryJobResponse struct {
 
 func (x *RetryJobResponse) Reset() {
 	*x = RetryJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[11]
+	mi := &file_jq_v1_job_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +728,7 @@ func (x *RetryJobResponse) String() string {
 func (*RetryJobResponse) ProtoMessage() {}
 
 func (x *RetryJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[11]
+	mi := &file_jq_v1_job_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +741,7 @@ func (x *RetryJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryJobResponse.ProtoReflect.Descriptor instead.
 func (*RetryJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{11}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RetryJobResponse) GetJob() *Job {
@@ -670,7 +762,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[12]
+	mi := &file_jq_v1_job_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +774,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[12]
+	mi := &file_jq_v1_job_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +787,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{12}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListJobEventsRequest) GetJobId() string {
@@ -716,7 +808,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[13]
+	mi := &file_jq_v1_job_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +820,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[13]
+	mi := &file_jq_v1_job_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +833,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{13}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -765,7 +857,7 @@ type GetJobResultRequest struct {
 
 func (x *GetJobResultRequest) Reset() {
 	*x = GetJobResultRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[14]
+	mi := &file_jq_v1_job_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +869,7 @@ func (x *GetJobResultRequest) String() string {
 func (*GetJobResultRequest) ProtoMessage() {}
 
 func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[14]
+	mi := &file_jq_v1_job_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +882,7 @@ func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultRequest.ProtoReflect.Descriptor instead.
 func (*GetJobResultRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{14}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetJobResultRequest) GetJobId() string {
@@ -825,7 +917,7 @@ type GetJobResultResponse struct {
 
 func (x *GetJobResultResponse) Reset() {
 	*x = GetJobResultResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[15]
+	mi := &file_jq_v1_job_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +929,7 @@ func (x *GetJobResultResponse) String() string {
 func (*GetJobResultResponse) ProtoMessage() {}
 
 func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[15]
+	mi := &file_jq_v1_job_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +942,7 @@ func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResultResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{15}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetJobResultResponse) GetFound() bool {
@@ -878,7 +970,12 @@ var File_jq_v1_job_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\n" +
-	"\x17jq/v1/job_service.proto\x12\x05jq.v1\x1a\x11jq/v1/event.proto\x1a\x0fjq/v1/job.proto\"4\n" +
+	"\x17jq/v1/job_service.proto\x12\x05jq.v1\x1a\x11jq/v1/event.proto\x1a\x0fjq/v1/job.proto\"(\n" +
+	"\x0fWatchJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"0\n" +
+	"\x10WatchJobResponse\x12\x1c\n" +
+	"\x03job\x18\x01 \x01(\v2\n" +
+	".jq.v1.JobR\x03job\"4\n" +
 	"\x10SubmitJobRequest\x12 \n" +
 	"\x03job\x18\x01 \x01(\v2\x0e.jq.v1.JobSpecR\x03job\"F\n" +
 	"\x11SubmitJobResponse\x12\x15\n" +
@@ -929,7 +1026,7 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x14GetJobResultResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12(\n" +
 	"\x06result\x18\x02 \x01(\v2\x10.jq.v1.JobResultR\x06result\x12%\n" +
-	"\x05state\x18\x03 \x01(\x0e2\x0f.jq.v1.JobStateR\x05state2\x95\x04\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x0f.jq.v1.JobStateR\x05state2\xd4\x04\n" +
 	"\n" +
 	"JobService\x12>\n" +
 	"\tSubmitJob\x12\x17.jq.v1.SubmitJobRequest\x1a\x18.jq.v1.SubmitJobResponse\x12A\n" +
@@ -940,7 +1037,8 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\tCancelJob\x12\x17.jq.v1.CancelJobRequest\x1a\x18.jq.v1.CancelJobResponse\x12;\n" +
 	"\bRetryJob\x12\x16.jq.v1.RetryJobRequest\x1a\x17.jq.v1.RetryJobResponse\x12J\n" +
 	"\rListJobEvents\x12\x1b.jq.v1.ListJobEventsRequest\x1a\x1c.jq.v1.ListJobEventsResponse\x12G\n" +
-	"\fGetJobResult\x12\x1a.jq.v1.GetJobResultRequest\x1a\x1b.jq.v1.GetJobResultResponseB)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
+	"\fGetJobResult\x12\x1a.jq.v1.GetJobResultRequest\x1a\x1b.jq.v1.GetJobResultResponse\x12=\n" +
+	"\bWatchJob\x12\x16.jq.v1.WatchJobRequest\x1a\x17.jq.v1.WatchJobResponse0\x01B)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
 
 var (
 	file_jq_v1_job_service_proto_rawDescOnce sync.Once
@@ -954,65 +1052,70 @@ func file_jq_v1_job_service_proto_rawDescGZIP() []byte {
 	return file_jq_v1_job_service_proto_rawDescData
 }
 
-var file_jq_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_jq_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_jq_v1_job_service_proto_goTypes = []any{
-	(*SubmitJobRequest)(nil),      // 0: jq.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),     // 1: jq.v1.SubmitJobResponse
-	(*SubmitJobsRequest)(nil),     // 2: jq.v1.SubmitJobsRequest
-	(*SubmitJobsResponse)(nil),    // 3: jq.v1.SubmitJobsResponse
-	(*GetJobRequest)(nil),         // 4: jq.v1.GetJobRequest
-	(*GetJobResponse)(nil),        // 5: jq.v1.GetJobResponse
-	(*ListJobsRequest)(nil),       // 6: jq.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),      // 7: jq.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),      // 8: jq.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),     // 9: jq.v1.CancelJobResponse
-	(*RetryJobRequest)(nil),       // 10: jq.v1.RetryJobRequest
-	(*RetryJobResponse)(nil),      // 11: jq.v1.RetryJobResponse
-	(*ListJobEventsRequest)(nil),  // 12: jq.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil), // 13: jq.v1.ListJobEventsResponse
-	(*GetJobResultRequest)(nil),   // 14: jq.v1.GetJobResultRequest
-	(*GetJobResultResponse)(nil),  // 15: jq.v1.GetJobResultResponse
-	nil,                           // 16: jq.v1.ListJobsRequest.LabelsEntry
-	(*JobSpec)(nil),               // 17: jq.v1.JobSpec
-	(*Job)(nil),                   // 18: jq.v1.Job
-	(JobState)(0),                 // 19: jq.v1.JobState
-	(*JobEvent)(nil),              // 20: jq.v1.JobEvent
-	(*JobResult)(nil),             // 21: jq.v1.JobResult
+	(*WatchJobRequest)(nil),       // 0: jq.v1.WatchJobRequest
+	(*WatchJobResponse)(nil),      // 1: jq.v1.WatchJobResponse
+	(*SubmitJobRequest)(nil),      // 2: jq.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),     // 3: jq.v1.SubmitJobResponse
+	(*SubmitJobsRequest)(nil),     // 4: jq.v1.SubmitJobsRequest
+	(*SubmitJobsResponse)(nil),    // 5: jq.v1.SubmitJobsResponse
+	(*GetJobRequest)(nil),         // 6: jq.v1.GetJobRequest
+	(*GetJobResponse)(nil),        // 7: jq.v1.GetJobResponse
+	(*ListJobsRequest)(nil),       // 8: jq.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),      // 9: jq.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),      // 10: jq.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),     // 11: jq.v1.CancelJobResponse
+	(*RetryJobRequest)(nil),       // 12: jq.v1.RetryJobRequest
+	(*RetryJobResponse)(nil),      // 13: jq.v1.RetryJobResponse
+	(*ListJobEventsRequest)(nil),  // 14: jq.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil), // 15: jq.v1.ListJobEventsResponse
+	(*GetJobResultRequest)(nil),   // 16: jq.v1.GetJobResultRequest
+	(*GetJobResultResponse)(nil),  // 17: jq.v1.GetJobResultResponse
+	nil,                           // 18: jq.v1.ListJobsRequest.LabelsEntry
+	(*Job)(nil),                   // 19: jq.v1.Job
+	(*JobSpec)(nil),               // 20: jq.v1.JobSpec
+	(JobState)(0),                 // 21: jq.v1.JobState
+	(*JobEvent)(nil),              // 22: jq.v1.JobEvent
+	(*JobResult)(nil),             // 23: jq.v1.JobResult
 }
 var file_jq_v1_job_service_proto_depIdxs = []int32{
-	17, // 0: jq.v1.SubmitJobRequest.job:type_name -> jq.v1.JobSpec
-	17, // 1: jq.v1.SubmitJobsRequest.jobs:type_name -> jq.v1.JobSpec
-	1,  // 2: jq.v1.SubmitJobsResponse.results:type_name -> jq.v1.SubmitJobResponse
-	18, // 3: jq.v1.GetJobResponse.job:type_name -> jq.v1.Job
-	19, // 4: jq.v1.ListJobsRequest.states:type_name -> jq.v1.JobState
-	16, // 5: jq.v1.ListJobsRequest.labels:type_name -> jq.v1.ListJobsRequest.LabelsEntry
-	18, // 6: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
-	18, // 7: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
-	18, // 8: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
-	20, // 9: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
-	21, // 10: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
-	19, // 11: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
-	0,  // 12: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
-	2,  // 13: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
-	4,  // 14: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
-	6,  // 15: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
-	8,  // 16: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
-	10, // 17: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
-	12, // 18: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
-	14, // 19: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
-	1,  // 20: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
-	3,  // 21: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
-	5,  // 22: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
-	7,  // 23: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
-	9,  // 24: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
-	11, // 25: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
-	13, // 26: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
-	15, // 27: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	19, // 0: jq.v1.WatchJobResponse.job:type_name -> jq.v1.Job
+	20, // 1: jq.v1.SubmitJobRequest.job:type_name -> jq.v1.JobSpec
+	20, // 2: jq.v1.SubmitJobsRequest.jobs:type_name -> jq.v1.JobSpec
+	3,  // 3: jq.v1.SubmitJobsResponse.results:type_name -> jq.v1.SubmitJobResponse
+	19, // 4: jq.v1.GetJobResponse.job:type_name -> jq.v1.Job
+	21, // 5: jq.v1.ListJobsRequest.states:type_name -> jq.v1.JobState
+	18, // 6: jq.v1.ListJobsRequest.labels:type_name -> jq.v1.ListJobsRequest.LabelsEntry
+	19, // 7: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
+	19, // 8: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
+	19, // 9: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
+	22, // 10: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
+	23, // 11: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
+	21, // 12: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
+	2,  // 13: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
+	4,  // 14: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
+	6,  // 15: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
+	8,  // 16: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
+	10, // 17: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
+	12, // 18: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
+	14, // 19: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
+	16, // 20: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
+	0,  // 21: jq.v1.JobService.WatchJob:input_type -> jq.v1.WatchJobRequest
+	3,  // 22: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
+	5,  // 23: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
+	7,  // 24: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
+	9,  // 25: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
+	11, // 26: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
+	13, // 27: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
+	15, // 28: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
+	17, // 29: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
+	1,  // 30: jq.v1.JobService.WatchJob:output_type -> jq.v1.WatchJobResponse
+	22, // [22:31] is the sub-list for method output_type
+	13, // [13:22] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_job_service_proto_init() }
@@ -1028,7 +1131,7 @@ func file_jq_v1_job_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_job_service_proto_rawDesc), len(file_jq_v1_job_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

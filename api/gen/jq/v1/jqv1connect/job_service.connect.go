@@ -50,6 +50,8 @@ const (
 	JobServiceListJobEventsProcedure = "/jq.v1.JobService/ListJobEvents"
 	// JobServiceGetJobResultProcedure is the fully-qualified name of the JobService's GetJobResult RPC.
 	JobServiceGetJobResultProcedure = "/jq.v1.JobService/GetJobResult"
+	// JobServiceWatchJobProcedure is the fully-qualified name of the JobService's WatchJob RPC.
+	JobServiceWatchJobProcedure = "/jq.v1.JobService/WatchJob"
 )
 
 // JobServiceClient is a client for the jq.v1.JobService service.
@@ -130,6 +132,18 @@ type JobServiceClient interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job); DATA_LOSS (the stored bytes do not match their checksum).
 	GetJobResult(context.Context, *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error)
+	// WatchJob streams a job as it changes: first its current record, then the
+	// record again after every change of state or attempt, and it ends once the
+	// job is DONE or DEAD_LETTERED (at once when it already is). The server
+	// wakes on its own transitions and re-reads the job at least every second,
+	// so changes committed by another replica arrive too; intermediate states
+	// that pass within that second may be skipped, the final one never is. It
+	// is authorized like GetJob. A stream that ends with UNAVAILABLE (the
+	// replica is shutting down) may be opened again on another replica.
+	//
+	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
+	// job); UNAVAILABLE (the server is shutting down).
+	WatchJob(context.Context, *connect.Request[v1.WatchJobRequest]) (*connect.ServerStreamForClient[v1.WatchJobResponse], error)
 }
 
 // NewJobServiceClient constructs a client for the jq.v1.JobService service. By default, it uses the
@@ -191,6 +205,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("GetJobResult")),
 			connect.WithClientOptions(opts...),
 		),
+		watchJob: connect.NewClient[v1.WatchJobRequest, v1.WatchJobResponse](
+			httpClient,
+			baseURL+JobServiceWatchJobProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("WatchJob")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -204,6 +224,7 @@ type jobServiceClient struct {
 	retryJob      *connect.Client[v1.RetryJobRequest, v1.RetryJobResponse]
 	listJobEvents *connect.Client[v1.ListJobEventsRequest, v1.ListJobEventsResponse]
 	getJobResult  *connect.Client[v1.GetJobResultRequest, v1.GetJobResultResponse]
+	watchJob      *connect.Client[v1.WatchJobRequest, v1.WatchJobResponse]
 }
 
 // SubmitJob calls jq.v1.JobService.SubmitJob.
@@ -244,6 +265,11 @@ func (c *jobServiceClient) ListJobEvents(ctx context.Context, req *connect.Reque
 // GetJobResult calls jq.v1.JobService.GetJobResult.
 func (c *jobServiceClient) GetJobResult(ctx context.Context, req *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error) {
 	return c.getJobResult.CallUnary(ctx, req)
+}
+
+// WatchJob calls jq.v1.JobService.WatchJob.
+func (c *jobServiceClient) WatchJob(ctx context.Context, req *connect.Request[v1.WatchJobRequest]) (*connect.ServerStreamForClient[v1.WatchJobResponse], error) {
+	return c.watchJob.CallServerStream(ctx, req)
 }
 
 // JobServiceHandler is an implementation of the jq.v1.JobService service.
@@ -324,6 +350,18 @@ type JobServiceHandler interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job); DATA_LOSS (the stored bytes do not match their checksum).
 	GetJobResult(context.Context, *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error)
+	// WatchJob streams a job as it changes: first its current record, then the
+	// record again after every change of state or attempt, and it ends once the
+	// job is DONE or DEAD_LETTERED (at once when it already is). The server
+	// wakes on its own transitions and re-reads the job at least every second,
+	// so changes committed by another replica arrive too; intermediate states
+	// that pass within that second may be skipped, the final one never is. It
+	// is authorized like GetJob. A stream that ends with UNAVAILABLE (the
+	// replica is shutting down) may be opened again on another replica.
+	//
+	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
+	// job); UNAVAILABLE (the server is shutting down).
+	WatchJob(context.Context, *connect.Request[v1.WatchJobRequest], *connect.ServerStream[v1.WatchJobResponse]) error
 }
 
 // NewJobServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -381,6 +419,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("GetJobResult")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceWatchJobHandler := connect.NewServerStreamHandler(
+		JobServiceWatchJobProcedure,
+		svc.WatchJob,
+		connect.WithSchema(jobServiceMethods.ByName("WatchJob")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/jq.v1.JobService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case JobServiceSubmitJobProcedure:
@@ -399,6 +443,8 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceListJobEventsHandler.ServeHTTP(w, r)
 		case JobServiceGetJobResultProcedure:
 			jobServiceGetJobResultHandler.ServeHTTP(w, r)
+		case JobServiceWatchJobProcedure:
+			jobServiceWatchJobHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -438,4 +484,8 @@ func (UnimplementedJobServiceHandler) ListJobEvents(context.Context, *connect.Re
 
 func (UnimplementedJobServiceHandler) GetJobResult(context.Context, *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.GetJobResult is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) WatchJob(context.Context, *connect.Request[v1.WatchJobRequest], *connect.ServerStream[v1.WatchJobResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.WatchJob is not implemented"))
 }

@@ -1,0 +1,36 @@
+package engine
+
+import "sync"
+
+// changeHooks are told the id of each job whose state this replica just changed, so a WatchJob
+// stream (api/server/watch.go) wakes at once instead of on its next re-read. Hooks run on the
+// engine's commit paths: they must not block.
+type changeHooks struct {
+	mu  sync.RWMutex
+	fns []func(jobID string)
+}
+
+// OnJobChange registers f to hear the ids of the jobs this replica moves: acks (RUNNING),
+// reports (DONE, FAILED, dead-lettered), an operator's cancel and retry. Transitions made by the
+// reaper, the retry sweep or another replica are not heard; a watcher re-reads on a timer for those.
+func (e *Engine) OnJobChange(f func(jobID string)) {
+	e.changes.mu.Lock()
+	defer e.changes.mu.Unlock()
+	e.changes.fns = append(e.changes.fns, f)
+}
+
+func (e *Engine) jobChanged(id string) {
+	e.changes.mu.RLock()
+	defer e.changes.mu.RUnlock()
+	for _, f := range e.changes.fns {
+		f(id)
+	}
+}
+
+// Closing reports whether CloseSessions was called: the replica is shutting down, and long-lived
+// streams should end so their clients reconnect elsewhere.
+func (e *Engine) Closing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closing
+}
