@@ -99,7 +99,7 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 			return nil, err
 		}
 		var nodes []*client.Client
-		workers := 0
+		var workers int
 		if topo == "A" {
 			if err := startServer(e); err != nil {
 				return nil, err
