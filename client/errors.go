@@ -9,7 +9,7 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// ErrUnavailable: the server could not be reached or could not complete the call (it is down,
+// ErrUnavailable means the server could not be reached or could not complete the call (it is down,
 // shutting down, or lost its database). Reads are safe to retry, and so are submits that carry an
 // idempotency key.
 var ErrUnavailable = errors.New("jq server unavailable")

@@ -101,7 +101,7 @@ func (j Job) JobSpec(opts ...Option) (*jqv1.JobSpec, error) {
 	}
 	spec := &jqv1.JobSpec{
 		Queue: j.Queue, Type: j.Type, Payload: payload,
-		Priority:       int32(min(max(o.priority, -1), queue.MaxPriority+1)), //nolint:gosec // clamped just outside the range, which the server refuses
+		Priority:       int32(min(max(o.priority, -1), queue.MaxPriority+1)), // clamped just outside the range, which the server refuses
 		Ttl:            api.Duration(o.ttl),
 		Timeout:        api.Duration(o.timeout),
 		IdempotencyKey: o.idempotencyKey,
@@ -109,7 +109,7 @@ func (j Job) JobSpec(opts ...Option) (*jqv1.JobSpec, error) {
 		KeepResult:     o.keepResult,
 	}
 	if o.maxRetries != nil {
-		n := int32(min(max(*o.maxRetries, -1), 1<<20)) //nolint:gosec // clamped; the server checks the range
+		n := int32(min(max(*o.maxRetries, -1), 1<<20)) // clamped; the server checks the range
 		spec.MaxRetries = &n
 	}
 	switch {

@@ -305,7 +305,7 @@ func coerce(t reflect.Type, v any) (any, string) {
 		case rv.CanInt():
 			return int(rv.Int()), ""
 		case rv.CanUint() && rv.Uint() <= math.MaxInt:
-			return int(rv.Uint()), ""
+			return int(rv.Uint()), "" //nolint:gosec // ≤ math.MaxInt, checked above
 		case rv.CanFloat():
 			f := rv.Float()
 			if f == math.Trunc(f) && f >= math.MinInt && f < math.MaxInt {

@@ -65,7 +65,7 @@ func Latest() (uint, error) {
 	if err != nil {
 		return 0, fmt.Errorf("migrations: source: %w", err)
 	}
-	defer src.Close() //nolint:errcheck // an embed.FS source holds nothing to release
+	defer src.Close()
 	v, err := src.First()
 	if err != nil {
 		return 0, fmt.Errorf("migrations: first: %w", err)
@@ -73,7 +73,7 @@ func Latest() (uint, error) {
 	for {
 		next, err := src.Next(v)
 		if err != nil {
-			return v, nil //nolint:nilerr // Next fails with os.ErrNotExist after the last version
+			return v, nil // Next fails with os.ErrNotExist after the last version
 		}
 		v = next
 	}

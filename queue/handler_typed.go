@@ -39,7 +39,7 @@ func HandlerOf[T, R any](f func(ctx context.Context, job *Job, args T) (R, error
 	})
 }
 
-// ErrBadPayload: a job's payload does not decode into the handler's argument type.
+// ErrBadPayload means a job's payload does not decode into the handler's argument type.
 var ErrBadPayload = errors.New("payload does not decode")
 
 // DecodeArgs decodes a JSON payload into v strictly, as [HandlerOf] does: unknown fields and data

@@ -25,9 +25,9 @@ func TestValidateQueueName(t *testing.T) {
 func TestRetryPolicyBackoff(t *testing.T) {
 	t.Parallel()
 	p := queue.RetryPolicy{Base: 5 * time.Second, Max: 300 * time.Second}
-	want := []time.Duration{5, 10, 20, 40, 80, 160, 300, 300}
+	want := []int{5, 10, 20, 40, 80, 160, 300, 300} // seconds
 	for attempt, w := range want {
-		require.Equal(t, w*time.Second, p.Backoff(attempt, nil), "attempt %d", attempt)
+		require.Equal(t, time.Duration(w)*time.Second, p.Backoff(attempt, nil), "attempt %d", attempt)
 	}
 	require.Equal(t, 5*time.Second, p.Backoff(-3, nil), "negative attempt counts as 0")
 
@@ -67,7 +67,7 @@ func TestRetryPolicyJitterBounds(t *testing.T) {
 		require.Equal(t, capped+maxJitter/2, p.Backoff(attempt, func() float64 { return 0.5 }))
 		// Out-of-range generators are clamped, never produce a shorter or unbounded delay.
 		require.Equal(t, capped, p.Backoff(attempt, func() float64 { return -1 }))
-		require.Equal(t, capped, p.Backoff(attempt, func() float64 { return math.NaN() }))
+		require.Equal(t, capped, p.Backoff(attempt, math.NaN))
 		require.Equal(t, capped+maxJitter, p.Backoff(attempt, func() float64 { return 7 }))
 	}
 }

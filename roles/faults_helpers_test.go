@@ -286,6 +286,9 @@ WHERE id = ANY($1::uuid[]) GROUP BY 1 ORDER BY 1`, ids)
 			parts = append(parts, fmt.Sprintf("%s=%d", s, n))
 		}
 	}
+	if err := rows.Err(); err != nil {
+		parts = append(parts, err.Error())
+	}
 	return "state/worker: " + strings.Join(parts, " ")
 }
 

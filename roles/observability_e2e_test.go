@@ -9,6 +9,7 @@ package roles_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,7 +84,7 @@ func checkIs(name, status string) func(health.Body) error {
 func adminStatus(t *testing.T, addr string) (string, int) {
 	t.Helper()
 	out, err := exec.Command(jqBin, "--role=admin", "--server-addr", addr, "--timeout=5s", "status").CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		return string(out), ee.ExitCode()
 	}
 	require.NoError(t, err, string(out))

@@ -84,6 +84,7 @@ func TestOutboxEndToEndWithKcat(t *testing.T) {
 	want := map[string]int{}
 	rows, err := db.QueryContext(ctx, `SELECT job_id::text, count(*) FROM job_events GROUP BY job_id`)
 	require.NoError(t, err)
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			id string

@@ -120,7 +120,7 @@ func encodeField(enc *msgpack.Encoder, fd protoreflect.FieldDescriptor, v protor
 			keys = append(keys, k)
 			return true
 		})
-		slices.SortFunc(keys, func(a, b protoreflect.MapKey) int { return compareKeys(a, b) })
+		slices.SortFunc(keys, compareKeys)
 		if err := enc.EncodeMapLen(len(keys)); err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func parseKey(fd protoreflect.FieldDescriptor, s string) (protoreflect.MapKey, e
 			return protoreflect.MapKey{}, fmt.Errorf("map key %q is not an int%d", s, intBits(fd.Kind()))
 		}
 		if intBits(fd.Kind()) == 32 {
-			return protoreflect.ValueOfInt32(int32(n)).MapKey(), nil
+			return protoreflect.ValueOfInt32(int32(n)).MapKey(), nil //nolint:gosec // parsed with bitSize 32
 		}
 		return protoreflect.ValueOfInt64(n).MapKey(), nil
 	default:
@@ -290,7 +290,7 @@ func parseKey(fd protoreflect.FieldDescriptor, s string) (protoreflect.MapKey, e
 			return protoreflect.MapKey{}, fmt.Errorf("map key %q is not a uint%d", s, intBits(fd.Kind()))
 		}
 		if intBits(fd.Kind()) == 32 {
-			return protoreflect.ValueOfUint32(uint32(n)).MapKey(), nil
+			return protoreflect.ValueOfUint32(uint32(n)).MapKey(), nil //nolint:gosec // parsed with bitSize 32
 		}
 		return protoreflect.ValueOfUint64(n).MapKey(), nil
 	}

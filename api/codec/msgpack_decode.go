@@ -345,7 +345,7 @@ func (d *mpDecoder) scalar(fd protoreflect.FieldDescriptor, path string) (protor
 			return wrong()
 		}
 		n, err := d.signed(32, path)
-		return protoreflect.ValueOfEnum(protoreflect.EnumNumber(n)), err
+		return protoreflect.ValueOfEnum(protoreflect.EnumNumber(n)), err //nolint:gosec // read as 32 bits
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
 		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
 		var n int64
@@ -358,7 +358,7 @@ func (d *mpDecoder) scalar(fd protoreflect.FieldDescriptor, path string) (protor
 			return wrong()
 		}
 		if intBits(fd.Kind()) == 32 {
-			return protoreflect.ValueOfInt32(int32(n)), err
+			return protoreflect.ValueOfInt32(int32(n)), err //nolint:gosec // read as 32 bits
 		}
 		return protoreflect.ValueOfInt64(n), err
 	default: // the unsigned kinds
@@ -372,7 +372,7 @@ func (d *mpDecoder) scalar(fd protoreflect.FieldDescriptor, path string) (protor
 			return wrong()
 		}
 		if intBits(fd.Kind()) == 32 {
-			return protoreflect.ValueOfUint32(uint32(n)), err
+			return protoreflect.ValueOfUint32(uint32(n)), err //nolint:gosec // read as 32 bits
 		}
 		return protoreflect.ValueOfUint64(n), err
 	}

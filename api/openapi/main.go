@@ -14,6 +14,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -26,19 +27,19 @@ import (
 )
 
 func main() {
-	if err := run(os.Stdin, os.Stdout); err != nil {
+	if err := run(context.Background(), os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "protoc-gen-jq-openapi:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stdin io.Reader, stdout io.Writer) error {
+func run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	req, err := io.ReadAll(stdin)
 	if err != nil {
 		return err
 	}
 	var out bytes.Buffer
-	cmd := exec.Command("go", "tool", "-modfile=tools/go.mod", "protoc-gen-connect-openapi")
+	cmd := exec.CommandContext(ctx, "go", "tool", "-modfile=tools/go.mod", "protoc-gen-connect-openapi")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &out, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("protoc-gen-connect-openapi: %w", err)

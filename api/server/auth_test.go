@@ -224,7 +224,7 @@ func (f *authFixture) digest(t *testing.T) string {
 
 // calls makes one valid request per procedure, aimed at A's fixtures.
 func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient.Client) error {
-	lease := []*jqv1.JobLease{{JobId: f.running.ID, Attempt: int32(f.running.Attempt)}} //nolint:gosec // small
+	lease := []*jqv1.JobLease{{JobId: f.running.ID, Attempt: int32(f.running.Attempt)}}
 	return map[string]func(context.Context, *rpcclient.Client) error{
 		jqv1connect.JobServiceSubmitJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: &jqv1.JobSpec{Queue: f.queue, Type: "noop"}}))
@@ -326,7 +326,7 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		},
 		jqv1connect.WorkerServiceReportJobsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.ReportJobs(ctx, connect.NewRequest(&jqv1.ReportJobsRequest{WorkerId: f.workerA, Reports: []*jqv1.JobReport{{
-				JobId: f.running.ID, Attempt: int32(f.running.Attempt), //nolint:gosec // small
+				JobId: f.running.ID, Attempt: int32(f.running.Attempt),
 				Outcome: &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{Result: []byte("forged")}},
 			}}}))
 			return err

@@ -227,7 +227,7 @@ func (b *bundle) register(concurrency int) string {
 	b.t.Helper()
 	id := "w-" + uuid.NewString()[:12]
 	_, err := b.cl.Workers.RegisterWorker(b.ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{
-		WorkerId: id, Hostname: "test", Concurrency: int32(concurrency), Queues: []string{b.queue}, //nolint:gosec // small
+		WorkerId: id, Hostname: "test", Concurrency: int32(concurrency), Queues: []string{b.queue},
 	}))
 	require.NoError(b.t, err)
 	return id
@@ -267,7 +267,7 @@ func (b *bundle) finish(j *queue.Job, success bool, result []byte) *queue.Job {
 func (b *bundle) heartbeat(worker string, leases ...*queue.Job) (*jqv1.HeartbeatResponse, error) {
 	req := &jqv1.HeartbeatRequest{WorkerId: worker}
 	for _, j := range leases {
-		req.Running = append(req.Running, &jqv1.JobLease{JobId: j.ID, Attempt: int32(j.Attempt)}) //nolint:gosec // small
+		req.Running = append(req.Running, &jqv1.JobLease{JobId: j.ID, Attempt: int32(j.Attempt)})
 	}
 	res, err := b.cl.Workers.Heartbeat(b.ctx, connect.NewRequest(req))
 	if err != nil {

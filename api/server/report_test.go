@@ -27,7 +27,7 @@ func TestReportJobsBoundsFailureText(t *testing.T) {
 		res, err := b.cl.Workers.ReportJobs(b.ctx, connect.NewRequest(&jqv1.ReportJobsRequest{
 			WorkerId: w,
 			Reports: []*jqv1.JobReport{{
-				JobId: j.ID, Attempt: int32(j.Attempt), //nolint:gosec // small
+				JobId: j.ID, Attempt: int32(j.Attempt),
 				Outcome: &jqv1.JobReport_Failure{Failure: &jqv1.JobFailure{Reason: reason, Error: msg}},
 			}},
 		}))
@@ -67,7 +67,7 @@ func TestReportJobsRetryAfter(t *testing.T) {
 	res, err := b.cl.Workers.ReportJobs(b.ctx, connect.NewRequest(&jqv1.ReportJobsRequest{
 		WorkerId: w,
 		Reports: []*jqv1.JobReport{{
-			JobId: j.ID, Attempt: int32(j.Attempt), //nolint:gosec // small
+			JobId: j.ID, Attempt: int32(j.Attempt),
 			Outcome: &jqv1.JobReport_Failure{Failure: &jqv1.JobFailure{
 				Error: "429 Too Many Requests", RetryAfter: durationpb.New(48 * time.Hour),
 			}},

@@ -342,14 +342,14 @@ func TestAckAndReportFromUnknownWorker(t *testing.T) {
 	w := b.register(1)
 	j := b.lease(w, b.insert(store.JobInsertParams{}), false)
 	stranger := "w-" + uuid.NewString()[:12]
-	lease := []*jqv1.JobLease{{JobId: j.ID, Attempt: int32(j.Attempt)}} //nolint:gosec // small
+	lease := []*jqv1.JobLease{{JobId: j.ID, Attempt: int32(j.Attempt)}}
 
 	_, err := b.cl.Workers.AckJobs(b.ctx, connect.NewRequest(&jqv1.AckJobsRequest{WorkerId: stranger, Leases: lease}))
 	requireRefused(t, connect.CodeNotFound, err, "ack")
 	_, err = b.cl.Workers.ReportJobs(b.ctx, connect.NewRequest(&jqv1.ReportJobsRequest{
 		WorkerId: stranger,
 		Reports: []*jqv1.JobReport{{
-			JobId: j.ID, Attempt: int32(j.Attempt), //nolint:gosec // small
+			JobId: j.ID, Attempt: int32(j.Attempt),
 			Outcome: &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{}},
 		}},
 	}))

@@ -263,7 +263,7 @@ func TestConnErrorMapping(t *testing.T) {
 		require.Error(t, err, code)
 		require.Equal(t, code, connect.CodeOf(err), "the status code stays in the chain")
 		for _, sentinel := range []error{executor.ErrInvalid, executor.ErrUnknownWorker, executor.ErrWorkerInactive, executor.ErrUnreachable} {
-			require.Equal(t, sentinel == want, errors.Is(err, sentinel), "%s vs %v", code, sentinel)
+			require.Equal(t, errors.Is(want, sentinel), errors.Is(err, sentinel), "%s vs %v", code, sentinel)
 		}
 	}
 	// No server at all: unreachable.

@@ -50,8 +50,9 @@ func Greet(_ context.Context, _ *queue.Job, args GreetArgs) (GreetResult, error)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "typed-worker: %v\n", err)
 		os.Exit(1)
 	}

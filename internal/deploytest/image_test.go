@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -111,7 +112,7 @@ func TestImage(t *testing.T) {
 		cmd.Env = append(os.Environ(), "BUILDAH_ISOLATION=chroot")
 		out, err := cmd.Output()
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		require.NoError(t, err, "buildah %s: %s", strings.Join(args, " "), tail(stderr))

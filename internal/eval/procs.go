@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -142,5 +141,3 @@ func (e *env) waitIdle(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 }
-
-var errUsage = errors.New("usage")

@@ -133,12 +133,12 @@ func load(ctx context.Context, db Querier, ids []string) (map[string]*History, e
 	if err != nil {
 		return nil, fmt.Errorf("faultcheck: read jobs: %w", err)
 	}
+	defer rows.Close() // an early return; the normal path closes it below to read its error
 	for rows.Next() {
 		var j Job
 		var state string
 		if err := rows.Scan(&j.ID, &j.Queue, &state, &j.Attempt, &j.RetryCount, &j.MaxRetries, &j.WorkerID,
 			&j.FailureReason, &j.LastError, &j.EventSeq); err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("faultcheck: read jobs: %w", err)
 		}
 		j.State = queue.State(state)

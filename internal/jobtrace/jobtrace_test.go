@@ -73,7 +73,7 @@ func TestJobAttrsCarryNoPayload(t *testing.T) {
 	attrs := jobtrace.JobAttrs(j, 2, "w")
 	keys := map[string]string{}
 	for _, a := range attrs {
-		keys[string(a.Key)] = a.Value.Emit()
+		keys[string(a.Key)] = a.Value.String()
 	}
 	require.Equal(t, map[string]string{
 		"jq.job_id": "id", "jq.queue": "q", "jq.job_type": "t", "jq.attempt": "2", "jq.worker_id": "w",

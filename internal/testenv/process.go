@@ -81,11 +81,11 @@ func (p *process) start() error {
 		return p.ready(attempt)
 	})
 	if err != nil {
-		p.killLocked()
+		_ = p.killLocked()
 		if errors.Is(err, errExited) {
 			return fmt.Errorf("%s %w during start-up; log:\n%s", p.name, errExited, logTail(p.logPath))
 		}
-		return fmt.Errorf("%s not ready within %v (%v); log:\n%s", p.name, readyTimeout, err, logTail(p.logPath))
+		return fmt.Errorf("%s not ready within %v (%w); log:\n%s", p.name, readyTimeout, err, logTail(p.logPath))
 	}
 	return nil
 }

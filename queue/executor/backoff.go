@@ -21,7 +21,7 @@ func (b *backoff) next() time.Duration {
 		b.cur = min(b.cur*2, b.max)
 	}
 	half := b.cur / 2
-	return half + rand.N(half+1) //nolint:gosec // jitter, not security
+	return half + rand.N(half+1)
 }
 
 func (b *backoff) reset() { b.cur = 0 }

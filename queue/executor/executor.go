@@ -192,7 +192,7 @@ func New(opts Options) (*Executor, error) {
 		errs = append(errs, errors.New("Conn is required"))
 	}
 	if opts.Handler == nil {
-		errs = append(errs, errors.New("Handler is required"))
+		errs = append(errs, errors.New("Handler is required")) //nolint:staticcheck // names the option
 	}
 	if opts.Concurrency < 1 || opts.Concurrency > MaxConcurrency {
 		errs = append(errs, fmt.Errorf("concurrency must be 1 to %d, got %d", MaxConcurrency, opts.Concurrency))

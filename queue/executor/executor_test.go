@@ -106,8 +106,7 @@ func TestConcurrencyNeverExceeded(t *testing.T) {
 func TestAcksAndReportsBatched(t *testing.T) {
 	t.Parallel()
 	const n = 1000
-	var b *bundle
-	b = setup(t, func(c *config) {
+	b := setup(t, func(c *config) {
 		c.opts.Concurrency = 64
 		c.opts.AckDelay = -1 // every start acknowledged at once, to see the acks batched
 		c.server.Latency = 2 * time.Millisecond

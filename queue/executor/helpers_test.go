@@ -76,7 +76,7 @@ func (b *bundle) start(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-b.runErr:
+		case <-b.runErr: //nolint:errcheck // only the stop matters here
 		case <-time.After(30 * time.Second):
 			t.Error("executor did not stop")
 		}

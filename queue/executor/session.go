@@ -82,7 +82,7 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 		e.log.Warn("assignment stream ended; reconnecting", zap.Duration("backoff", d), zap.Error(err))
 		ctxtime.Sleep(ctx, d)
 	}
-	return nil
+	return nil //nolint:nilerr // the loop ends only when ctx does: a stop, not a failure
 }
 
 // capBackoff keeps a reconnect pause well inside the server's heartbeat

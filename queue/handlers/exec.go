@@ -159,7 +159,7 @@ func (h *execHandler) Handle(ctx context.Context, job *queue.Job) ([]byte, error
 	g.reaped()
 	werr := cmd.Wait()
 
-	if context.Cause(cctx) == errOutputLimit {
+	if errors.Is(context.Cause(cctx), errOutputLimit) {
 		return nil, queue.Permanent(fmt.Errorf("exec %s: %w: stdout exceeded %d bytes", name, queue.ErrOutputTooLarge, h.opts.MaxOutputBytes))
 	}
 	if ctx.Err() != nil {

@@ -70,10 +70,10 @@ func TestExecStdinEnvDir(t *testing.T) {
 		Dir:   dir,
 	}))
 	require.NoError(t, err)
-	real, err := filepath.EvalSymlinks(dir)
+	resolved, err := filepath.EvalSymlinks(dir)
 	require.NoError(t, err)
 	// The base environment is minimal: HOME of the worker does not leak in.
-	require.Equal(t, "from stdin|hi there|"+real+"|nohome", string(out))
+	require.Equal(t, "from stdin|hi there|"+resolved+"|nohome", string(out))
 }
 
 func TestExecArgvIsNotAShell(t *testing.T) {

@@ -136,7 +136,7 @@ func (h *fileHandler) Handle(ctx context.Context, job *queue.Job) ([]byte, error
 	if err != nil {
 		if queue.IsPermanent(err) && h.opts.FailedDir != "" {
 			if _, merr := moveFile(loc.real, filepath.Join(h.opts.FailedDir, loc.rel), nil); merr != nil && !errors.Is(merr, fs.ErrNotExist) {
-				err = fmt.Errorf("%w (and moving it to worker.file.failed_dir failed: %v)", err, merr)
+				err = fmt.Errorf("%w (and moving it to worker.file.failed_dir failed: %w)", err, merr)
 			}
 		}
 		return nil, err
@@ -162,7 +162,7 @@ func (h *fileHandler) locate(path string) (located, error) {
 	if err != nil {
 		return located{}, queue.Permanent(fmt.Errorf("file: %s: %w", path, err))
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	resolved, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			for _, r := range roots {
@@ -180,7 +180,7 @@ func (h *fileHandler) locate(path string) (located, error) {
 		if r.real == "" {
 			continue
 		}
-		if rel, ok := within(r.real, real); ok {
+		if rel, ok := within(r.real, resolved); ok {
 			return located{root: r.real, rel: rel, real: filepath.Join(r.real, rel)}, nil
 		}
 	}
@@ -201,8 +201,8 @@ func (h *fileHandler) roots() []root {
 		if err != nil {
 			continue
 		}
-		real, _ := filepath.EvalSymlinks(abs)
-		out = append(out, root{given: abs, real: real})
+		resolved, _ := filepath.EvalSymlinks(abs)
+		out = append(out, root{given: abs, real: resolved})
 	}
 	return out
 }

@@ -283,8 +283,7 @@ func TestHTTPAllowList(t *testing.T) {
 func TestHTTPRedirects(t *testing.T) {
 	t.Parallel()
 	outside := newReceiver(t, func(http.ResponseWriter, *http.Request) {})
-	var srv *receiver
-	srv = newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/hooks/away":
 			http.Redirect(w, r, outside.URL+"/hooks/x", http.StatusTemporaryRedirect)

@@ -455,7 +455,7 @@ func (r *Relay) countError(topic string) {
 // sleepBackoff waits the next delay of an exponential backoff with 0–20 % jitter and returns it.
 func (r *Relay) sleepBackoff(ctx context.Context, prev time.Duration) time.Duration {
 	next := min(max(prev*2, r.opts.BackoffMin), r.opts.BackoffMax)
-	ctxtime.Sleep(ctx, next+time.Duration(rand.Int64N(int64(next)/5+1))) //nolint:gosec // jitter
+	ctxtime.Sleep(ctx, next+time.Duration(rand.Int64N(int64(next)/5+1)))
 	return next
 }
 

@@ -29,11 +29,11 @@ func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
 			out.print(e)
 		}
 		if err == nil && re.ctx.Err() != nil {
-			return nil // the followed job ended
+			return nil //nolint:nilerr // the followed job ended
 		}
 		switch {
 		case err != nil && re.ctx.Err() != nil:
-			return nil
+			return nil //nolint:nilerr // the followed job ended; its error is the cancellation
 		case err != nil && first && c.Job != "":
 			return named(err, "job", c.Job)
 		case err != nil && first:

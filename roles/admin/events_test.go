@@ -29,7 +29,7 @@ var t0 = time.Date(2030, 1, 2, 15, 4, 5, 123_000_000, time.UTC)
 
 func ev(job, q string, seq int64, from, to jqv1.JobState, at time.Time) *jqv1.JobEvent {
 	return &jqv1.JobEvent{JobId: job, Queue: q, Seq: seq, FromState: from, ToState: to, Timestamp: timestamppb.New(at),
-		Reason: "assigned", WorkerId: "w-1", Attempt: int32(seq), Type: "noop"} //nolint:gosec // small
+		Reason: "assigned", WorkerId: "w-1", Attempt: int32(seq), Type: "noop"}
 }
 
 // syncBuffer is written by the command while the test reads it.

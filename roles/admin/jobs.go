@@ -250,7 +250,7 @@ func (c *JobListCmd) Run(re *runEnv) error {
 		return err
 	}
 	resp, err := call(re, jqv1connect.JobServiceClient.ListJobs, &jqv1.ListJobsRequest{
-		Queue: c.Queue, States: states, PageSize: int32(c.Limit), PageToken: c.PageToken, //nolint:gosec // ≤ 1000
+		Queue: c.Queue, States: states, PageSize: int32(c.Limit), PageToken: c.PageToken,
 		IncludePayloads: c.Payloads && re.globals.Output != "table", // the table has no payload column
 	})
 	if err != nil {

@@ -38,7 +38,7 @@ func (c *PeekCmd) Run(re *runEnv) error {
 		return usagef("-n %d: want 1 to %d", c.N, maxPeek)
 	}
 	resp, err := call(re, jqv1connect.AdminServiceClient.PeekQueue, &jqv1.PeekQueueRequest{
-		Queue: c.Queue, Limit: int32(c.N), Dead: c.Dead, IncludePayloads: c.Payloads, //nolint:gosec // ≤ 1000
+		Queue: c.Queue, Limit: int32(c.N), Dead: c.Dead, IncludePayloads: c.Payloads,
 	})
 	if err != nil {
 		return named(err, "queue", c.Queue)

@@ -57,7 +57,7 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
 			return usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
 		}
-		n := int32(*c.MaxRetries) //nolint:gosec // 0-100
+		n := int32(*c.MaxRetries)
 		req.MaxRetries = &n
 	}
 	for _, d := range []struct {

@@ -152,7 +152,7 @@ func (p *Producer) Run(ctx context.Context) error {
 		err := p.pass(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return nil //nolint:nilerr // stopped: a pass cut short is not a failure
 		case p.cfg.Once:
 			return err
 		case err != nil && fatal(err):

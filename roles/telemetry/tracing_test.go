@@ -88,7 +88,7 @@ func TestTracingResourceAndSampler(t *testing.T) {
 	require.Len(t, spans, 1)
 	attrs := map[string]string{}
 	for _, kv := range spans[0].Resource.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	require.Equal(t, "jq-worker", attrs["service.name"])
 	require.Equal(t, "v9.9.9", attrs["service.version"])

@@ -85,7 +85,7 @@ func setupDeps(t *testing.T, tweak func(*config.Config, *worker.Deps)) *bundle {
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	res, err := http.Get(url) //nolint:noctx // test
+	res, err := http.Get(url)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)

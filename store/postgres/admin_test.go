@@ -14,5 +14,5 @@ func TestAdminStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunAdminStore(t,
 		func(*testing.T) *postgres.Store { return testStore },
-		func(t *testing.T) *postgres.Store { return privateStore(t) })
+		privateStore)
 }

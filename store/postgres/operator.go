@@ -161,7 +161,7 @@ func (s *Store) JobLeasesToCancel(ctx context.Context, workerID string, leases [
 // clampInt32 bounds an attempt to the column's range; an out-of-range attempt matches no job, so
 // its lease is reported stale, as it should be.
 func clampInt32(v int) int32 {
-	return int32(min(max(v, math.MinInt32), math.MaxInt32)) //nolint:gosec // clamped
+	return int32(min(max(v, math.MinInt32), math.MaxInt32))
 }
 
 // sqlJobConsumeResult takes a kept result away in the same statement that returns it: the row lock

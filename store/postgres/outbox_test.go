@@ -3,12 +3,11 @@ package postgres_test
 import (
 	"testing"
 
-	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/storetest"
 )
 
 // The outbox statements act on every event of the database: a private one.
 func TestOutboxStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunOutboxStore(t, func(t *testing.T) *postgres.Store { return privateStore(t) })
+	storetest.RunOutboxStore(t, privateStore)
 }

@@ -3,11 +3,10 @@ package postgres_test
 import (
 	"testing"
 
-	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/storetest"
 )
 
 // The reaper's statements act on every worker and job of the database: a private one.
 func TestRecoveryStore(t *testing.T) {
-	storetest.RunRecoveryStore(t, func(t *testing.T) *postgres.Store { return privateStore(t) })
+	storetest.RunRecoveryStore(t, privateStore)
 }

@@ -10,7 +10,7 @@ import (
 // The retention pass deletes across every job of the database: a private one.
 func TestRetentionStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunRetentionStore(t, func(t *testing.T) *postgres.Store { return privateStore(t) })
+	storetest.RunRetentionStore(t, privateStore)
 }
 
 // Results: the drop counts per queue, so the shared store does.

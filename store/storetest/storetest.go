@@ -82,7 +82,7 @@ func setup(t *testing.T, newStore NewStoreFunc) *bundle {
 func uniqueName(prefix string) string {
 	var raw [8]byte
 	for i := range raw {
-		raw[i] = byte(rand.IntN(256))
+		raw[i] = byte(rand.IntN(256)) //nolint:gosec // < 256
 	}
 	return prefix + "-" + hex.EncodeToString(raw[:])
 }
