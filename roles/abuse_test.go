@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ func abuseServer(t *testing.T, extra ...string) (serverEnv, *jqProcess) {
 	t.Helper()
 	se := newServerEnv(t, testenv.NewDatabase(t))
 	_, prefix := testenv.NewRedis(t)
-	env := append(se.env, "JQ_REDIS_KEY_PREFIX="+prefix, "JQ_AUTH_ENABLED=true",
+	env := append(slices.Clone(se.env), "JQ_REDIS_KEY_PREFIX="+prefix, "JQ_AUTH_ENABLED=true",
 		"JQ_AUTH_TOKENS=name=abuser;roles=producer;sha256="+auth.HashToken(abuseToken))
 	p := startJQ(t, append(env, extra...), "--role=server")
 	p.waitLog(t, "server started")

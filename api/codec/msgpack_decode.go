@@ -514,7 +514,7 @@ func (d *mpDecoder) timestamp() (*timestamppb.Timestamp, error) {
 		v := binary.BigEndian.Uint64(b)
 		nsec, sec = uint32(v>>34), int64(v&(1<<34-1))
 	case 12:
-		nsec, sec = binary.BigEndian.Uint32(b), int64(binary.BigEndian.Uint64(b[4:]))
+		nsec, sec = binary.BigEndian.Uint32(b), int64(binary.BigEndian.Uint64(b[4:])) //nolint:gosec // the spec's seconds are a signed 64-bit value: the bits are reinterpreted
 	default:
 		return nil, fmt.Errorf("a timestamp of %d bytes (want 4, 8 or 12)", n)
 	}

@@ -72,7 +72,7 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, to string, err er
 	} else {
 		c.flash(w, true, ok)
 	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
+	http.Redirect(w, r, to, http.StatusSeeOther) //nolint:gosec // to is a fixed page or backOf's: a path on this console, never another origin
 }
 
 var errNotConfirmed = connect.NewError(connect.CodeFailedPrecondition, errors.New("not confirmed: nothing was changed"))

@@ -68,7 +68,7 @@ func (c *Console) flash(w http.ResponseWriter, ok bool, msg string) {
 	if ok {
 		kind = "ok:"
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + oneLine(msg, 500)), Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + oneLine(msg, 500)), Path: "/", //nolint:gosec // Secure follows the listener (set over TLS); a plain-HTTP console on loopback must still get its cookie
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode, MaxAge: 60})
 }
 
@@ -77,7 +77,7 @@ func (c *Console) takeFlash(w http.ResponseWriter, r *http.Request, v *view) {
 	if err != nil {
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.secure,
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.secure, //nolint:gosec // Secure follows the listener (set over TLS); a plain-HTTP console on loopback must still get its cookie
 		SameSite: http.SameSiteStrictMode})
 	s, err := url.QueryUnescape(ck.Value)
 	if err != nil {

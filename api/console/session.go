@@ -109,7 +109,7 @@ func (c *Console) setSession(w http.ResponseWriter, v session) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("seal session: %w", err)
 	}
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // Secure follows the listener (set over TLS); a plain-HTTP console on loopback must still get its cookie
 		Name: sessionCookie, Value: value, Path: "/", HttpOnly: true, Secure: c.secure,
 		SameSite: http.SameSiteStrictMode, Expires: time.Unix(v.Expires, 0),
 	})
@@ -117,7 +117,7 @@ func (c *Console) setSession(w http.ResponseWriter, v session) (string, error) {
 }
 
 func (c *Console) clearSession(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: c.secure,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: c.secure, //nolint:gosec // Secure follows the listener (set over TLS); a plain-HTTP console on loopback must still get its cookie
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 }
 

@@ -43,14 +43,14 @@ func TestWatchJobFollowsAJobToItsEnd(t *testing.T) {
 	require.EqualValues(t, 1, got.GetAttempt())
 
 	_, err = b.cl.Workers.AckJobs(b.ctx, connect.NewRequest(&jqv1.AckJobsRequest{
-		WorkerId: w, Leases: []*jqv1.JobLease{{JobId: j.ID, Attempt: int32(j.Attempt)}}, //nolint:gosec // small
+		WorkerId: w, Leases: []*jqv1.JobLease{{JobId: j.ID, Attempt: int32(j.Attempt)}},
 	}))
 	require.NoError(t, err)
 	require.Equal(t, jqv1.JobState_JOB_STATE_RUNNING, next().GetState())
 	require.Equal(t, j.ID, <-heard, "the ack announced the job")
 
 	_, err = b.cl.Workers.ReportJobs(b.ctx, connect.NewRequest(&jqv1.ReportJobsRequest{
-		WorkerId: w, Reports: []*jqv1.JobReport{{JobId: j.ID, Attempt: int32(j.Attempt), //nolint:gosec // small
+		WorkerId: w, Reports: []*jqv1.JobReport{{JobId: j.ID, Attempt: int32(j.Attempt),
 			Outcome: &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{}}}},
 	}))
 	require.NoError(t, err)

@@ -100,7 +100,7 @@ func runTopology(ctx context.Context, cfg *config) (any, error) {
 			return nil, err
 		}
 		var addrs []string
-		workers := 0
+		var workers int
 		if topo == "A" {
 			if err := startServer(e); err != nil {
 				return nil, err

@@ -54,7 +54,7 @@ func jobMix(n int, fixedMS int) []mixJob {
 // through taskqueue.v1, whose JobSpec carries the same numbers).
 func payload(j mixJob) []byte {
 	return handlers.SyntheticJobPayload(handlers.SyntheticPayload{
-		WorkDurationMS: uint32(j.ms), PayloadSizeBytes: uint32(j.size), //nolint:gosec // small
+		WorkDurationMS: uint32(j.ms), PayloadSizeBytes: uint32(j.size),
 	})
 }
 

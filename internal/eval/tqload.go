@@ -130,7 +130,7 @@ func offerTQ(ctx context.Context, nodes []taskqueuev1connect.TaskQueuePublicServ
 				key := s.runID + "-" + strconv.Itoa(i)
 				owner := ownerIndex(key, len(nodes))
 				perNode[owner].Add(1)
-				spec := &tqv1.JobSpec{JobType: "eval", WorkDurationMs: uint32(s.jobs[i].ms), PayloadSizeBytes: uint32(s.jobs[i].size), //nolint:gosec // small
+				spec := &tqv1.JobSpec{JobType: "eval", WorkDurationMs: uint32(s.jobs[i].ms), PayloadSizeBytes: uint32(s.jobs[i].size),
 					Labels: map[string]string{"bench_run": s.runID}}
 				var id string
 				err := rec.call("SubmitJob", func() error {

@@ -170,10 +170,10 @@ const fdReserve = 512
 // APIMax is the API listener's default total cap for a process whose descriptor limit is
 // fdLimit: what is left after fdReserve and the side listeners, never below 64.
 func APIMax(fdLimit uint64) int {
-	n := int64(fdLimit) - fdReserve - 2*SideMax
 	if fdLimit > 1<<30 {
-		n = 1 << 20
+		return 1 << 20
 	}
+	n := int64(fdLimit) - fdReserve - 2*SideMax
 	return int(max(n, 64))
 }
 

@@ -109,7 +109,7 @@ func appendSpan(ctx context.Context, job *queue.Job, path string, start, end tim
 	if info, ok := queue.JobInfoFromContext(ctx); ok {
 		id, attempt = info.ID, info.Attempt
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return
 	}
@@ -124,7 +124,7 @@ func appendMarker(ctx context.Context, job *queue.Job, path string) error {
 	if info, ok := queue.JobInfoFromContext(ctx); ok {
 		id, attempt = info.ID, info.Attempt
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644) //nolint:gosec // a marker file the fault tests read, like a log
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("fault: marker: %w", err)
 	}
