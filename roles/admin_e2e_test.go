@@ -227,7 +227,13 @@ func TestAdminJobsE2E(t *testing.T) {
 	require.Equal(t, false, cancelled["cancel_requested"])
 	require.Equal(t, "cancelled", requireFields(t, cancelled["job"], jobFields)["failure_reason"])
 	a.fails(1, "cannot cancel job "+pending, "job", "cancel", pending)
+	require.Contains(t, a.ok("job", "logs", pending), "cancelled (CANCELLED)", "FR-012's name beside jq's")
 	require.Contains(t, a.ok("queue", "resume", "e2e"), "resumed")
+
+	// A permanent failure is dead-lettered at once, and peek --dead says why.
+	perm := a.submit("--queue", "e2e", "--type", "sleep", "--payload", `{"fail":true,"retryable":false}`)
+	a.waitState(perm, "DEAD_LETTERED")
+	require.Regexp(t, perm+` +sleep +\S.* permanent_failure +0/`, a.ok("peek", "e2e", "--dead"))
 
 	running := a.submit("--queue", "e2e", "--type", "sleep", "--payload", `{"ms":60000}`)
 	a.waitState(running, "RUNNING")

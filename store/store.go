@@ -81,6 +81,8 @@ type WorkerStore interface {
 	WorkerGet(ctx context.Context, id string) (*queue.Worker, error)
 	// WorkerList returns every worker, OFFLINE ones included, ordered by id.
 	WorkerList(ctx context.Context) ([]*queue.Worker, error)
+	// WorkerListPage returns at most limit workers whose id sorts after after, ordered by id.
+	WorkerListPage(ctx context.Context, after string, limit int) ([]*queue.Worker, error)
 	// WorkerSetStatus sets a worker's status (drain: DRAINING). An OFFLINE worker only changes by
 	// registering again. Errors: ErrInvalidArgument, ErrWorkerNotFound, ErrIllegalTransition (OFFLINE).
 	WorkerSetStatus(ctx context.Context, p WorkerSetStatusParams) (*queue.Worker, error)

@@ -81,6 +81,7 @@ type Reader interface {
 	JobCountDeadLettered(ctx context.Context) (map[string]int64, error)
 	WorkerGet(ctx context.Context, id string) (*queue.Worker, error)
 	WorkerList(ctx context.Context) ([]*queue.Worker, error)
+	WorkerListPage(ctx context.Context, after string, limit int) ([]*queue.Worker, error)
 	WorkerCounts(ctx context.Context, principal, except string) (store.WorkerCounts, error)
 	WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error)
 }

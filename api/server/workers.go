@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -229,14 +230,38 @@ func (s *workerService) ShutdownWorker(ctx context.Context, req *connect.Request
 	return connect.NewResponse(&jqv1.ShutdownWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
-func (s *workerService) ListWorkers(ctx context.Context, _ *connect.Request[jqv1.ListWorkersRequest]) (*connect.Response[jqv1.ListWorkersResponse], error) {
-	ws, err := s.store.WorkerList(ctx)
+// ListWorkers answers a page of workers (issue 22: one unpaged list of 26,201 squatted ids was
+// 4.8 MB). The page token is the last id listed, base64url-encoded.
+func (s *workerService) ListWorkers(ctx context.Context, req *connect.Request[jqv1.ListWorkersRequest]) (*connect.Response[jqv1.ListWorkersResponse], error) {
+	size := int(req.Msg.GetPageSize())
+	switch {
+	case size == 0:
+		size = defaultWorkerPage
+	case size < 0 || size > maxWorkerPage:
+		return nil, fmt.Errorf("%w: page_size must be 0 to %d, got %d", queue.ErrInvalidArgument, maxWorkerPage, size)
+	}
+	after, err := base64.RawURLEncoding.DecodeString(req.Msg.GetPageToken())
+	if err != nil {
+		return nil, fmt.Errorf("%w: page_token is not one ListWorkers returned", queue.ErrInvalidArgument)
+	}
+	ws, err := s.store.WorkerListPage(ctx, string(after), size+1)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*jqv1.Worker, len(ws))
-	for i, w := range ws {
-		out[i] = workerToProto(w)
+	res := &jqv1.ListWorkersResponse{}
+	if len(ws) > size {
+		ws = ws[:size]
+		res.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(ws[size-1].ID))
 	}
-	return connect.NewResponse(&jqv1.ListWorkersResponse{Workers: out}), nil
+	res.Workers = make([]*jqv1.Worker, len(ws))
+	for i, w := range ws {
+		res.Workers[i] = workerToProto(w)
+	}
+	return connect.NewResponse(res), nil
 }
+
+// ListWorkers page sizes.
+const (
+	defaultWorkerPage = 500
+	maxWorkerPage     = 1000
+)

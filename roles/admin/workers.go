@@ -12,9 +12,17 @@ import (
 // Run lists the workers: id, host, status, concurrency, running jobs, queues,
 // version, last heartbeat, and the circuit breakers that are not closed.
 func (c *WorkerListCmd) Run(re *runEnv) error {
-	resp, err := call(re, jqv1connect.WorkerServiceClient.ListWorkers, &jqv1.ListWorkersRequest{})
-	if err != nil {
-		return err
+	// Every page: the server answers at most 1000 workers at a time.
+	resp := &jqv1.ListWorkersResponse{}
+	for token := ""; ; {
+		page, err := call(re, jqv1connect.WorkerServiceClient.ListWorkers, &jqv1.ListWorkersRequest{PageSize: 1000, PageToken: token})
+		if err != nil {
+			return err
+		}
+		resp.Workers = append(resp.Workers, page.GetWorkers()...)
+		if token = page.GetNextPageToken(); token == "" {
+			break
+		}
 	}
 	return re.printMessage(resp, func(w io.Writer) error { return re.workersTable(w, resp.GetWorkers()) })
 }

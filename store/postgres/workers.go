@@ -58,6 +58,9 @@ SELECT ` + workerColumns + ` FROM workers w WHERE w.id = $1`
 	sqlWorkerList = `-- name: worker_list
 SELECT ` + workerColumns + ` FROM workers w ORDER BY w.id`
 
+	sqlWorkerListPage = `-- name: worker_list_page
+SELECT ` + workerColumns + ` FROM workers w WHERE w.id > $1 ORDER BY w.id LIMIT $2`
+
 	// Only registering brings an OFFLINE worker back: a drain racing the reaper's verdict must not
 	// revive it (compare-and-set on the status).
 	sqlWorkerSetStatus = `-- name: worker_set_status
@@ -137,9 +140,21 @@ func (s *Store) WorkerGet(ctx context.Context, id string) (*queue.Worker, error)
 	return s.workerRow(ctx, "get", sqlWorkerGet, id)
 }
 
+// WorkerListPage implements store.WorkerStore.
+func (s *Store) WorkerListPage(ctx context.Context, after string, limit int) ([]*queue.Worker, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: worker page size must be positive, got %d", queue.ErrInvalidArgument, limit)
+	}
+	return s.workerList(ctx, sqlWorkerListPage, after, limit)
+}
+
 // WorkerList implements store.WorkerStore.
 func (s *Store) WorkerList(ctx context.Context) ([]*queue.Worker, error) {
-	rows, err := s.pool.Query(ctx, sqlWorkerList)
+	return s.workerList(ctx, sqlWorkerList)
+}
+
+func (s *Store) workerList(ctx context.Context, sql string, args ...any) ([]*queue.Worker, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list workers: %w", err)
 	}

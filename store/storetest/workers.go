@@ -125,6 +125,37 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.ErrorIs(t, err, queue.ErrWorkerNotFound, "the OFFLINE row was collected")
 	})
 
+	t.Run("ListPage", func(t *testing.T) {
+		b := setup(t, newStore)
+		for range 5 {
+			_, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: uniqueName("w"), Concurrency: 1, Queues: []string{b.queue}})
+			require.NoError(t, err)
+		}
+		all, err := b.s.WorkerList(b.ctx)
+		require.NoError(t, err)
+		var paged []string
+		for after := ""; ; {
+			page, err := b.s.WorkerListPage(b.ctx, after, 2)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page), 2)
+			if len(page) == 0 {
+				break
+			}
+			for _, w := range page {
+				paged = append(paged, w.ID)
+			}
+			after = page[len(page)-1].ID
+		}
+		require.True(t, slices.IsSorted(paged))
+		// Workers registered by parallel tests may appear between the two reads: every worker
+		// of the full list is in the pages.
+		for _, w := range all {
+			require.Contains(t, paged, w.ID)
+		}
+		_, err = b.s.WorkerListPage(b.ctx, "", 0)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	})
+
 	t.Run("RegisterInvalid", func(t *testing.T) {
 		b := setup(t, newStore)
 		for _, p := range []store.WorkerRegisterParams{

@@ -1551,7 +1551,11 @@ func (*DeregisterWorkerResponse) Descriptor() ([]byte, []int) {
 
 // ListWorkersRequest has no parameters.
 type ListWorkersRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Most workers to return: 1 to 1000; 0 means 500.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty for the first page.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1586,11 +1590,27 @@ func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
 	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{20}
 }
 
+func (x *ListWorkersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWorkersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListWorkersResponse lists the workers.
 type ListWorkersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Known workers, ordered by id.
-	Workers       []*Worker `protobuf:"bytes,1,rep,name=workers,proto3" json:"workers,omitempty"`
+	Workers []*Worker `protobuf:"bytes,1,rep,name=workers,proto3" json:"workers,omitempty"`
+	// Set when more workers follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1630,6 +1650,13 @@ func (x *ListWorkersResponse) GetWorkers() []*Worker {
 		return x.Workers
 	}
 	return nil
+}
+
+func (x *ListWorkersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // DrainWorkerRequest names the worker to drain.
@@ -1917,10 +1944,14 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x12.jq.v1.LeaseResultR\aresults\"6\n" +
 	"\x17DeregisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\x1a\n" +
-	"\x18DeregisterWorkerResponse\"\x14\n" +
-	"\x12ListWorkersRequest\">\n" +
+	"\x18DeregisterWorkerResponse\"P\n" +
+	"\x12ListWorkersRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"f\n" +
 	"\x13ListWorkersResponse\x12'\n" +
-	"\aworkers\x18\x01 \x03(\v2\r.jq.v1.WorkerR\aworkers\"1\n" +
+	"\aworkers\x18\x01 \x03(\v2\r.jq.v1.WorkerR\aworkers\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"1\n" +
 	"\x12DrainWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"<\n" +
 	"\x13DrainWorkerResponse\x12%\n" +
