@@ -36,7 +36,7 @@ import (
 	"github.com/jq-dev/jq/queue/outbox"
 	"github.com/jq-dev/jq/roles/admin"
 	"github.com/jq-dev/jq/roles/producer"
-	"github.com/jq-dev/jq/roles/server"
+	"github.com/jq-dev/jq/roles/serverrole"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/roles/worker"
 	kafkastore "github.com/jq-dev/jq/store/kafka"
@@ -72,7 +72,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	reg := telemetry.NewRegistry()
 	// Before any connection: an unsafe or broken auth configuration stops the server at once.
 	refused := telemetry.NewAuthMetrics(reg) // jq_auth_denied_total, jq_api_limited_total
-	authn, err := server.BuildAuth(cfg, log, refused)
+	authn, err := serverrole.BuildAuth(cfg, log, refused)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 			_ = sink.Close()
 		}
 	}
-	var srvRelay server.Relay
+	var srvRelay serverrole.Relay
 	topics := []string{cfg.Kafka.TopicEvents, cfg.Kafka.TopicDeadLetter}
 	if relay != nil {
 		srvRelay = relay
@@ -151,7 +151,7 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	} else {
 		reg.MustRegister(telemetry.NewOutboxCollector(nil, topics...)) // the error counters, at 0
 	}
-	srv, err := server.New(server.Deps{
+	srv, err := serverrole.New(serverrole.Deps{
 		Config:  cfg,
 		Log:     log,
 		Store:   st,

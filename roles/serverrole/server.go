@@ -1,9 +1,9 @@
-// Package server is the server component: it migrates the schema, ensures the
+// Package serverrole is the server component: it migrates the schema, ensures the
 // default queue, serves the API on one h2c (or TLS) port — gRPC, gRPC-Web and
 // Connect at once — and serves /healthz and /readyz. On shutdown /readyz turns
 // 503 first, then intake stops and in-flight RPCs finish within the grace
 // period (NFR-014).
-package server
+package serverrole
 
 import (
 	"context"
