@@ -1,0 +1,31 @@
+#!/usr/bin/awk -f
+# coverage.awk: statement coverage per package and in total from a `go test -coverprofile` file
+# (each block once, its highest count, so profiles that repeat a block do not count it twice).
+# The core line is the domain, the engine and the stores (queue/..., store/...), which NFR-021
+# asks to keep at 80 % or more.
+#
+#   awk -v module=github.com/jq-dev/jq -f scripts/coverage.awk coverage.out
+NR == 1 && /^mode:/ { next }
+{
+	block = $1; stmts = $2; count = $3
+	if (!(block in n)) { n[block] = stmts; order[++blocks] = block }
+	if (count > 0) hit[block] = 1
+}
+END {
+	for (i = 1; i <= blocks; i++) {
+		b = order[i]
+		file = b; sub(/:.*/, "", file)
+		pkg = file; sub(/\/[^\/]*$/, "", pkg)
+		rel = pkg; sub("^" module "/?", "", rel); if (rel == "") rel = "."
+		total[rel] += n[b]; all += n[b]
+		if (b in hit) { covered[rel] += n[b]; allCovered += n[b] }
+		if (rel ~ /^(queue|store)(\/|$)/) { core += n[b]; if (b in hit) coreCovered += n[b] }
+		pkgs[rel] = 1
+	}
+	cmd = "sort"
+	for (p in pkgs) printf "%-28s %6.1f%%  %6d statements\n", p, pct(covered[p], total[p]), total[p] | cmd
+	close(cmd)
+	printf "%-28s %6.1f%%  %6d statements\n", "core (queue/..., store/...)", pct(coreCovered, core), core
+	printf "%-28s %6.1f%%  %6d statements\n", "total", pct(allCovered, all), all
+}
+function pct(c, t) { return t ? 100 * c / t : 0 }
