@@ -46,7 +46,7 @@ var roleTable = []row{
 	{role: RoleServer, name: "auth", build: serverAuth},
 	{role: RoleServer, name: "postgres", after: []component{"auth"}, build: serverPostgres},
 	{role: RoleServer, name: "redis", after: []component{"auth"}, build: serverRedis},
-	// /healthz and /readyz answer from before the migration until the last part has stopped.
+	// /healthz and /readyz answer from before the migration until the engine and the loops have stopped.
 	{role: RoleServer, name: "health", needs: []component{"postgres", "redis"}, build: serverHealth},
 	{role: RoleServer, name: "metrics", skip: metricsOff, build: serverMetrics},
 	{role: RoleServer, name: "migrate", needs: []component{"postgres"}, build: serverMigrate},
