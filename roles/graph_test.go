@@ -3,6 +3,7 @@ package roles
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -202,4 +203,19 @@ func TestRunGraphFiniteComponent(t *testing.T) {
 	cancel()
 	require.NoError(t, g.wait(t))
 	require.Equal(t, []string{"scanned", "build a", "scanned", "stop a", "close a"}, r.list())
+}
+
+// A stop asked for while a component starts (SIGTERM during the migration) is a clean exit; a
+// build that fails by itself is not.
+func TestRunGraphStopDuringStart(t *testing.T) {
+	t.Parallel()
+	r := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	migrate := row{role: RoleServer, name: "migrate", needs: []component{"a"}, build: func(ctx context.Context, _ *process) (part, error) {
+		cancel()
+		return part{}, fmt.Errorf("migrate: %w", ctx.Err())
+	}}
+	g := startGraph(t, ctx, []row{r.row(RoleServer, "a", nil, nil), migrate}, RoleServer)
+	require.NoError(t, g.wait(t))
+	require.Equal(t, []string{"build a", "stop a", "close a"}, r.list())
 }
