@@ -57,10 +57,13 @@ type process struct {
 	// ctx outlives the signal: the closes' flushes run after it.
 	ctx context.Context
 
+	// Built with the process (in memory, no I/O): the server's logger, registry and the metric
+	// families that several of its components share.
 	srvLog     *zap.Logger
 	reg        *prometheus.Registry
-	refused    func(reason string)    // jq_auth_denied_total, jq_api_limited_total
-	jobMetrics *telemetry.JobMetrics  // engine, depth gauges
+	refused    func(reason string)   // jq_auth_denied_total, jq_api_limited_total
+	jobMetrics *telemetry.JobMetrics // jq_job_total…: the engine's observer, the depth gauges' queues
+
 	tr         *telemetry.Tracing     // tracing
 	authn      *auth.Authenticator    // auth (nil: authentication off)
 	st         *postgres.Store        // postgres
