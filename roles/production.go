@@ -29,15 +29,18 @@ func production(role Name, cfg *config.Config) bool {
 	c := *cfg // localDefaults sets strings only: the copy shares nothing it changes
 	localDefaults(role, &c)
 	var hosts []string
-	for _, comp := range roleTable[role] {
-		switch comp {
-		case componentServer:
-			hosts = append(hosts, c.GRPC.Host) // API, health and metrics
-		case componentWorker:
+	for _, r := range roleTable {
+		if (r.role != role && role != All) || (r.skip != nil && r.skip(role, &c)) {
+			continue
+		}
+		switch r.role {
+		case Server:
+			hosts = append(hosts, c.GRPC.Host) // API, health, metrics and console
+		case Worker:
 			hosts = append(hosts, c.Worker.BindHost) // health and metrics
-		case componentProducer:
+		case Producer:
 			// Its metrics listener exists only in watch mode with a port.
-			if !optional(comp, &c) && !c.Producer.Once && c.Producer.MetricsPort != 0 && c.Metrics.Enabled {
+			if !c.Producer.Once && c.Producer.MetricsPort != 0 && c.Metrics.Enabled {
 				hosts = append(hosts, c.Producer.BindHost)
 			}
 		}

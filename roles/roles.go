@@ -5,7 +5,6 @@ package roles
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -33,33 +32,47 @@ const (
 	ExitNotFound = 3
 )
 
-// component is one long-running part of a process.
-type component string
-
-const (
-	componentServer   component = "server"
-	componentWorker   component = "worker"
-	componentProducer component = "producer"
-)
-
-// roleTable is the role graph as data (STYLE item 4): the components each
-// role runs, in start order; they stop in reverse. `all` is the union.
-var roleTable = map[Name][]component{
-	Server:   {componentServer},
-	Worker:   {componentWorker},
-	Producer: {componentProducer},
-	All:      {componentServer, componentWorker, componentProducer},
+// roleTable is the role graph as data (STYLE item 4): every component, the role that runs it and
+// what it needs. A process builds and starts its role's components in table order, a component
+// only after what it needs, and stops them in reverse (graph.go); --role=all runs them all.
+//
+// Outside the table, each for its reason: the admin role is one command against a server, run to
+// its end (admin.Run); healthcheck is one GET, answered before the role's grammar is parsed;
+// --dry-run checks the connections without starting anything.
+var roleTable = []row{
+	// The server's tracer provider: flushed last, after the engine's and the API's spans.
+	{role: Server, name: "tracing", build: serverTracing},
+	// Before any connection: an unsafe or broken auth configuration stops the server at once.
+	{role: Server, name: "auth", build: serverAuth},
+	{role: Server, name: "postgres", after: []component{"auth"}, build: serverPostgres},
+	{role: Server, name: "redis", after: []component{"auth"}, build: serverRedis},
+	// /healthz and /readyz answer from before the migration until the engine and the loops have stopped.
+	{role: Server, name: "health", needs: []component{"postgres", "redis"}, build: serverHealth},
+	{role: Server, name: "metrics", skip: metricsOff, build: serverMetrics},
+	{role: Server, name: "migrate", needs: []component{"postgres"}, build: serverMigrate},
+	// The engine writes events until it stops; the relay then finishes its batch in flight.
+	{role: Server, name: "relay", needs: []component{"migrate"}, build: serverRelay},
+	{role: Server, name: "background", needs: []component{"migrate"}, build: serverBackground},
+	{role: Server, name: "engine", needs: []component{"tracing", "migrate", "redis", "relay"}, build: serverEngine},
+	// Stops first: assignment streams end, in-flight RPCs finish while the engine still runs.
+	{role: Server, name: "api", needs: []component{"tracing", "auth", "health", "engine"}, build: serverAPI},
+	// The web console calls the API's handler in-process; it stops before the API.
+	{role: Server, name: "console", needs: []component{"api"}, skip: consoleOff, build: serverConsole},
+	// In --role=all the worker drains its jobs (reporting to the API) before the server stops.
+	{role: Worker, name: "worker", after: []component{"api"}, build: workerPart},
+	// A producer with producer.once submits its scan and ends; the others go on.
+	{role: Producer, name: "producer", after: []component{"api", "worker"}, skip: producerOff, finite: true, build: producerPart},
 }
 
-// optional components run in a role that names them only when configured: the producer in
-// --role=all only when producer.scan_dir is set.
-func optional(c component, cfg *config.Config) bool {
-	return c == componentProducer && cfg.Producer.ScanDir == ""
-}
+// metricsOff leaves out the server's metrics listener when metrics.enabled is false.
+func metricsOff(_ Name, cfg *config.Config) bool { return !cfg.Metrics.Enabled }
 
-// finite components may end on their own without stopping the others: a producer with
-// producer.once in --role=all submits its scan and ends, the server and worker go on.
-var finite = map[component]bool{componentProducer: true}
+func consoleOff(_ Name, cfg *config.Config) bool { return cfg.UI.Enabled == config.UIOff }
+
+// producerOff leaves the producer out of --role=all unless producer.scan_dir is set.
+func producerOff(role Name, cfg *config.Config) bool {
+	return role == All && cfg.Producer.ScanDir == ""
+}
 
 // IO is where a run reads and writes; tests pass buffers.
 type IO struct {
@@ -185,55 +198,14 @@ func serviceName(r Name) string {
 	return "jq-" + string(r)
 }
 
-// run starts the role's components in table order and stops them in reverse.
-// When one component fails, or ctx ends, every component is stopped: later
-// ones first, each one only after the ones started after it have returned.
+// run starts the role's components and stops them in reverse (runGraph).
 func run(ctx context.Context, role Name, cfg *config.Config, log *zap.Logger) error {
-	comps := roleTable[role]
-	type running struct {
-		name   component
-		cancel context.CancelFunc
-		done   chan error
+	rows, err := plan(roleTable, role, cfg)
+	if err != nil {
+		return err
 	}
-	var started []running
-	failed := make(chan struct{}, len(comps))
-	var firstErr error
-	for _, c := range comps {
-		if len(comps) > 1 && optional(c, cfg) {
-			continue
-		}
-		runFn, err := build(ctx, c, cfg, log)
-		if err != nil {
-			firstErr = fmt.Errorf("start %s: %w", c, err)
-			break
-		}
-		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		r := running{name: c, cancel: cancel, done: make(chan error, 1)}
-		alone := len(comps) == 1
-		go func() {
-			err := runFn(cctx)
-			r.done <- err
-			if err != nil || alone || !finite[r.name] || cctx.Err() != nil {
-				failed <- struct{}{}
-			}
-		}()
-		started = append(started, r)
-	}
-	if firstErr == nil {
-		select {
-		case <-ctx.Done():
-			log.Info("shutdown requested")
-		case <-failed:
-		}
-	}
-	for i := len(started) - 1; i >= 0; i-- {
-		r := started[i]
-		r.cancel()
-		if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) && firstErr == nil {
-			firstErr = fmt.Errorf("%s: %w", r.name, err)
-		}
-	}
-	return firstErr
+	lc := &lifecycle{}
+	return runGraph(ctx, rows, newProcess(ctx, cfg, log, lc), lc, log)
 }
 
 // envLookup reads from the environ slice given to Main, not from os.Getenv,

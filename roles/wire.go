@@ -21,11 +21,13 @@ import (
 	"github.com/jq-dev/jq/internal/term"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/auth"
 	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
@@ -39,7 +41,7 @@ import (
 	"github.com/jq-dev/jq/queue/outbox"
 	"github.com/jq-dev/jq/roles/admin"
 	"github.com/jq-dev/jq/roles/producer"
-	"github.com/jq-dev/jq/roles/server"
+	"github.com/jq-dev/jq/roles/serverrole"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/roles/worker"
 	kafkastore "github.com/jq-dev/jq/store/kafka"
@@ -47,66 +49,172 @@ import (
 	redisstore "github.com/jq-dev/jq/store/redis"
 )
 
-// build constructs one component and returns its Run function. Constructors
-// ping their dependencies, so a bad DSN fails here rather than later.
-func build(ctx context.Context, c component, cfg *config.Config, log *zap.Logger) (func(context.Context) error, error) {
-	switch c {
-	case componentServer:
-		return buildServer(ctx, cfg, log.Named("server"))
-	case componentWorker:
-		return buildWorker(ctx, cfg, log.Named("worker"))
-	case componentProducer:
-		return buildProducer(ctx, cfg, log.Named("producer"))
-	}
-	return nil, fmt.Errorf("unknown component %q", c)
+// process is what one process's components share: the configuration, the logger, the signal
+// context's end, the graph's lifecycle, and the server's parts, each set by the component named
+// beside it and read only by the components that need that one (the role table says which).
+type process struct {
+	cfg      *config.Config
+	log      *zap.Logger
+	shutdown <-chan struct{}
+	lc       *lifecycle
+	// ctx outlives the signal: the closes' flushes run after it.
+	ctx context.Context
+
+	// Built with the process (in memory, no I/O): the server's logger, registry and the metric
+	// families that several of its components share.
+	srvLog     *zap.Logger
+	reg        *prometheus.Registry
+	refused    func(reason string)   // jq_auth_denied_total, jq_api_limited_total
+	jobMetrics *telemetry.JobMetrics // jq_job_total…: the engine's observer, the depth gauges' queues
+
+	tr         *telemetry.Tracing     // tracing
+	authn      *auth.Authenticator    // auth (nil: authentication off)
+	st         *postgres.Store        // postgres
+	rdb        *redis.Client          // redis
+	disp       *redisstore.Dispatcher // redis
+	checks     []health.Check         // health
+	healthAddr string                 // health
+	accept     *serverrole.APIAccept  // health: /readyz's view of the API listener, set by api
+	eng        *engine.Engine         // engine
+	api        *serverrole.Listener   // api: the console serves beside it
 }
 
-func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ func(context.Context) error, err error) {
-	tr, err := startTracing(ctx, cfg, "jq-server", log)
-	if err != nil {
-		return nil, err
+func newProcess(ctx context.Context, cfg *config.Config, log *zap.Logger, lc *lifecycle) *process {
+	p := &process{cfg: cfg, log: log, shutdown: ctx.Done(), lc: lc, ctx: context.WithoutCancel(ctx), srvLog: log.Named("server")}
+	p.reg = telemetry.NewRegistry()
+	p.refused = telemetry.NewAuthMetrics(p.reg)
+	p.jobMetrics = telemetry.NewJobMetrics(p.reg)
+	return p
+}
+
+// stopping is /readyz's 503: until every component has started, and from the moment the process
+// is asked to stop (SIGTERM; in --role=all the worker drains first, and the server must already
+// be out of rotation then).
+func (p *process) stopping() bool {
+	if !p.lc.started.Load() || p.lc.stopping.Load() {
+		return true
 	}
-	defer func() {
-		if err != nil {
-			stopTracing(ctx, tr, log)
-		}
-	}()
-	dsn := cfg.DB.DSN()
-	reg := telemetry.NewRegistry()
-	// Before any connection: an unsafe or broken auth configuration stops the server at once.
-	refused := telemetry.NewAuthMetrics(reg) // jq_auth_denied_total, jq_api_limited_total
-	authn, err := server.BuildAuth(cfg, log, refused)
-	if err != nil {
-		return nil, err
+	select {
+	case <-p.shutdown:
+		return true
+	default:
+		return false
 	}
+}
+
+func serverTracing(ctx context.Context, p *process) (part, error) {
+	tr, err := startTracing(ctx, p.cfg, "jq-server", p.srvLog)
+	if err != nil {
+		return part{}, err
+	}
+	p.tr = tr
+	return part{close: func() { stopTracing(p.ctx, tr, p.srvLog) }}, nil
+}
+
+func serverAuth(_ context.Context, p *process) (part, error) {
+	authn, err := serverrole.BuildAuth(p.cfg, p.srvLog, p.refused)
+	p.authn = authn
+	return part{}, err
+}
+
+func serverPostgres(ctx context.Context, p *process) (part, error) {
 	st, err := postgres.New(ctx, postgres.Config{
-		DSN:            dsn,
-		MaxConns:       int32(cfg.DB.PoolSize), //nolint:gosec // validated 1..10000
-		ConnectTimeout: cfg.DB.ConnectTimeout(),
-		ObserveQuery:   telemetry.NewDBMetrics(reg),
+		DSN:            p.cfg.DB.DSN(),
+		MaxConns:       int32(p.cfg.DB.PoolSize), //nolint:gosec // validated 1..10000
+		ConnectTimeout: p.cfg.DB.ConnectTimeout(),
+		ObserveQuery:   telemetry.NewDBMetrics(p.reg),
 	})
 	if err != nil {
-		return nil, err // says "postgres: …"
+		return part{}, err // says "postgres: …"
 	}
-	redis.SetLogger(redisLogger{log.Named("redis")})
-	rdb := newRedis(cfg)
-	rdb.AddHook(redisstore.NewHook(telemetry.NewRedisMetrics(reg)))
-	closeAll := func() {
-		st.Close()
-		_ = rdb.Close()
-	}
-	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: cfg.Redis.KeyPrefix})
+	p.st = st
+	return part{close: st.Close}, nil
+}
+
+func serverRedis(ctx context.Context, p *process) (part, error) {
+	redis.SetLogger(redisLogger{p.srvLog.Named("redis")})
+	rdb := newRedis(p.cfg)
+	rdb.AddHook(redisstore.NewHook(telemetry.NewRedisMetrics(p.reg)))
+	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: p.cfg.Redis.KeyPrefix})
 	if err != nil {
-		closeAll()
-		return nil, err // says "redis: …"
+		_ = rdb.Close()
+		return part{}, err // says "redis: …"
 	}
-	jobMetrics := telemetry.NewJobMetrics(reg)
+	p.rdb, p.disp = rdb, disp
+	return part{close: func() { _ = rdb.Close() }}, nil
+}
+
+func serverHealth(_ context.Context, p *process) (part, error) {
+	p.checks = dependencyChecks(p.cfg, p.st, p.rdb)
+	p.accept = &serverrole.APIAccept{}
+	l, err := serverrole.NewHealth(p.cfg, p.checks, p.accept, p.stopping, p.srvLog)
+	if err != nil {
+		return part{}, err
+	}
+	p.healthAddr = l.Addr()
+	return part{run: l.Run}, nil
+}
+
+func serverMetrics(_ context.Context, p *process) (part, error) {
+	l, err := serverrole.NewMetrics(p.cfg, telemetry.MetricsHandler(p.reg), p.srvLog)
+	if err != nil {
+		return part{}, err
+	}
+	return part{run: l.Run}, nil
+}
+
+func serverMigrate(ctx context.Context, p *process) (part, error) {
+	dsn := p.cfg.DB.DSN()
+	return part{}, serverrole.Prepare(ctx, func(ctx context.Context) error { return migrations.Up(ctx, dsn) }, p.st, p.srvLog)
+}
+
+func serverRelay(_ context.Context, p *process) (part, error) {
+	relay, sink, err := buildRelay(p.cfg, p.st, p.srvLog)
+	if err != nil {
+		return part{}, err
+	}
+	topics := []string{p.cfg.Kafka.TopicEvents, p.cfg.Kafka.TopicDeadLetter}
+	if relay == nil {
+		p.reg.MustRegister(telemetry.NewOutboxCollector(nil, topics...)) // the error counters, at 0
+		return part{}, nil
+	}
+	p.reg.MustRegister(telemetry.NewOutboxCollector(relay.Stats, topics...))
+	return part{run: relay.Run, close: func() { _ = sink.Close() }}, nil
+}
+
+// serverBackground runs the maintenance passes (retention) and the queue depth gauges.
+func serverBackground(_ context.Context, p *process) (part, error) {
+	maint, err := maintenance.New(maintenance.Options{
+		Store:     p.st,
+		Log:       p.srvLog.Named("maintenance"),
+		Retention: p.cfg.Server.EventRetention(),
+		KafkaOff:  !p.cfg.Kafka.Enabled,
+	})
+	if err != nil {
+		return part{}, err
+	}
+	p.reg.MustRegister(telemetry.NewMaintenanceCollector(maint.Stats))
+	depth := telemetry.NewDepthGauges(p.reg, telemetry.DepthOptions{
+		Measure: p.st.DepthSnapshot, Log: p.srvLog.Named("metrics"), Queues: p.jobMetrics.KnownQueues,
+	})
+	return part{run: func(ctx context.Context) error {
+		stopMaint := maint.Start(ctx)
+		stopDepth := depth.Start(ctx)
+		<-ctx.Done()
+		stopDepth()
+		stopMaint()
+		return nil
+	}}, nil
+}
+
+func serverEngine(_ context.Context, p *process) (part, error) {
+	cfg := p.cfg
 	eng, err := engine.New(engine.Options{
-		Observer:          jobMetrics,
-		Store:             st,
-		Dispatcher:        disp,
-		Notifier:          st,
-		Log:               log.Named("engine"),
+		Observer:          p.jobMetrics,
+		Store:             p.st,
+		Dispatcher:        p.disp,
+		Notifier:          p.st,
+		Log:               p.srvLog.Named("engine"),
 		SchedulerInterval: cfg.Scheduler.Interval(),
 		BatchSize:         cfg.Scheduler.BatchSize,
 		LockTTL:           cfg.Scheduler.LockTTL(),
@@ -115,78 +223,57 @@ func buildServer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 		ReaperInterval:    cfg.Scheduler.ReaperInterval(),
 		HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
 		TimeoutGrace:      cfg.Scheduler.TimeoutGrace(),
-		Tracer:            tr.Tracer(),
+		Tracer:            p.tr.Tracer(),
 	})
 	if err != nil {
-		closeAll()
-		return nil, err
+		return part{}, err
 	}
-	maint, err := maintenance.New(maintenance.Options{
-		Store:     st,
-		Log:       log.Named("maintenance"),
-		Retention: cfg.Server.EventRetention(),
-		KafkaOff:  !cfg.Kafka.Enabled,
-	})
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	reg.MustRegister(telemetry.NewRecoveryCollector(eng.RecoveryStats))
-	depth := telemetry.NewDepthGauges(reg, telemetry.DepthOptions{
-		Measure: st.DepthSnapshot, Log: log.Named("metrics"), Queues: jobMetrics.KnownQueues,
-	})
-	reg.MustRegister(telemetry.NewMaintenanceCollector(maint.Stats))
-	relay, sink, err := buildRelay(cfg, st, log)
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	closeSink := func() {
-		if sink != nil {
-			_ = sink.Close()
-		}
-	}
-	var srvRelay server.Relay
-	topics := []string{cfg.Kafka.TopicEvents, cfg.Kafka.TopicDeadLetter}
-	if relay != nil {
-		srvRelay = relay
-		reg.MustRegister(telemetry.NewOutboxCollector(relay.Stats, topics...))
-	} else {
-		reg.MustRegister(telemetry.NewOutboxCollector(nil, topics...)) // the error counters, at 0
-	}
-	srv, err := server.New(server.Deps{
-		Config:  cfg,
-		Log:     log,
-		Store:   st,
-		Counter: disp,
-		Engine:  eng,
-		Relay:   srvRelay,
-		Migrate: func(ctx context.Context) error { return migrations.Up(ctx, dsn) },
-		Checks:  dependencyChecks(cfg, st, rdb),
-		Metrics: telemetry.MetricsHandler(reg),
-		// ctx is the process's signal context: readiness turns 503 on SIGTERM,
-		// before the role graph starts stopping components.
-		Shutdown: ctx.Done(),
-		Tracing:  apiTracing(tr),
+	p.reg.MustRegister(telemetry.NewRecoveryCollector(eng.RecoveryStats))
+	p.eng = eng
+	return part{run: eng.Run}, nil
+}
 
-		RPCMetrics:      telemetry.NewRPCMetrics(reg), // jq_grpc_request_duration_seconds
-		Refused:         refused,
-		ErrorLogDropped: telemetry.NewErrorLogMetrics(reg), // jq_api_error_logs_dropped_total
-		Auth:            authn,
-		Background:      []func(context.Context) (stop func()){maint.Start, depth.Start},
+func serverAPI(_ context.Context, p *process) (part, error) {
+	l, err := serverrole.NewAPI(serverrole.Deps{
+		Config:     p.cfg,
+		Log:        p.srvLog,
+		Store:      p.st,
+		Counter:    p.disp,
+		Engine:     p.eng,
+		Checks:     p.checks,
+		HealthAddr: p.healthAddr,
+		Tracing:    apiTracing(p.tr),
+		RPCMetrics: telemetry.NewRPCMetrics(p.reg), // jq_grpc_request_duration_seconds
+		Refused:    p.refused,
+		// jq_api_error_logs_dropped_total
+		ErrorLogDropped: telemetry.NewErrorLogMetrics(p.reg),
+		Accept:          p.accept,
+		Auth:            p.authn,
 	})
 	if err != nil {
-		closeSink()
-		closeAll()
-		return nil, err
+		return part{}, err
 	}
-	return func(ctx context.Context) error {
-		defer stopTracing(ctx, tr, log) // last: the engine's and the API's spans are flushed
-		defer st.Close()
-		defer func() { _ = rdb.Close() }()
-		defer closeSink()
-		return srv.Run(ctx)
-	}, nil
+	p.api = l
+	return part{run: l.Run}, nil
+}
+
+// serverConsole serves the web console beside the API (nil part: off, or auto with its port taken).
+func serverConsole(_ context.Context, p *process) (part, error) {
+	l, err := serverrole.NewConsole(p.cfg, p.api, p.authn, p.srvLog)
+	if err != nil || l == nil {
+		return part{}, err
+	}
+	return part{run: l.Run}, nil
+}
+
+func workerPart(ctx context.Context, p *process) (part, error) {
+	run, err := buildWorker(ctx, p.cfg, p.log.Named("worker"))
+	return part{run: run}, err
+}
+
+func producerPart(ctx context.Context, p *process) (part, error) {
+	run, err := buildProducer(ctx, p.cfg, p.log.Named("producer"))
+	return part{run: run}, err
 }
 
 // openEventTail opens the Kafka reader of `jq --role=admin events tail`.

@@ -110,7 +110,7 @@ func TestMTLSIdentity(t *testing.T) {
 }
 
 // serveTLS serves the API over TLS with client certificates of clientCA, verified as mode says
-// (roles/server: required with authentication off, verified when given with it on).
+// (roles/serverrole: required with authentication off, verified when given with it on).
 func serveTLS(t *testing.T, opts apiserver.Options, c testenv.Cert, clientCA string, mode tls.ClientAuthType) string {
 	t.Helper()
 	opts = withEngine(t, opts)

@@ -103,7 +103,7 @@ var Table = []Row{
 	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "store",
 		"queue/handlers", "internal/jobtrace", "internal/rpctrace")},
 	// The web console is served beside the API and calls it like any client: no store, no engine.
-	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue"), Planned: true},
+	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue")},
 	// The client side: the transport, and the worker's connection over it.
 	{Pkgs: []string{"api/rpcclient"}, May: []string{"api/gen/...", "internal/rpctrace"}},
 	{Pkgs: []string{"api/workerconn"}, May: []string{"api", "api/gen/...", "api/rpcclient", "queue", "queue/executor"}},
@@ -119,7 +119,7 @@ var Table = []Row{
 	{Pkgs: []string{"roles"}, May: with(util, "api/...", "queue/...", "queue", "store", "config", "roles/...",
 		"store/postgres", "store/redis", "store/kafka", "store/sqlite", "store/memory", "migrations"),
 		Drivers: Drivers},
-	{Pkgs: []string{"roles/server", "roles/serverrole"}, May: with(util, "api/...", "queue", "queue/engine", "queue/maintenance",
+	{Pkgs: []string{"roles/serverrole"}, May: with(util, "api/...", "queue", "queue/engine", "queue/maintenance",
 		"queue/outbox", "store", "config", "roles/telemetry", "internal/jobtrace")},
 	{Pkgs: []string{"roles/worker"}, May: with(util, "queue", "queue/executor", "queue/handlers", "api/rpcclient", "api/workerconn",
 		"config", "roles/telemetry")},

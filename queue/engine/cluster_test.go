@@ -18,6 +18,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
@@ -51,6 +52,13 @@ func TestMain(m *testing.M) {
 	testDSN = dsn
 	code := m.Run()
 	cleanup()
+	// The engine is the most concurrent package: every test must leave no goroutine behind.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

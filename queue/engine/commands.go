@@ -113,11 +113,6 @@ func (e *Engine) QueueCreate(ctx context.Context, p store.QueueCreateParams) (*q
 	return e.opts.Store.QueueCreate(ctx, p)
 }
 
-// QueueEnsure creates the queue unless it exists (the default queue at start, FR-027).
-func (e *Engine) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (q *queue.Queue, created bool, err error) {
-	return e.opts.Store.QueueEnsure(ctx, p)
-}
-
 // QueueSetPaused pauses or resumes a queue's dispatch; resuming wakes the schedulers.
 func (e *Engine) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams) (*queue.Queue, error) {
 	q, err := e.opts.Store.QueueSetPaused(ctx, p)

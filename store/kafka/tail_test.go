@@ -90,8 +90,11 @@ func TestTailWaitsForTheTopic(t *testing.T) {
 	defer func() { require.NoError(t, tail.Close()) }()
 
 	msgs, want := messages("first", 5)
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "later", AllowAutoTopicCreation: true, BatchTimeout: time.Millisecond}
-	defer func() { _ = w.Close() }()
+	// A transport of its own: the default one is process-wide, and its connections would outlive the
+	// test (goleak in TestMain).
+	tr := &kafka.Transport{}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "later", AllowAutoTopicCreation: true, BatchTimeout: time.Millisecond, Transport: tr}
+	defer func() { _ = w.Close(); tr.CloseIdleConnections() }()
 	for key, v := range msgs {
 		require.NoError(t, w.WriteMessages(ctx, kafka.Message{Key: []byte(key), Value: []byte(v)}))
 	}
