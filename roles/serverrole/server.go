@@ -95,8 +95,8 @@ type Listener struct {
 	handler http.Handler
 	tlsCfg  *tls.Config
 	tls     bool
-	grace time.Duration
-	log   *zap.Logger
+	grace   time.Duration
+	log     *zap.Logger
 	// serving runs once the listener serves; beforeStop before the graceful shutdown begins;
 	// afterStop once it is over (each nil: nothing).
 	serving, beforeStop, afterStop func(ctx context.Context)
@@ -220,7 +220,9 @@ func NewAPI(deps Deps) (*Listener, error) {
 // APIAccept is the health listener's view of the API listener: a server out of file descriptors
 // or at its connection cap must leave the load balancer's rotation though its dependencies are
 // fine. NewAPI sets it.
-type APIAccept struct{ ln atomic.Pointer[netlimit.Listener] }
+type APIAccept struct {
+	ln atomic.Pointer[netlimit.Listener]
+}
 
 // Check is /readyz's api_accept check (healthy while the API listener is not yet bound).
 func (a *APIAccept) Check() health.Check {
