@@ -25,11 +25,11 @@ func TestMain(m *testing.M) {
 }
 
 // The services and RPCs other packages are written against, in declaration
-// order. StreamJobs is the only streaming RPC (server streaming).
+// order. StreamJobs and WatchJob are the streaming RPCs (server streaming).
 var wantServices = map[string][]string{
 	"jq.v1.JobService": {
 		"SubmitJob", "SubmitJobs", "GetJob", "ListJobs", "CancelJob", "RetryJob",
-		"ListJobEvents", "GetJobResult",
+		"ListJobEvents", "GetJobResult", "WatchJob",
 	},
 	"jq.v1.QueueService": {
 		"CreateQueue", "DeleteQueue", "ListQueues", "GetQueue", "GetQueueStats",
@@ -44,7 +44,7 @@ var wantServices = map[string][]string{
 	},
 }
 
-const serverStreamingRPC = "jq.v1.WorkerService.StreamJobs"
+var serverStreamingRPCs = map[string]bool{"jq.v1.WorkerService.StreamJobs": true, "jq.v1.JobService.WatchJob": true}
 
 func TestServices(t *testing.T) {
 	t.Parallel()
@@ -72,7 +72,7 @@ func TestServices(t *testing.T) {
 			require.Equal(t, svc.ParentFile().Path(), m.Input().ParentFile().Path(),
 				"%s: request declared next to its service", m.FullName())
 			require.False(t, m.IsStreamingClient(), "%s must not be client streaming", m.FullName())
-			require.Equal(t, string(m.FullName()) == serverStreamingRPC, m.IsStreamingServer(),
+			require.Equal(t, serverStreamingRPCs[string(m.FullName())], m.IsStreamingServer(),
 				"%s server streaming", m.FullName())
 		}
 		require.Equal(t, wantMethods, names, svcName)
