@@ -136,12 +136,13 @@ func New(opts Options) http.Handler {
 		authOpts = []connect.HandlerOption{connect.WithInterceptors(opts.Auth.Interceptor())}
 		hopts = append(hopts, authOpts...) // before anything that reads the request
 	}
+	pages := newPageBound(opts.Limits.MaxPayloadPages)
 	hopts = append(hopts,
-		connect.WithInterceptors(errorInterceptor(opts.Log), payloadPageInterceptor(opts.Limits.MaxPayloadPages)),
+		connect.WithInterceptors(errorInterceptor(opts.Log), pages.interceptor()),
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
 		connect.WithCompressMinBytes(compressMinBytes))
-	hopts = append(hopts, codecs()...)
+	hopts = append(hopts, codecs(pages.codec)...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
 	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing)}
