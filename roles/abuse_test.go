@@ -300,3 +300,76 @@ func TestAbuseIdleConnections(t *testing.T) {
 		"(caps: 32 per source on health and metrics, 64 on the API here); /readyz 200; legitimate probes %d, %.1f%% within 100 ms, p99 %v",
 		len(held), fd0, fds, probes, 100*share, p99.Round(100*time.Microsecond))
 }
+
+// TestAbusePayloadPages (attack 7): 16 clients at once ask for 4 MiB pages of payloads (a
+// 59-byte request each). At most 4 pages are built and encoded at once; the others wait their
+// turn for up to 10 s and then get RESOURCE_EXHAUSTED. Every client gets one of the two answers,
+// and the server's RSS growth stays under 1 GiB (a regression guard: encoding a page still costs
+// about ten times its size, so the figure is ~600 MiB on this machine; docs/security.md).
+func TestAbusePayloadPages(t *testing.T) {
+	t.Parallel()
+	se, p := abuseServer(t)
+	pid := p.cmd.Process.Pid
+	cl := h2cClient()
+	base := "http://" + se.addr()
+	payload := `"` + strings.Repeat("A", 700<<10) + `"`
+	for range 8 { // 8 × 5 jobs of 700 KiB: 28 MiB of payloads, several full pages
+		var jobs []string
+		for range 5 {
+			jobs = append(jobs, `{"queue":"default","type":"t","payload":`+payload+`}`)
+		}
+		code, msg := post(t, cl, base+"/jq.v1.JobService/SubmitJobs", "application/json", abuseToken,
+			[]byte(`{"jobs":[`+strings.Join(jobs, ",")+`]}`))
+		require.Equal(t, http.StatusOK, code, msg)
+	}
+	before := procRSS(t, pid)
+	var peak atomic.Int64
+	peak.Store(before)
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if r := procRSS(t, pid); r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	var pages, busy, bytesIn atomic.Int64
+	clients := 16
+	if v := os.Getenv("JQ_ABUSE_PAGES"); v != "" {
+		clients, _ = strconv.Atoi(v)
+	}
+	for range clients {
+		wg.Go(func() {
+			slow := h2cClient()
+			slow.Timeout = 2 * time.Minute // the turn of 16 on a loaded machine
+			code, msg := post(t, slow, base+"/jq.v1.JobService/ListJobs", "application/json", abuseToken,
+				[]byte(`{"includePayloads":true,"pageSize":100}`))
+			switch code {
+			case http.StatusOK:
+				pages.Add(1)
+				bytesIn.Add(int64(len(msg)))
+			case http.StatusTooManyRequests:
+				busy.Add(1)
+			default:
+				t.Errorf("page: %d %s", code, msg[:min(len(msg), 200)])
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	growth := peak.Load() - before
+	t.Logf("attack 7: %d concurrent pages with payloads: %d answered (%d MiB in all), %d RESOURCE_EXHAUSTED after waiting their turn; RSS %d → peak %d MiB (+%d MiB)",
+		clients, pages.Load(), bytesIn.Load()>>20, busy.Load(), before>>20, peak.Load()>>20, growth>>20)
+	require.EqualValues(t, clients, pages.Load()+busy.Load(), "every client answered")
+	require.Positive(t, pages.Load())
+	require.Less(t, growth, int64(1<<30), "RSS growth bounded")
+}

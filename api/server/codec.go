@@ -26,12 +26,12 @@ import (
 type jsonCodec struct{ name string }
 
 // codecs are the handler options that install jsonCodec under both names connect serves JSON
-// with, and the MessagePack codec (application/msgpack).
-func codecs() []connect.HandlerOption {
+// with, and the MessagePack codec (application/msgpack), each wrapped by wrap.
+func codecs(wrap func(connect.Codec) connect.Codec) []connect.HandlerOption {
 	return []connect.HandlerOption{
-		connect.WithCodec(jsonCodec{name: "json"}),
-		connect.WithCodec(jsonCodec{name: "json; charset=utf-8"}),
-		connect.WithCodec(codec.MsgPack{}),
+		connect.WithCodec(wrap(jsonCodec{name: "json"})),
+		connect.WithCodec(wrap(jsonCodec{name: "json; charset=utf-8"})),
+		connect.WithCodec(wrap(codec.MsgPack{})),
 	}
 }
 

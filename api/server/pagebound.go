@@ -3,30 +3,47 @@ package server
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 )
 
 // DefaultMaxPayloadPages is how many pages carrying payloads (ListJobs or PeekQueue with
-// include_payloads) one server builds at once when Limits.MaxPayloadPages is 0.
+// include_payloads) one server builds and encodes at once when Limits.MaxPayloadPages is 0.
 const DefaultMaxPayloadPages = 4
 
 // payloadPageWait is how long a page with payloads waits for its turn before RESOURCE_EXHAUSTED.
 const payloadPageWait = 10 * time.Second
 
+// payloadPageHold bounds how long a page's turn lasts once built, should its encoding never come
+// (a turn must not leak).
+const payloadPageHold = 30 * time.Second
+
 // payloadCarrier is a request that may ask for payloads in its page.
 type payloadCarrier interface{ GetIncludePayloads() bool }
 
-// payloadPageInterceptor bounds the pages with payloads built at once. Each may hold
-// server.max_page_bytes of payloads and their copies: 16 at once took a server from 224 to 665
-// MB (issue 22, attack 7); a 59-byte request asks for a 4 MiB answer. The others wait their
-// turn, within their deadline and payloadPageWait; pages without payloads are not held back.
-func payloadPageInterceptor(n int) connect.UnaryInterceptorFunc {
+// pageBound bounds the pages with payloads being built and encoded at once. Each holds up to
+// server.max_page_bytes of payloads, and encoding one takes about ten times that: 16 at once took
+// a server from 224 to 665 MB (issue 22, attack 7), and on this machine over 1 GB. A page's turn
+// starts before the handler and ends when its response has been encoded (boundCodec), which
+// connect does after the interceptors return.
+type pageBound struct {
+	n       int
+	sem     chan struct{}
+	pending sync.Map // response message → its release
+}
+
+func newPageBound(n int) *pageBound {
 	if n <= 0 {
 		n = DefaultMaxPayloadPages
 	}
-	sem := make(chan struct{}, n)
+	return &pageBound{n: n, sem: make(chan struct{}, n)}
+}
+
+// interceptor takes a turn for each request with include_payloads; pages without payloads are
+// not held back. The others wait their turn, within their deadline and payloadPageWait.
+func (b *pageBound) interceptor() connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if req.Spec().IsClient {
@@ -38,15 +55,50 @@ func payloadPageInterceptor(n int) connect.UnaryInterceptorFunc {
 			t := time.NewTimer(payloadPageWait)
 			defer t.Stop()
 			select {
-			case sem <- struct{}{}:
+			case b.sem <- struct{}{}:
 			case <-t.C:
 				return nil, connect.NewError(connect.CodeResourceExhausted,
-					fmt.Errorf("%d pages with payloads are being built on this server, the most at once; retry later or list without include_payloads", n))
+					fmt.Errorf("%d pages with payloads are being built on this server, the most at once; retry later or list without include_payloads", b.n))
 			case <-ctx.Done():
 				return nil, fmt.Errorf("waiting for a turn to build a page with payloads: %w", ctx.Err())
 			}
-			defer func() { <-sem }()
-			return next(ctx, req)
+			var once sync.Once
+			release := func() { once.Do(func() { <-b.sem }) }
+			resp, err := next(ctx, req)
+			if err != nil || resp == nil {
+				release()
+				return resp, err
+			}
+			b.pending.Store(resp.Any(), release)
+			time.AfterFunc(payloadPageHold, func() {
+				b.pending.Delete(resp.Any())
+				release()
+			})
+			return resp, nil
 		}
 	}
+}
+
+// codec wraps a server codec so that encoding a held page ends its turn.
+func (b *pageBound) codec(c connect.Codec) connect.Codec { return boundCodec{Codec: c, b: b} }
+
+type boundCodec struct {
+	connect.Codec
+	b *pageBound
+}
+
+func (c boundCodec) Marshal(msg any) ([]byte, error) {
+	out, err := c.Codec.Marshal(msg)
+	if r, ok := c.b.pending.LoadAndDelete(msg); ok {
+		r.(func())()
+	}
+	return out, err
+}
+
+// IsBinary forwards the wrapped codec's answer (connect base64s binary GET messages).
+func (c boundCodec) IsBinary() bool {
+	if b, ok := c.Codec.(interface{ IsBinary() bool }); ok {
+		return b.IsBinary()
+	}
+	return false
 }

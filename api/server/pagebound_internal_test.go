@@ -21,7 +21,8 @@ func TestPayloadPagesBounded(t *testing.T) {
 		<-release
 		return connect.NewResponse(&jqv1.ListJobsResponse{}), nil
 	}
-	h := payloadPageInterceptor(1)(next)
+	b := newPageBound(1)
+	h := b.interceptor()(next)
 	withPayloads := connect.NewRequest(&jqv1.ListJobsRequest{IncludePayloads: true})
 
 	first := make(chan error, 1)
@@ -39,4 +40,16 @@ func TestPayloadPagesBounded(t *testing.T) {
 	close(release)
 	require.NoError(t, <-plain)
 	require.NoError(t, <-first)
+	// The first page's turn lasts until its response is encoded.
+	select {
+	case b.sem <- struct{}{}:
+		t.Fatal("the turn ended before the response was encoded")
+	default:
+	}
+	var resp any
+	b.pending.Range(func(k, _ any) bool { resp = k; return false })
+	require.NotNil(t, resp)
+	_, err = b.codec(jsonCodec{name: "json"}).Marshal(resp)
+	require.NoError(t, err)
+	b.sem <- struct{}{} // free again
 }

@@ -148,14 +148,15 @@ func New(opts Options) http.Handler {
 		authOpts = []connect.HandlerOption{connect.WithInterceptors(opts.Auth.Interceptor())}
 		hopts = append(hopts, authOpts...) // before anything that reads the request
 	}
+	pages := newPageBound(opts.Limits.MaxPayloadPages)
 	hopts = append(hopts,
 		// The error log sees the principal (inside auth) and the final code (outside the mapper).
 		connect.WithInterceptors(errorLogInterceptor(opts.Log, opts.ErrorLog), errorInterceptor(opts.Log),
-			payloadPageInterceptor(opts.Limits.MaxPayloadPages)),
+			pages.interceptor()),
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
 		connect.WithCompressMinBytes(compressMinBytes))
-	hopts = append(hopts, codecs()...)
+	hopts = append(hopts, codecs(pages.codec)...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
 	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine)}

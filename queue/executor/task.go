@@ -333,6 +333,11 @@ func (e *Executor) outcome(t *task, res []byte, herr, cause error, timeout, runt
 		return rep, done
 	case errors.Is(cause, errCancelledByServer):
 		return fail(ReasonCancelled, "cancelled: "+herr.Error(), true)
+	case errors.Is(cause, errFenced) && e.stopping.Load():
+		// Stopping, and the server unreachable: a report would only hold up the exit by the
+		// flush timeout. Like a job cut off by the grace period, the reaper settles it.
+		done.Outcome = OutcomeAbandoned
+		return rep, done
 	case errors.Is(cause, errFenced):
 		// Retryable: if the server still counts the lease as this worker's, the job runs again;
 		// if it has moved on, the attempt fences this report off.
