@@ -201,7 +201,8 @@ func NewAPI(deps Deps) (*Listener, error) {
 	}
 	log.Info("api connection limits", zap.Uint64("fd_limit", fdLimit), zap.Int("api_max_connections", apiMax),
 		zap.Int("api_max_connections_per_source", cfg.GRPC.MaxConnectionsPerSource))
-	l := &Listener{srv: apiSrv, ln: limited, handler: api, tlsCfg: tlsCfg, tls: tlsCfg != nil, grace: cfg.Server.ShutdownGrace(), log: log}
+	// The console gets a copy taken before the API serves: serving configures (writes) the API's.
+	l := &Listener{srv: apiSrv, ln: limited, handler: api, tlsCfg: tlsCfg.Clone(), tls: tlsCfg != nil, grace: cfg.Server.ShutdownGrace(), log: log}
 	l.serving = func(ctx context.Context) {
 		if deps.Auth == nil && !config.IsLoopback(cfg.GRPC.Host) {
 			go warnInsecure(ctx, log, cfg.GRPC.Host)
