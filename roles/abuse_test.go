@@ -2,6 +2,8 @@ package roles_test
 
 // The abuse suite of issue 22 (`go tool task test-abuse`): each attack of the report re-run
 // against a real server process, asserting the bound it now meets. Figures: docs/security.md.
+// The tests do not run in parallel: each measures latency and memory, which another attack
+// running beside it on the same cores would distort.
 
 import (
 	"bytes"
@@ -154,7 +156,6 @@ func (p *prober) within(d time.Duration) (float64, int, time.Duration) {
 // (UNAUTHENTICATED before the body; INVALID_ARGUMENT after it) and the server's RSS stays
 // within 64 MiB of where it was.
 func TestAbuseMsgPackLengthBomb(t *testing.T) {
-	t.Parallel()
 	se, p := abuseServer(t)
 	body := []byte{0x81, 0xa4, 'j', 'o', 'b', 's', 0x91, 0x82, 0xa5, 'q', 'u', 'e', 'u', 'e', 0xa1, 'q',
 		0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd', 0xc6, 0xff, 0xff, 0xff, 0xf0}
@@ -182,7 +183,6 @@ func TestAbuseMsgPackLengthBomb(t *testing.T) {
 // millisecond of CPU, and is counted in jq_auth_denied_total. A legitimate client's probes are
 // answered meanwhile.
 func TestAbuseAnonymousBodies(t *testing.T) {
-	t.Parallel()
 	// The suite's own refusals must not hit the per-source refusal limit: it is tested elsewhere.
 	se, p := abuseServer(t, "JQ_AUTH_REFUSAL_RATE_PER_SOURCE=0")
 	big := []byte(`{"jobs":[{"queue":"q","payload":"` + strings.Repeat("A", 4<<20) + `"}]}`)
@@ -248,7 +248,6 @@ func TestAbuseAnonymousBodies(t *testing.T) {
 // per-source caps, its descriptor count stays bounded, and a legitimate client on another
 // address gets its probes and /readyz answered meanwhile.
 func TestAbuseIdleConnections(t *testing.T) {
-	t.Parallel()
 	se, p := abuseServer(t, "JQ_GRPC_MAX_CONNECTIONS_PER_SOURCE=64")
 	pid := p.cmd.Process.Pid
 	fd0 := procFDs(t, pid)
@@ -307,7 +306,6 @@ func TestAbuseIdleConnections(t *testing.T) {
 // and the server's RSS growth stays under 1 GiB (a regression guard: encoding a page still costs
 // about ten times its size, so the figure is ~600 MiB on this machine; docs/security.md).
 func TestAbusePayloadPages(t *testing.T) {
-	t.Parallel()
 	se, p := abuseServer(t)
 	pid := p.cmd.Process.Pid
 	cl := h2cClient()

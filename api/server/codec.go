@@ -29,6 +29,7 @@ type jsonCodec struct{ name string }
 // with, and the MessagePack codec (application/msgpack), each wrapped by wrap.
 func codecs(wrap func(connect.Codec) connect.Codec) []connect.HandlerOption {
 	return []connect.HandlerOption{
+		connect.WithCodec(wrap(protoCodec{})),
 		connect.WithCodec(wrap(jsonCodec{name: "json"})),
 		connect.WithCodec(wrap(jsonCodec{name: "json; charset=utf-8"})),
 		connect.WithCodec(wrap(codec.MsgPack{})),

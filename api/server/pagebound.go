@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 )
 
 // DefaultMaxPayloadPages is how many pages carrying payloads (ListJobs or PeekQueue with
@@ -15,10 +16,6 @@ const DefaultMaxPayloadPages = 4
 
 // payloadPageWait is how long a page with payloads waits for its turn before RESOURCE_EXHAUSTED.
 const payloadPageWait = 10 * time.Second
-
-// payloadPageHold bounds how long a page's turn lasts once built, should its encoding never come
-// (a turn must not leak).
-const payloadPageHold = 30 * time.Second
 
 // payloadCarrier is a request that may ask for payloads in its page.
 type payloadCarrier interface{ GetIncludePayloads() bool }
@@ -70,7 +67,8 @@ func (b *pageBound) interceptor() connect.UnaryInterceptorFunc {
 				return resp, err
 			}
 			b.pending.Store(resp.Any(), release)
-			time.AfterFunc(payloadPageHold, func() {
+			// Should no wrapped codec encode it, the turn ends with the request.
+			context.AfterFunc(ctx, func() {
 				b.pending.Delete(resp.Any())
 				release()
 			})
@@ -93,6 +91,29 @@ func (c boundCodec) Marshal(msg any) ([]byte, error) {
 		r.(func())()
 	}
 	return out, err
+}
+
+// protoCodec is connect's binary protobuf codec (application/proto, gRPC), here so that it can be
+// wrapped like the others.
+type protoCodec struct{}
+
+func (protoCodec) Name() string   { return "proto" }
+func (protoCodec) IsBinary() bool { return true }
+
+func (protoCodec) Marshal(msg any) ([]byte, error) {
+	m, ok := msg.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a protobuf message", msg)
+	}
+	return proto.Marshal(m)
+}
+
+func (protoCodec) Unmarshal(data []byte, msg any) error {
+	m, ok := msg.(proto.Message)
+	if !ok {
+		return fmt.Errorf("%T is not a protobuf message", msg)
+	}
+	return proto.Unmarshal(data, m)
 }
 
 // IsBinary forwards the wrapped codec's answer (connect base64s binary GET messages).
