@@ -62,7 +62,9 @@ func preflight(args []string, environ []string, getenv func(string) string, stdi
 	if first == "" || adminCommands[first] || first == healthcheck.Command {
 		return args, 0, false
 	}
-	if role, err := roleFromArgs(args, getenv); err == nil && role != RoleAdmin {
+	// Only a first word that leads the line, with no role given: `jq jbo list`. Elsewhere the word
+	// may be a flag's value (--worker-id w1), which kong judges with the role's whole grammar.
+	if args[0] == first && getenv("JQ_ROLE") == "" {
 		// Only the admin grammar has commands; any other role would say "unexpected argument".
 		msg := fmt.Sprintf("jq: unknown command %q", first)
 		if s := closest(first, operatorCommandNames()); s != "" {
