@@ -59,7 +59,7 @@ func preflight(args []string, environ []string, getenv func(string) string, stdi
 		args = append(slices.Delete(slices.Clone(args), at, at+1), "--help")
 		first, _ = firstArgAt(args)
 	}
-	if first == "" || adminCommands[first] || first == healthcheck.Command {
+	if first == "" || adminCommands[first] || first == healthcheck.Command || looksLikeJSONFilter(first) {
 		return args, 0, false
 	}
 	// Only a first word that leads the line, with no role given: `jq jbo list`. Elsewhere the word
