@@ -440,13 +440,14 @@ func TestAdminFirstHourE2E(t *testing.T) {
 	q := a.json([]string{"queue"}, "queue", "create", "first", "--ttl", "600", "--max-retries", "0", "--backoff-base", "1")
 	require.Equal(t, "600s", q["queue"].(map[string]any)["ttl"])
 
-	// job wait: 0 when DONE, 1 when dead-lettered, 1 when still running at --timeout, 3 when unknown.
+	// job wait: 0 when DONE, 1 when dead-lettered, 1 when still running at --wait-timeout (not
+	// --timeout, the deadline of each request), 3 when unknown.
 	done := a.submit("--queue", "first", "--type", "sleep", "--payload", `{"ms":50}`)
 	require.Contains(t, a.ok("job", "wait", done, "--timeout", "30s"), "DONE")
 	bad := a.submit("--queue", "first", "--type", "sleep", "--payload", `{"fail":true}`)
 	a.fails(1, "DEAD_LETTERED", "job", "wait", bad, "--timeout", "30s")
 	slow := a.submit("--queue", "first", "--type", "sleep", "--payload", `{"ms":60000}`)
-	a.fails(1, "after 500ms (--timeout)", "job", "wait", slow, "--timeout", "500ms")
+	a.fails(1, "after 500ms (--wait-timeout)", "job", "wait", slow, "--wait-timeout", "500ms")
 	a.fails(3, "not found", "job", "wait", "00000000-0000-4000-8000-000000000000")
 	_ = a.ok("job", "cancel", slow)
 

@@ -59,10 +59,12 @@ func preflight(args []string, environ []string, getenv func(string) string, stdi
 		args = append(slices.Delete(slices.Clone(args), at, at+1), "--help")
 		first, _ = firstArgAt(args)
 	}
-	if first == "" || adminCommands[first] || first == healthcheck.Command {
+	if first == "" || adminCommands[first] || first == healthcheck.Command || looksLikeJSONFilter(first) {
 		return args, 0, false
 	}
-	if role, err := roleFromArgs(args, getenv); err == nil && role != Admin {
+	// Only a first word that leads the line, with no role given: `jq jbo list`. Elsewhere the word
+	// may be a flag's value (--worker-id w1), which kong judges with the role's whole grammar.
+	if args[0] == first && getenv("JQ_ROLE") == "" {
 		// Only the admin grammar has commands; any other role would say "unexpected argument".
 		msg := fmt.Sprintf("jq: unknown command %q", first)
 		if s := closest(first, operatorCommandNames()); s != "" {

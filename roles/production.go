@@ -39,8 +39,8 @@ func production(role Name, cfg *config.Config) bool {
 		case Worker:
 			hosts = append(hosts, c.Worker.BindHost) // health and metrics
 		case Producer:
-			// Its metrics listener exists only in watch mode with a port.
-			if !c.Producer.Once && c.Producer.MetricsPort != 0 && c.Metrics.Enabled {
+			// Its metrics listener exists only when it scans, in watch mode, with a port.
+			if c.Producer.ScanDir != "" && !c.Producer.Once && c.Producer.MetricsPort != 0 && c.Metrics.Enabled {
 				hosts = append(hosts, c.Producer.BindHost)
 			}
 		}

@@ -236,3 +236,20 @@ func TestReasonCellShowsSeedNames(t *testing.T) {
 	require.Equal(t, "-", reasonCell(""))
 	require.Equal(t, `x\n`, reasonCell("x\n"), "escaped like every cell")
 }
+
+// job status shows the labels; job logs does not pin an operator's retry on the last worker.
+func TestJobStatusLabelsAndLogsWorker(t *testing.T) {
+	t.Parallel()
+	re := &runEnv{now: time.Now, globals: &Globals{ServerAddr: "h:1"}}
+	var out strings.Builder
+	require.NoError(t, re.jobTable(&out, &jqv1.Job{Id: "j", Labels: map[string]string{"team": "ops", "env": "prod"}}))
+	require.Regexp(t, `(?m)^LABELS\s+env=prod,team=ops$`, out.String())
+	out.Reset()
+	require.NoError(t, re.jobTable(&out, &jqv1.Job{Id: "j"}))
+	require.Regexp(t, `(?m)^LABELS\s+-$`, out.String())
+
+	require.Empty(t, eventWorker(&jqv1.JobEvent{Reason: "manual_retry", WorkerId: "w-old",
+		FromState: jqv1.JobState_JOB_STATE_DEAD_LETTERED, ToState: jqv1.JobState_JOB_STATE_PENDING}))
+	require.Equal(t, "w-1", eventWorker(&jqv1.JobEvent{Reason: "completed", WorkerId: "w-1",
+		FromState: jqv1.JobState_JOB_STATE_RUNNING, ToState: jqv1.JobState_JOB_STATE_DONE}))
+}

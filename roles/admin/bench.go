@@ -81,7 +81,13 @@ func (c *BenchCmd) Run(re *runEnv) error {
 	rep := &BenchReport{RunID: newRunID(), Queue: c.Queue, Type: c.Type, Jobs: total, Clients: c.Concurrency,
 		Batch: c.Batch, OfferedRate: c.Rate, PayloadBytes: c.PayloadSize, WaitedForWorkers: !c.NoWait}
 
-	rpcLat, submitDur, errs := c.submit(re.ctx, cl, rep.RunID, total, re.globals.Timeout)
+	var submitted atomic.Int64
+	start := re.now()
+	progress := startLiveLine(re, 500*time.Millisecond, func() string {
+		return fmt.Sprintf("bench: submitted %d/%d jobs, %s", submitted.Load(), total, re.now().Sub(start).Truncate(100*time.Millisecond))
+	})
+	rpcLat, submitDur, errs := c.submit(re.ctx, cl, rep.RunID, total, re.globals.Timeout, &submitted)
+	progress.stop()
 	rep.SubmitErrors = errs
 	rep.SubmitSeconds = submitDur.Seconds()
 	rep.SubmitPerSec = float64(total-int(errs)) / submitDur.Seconds()
@@ -90,7 +96,13 @@ func (c *BenchCmd) Run(re *runEnv) error {
 		fmt.Fprintf(re.Stderr, "bench: %d submits failed\n", errs)
 	}
 	if !c.NoWait {
-		if err := c.collect(re.ctx, cl, rep); err != nil {
+		start := re.now()
+		progress := startLiveLine(re, 500*time.Millisecond, func() string {
+			return fmt.Sprintf("bench: %d jobs submitted; waiting for the workers to finish them, %s", total-int(errs), re.now().Sub(start).Truncate(100*time.Millisecond))
+		})
+		err := c.collect(re.ctx, cl, rep)
+		progress.stop()
+		if err != nil {
 			return err
 		}
 	}
@@ -105,7 +117,7 @@ func newRunID() string {
 
 // submit offers total jobs from c.Concurrency clients, as fast as possible or
 // at c.Rate jobs/s, and returns the per-RPC latencies.
-func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, total int, timeout time.Duration) ([]time.Duration, time.Duration, int64) {
+func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, total int, timeout time.Duration, submitted *atomic.Int64) ([]time.Duration, time.Duration, int64) {
 	job := client.Job{Queue: c.Queue, Type: c.Type, Payload: benchPayload(c.Type, c.PayloadSize)}
 	opts := []client.Option{client.Labels(map[string]string{"bench_run": runID}), client.Timeout(time.Minute)}
 	var next atomic.Int64
@@ -146,6 +158,7 @@ func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, 
 				}
 				cancel()
 				mine = append(mine, time.Since(t0))
+				submitted.Add(int64(n))
 				if err != nil {
 					errs.Add(int64(n))
 				}

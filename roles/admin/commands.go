@@ -45,7 +45,7 @@ type JobCmd struct {
 	Retry  JobRetryCmd  `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
 	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue and state; prints a --page-token hint on stderr when more remain."`
 	Logs   JobLogsCmd   `cmd:"" help:"The job's state transitions in order, with time and reason."`
-	Wait   JobWaitCmd   `cmd:"" help:"Wait until a job ends (DONE or DEAD_LETTERED), at most --timeout (e.g. --timeout 5m): prints its final state; exit 0 when DONE, 1 when dead-lettered (cancelled included) or still running at the deadline, 3 when there is no such job."`
+	Wait   JobWaitCmd   `cmd:"" help:"Wait until a job ends (DONE or DEAD_LETTERED), without a deadline unless --wait-timeout (e.g. --wait-timeout 5m), following the server's WatchJob stream with a live status line on a terminal: prints its final state; exit 0 when DONE, 1 when dead-lettered (cancelled included) or still running at the deadline, 3 when there is no such job."`
 	Result JobResultCmd `cmd:"" help:"Print a job's result: a success's bytes exactly as reported on stdout (exit 0); a failure's reason and message as one line on stderr (exit 1); one line saying why when there is none: not finished, not kept, consumed or past the queue's result retention (exit 1); exit 3 when there is no such job. -o json prints the whole answer."`
 }
 
@@ -63,12 +63,14 @@ type JobSubmitCmd struct {
 	IdempotencyKey string            `help:"Submitting the same key and spec again returns the first job."`
 	Label          map[string]string `help:"Label k=v (repeatable)." mapsep:"none"`
 	KeepResult     bool              `help:"Keep the result until fetched."`
-	Wait           bool              `help:"Wait until the job ends, as job wait does (--timeout bounds the wait): prints its id and final state; exit 0 when DONE, 1 otherwise."`
+	Wait           bool              `help:"Wait until the job ends, as job wait does: prints its id and final state; exit 0 when DONE, 1 otherwise. No deadline unless --wait-timeout; a live status line on a terminal."`
+	WaitTimeout    time.Duration     `help:"With --wait, give up after this long (exit 1); default: wait until the job ends."`
 }
 
 // JobWaitCmd is `job wait`.
 type JobWaitCmd struct {
-	ID string `arg:"" help:"Job id."`
+	ID          string        `arg:"" help:"Job id."`
+	WaitTimeout time.Duration `help:"Give up after this long (exit 1); default: wait until the job ends."`
 }
 
 // JobResultCmd is `job result`.
@@ -168,7 +170,9 @@ type WorkerDrainCmd struct {
 
 // WorkerShutdownCmd is `worker shutdown`.
 type WorkerShutdownCmd struct {
-	ID string `arg:"" help:"Worker id."`
+	ID          string        `arg:"" help:"Worker id."`
+	Wait        bool          `help:"Wait until the worker has finished its jobs and gone OFFLINE (a live status line on a terminal); no deadline unless --wait-timeout."`
+	WaitTimeout time.Duration `help:"With --wait, give up after this long (exit 1)."`
 }
 
 // StatusCmd is `status`.

@@ -4,13 +4,14 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
-	"github.com/jq-dev/jq/internal/ctxtime"
+	"github.com/jq-dev/jq/queue"
 )
 
 // followPostgres polls the API for new events every --interval (see Help for what it can see).
@@ -22,6 +23,22 @@ func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
 		return err
 	}
 	p := newPoller(cl.API().Jobs, c.Queue, c.Job, re.globals.Timeout)
+	// With --job the server's WatchJob stream says when the job changed: poll then, not only every
+	// --interval (which stays as the fallback).
+	wake := make(chan struct{}, 1)
+	if c.Job != "" {
+		wctx, stop := context.WithCancel(re.ctx)
+		var wg sync.WaitGroup
+		defer func() { stop(); wg.Wait() }()
+		wg.Go(func() {
+			_, _ = cl.Watch(wctx, c.Job, func(*queue.Job) {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			})
+		})
+	}
 	failing := false
 	for first := true; ; first = false {
 		evs, err := p.poll(re.ctx)
@@ -52,8 +69,14 @@ func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
 			}
 			failing = false
 		}
-		if !ctxtime.Sleep(re.ctx, c.Interval) {
+		t := time.NewTimer(c.Interval)
+		select {
+		case <-re.ctx.Done():
+			t.Stop()
 			return nil
+		case <-wake:
+			t.Stop()
+		case <-t.C:
 		}
 	}
 }

@@ -6,17 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
-
-	"connectrpc.com/connect"
 
 	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
 )
 
 // maxPageSize is ListJobs' largest page.
@@ -40,7 +41,7 @@ func (c *JobSubmitCmd) Run(re *runEnv) error {
 		return failed(named(err, "queue", c.Queue), "cannot submit to queue %q", c.Queue)
 	}
 	if c.Wait {
-		return waitJob(re, sub.ID)
+		return waitJob(re, sub.ID, c.WaitTimeout)
 	}
 	// Submitted is SubmitJobResponse field for field.
 	return re.printMessage(&jqv1.SubmitJobResponse{JobId: sub.ID, Existing: sub.Existing}, func(w io.Writer) error {
@@ -50,20 +51,29 @@ func (c *JobSubmitCmd) Run(re *runEnv) error {
 }
 
 // Run waits for the job's end.
-func (c *JobWaitCmd) Run(re *runEnv) error { return waitJob(re, c.ID) }
+func (c *JobWaitCmd) Run(re *runEnv) error { return waitJob(re, c.ID, c.WaitTimeout) }
 
-// waitJob waits (client.Wait: polling 50 ms, doubling to 1 s) until the job is DONE or
-// DEAD_LETTERED, for at most the command's --timeout, and prints it: its id and state (the whole
-// job with -o json|yaml). A job that did not end well is an error (exit 1) naming its state and
-// reason.
-func waitJob(re *runEnv, id string) error {
-	j, err := onJob(re, (*client.Client).Wait, id)
+// waitJob follows the job (client.Watch: the server's WatchJob stream) until it is DONE or
+// DEAD_LETTERED — without a deadline unless --wait-timeout gives one; --timeout bounds each
+// request, not the wait — and prints it: its id and state (the whole job with -o json|yaml). On
+// a terminal, stderr shows a live status line meanwhile. A job that did not end well is an error
+// (exit 1) naming its state and reason.
+func waitJob(re *runEnv, id string, limit time.Duration) error {
+	cl, err := re.Client()
 	if err != nil {
-		var ce *connect.Error
-		if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &ce) {
-			// The deadline passed between polls; one that cut a call short, or came after the
-			// server stopped answering, is reported as that call's failure.
-			return fmt.Errorf("job %s has not ended after %v (--timeout)", id, re.globals.Timeout)
+		return err
+	}
+	ctx, cancel := re.ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		ctx, cancel = context.WithTimeout(re.ctx, limit)
+	}
+	defer cancel()
+	status := newWaitStatus(re, id)
+	j, err := cl.Watch(ctx, id, status.update)
+	status.stop()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && re.ctx.Err() == nil {
+			return fmt.Errorf("job %s has not ended after %v (--wait-timeout)%s", id, limit, status.hint())
 		}
 		return named(err, "job", id)
 	}
@@ -182,6 +192,7 @@ func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
 	row("PRIORITY", fmt.Sprint(j.GetPriority()))
 	row("RETRIES", fmt.Sprintf("%d of %d", j.GetRetryCount(), j.GetMaxRetries()))
 	row("ATTEMPT", fmt.Sprint(j.GetAttempt()))
+	row("LABELS", labelsText(j.GetLabels()))
 	row("PAYLOAD", bytesText(j.GetPayload()))
 	switch {
 	case j.GetResult() != nil:
@@ -312,8 +323,30 @@ func (c *JobLogsCmd) Run(re *runEnv) error {
 				from = stateName(e.GetFromState())
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", e.GetSeq(), re.when(e.GetTimestamp()), from, re.state(e.GetToState()),
-				reasonCell(e.GetReason()), dash(e.GetWorkerId()), e.GetAttempt())
+				reasonCell(e.GetReason()), dash(eventWorker(e)), e.GetAttempt())
 		}
 		return tw.Flush()
 	})
+}
+
+// eventWorker is the worker a transition belongs to. An event row carries the job's worker_id as
+// it was at the transition, so an operator's retry would show the previous attempt's worker,
+// which had no part in it.
+func eventWorker(e *jqv1.JobEvent) string {
+	if e.GetReason() == store.ReasonManualRetry {
+		return ""
+	}
+	return e.GetWorkerId()
+}
+
+// labelsText is a job's labels as k=v pairs in key order, "-" when it has none.
+func labelsText(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		parts = append(parts, cell(k)+"="+cell(labels[k]))
+	}
+	return strings.Join(parts, ",")
 }

@@ -30,8 +30,15 @@ func (c *JobResultCmd) Run(re *runEnv) error {
 			_, err := fmt.Fprintln(w, bytesText(data))
 			return err
 		}
-		_, err := w.Write(data)
-		return err
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+		if term.IsTerminal(w) && len(data) > 0 && data[len(data)-1] != '\n' {
+			// Ends the line for the prompt; a pipe or file gets the bytes exactly.
+			_, err := io.WriteString(w, "\n")
+			return err
+		}
+		return nil
 	}); err != nil {
 		return err
 	}

@@ -159,7 +159,7 @@ func (re *runEnv) Client() (*client.Client, error) {
 	return c, nil
 }
 
-// callCtx bounds one request, or a job wait, by --timeout (NFR-004).
+// callCtx bounds one request by --timeout (NFR-004); a job wait has --wait-timeout instead.
 func (re *runEnv) callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(re.ctx, re.globals.Timeout)
 }

@@ -1,12 +1,16 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"time"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/internal/term"
 )
 
 // Run lists the workers: id, host, status, concurrency, running jobs, queues,
@@ -77,10 +81,67 @@ func (c *WorkerShutdownCmd) Run(re *runEnv) error {
 	if err != nil {
 		return failed(named(err, "worker", c.ID), "cannot shut down worker %q", c.ID)
 	}
+	if c.Wait {
+		return waitWorkerGone(re, c.ID, c.WaitTimeout)
+	}
 	return re.printMessage(resp, func(w io.Writer) error {
 		wk := resp.GetWorker()
 		_, err := fmt.Fprintf(w, "worker %s is %s: it finishes its %d running jobs, deregisters and exits\n",
 			cell(wk.GetId()), re.workerStatus(wk.GetStatus()), wk.GetRunningJobs())
 		return err
 	})
+}
+
+// workerPoll is how often `worker shutdown --wait` reads the worker list: the API has no worker
+// event stream.
+const workerPoll = 250 * time.Millisecond
+
+// waitWorkerGone polls the worker until it is OFFLINE (deregistered) or no longer listed, then
+// prints its last record.
+func waitWorkerGone(re *runEnv, id string, limit time.Duration) error {
+	ctx, cancel := re.ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		ctx, cancel = context.WithTimeout(re.ctx, limit)
+	}
+	defer cancel()
+	live := term.IsTerminal(re.Stderr)
+	start := re.now()
+	t := time.NewTicker(workerPoll)
+	defer t.Stop()
+	var last *jqv1.Worker
+	for {
+		resp, err := call(re, jqv1connect.WorkerServiceClient.ListWorkers, &jqv1.ListWorkersRequest{})
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(resp.GetWorkers(), func(w *jqv1.Worker) bool { return w.GetId() == id })
+		if i < 0 || resp.GetWorkers()[i].GetStatus() == jqv1.WorkerStatus_WORKER_STATUS_OFFLINE {
+			if live {
+				fmt.Fprint(re.Stderr, "\r\x1b[K")
+			}
+			_, err := fmt.Fprintf(re.Stdout, "worker %s is OFFLINE: it finished its jobs and deregistered\n", cell(id))
+			return err
+		}
+		last = resp.GetWorkers()[i]
+		if live {
+			fmt.Fprintf(re.Stderr, "\r\x1b[Kworker %s: %s, %d running, %s", cell(id), stateWord(last.GetStatus()),
+				last.GetRunningJobs(), re.now().Sub(start).Truncate(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			if live {
+				fmt.Fprint(re.Stderr, "\r\x1b[K")
+			}
+			if re.ctx.Err() == nil {
+				return fmt.Errorf("worker %s is still %s with %d running jobs after %v (--wait-timeout)",
+					id, stateWord(last.GetStatus()), last.GetRunningJobs(), limit)
+			}
+			return re.ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func stateWord(s jqv1.WorkerStatus) string {
+	return strings.TrimPrefix(s.String(), "WORKER_STATUS_")
 }
