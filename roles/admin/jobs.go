@@ -17,7 +17,6 @@ import (
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/queue"
-	"github.com/jq-dev/jq/store"
 )
 
 // maxPageSize is ListJobs' largest page.
@@ -333,7 +332,7 @@ func (c *JobLogsCmd) Run(re *runEnv) error {
 // it was at the transition, so an operator's retry would show the previous attempt's worker,
 // which had no part in it.
 func eventWorker(e *jqv1.JobEvent) string {
-	if e.GetReason() == store.ReasonManualRetry {
+	if e.GetReason() == queue.ReasonManualRetry {
 		return ""
 	}
 	return e.GetWorkerId()
