@@ -46,11 +46,11 @@ func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
 			out.print(e)
 		}
 		if err == nil && re.ctx.Err() != nil {
-			return nil //nolint:nilerr // the followed job ended
+			return nil
 		}
 		switch {
 		case err != nil && re.ctx.Err() != nil:
-			return nil //nolint:nilerr // the followed job ended; its error is the cancellation
+			return nil
 		case err != nil && first && c.Job != "":
 			return named(err, "job", c.Job)
 		case err != nil && first:
