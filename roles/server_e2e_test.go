@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -66,10 +67,22 @@ var (
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := ln.Addr().(*net.TCPAddr).Port
+	// Below the kernel's ephemeral range (32768–60999 by default), from which ":0" listeners and
+	// every outgoing connection (to Postgres, Redis, the servers under test) take their ports: a
+	// port picked there can be taken by a client socket before the process under test binds it.
+	const lo, hi = 20000, 32000
+	for range 10000 {
+		port := lo + rand.IntN(hi-lo)
+		portsMu.Lock()
+		given := portsGiven[port]
+		portsMu.Unlock()
+		if given {
+			continue
+		}
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port)) // every interface, as the processes bind
+		if err != nil {
+			continue
+		}
 		require.NoError(t, ln.Close())
 		portsMu.Lock()
 		fresh := !portsGiven[port]
@@ -79,6 +92,8 @@ func freePort(t *testing.T) int {
 			return port
 		}
 	}
+	t.Fatal("no free port below the ephemeral range")
+	return 0
 }
 
 // jqProcess is a running jq binary whose stdout lines are collected.
