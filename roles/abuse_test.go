@@ -1,6 +1,6 @@
 package roles_test
 
-// The abuse suite of issue 22 (`go tool task test-abuse`): each attack of the report re-run
+// The abuse suite of issue 22 (`go tool -modfile=tools/go.mod task test-abuse`): each attack of the report re-run
 // against a real server process, asserting the bound it now meets. Figures: docs/security.md.
 // The tests do not run in parallel: each measures latency and memory, which another attack
 // running beside it on the same cores would distort.
