@@ -51,6 +51,7 @@ type pendingItem[T any] struct {
 	item     T
 	deadline time.Time
 	single   bool // send alone: its batch was rejected as invalid
+	resent   bool // an earlier call carrying it failed on the way: it may have been applied
 }
 
 func (b *batcher[T]) init() {
@@ -139,6 +140,9 @@ func (b *batcher[T]) sendBatch(ctx context.Context, batch []pendingItem[T], bo *
 	d := bo.next()
 	b.log.Warn("call failed; retrying",
 		zap.String("call", b.name), zap.Int("items", len(batch)), zap.Duration("backoff", d), zap.Error(err))
+	for i := range batch {
+		batch[i].resent = true
+	}
 	b.requeue(batch)
 	return ctxtime.Sleep(ctx, d)
 }
@@ -154,7 +158,9 @@ func (b *batcher[T]) finishBatch(batch []pendingItem[T], res []LeaseResult) {
 	}
 	if inOrder {
 		for i, p := range batch {
-			b.done(p.item, res[i], nil)
+			r := res[i]
+			r.Redelivered = p.resent
+			b.done(p.item, r, nil)
 		}
 	} else {
 		byID := make(map[string]LeaseResult, len(res))
@@ -163,6 +169,7 @@ func (b *batcher[T]) finishBatch(batch []pendingItem[T], res []LeaseResult) {
 		}
 		for _, p := range batch {
 			if r, ok := byID[b.jobID(p.item)]; ok {
+				r.Redelivered = p.resent
 				b.done(p.item, r, nil)
 				continue
 			}

@@ -150,6 +150,9 @@ type LeaseResult struct {
 	JobID string
 	OK    bool
 	Error string
+	// Redelivered is the executor's, not the server's: the item went out again after a call that
+	// failed on the way, which may have reached the server and been applied.
+	Redelivered bool
 }
 
 // HeartbeatParams report liveness and every held lease.

@@ -127,14 +127,17 @@ type Stats struct {
 	AcksRejected    int64 // assignments the server refused at ack (or that could not be acked in time)
 	LateAssignments int64 // assignments received at or after their ack deadline (late, or clocks skewed)
 	ReportsRejected int64 // reports the server refused (stale attempt)
-	ReportsLost     int64 // reports given up undelivered
-	ProtocolErrors  int64 // assignments beyond the worker's concurrency
-	Fenced          int64 // jobs cancelled because the lease was not renewed in time (fence.go)
-	AckCalls        int64
-	ReportCalls     int64
-	Running         int // handlers running now
-	Held            int // leases held now (received, not yet reported)
-	MaxRunning      int // the most handlers ever running at once
+	// ReportsSettled are reports sent again after a call that failed on the way, which the server
+	// then found already settled: the lost call most likely applied them.
+	ReportsSettled int64
+	ReportsLost    int64 // reports given up undelivered
+	ProtocolErrors int64 // assignments beyond the worker's concurrency
+	Fenced         int64 // jobs cancelled because the lease was not renewed in time (fence.go)
+	AckCalls       int64
+	ReportCalls    int64
+	Running        int // handlers running now
+	Held           int // leases held now (received, not yet reported)
+	MaxRunning     int // the most handlers ever running at once
 }
 
 // Executor is the worker runtime: it registers, receives assignments, runs
@@ -180,6 +183,7 @@ type Executor struct {
 
 	received, started, succeeded, failed, abandoned  atomic.Int64
 	acksRejected, late, reportsRejected, reportsLost atomic.Int64
+	reportsSettled                                   atomic.Int64
 	protocolErrors, fenced                           atomic.Int64
 	running, maxRunning                              atomic.Int64
 }
@@ -332,6 +336,7 @@ func (e *Executor) Stats() Stats {
 		AcksRejected:    e.acksRejected.Load(),
 		LateAssignments: e.late.Load(),
 		ReportsRejected: e.reportsRejected.Load(),
+		ReportsSettled:  e.reportsSettled.Load(),
 		ReportsLost:     e.reportsLost.Load(),
 		ProtocolErrors:  e.protocolErrors.Load(),
 		AckCalls:        e.acks.calls.Load(),

@@ -616,3 +616,21 @@ func TestPrefetch(t *testing.T) {
 	require.Equal(t, 2, b.exec.Stats().MaxRunning, "never more than the concurrency at once")
 	require.Zero(t, b.exec.Stats().ProtocolErrors)
 }
+
+// TestRedeliveredReportSettled: a report whose first call was applied but answered with a transport
+// error goes out again and is refused as stale; that is its own earlier delivery, not a rejection,
+// and is counted (and logged) as settled.
+func TestRedeliveredReportSettled(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.mux.RegisterFunc("noop", func(context.Context, *queue.Job) ([]byte, error) { return nil, nil })
+	b.srv.LoseReportAnswers(1)
+	b.start(t)
+	j := newJob("noop", "")
+	b.srv.Submit(j)
+	eventually(t, 5*time.Second, func() bool { return b.exec.Stats().ReportsSettled == 1 })
+	require.Len(t, b.srv.ReportsFor(j.ID), 2, "the report went out twice")
+	require.Equal(t, executortest.Done, b.srv.JobState(j.ID))
+	require.Zero(t, b.exec.Stats().ReportsRejected)
+	require.Zero(t, b.exec.Stats().ReportsLost)
+}

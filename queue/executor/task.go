@@ -385,6 +385,11 @@ func (e *Executor) reportDone(it reportItem, res LeaseResult, err error) {
 		e.reportsLost.Add(1)
 		log.Error("report not delivered; the server's reaper will settle the job",
 			zap.Bool("success", it.rep.Success), zap.Error(err))
+	case !res.OK && res.Redelivered:
+		// The first delivery's answer was lost, not (most likely) the report: not a rejection.
+		e.reportsSettled.Add(1)
+		log.Debug("report already settled: an earlier delivery whose answer was lost applied it",
+			zap.String("reason", res.Error))
 	case !res.OK:
 		e.reportsRejected.Add(1)
 		log.Info("report rejected by the server; dropping it", zap.String("reason", res.Error))

@@ -87,6 +87,7 @@ type Server struct {
 	heartbeats  [][]executor.Lease
 	calls       map[Method]int
 	faults      map[Method][]error
+	lostReports int // report calls still to process and then answer as unreachable
 	command     executor.Command
 	cancelIDs   []string
 	reportHook  func(executor.Report) (ok bool, reason string)
@@ -136,6 +137,15 @@ func (s *Server) Fail(m Method, errs ...error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[m] = append(s.faults[m], errs...)
+}
+
+// LoseReportAnswers makes the next n Report calls apply their reports and then fail as if the
+// answer was lost on the way back (executor.ErrUnreachable): the worker cannot tell them from calls
+// that never arrived, and sends the reports again.
+func (s *Server) LoseReportAnswers(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lostReports += n
 }
 
 // OnReport decides the verdict of each report (default: the contract's).
@@ -483,6 +493,10 @@ func (s *Server) Report(ctx context.Context, p executor.ReportParams) ([]executo
 		}
 	}
 	s.notifyLocked()
+	if s.lostReports > 0 {
+		s.lostReports--
+		return nil, fmt.Errorf("%w: the answer was lost", executor.ErrUnreachable)
+	}
 	return out, nil
 }
 
