@@ -141,7 +141,7 @@ func (e *Engine) WorkerRegister(ctx context.Context, p store.WorkerRegisterParam
 // HeartbeatAnswer is what a worker's heartbeat is told.
 type HeartbeatAnswer struct {
 	Worker *queue.Worker
-	// Command is the operator's word for the worker: WorkerDraining (drain), or shutdown.
+	// Drain and Shutdown are the operator's word for the worker (shutdown wins).
 	Drain, Shutdown bool
 	// Cancel lists the held jobs the worker must stop: cancelled, or no longer its own.
 	Cancel []string

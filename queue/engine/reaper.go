@@ -141,9 +141,9 @@ func (e *Engine) reap(ctx context.Context, st *reaperState, now time.Time) error
 // failOverdue fails the attempts whose assignment or execution timed out or whose worker is lost.
 func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 	for range reaperMaxRounds {
-		now := e.now()
+		now, dl := e.now(), e.deadlines()
 		candidates, err := e.opts.Store.JobOverdue(ctx, store.JobOverdueParams{
-			Deadlines: e.deadlines(), Now: now, WorkersLost: workersLost, Limit: reaperBatch,
+			Deadlines: dl, Now: now, WorkersLost: workersLost, Limit: reaperBatch,
 		})
 		if err != nil || len(candidates) == 0 {
 			return err
@@ -152,7 +152,7 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 		fails := make([]store.JobFailParams, 0, len(candidates))
 		for _, o := range candidates {
 			j := queue.Job{State: o.State, UpdatedAt: o.UpdatedAt, StartedAt: o.StartedAt, Timeout: o.Timeout}
-			reason, ok := e.deadlines().Overdue(&j, o.WorkerLost, now)
+			reason, ok := dl.Overdue(&j, o.WorkerLost, now)
 			if !ok {
 				continue
 			}

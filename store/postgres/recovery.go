@@ -78,10 +78,10 @@ events AS (
 	// are the locked ones. The decision is made in Go between this statement and the next, in the
 	// same transaction.
 	sqlJobFailedLock = `-- name: job_failed_lock
-SELECT j.id::text, j.attempt, j.retry_count, j.max_retries, j.no_retry, j.cancel_requested,
+SELECT j.id::text, j.retry_count, j.max_retries, j.no_retry, j.cancel_requested,
        j.retry_after_ms, j.ttl_ms, coalesce(q.backoff_base_ms, 0), coalesce(q.backoff_max_ms, 0), j.failure_reason
 FROM (
-    SELECT id, attempt, queue, retry_count, max_retries, no_retry, cancel_requested, retry_after_ms, ttl_ms,
+    SELECT id, queue, retry_count, max_retries, no_retry, cancel_requested, retry_after_ms, ttl_ms,
            failure_reason
     FROM jobs
     WHERE state = 'FAILED'
@@ -269,12 +269,12 @@ func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queu
 		)
 		var (
 			id                                 string
-			attempt, retries, maxRetries       int
+			retries, maxRetries                int
 			noRetry, cancel                    bool
 			retryAfterMS, ttlMS, baseMS, maxMS int64
 			lastReason                         string
 		)
-		_, err = pgx.ForEachRow(rows, []any{&id, &attempt, &retries, &maxRetries, &noRetry, &cancel, &retryAfterMS,
+		_, err = pgx.ForEachRow(rows, []any{&id, &retries, &maxRetries, &noRetry, &cancel, &retryAfterMS,
 			&ttlMS, &baseMS, &maxMS, &lastReason}, func() error {
 			d := decide(queue.FailedJob{
 				RetryCount: retries, MaxRetries: maxRetries, NoRetry: noRetry, CancelRequested: cancel,
