@@ -12,29 +12,44 @@ import (
 const MaxOutboxBatch = 10_000
 
 // OutboxStore is the outbox relay's view of job_events (FR-038, I8): every state change already
-// wrote its event in the same statement, and the relay moves unpublished events to Kafka.
+// wrote its event in the same statement, and the relay moves events to Kafka in id order. Events
+// are append-only: publishing one writes nothing to it; the relay keeps a cursor, the id of the
+// last event published, which it advances only past ids that no running transaction can still
+// commit (migration 000012).
 //
-// A claim is a lease, not a transaction: the relay publishes with nothing open in the database, so
-// a slow or unreachable broker never holds a connection, a transaction or row locks. Events a live
-// lease covers are skipped by every other claim, so several replicas do not publish the same events
-// in normal operation; an event whose lease expired (its relay died or stalled) is claimed again and
-// may be published twice, with the same (job_id, seq). Delivery is at least once.
+// A claim is a lease on the cursor, not a transaction: the relay publishes with nothing open in the
+// database, so a slow or unreachable broker never holds a connection, a transaction or row locks.
+// One relay at a time holds the lease; the others find nothing to claim. A relay that dies or stalls
+// loses the lease when it expires, and the next claim publishes the same events again, with the
+// same (job_id, seq). Delivery is at least once, and each job's events are published in seq order.
 type OutboxStore interface {
-	// EventsClaim leases up to p.Limit of the oldest unpublished events not under a live lease, for
-	// p.Lease, and returns them in id order (the order they must be published in). Concurrent claims
-	// skip each other's rows. An event is left out while an earlier unpublished event of the same job
-	// is leased elsewhere or not in this claim, so a job's events are never split across relays and
-	// are published in seq order. Errors: ErrInvalidArgument (limit or lease out of range).
-	EventsClaim(ctx context.Context, p EventsClaimParams) ([]OutboxEvent, error)
-	// EventsMarkPublished records that the events are in Kafka (published_at = now()). Idempotent:
-	// an event already published keeps its first time; unknown ids are ignored.
-	EventsMarkPublished(ctx context.Context, ids []int64) error
-	// EventsRelease ends the lease of unpublished events (their publish failed), so the next claim
-	// may take them at once instead of after the lease. Unknown or published ids are ignored.
-	EventsRelease(ctx context.Context, ids []int64) error
+	// EventsClaim leases the cursor for p.Lease and returns up to p.Limit events after it, in id
+	// order (the order they must be published in); none while another relay's lease is live, or
+	// while every event after the cursor may still be joined by an earlier one being committed.
+	// Errors: ErrInvalidArgument (limit or lease out of range).
+	EventsClaim(ctx context.Context, p EventsClaimParams) (OutboxClaim, error)
+	// EventsMarkPublished moves the cursor past the claim's events and ends its lease. A claim
+	// whose lease another relay has taken since changes nothing and returns ErrStaleAttempt (that
+	// relay publishes the events again). An empty claim is a no-op.
+	EventsMarkPublished(ctx context.Context, c OutboxClaim) error
+	// EventsRelease ends the claim's lease without moving the cursor (its publish failed), so the
+	// next claim may take the events at once instead of after the lease. A lease taken over since
+	// is left alone.
+	EventsRelease(ctx context.Context, c OutboxClaim) error
 	// OutboxBacklog counts the unpublished events and the age of the first one in id order, by the
 	// database's clock; zero values when there are none.
 	OutboxBacklog(ctx context.Context) (OutboxBacklog, error)
+}
+
+// OutboxClaim is a leased batch of events.
+type OutboxClaim struct {
+	Events []OutboxEvent
+	// Lease is the claim's fencing token: marking or releasing applies only while it is the
+	// cursor's latest.
+	Lease int64
+	// Through is the id the cursor moves to when the claim is marked published: the last event's
+	// id, or beyond it over ids that were never committed.
+	Through int64
 }
 
 // EventsClaimParams selects and leases a batch of unpublished events.
@@ -56,7 +71,7 @@ func (p EventsClaimParams) Validate() error {
 
 // OutboxEvent is one claimed event with its outbox id.
 type OutboxEvent struct {
-	ID int64 // job_events.id: global publish order, and the handle to mark or release it
+	ID int64 // job_events.id: the publish order
 	queue.Event
 	// TraceContext is the job's W3C trace context as the submitter sent it (empty when none).
 	TraceContext map[string]string

@@ -16,13 +16,13 @@ const MaxEventsPruneBatch = 10_000
 // unpublished events past the retention (EventsPruneParams.Unpublished); otherwise job_events would
 // grow without end.
 type RetentionStore interface {
-	// EventsPrune deletes up to p.Limit published events created more than p.OlderThan ago (by the
-	// database's clock), oldest first, and returns how many it deleted. With p.Unpublished it then
-	// fills the rest of the limit with unpublished events past the retention, taken from the oldest
-	// p.Limit unpublished ones (so a batch stays bounded; an event out of id order waits for a
-	// later pass). Concurrent calls skip each
-	// other's rows instead of waiting. The job rows and their event_seq are untouched, so later
-	// events keep numbering from where the job was. Errors: ErrInvalidArgument (p out of range).
+	// EventsPrune deletes the published events (at or below the outbox relay's cursor; with
+	// p.Unpublished every event) that were created more than p.OlderThan ago (by the database's
+	// clock) among the p.Limit oldest, as one id range, and returns how many it deleted. An event
+	// newer than the retention among them (a transaction that overlapped older ones) waits for a
+	// later pass, and so do the older events after it. Concurrent calls wait for each other's rows
+	// and skip what is gone. The job rows and their event_seq are untouched, so later events keep
+	// numbering from where the job was. Errors: ErrInvalidArgument (p out of range).
 	EventsPrune(ctx context.Context, p EventsPruneParams) (int64, error)
 	// JobResultsDrop drops the result bytes of up to limit DONE jobs whose queue's
 	// result_retention passed since they completed (by the database's clock), oldest first per

@@ -5,19 +5,25 @@
 // Postgres holds every event the moment the change commits: the table is the outbox. The relay, one
 // per server replica, loops:
 //
-//	claim ──► publish ──ok──► mark published ──► claim …
+//	claim ──► publish ──ok──► mark published (advance the cursor) ──► claim …
 //	  │          │
 //	  │          └─error──► release the lease, count jq_kafka_publish_errors_total{topic}, back off
 //	  └─none──► sleep PollInterval
 //
 // # Claim (store.OutboxStore.EventsClaim)
 //
-// One short statement leases the oldest unpublished events (FOR UPDATE SKIP LOCKED, then
-// claimed_until = now() + Lease) and returns them in id order. Nothing stays open in the database
-// while Kafka is written: a slow or unreachable broker holds no connection, transaction or lock.
-// Other replicas skip leased events, so in normal operation each event is published by one relay.
-// A claim never takes an event while an earlier unpublished event of the same job is held
-// elsewhere, so a job's events reach its partition in seq order even with several replicas.
+// job_events is append-only: publishing an event writes nothing to it. The relay keeps a cursor
+// (outbox_cursors, migration 000012), the id of the last event published, and a claim leases that
+// cursor and returns the events after it in id order. Nothing stays open in the database while
+// Kafka is written: a slow or unreachable broker holds no connection, transaction or lock. One relay
+// at a time holds the lease; the other replicas find nothing to claim until it ends.
+//
+// Transactions commit out of id order, so the cursor moves only up to a horizon: the newest id
+// visible at some moment, which becomes final once every transaction running then has ended (the
+// oldest running xid is past that moment's xmax). A transaction that drew an earlier id and commits
+// later is therefore never skipped, and a job's events (numbered under its row lock) are published
+// in seq order. A long-running writing transaction anywhere in the cluster delays the relay (not
+// the jobs) until it ends.
 //
 // # Publish
 //
@@ -43,7 +49,7 @@
 //     is trimmed or parked. Counted in jq_outbox_events_oversized_total{action}.
 //   - Postgres down: the claim fails; same backoff and logging.
 //   - Relay killed after publishing, before marking: the lease expires and another claim publishes
-//     the events again. Delivery is at least once; a duplicate carries the same (job_id, seq), which
+//     the events again (the dead relay's late mark is refused: its lease is no longer the latest). Delivery is at least once; a duplicate carries the same (job_id, seq), which
 //     consumers de-duplicate on.
 //   - Shutdown: no new claim starts; a batch in flight is finished (published and marked) within
 //     PublishTimeout, so a clean stop leaves no duplicates behind.

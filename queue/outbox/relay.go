@@ -206,7 +206,7 @@ func (r *Relay) relayLoop(ctx context.Context) {
 		backoff             time.Duration
 	)
 	for ctx.Err() == nil {
-		evs, err := r.opts.Store.EventsClaim(ctx, store.EventsClaimParams{Limit: r.opts.BatchSize, Lease: r.opts.Lease})
+		claim, err := r.opts.Store.EventsClaim(ctx, store.EventsClaimParams{Limit: r.opts.BatchSize, Lease: r.opts.Lease})
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -216,6 +216,7 @@ func (r *Relay) relayLoop(ctx context.Context) {
 			continue
 		}
 		storeDown.recover(r.log, "outbox claim recovered")
+		evs := claim.Events
 		if len(evs) == 0 {
 			backoff = 0
 			ctxtime.Sleep(ctx, r.opts.PollInterval)
@@ -230,14 +231,14 @@ func (r *Relay) relayLoop(ctx context.Context) {
 			r.countError(topic)
 			sinkDown.fail(r.log, "kafka publish failed; retrying", err,
 				zap.String("topic", topic), zap.Int("events", len(evs)))
-			r.release(wctx, evs)
+			r.release(wctx, claim)
 			done()
 			backoff = r.sleepBackoff(ctx, backoff)
 			continue
 		}
 		sinkDown.recover(r.log, "kafka publish recovered")
 		backoff = 0
-		err = r.mark(wctx, evs)
+		err = r.mark(wctx, claim)
 		done()
 		if err != nil {
 			// Published but not marked: the lease expires and the events are published again
@@ -407,31 +408,23 @@ func messages(out []*outgoing) []store.EventMessage {
 	return msgs
 }
 
-func ids(evs []store.OutboxEvent) []int64 {
-	out := make([]int64, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
-	}
-	return out
-}
-
 // storeWriteTimeout bounds the relay's own writes after a publish.
 const storeWriteTimeout = 10 * time.Second
 
-func (r *Relay) mark(ctx context.Context, evs []store.OutboxEvent) error {
+func (r *Relay) mark(ctx context.Context, c store.OutboxClaim) error {
 	ctx, cancel := context.WithTimeout(ctx, storeWriteTimeout)
 	defer cancel()
-	return r.opts.Store.EventsMarkPublished(ctx, ids(evs))
+	return r.opts.Store.EventsMarkPublished(ctx, c)
 }
 
 // release lets the next claim (of any replica) retry the batch at once; if it fails, the lease
 // simply runs out.
-func (r *Relay) release(ctx context.Context, evs []store.OutboxEvent) {
+func (r *Relay) release(ctx context.Context, c store.OutboxClaim) {
 	// Its own short deadline: a release after the stop grace ran out still frees the events now
 	// rather than after the lease.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(storeWriteTimeout, 2*time.Second))
 	defer cancel()
-	if err := r.opts.Store.EventsRelease(ctx, ids(evs)); err != nil {
+	if err := r.opts.Store.EventsRelease(ctx, c); err != nil {
 		r.log.Debug("outbox release failed; the lease will expire", zap.Error(err))
 	}
 }

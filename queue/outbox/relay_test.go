@@ -140,14 +140,14 @@ type killingStore struct {
 
 var errKilled = errors.New("relay killed")
 
-func (s *killingStore) EventsClaim(ctx context.Context, p store.EventsClaimParams) ([]store.OutboxEvent, error) {
+func (s *killingStore) EventsClaim(ctx context.Context, p store.EventsClaimParams) (store.OutboxClaim, error) {
 	if s.dead.Load() {
-		return nil, errKilled
+		return store.OutboxClaim{}, errKilled
 	}
 	return s.OutboxStore.EventsClaim(ctx, p)
 }
 
-func (s *killingStore) EventsMarkPublished(ctx context.Context, ids []int64) error {
+func (s *killingStore) EventsMarkPublished(ctx context.Context, c store.OutboxClaim) error {
 	if s.dead.Load() {
 		return errKilled
 	}
@@ -156,14 +156,14 @@ func (s *killingStore) EventsMarkPublished(ctx context.Context, ids []int64) err
 		close(s.killed)
 		return errKilled
 	}
-	return s.OutboxStore.EventsMarkPublished(ctx, ids)
+	return s.OutboxStore.EventsMarkPublished(ctx, c)
 }
 
-func (s *killingStore) EventsRelease(ctx context.Context, ids []int64) error {
+func (s *killingStore) EventsRelease(ctx context.Context, c store.OutboxClaim) error {
 	if s.dead.Load() {
 		return errKilled
 	}
-	return s.OutboxStore.EventsRelease(ctx, ids)
+	return s.OutboxStore.EventsRelease(ctx, c)
 }
 
 // A relay killed between publishing a batch and marking it: after the lease, the next relay

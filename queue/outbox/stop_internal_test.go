@@ -43,31 +43,34 @@ type stuckStore struct {
 	released, marked []int64
 }
 
-func (s *stuckStore) EventsClaim(ctx context.Context, _ store.EventsClaimParams) ([]store.OutboxEvent, error) {
+func (s *stuckStore) EventsClaim(ctx context.Context, _ store.EventsClaimParams) (store.OutboxClaim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.claimed {
 		<-ctx.Done()
-		return nil, ctx.Err()
+		return store.OutboxClaim{}, ctx.Err()
 	}
 	s.claimed = true
-	return []store.OutboxEvent{{ID: 7, Event: queue.Event{JobID: "j", Seq: 1, To: queue.StatePending}}}, nil
+	return store.OutboxClaim{
+		Events: []store.OutboxEvent{{ID: 7, Event: queue.Event{JobID: "j", Seq: 1, To: queue.StatePending}}},
+		Lease:  1, Through: 7,
+	}, nil
 }
 
-func (s *stuckStore) EventsMarkPublished(_ context.Context, ids []int64) error {
+func (s *stuckStore) EventsMarkPublished(_ context.Context, c store.OutboxClaim) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.marked = append(s.marked, ids...)
+	s.marked = append(s.marked, c.Through)
 	return nil
 }
 
-func (s *stuckStore) EventsRelease(ctx context.Context, ids []int64) error {
+func (s *stuckStore) EventsRelease(ctx context.Context, c store.OutboxClaim) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // as Postgres would
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.released = append(s.released, ids...)
+	s.released = append(s.released, c.Through)
 	return nil
 }
 

@@ -1,10 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,67 +14,130 @@ import (
 
 var _ store.OutboxStore = (*Store)(nil)
 
-// The outbox relay's statements (migrations 000001 and 000005). Leases are compared with the
-// database's now(), one clock for every replica.
+// outboxCursor names the Kafka relay's row in outbox_cursors.
+const outboxCursor = "kafka"
+
+// The outbox relay's statements (migration 000012): job_events is append-only and the relay keeps a
+// cursor. Leases and ages are compared with the database's now(), one clock for every replica.
 const (
-	// candidates walks job_events_unpublished_idx in id order and locks what no live lease and no
-	// concurrent claim holds (SKIP LOCKED: replicas never wait for each other). An event is only
-	// claimed when every earlier unpublished event of its job is claimed with it: otherwise another
-	// relay holds the job's earlier event (or it is locked mid-claim) and publishing this one now
-	// could overtake it in the job's partition. The lock lasts this statement only; the lease keeps
-	// other claims off afterwards.
-	sqlEventsClaim = `-- name: events_claim
-WITH candidates AS MATERIALIZED (
-    SELECT id, job_id, seq
-    FROM job_events
-    WHERE published_at IS NULL AND (claimed_until IS NULL OR claimed_until < now())
-    ORDER BY id
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-),
-claimable AS (
-    SELECT c.id
-    FROM candidates c
-    WHERE NOT EXISTS (
-        SELECT 1 FROM job_events p
-        WHERE p.job_id = c.job_id AND p.seq < c.seq AND p.published_at IS NULL
-          AND p.id NOT IN (SELECT id FROM candidates))
-)
-UPDATE job_events e
-SET claimed_until = now() + $2 * interval '1 microsecond'
-FROM claimable
-WHERE e.id = claimable.id
-RETURNING e.id, e.job_id::text, e.seq, e.queue, e.type, coalesce(e.from_state, ''), e.to_state,
-          e.reason, e.error, e.worker_id, e.attempt, e.created_at,
-          (SELECT j.trace_context FROM jobs j WHERE j.id = e.job_id)`
+	// The cursor, whether the horizon is final (no transaction older than horizon_xid runs), whether
+	// a live lease holds the cursor, and the newest event id (one probe of job_events_pkey's end).
+	sqlOutboxCursor = `-- name: outbox_cursor
+SELECT id, horizon_id, pg_snapshot_xmin(pg_current_snapshot()) >= horizon_xid,
+       coalesce(leased_until > now(), false),
+       coalesce((SELECT max(id) FROM job_events), 0)
+FROM outbox_cursors WHERE name = $1`
 
-	sqlEventsMarkPublished = `-- name: events_mark_published
-UPDATE job_events SET published_at = now(), claimed_until = NULL
-WHERE id = ANY($1) AND published_at IS NULL`
+	// A new horizon, taken when the cursor has reached the old one: the newest visible id and the
+	// xmax of the same snapshot. Every id up to it was drawn by a transaction with an xid below that
+	// xmax (the id default takes the xid first), so once the oldest running xid passes it, nothing
+	// at or below horizon_id can still appear.
+	sqlOutboxHorizon = `-- name: outbox_horizon
+UPDATE outbox_cursors
+SET horizon_id = coalesce((SELECT max(id) FROM job_events), 0),
+    horizon_xid = pg_snapshot_xmax(pg_current_snapshot())
+WHERE name = $1 AND id = horizon_id AND (leased_until IS NULL OR leased_until < now())`
 
-	sqlEventsRelease = `-- name: events_release
-UPDATE job_events SET claimed_until = NULL
-WHERE id = ANY($1) AND published_at IS NULL AND claimed_until IS NOT NULL`
+	// The lease: only if the cursor is still where the caller read it and no live lease holds it.
+	sqlOutboxLease = `-- name: outbox_lease
+UPDATE outbox_cursors
+SET lease = lease + 1, leased_until = now() + $3 * interval '1 microsecond'
+WHERE name = $1 AND id = $2 AND (leased_until IS NULL OR leased_until < now())
+RETURNING lease, horizon_id`
 
-	// Both parts read job_events_unpublished_idx; the age is that of the first event in id order,
+	// The events after the cursor, up to the horizon, in id order (job_events_pkey).
+	sqlOutboxRead = `-- name: outbox_read
+SELECT e.id, e.job_id::text, e.seq, e.queue, e.type, coalesce(e.from_state, ''), e.to_state,
+       e.reason, e.error, e.worker_id, e.attempt, e.created_at,
+       (SELECT j.trace_context FROM jobs j WHERE j.id = e.job_id)
+FROM job_events e
+WHERE e.id > $1 AND e.id <= $2
+ORDER BY e.id
+LIMIT $3`
+
+	sqlOutboxAdvance = `-- name: outbox_advance
+UPDATE outbox_cursors SET id = greatest(id, $3), leased_until = NULL, updated_at = now()
+WHERE name = $1 AND lease = $2 AND leased_until IS NOT NULL`
+
+	sqlOutboxRelease = `-- name: outbox_release
+UPDATE outbox_cursors SET leased_until = NULL
+WHERE name = $1 AND lease = $2`
+
+	// The advance and the release apply while the claim's lease is the cursor's latest and not
+	// ended: an expired lease nobody took over still moves the cursor (its events were published).
+
+	// Both parts walk job_events_pkey from the cursor; the age is that of the first event after it,
 	// which is the next one the relay publishes.
 	sqlOutboxBacklog = `-- name: outbox_backlog
-SELECT count(*),
-       coalesce((SELECT extract(epoch FROM now() - created_at) * 1e6
-                 FROM job_events WHERE published_at IS NULL ORDER BY id LIMIT 1), 0)::bigint
-FROM job_events WHERE published_at IS NULL`
+WITH c AS (SELECT coalesce((SELECT id FROM outbox_cursors WHERE name = $1), 0) AS id)
+SELECT (SELECT count(*) FROM job_events, c WHERE job_events.id > c.id),
+       coalesce((SELECT extract(epoch FROM now() - e.created_at) * 1e6
+                 FROM job_events e, c WHERE e.id > c.id ORDER BY e.id LIMIT 1), 0)::bigint`
 )
 
-// EventsClaim implements store.OutboxStore.
-func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) ([]store.OutboxEvent, error) {
+// EventsClaim implements store.OutboxStore. It reads the cursor; takes a new horizon when the cursor
+// has reached the old one and newer events exist (and reads again: with no older transaction
+// running, the new horizon is final at once); and, with a final horizon ahead of the cursor, leases
+// the cursor and reads the events up to the horizon. Nothing is written while there is nothing to
+// publish.
+func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (store.OutboxClaim, error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return store.OutboxClaim{}, err
 	}
-	rows, err := s.pool.Query(ctx, sqlEventsClaim, p.Limit, p.Lease.Microseconds())
+	for range 3 {
+		var (
+			cursor, horizon, newest int64
+			final, leased           bool
+		)
+		err := s.pool.QueryRow(ctx, sqlOutboxCursor, outboxCursor).Scan(&cursor, &horizon, &final, &leased, &newest)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.OutboxClaim{}, errors.New("postgres: events claim: no outbox cursor (migration 000012 missing)")
+		}
+		if err != nil {
+			return store.OutboxClaim{}, fmt.Errorf("postgres: events claim: %w", err)
+		}
+		switch {
+		case leased:
+			return store.OutboxClaim{}, nil
+		case cursor >= horizon:
+			if newest <= horizon {
+				return store.OutboxClaim{}, nil // nothing new
+			}
+			if _, err := s.pool.Exec(ctx, sqlOutboxHorizon, outboxCursor); err != nil {
+				return store.OutboxClaim{}, fmt.Errorf("postgres: events claim: horizon: %w", err)
+			}
+			continue
+		case !final:
+			return store.OutboxClaim{}, nil // a transaction that may still commit an event below the horizon runs
+		}
+		c, err := s.claimTo(ctx, p, cursor)
+		if err != nil || len(c.Events) > 0 {
+			return c, err
+		}
+		// Only ids that were never committed lay between the cursor and the horizon: move past them.
+		if err := s.EventsMarkPublished(ctx, c); err != nil && !errors.Is(err, queue.ErrStaleAttempt) {
+			return store.OutboxClaim{}, err
+		}
+	}
+	return store.OutboxClaim{}, nil
+}
+
+// claimTo leases the cursor (still at cursor) and reads the events after it up to the horizon.
+func (s *Store) claimTo(ctx context.Context, p store.EventsClaimParams, cursor int64) (store.OutboxClaim, error) {
+	var c store.OutboxClaim
+	var horizon int64
+	err := s.pool.QueryRow(ctx, sqlOutboxLease, outboxCursor, cursor, p.Lease.Microseconds()).Scan(&c.Lease, &horizon)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.OutboxClaim{}, nil // another relay moved or leased the cursor meanwhile
+	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: events claim: %w", err)
+		return store.OutboxClaim{}, fmt.Errorf("postgres: events claim: lease: %w", err)
 	}
-	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OutboxEvent, error) {
+	rows, err := s.pool.Query(ctx, sqlOutboxRead, cursor, horizon, p.Limit)
+	if err != nil {
+		return c, fmt.Errorf("postgres: events claim: %w", err)
+	}
+	c.Events, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OutboxEvent, error) {
 		var (
 			e        store.OutboxEvent
 			from, to string
@@ -92,30 +154,38 @@ func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) ([]s
 		return e, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: events claim: %w", err)
+		return c, fmt.Errorf("postgres: events claim: %w", err)
 	}
-	// RETURNING has no order.
-	slices.SortFunc(evs, func(a, b store.OutboxEvent) int { return cmp.Compare(a.ID, b.ID) })
-	return evs, nil
+	// A short read reached the horizon: the ids between the last event and it were never
+	// committed, and marking the claim moves the cursor over them.
+	c.Through = horizon
+	if len(c.Events) == p.Limit {
+		c.Through = c.Events[len(c.Events)-1].ID
+	}
+	return c, nil
 }
 
 // EventsMarkPublished implements store.OutboxStore.
-func (s *Store) EventsMarkPublished(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
+func (s *Store) EventsMarkPublished(ctx context.Context, c store.OutboxClaim) error {
+	if c.Lease == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, sqlEventsMarkPublished, ids); err != nil {
+	tag, err := s.pool.Exec(ctx, sqlOutboxAdvance, outboxCursor, c.Lease, c.Through)
+	if err != nil {
 		return fmt.Errorf("postgres: events mark published: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: the outbox lease %d was taken over by another relay", queue.ErrStaleAttempt, c.Lease)
 	}
 	return nil
 }
 
 // EventsRelease implements store.OutboxStore.
-func (s *Store) EventsRelease(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
+func (s *Store) EventsRelease(ctx context.Context, c store.OutboxClaim) error {
+	if c.Lease == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, sqlEventsRelease, ids); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlOutboxRelease, outboxCursor, c.Lease); err != nil {
 		return fmt.Errorf("postgres: events release: %w", err)
 	}
 	return nil
@@ -127,7 +197,7 @@ func (s *Store) OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error) 
 		b     store.OutboxBacklog
 		ageUS int64
 	)
-	if err := s.pool.QueryRow(ctx, sqlOutboxBacklog).Scan(&b.Events, &ageUS); err != nil {
+	if err := s.pool.QueryRow(ctx, sqlOutboxBacklog, outboxCursor).Scan(&b.Events, &ageUS); err != nil {
 		return store.OutboxBacklog{}, fmt.Errorf("postgres: outbox backlog: %w", err)
 	}
 	b.OldestAge = max(0, time.Duration(ageUS)*time.Microsecond)

@@ -1,8 +1,14 @@
 package postgres_test
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/storetest"
 )
 
@@ -10,4 +16,88 @@ import (
 func TestOutboxStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunOutboxStore(t, privateStore)
+}
+
+// Transactions commit out of id order: an event whose transaction is still open when later ids
+// commit is neither skipped nor overtaken. The relay publishes nothing past it until it commits,
+// then it and the later events in id order.
+func TestOutboxWaitsForEarlierIDs(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := privateStore(t)
+	drain := func() {
+		require.Eventually(t, func() bool {
+			c, err := s.EventsClaim(ctx, store.EventsClaimParams{Limit: store.MaxOutboxBatch, Lease: time.Minute})
+			require.NoError(t, err)
+			require.NoError(t, s.EventsMarkPublished(ctx, c))
+			bl, err := s.OutboxBacklog(ctx)
+			require.NoError(t, err)
+			return bl.Events == 0
+		}, 10*time.Second, 5*time.Millisecond)
+	}
+	drain()
+
+	// An event written by a transaction that stays open: its id is drawn now.
+	early, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = early.Rollback(ctx) }()
+	var earlyID int64
+	require.NoError(t, early.QueryRow(ctx, `INSERT INTO job_events (job_id, seq, queue, type, to_state)
+		VALUES (gen_random_uuid(), 1, 'q', 'noop', 'PENDING') RETURNING id`).Scan(&earlyID))
+
+	// Later ids, committed.
+	_, err = s.QueueCreate(ctx, store.QueueCreateParams{Name: "order"})
+	require.NoError(t, err)
+	_, err = s.JobInsertMany(ctx, []store.JobInsertParams{{Queue: "order", Type: "noop"}, {Queue: "order", Type: "noop"}})
+	require.NoError(t, err)
+
+	for range 20 { // claims while the early transaction runs publish nothing at or past it
+		c, err := s.EventsClaim(ctx, store.EventsClaimParams{Limit: 100, Lease: time.Minute})
+		require.NoError(t, err)
+		for _, e := range c.Events {
+			require.Less(t, e.ID, earlyID, "an event after a still-open id was claimed")
+		}
+		require.NoError(t, s.EventsMarkPublished(ctx, c))
+	}
+	require.NoError(t, early.Commit(ctx))
+
+	var ids []int64
+	require.Eventually(t, func() bool {
+		c, err := s.EventsClaim(ctx, store.EventsClaimParams{Limit: 100, Lease: time.Minute})
+		require.NoError(t, err)
+		for _, e := range c.Events {
+			ids = append(ids, e.ID)
+		}
+		require.NoError(t, s.EventsMarkPublished(ctx, c))
+		return len(ids) == 3
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, earlyID, ids[0], "the early event comes first")
+	require.Less(t, ids[1], ids[2])
+
+	// A rolled-back id is a gap the cursor moves over.
+	late, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	_, err = late.Exec(ctx, `INSERT INTO job_events (job_id, seq, queue, type, to_state)
+		VALUES (gen_random_uuid(), 1, 'q', 'noop', 'PENDING')`)
+	require.NoError(t, err)
+	require.NoError(t, late.Rollback(ctx))
+	_, err = s.JobInsertMany(ctx, []store.JobInsertParams{{Queue: "order", Type: "noop"}})
+	require.NoError(t, err)
+	drain()
+}
+
+// The schema keeps what the cursor relies on: one id at a time, the xid taken before the id.
+func TestOutboxIDsDrawnAfterTheXID(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var cache int64
+	var def string
+	require.NoError(t, testStore.Pool().QueryRow(ctx, `SELECT seqcache FROM pg_sequence WHERE seqrelid = 'job_events_id_seq'::regclass`).Scan(&cache))
+	require.Equal(t, int64(1), cache)
+	require.NoError(t, testStore.Pool().QueryRow(ctx, `SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef
+		WHERE adrelid = 'job_events'::regclass AND adnum = (SELECT attnum FROM pg_attribute WHERE attrelid = 'job_events'::regclass AND attname = 'id')`).Scan(&def))
+	require.Contains(t, def, "pg_current_xact_id()")
+	require.Less(t, strings.Index(def, "pg_current_xact_id()"), strings.Index(def, "nextval"))
 }

@@ -47,11 +47,12 @@ DELETE FROM jobs WHERE queue = $1 RETURNING id::text`
 
 	// Events have no foreign key to their job (migration 000003): the delete removes them itself. It
 	// runs after the jobs' delete, whose row locks waited for any state change in flight, so it sees
-	// every event those changes wrote. Only published events go: an unpublished one is still owed to
+	// every event those changes wrote. Only published events go (at or below the relay's cursor): an unpublished one is still owed to
 	// Kafka (I8); the relay publishes it (the job being gone does not matter) and the retention pass
 	// deletes it later (with Kafka off, once it is older than the retention).
 	sqlDeleteJobEvents = `-- name: delete_job_events
-DELETE FROM job_events WHERE job_id = ANY($1::uuid[]) AND published_at IS NOT NULL`
+DELETE FROM job_events
+WHERE job_id = ANY($1::uuid[]) AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
 
 	sqlQueueDelete = `-- name: queue_delete
 DELETE FROM queues WHERE name = $1`

@@ -10,34 +10,28 @@ import (
 
 var _ store.RetentionStore = (*Store)(nil)
 
-// sqlEventsPrune deletes one batch of expired published events (migration 000006). The inner
-// select walks job_events_published_created_idx from the oldest published event and stops at the
-// cutoff or the limit; the delete then finds each row by primary key. A batch costs the rows it
-// deletes, not the size of the table. SKIP LOCKED:
-// two servers' passes take disjoint batches, and neither waits on the other. The retention travels
-// as microseconds and is compared with the database's now(): one clock for every replica.
+// sqlEventsPrune deletes one range of expired published events (migration 000012: published means
+// at or below the relay's cursor). It takes the oldest ids up to the cursor ($3: the cursor, or no
+// bound with Kafka off), at most $2 of them, and deletes that id range as one index range scan of
+// job_events_pkey; within it only events older than the retention go (ids and creation times agree
+// but for transactions that overlapped). A batch costs the rows it deletes, not the size of the
+// table. The retention travels as microseconds and is compared with the database's now(): one clock
+// for every replica. Two replicas pruning at once wait for each other's row locks and find the rows
+// gone.
 const sqlEventsPrune = `-- name: events_prune
-DELETE FROM job_events
-WHERE id = ANY(ARRAY(
-    SELECT id FROM job_events
-    WHERE published_at IS NOT NULL AND created_at < now() - $1 * interval '1 microsecond'
-    ORDER BY created_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED))`
+WITH r AS (
+    SELECT min(id) AS lo, max(id) AS hi
+    FROM (SELECT id FROM job_events
+          WHERE $3::bigint IS NULL OR id <= $3
+          ORDER BY id LIMIT $2) oldest
+)
+DELETE FROM job_events e
+USING r
+WHERE e.id BETWEEN r.lo AND r.hi AND e.created_at < now() - $1 * interval '1 microsecond'`
 
-// sqlEventsPruneUnpublished deletes, with Kafka off, the expired events among the oldest
-// unpublished ones: the inner select walks job_events_unpublished_idx in id order and stops at the
-// limit, so a batch costs at most that many rows however many unpublished events are newer.
-const sqlEventsPruneUnpublished = `-- name: events_prune_unpublished
-DELETE FROM job_events
-WHERE id = ANY(ARRAY(
-    SELECT id FROM (
-        SELECT id, created_at FROM job_events
-        WHERE published_at IS NULL
-        ORDER BY id
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED) oldest
-    WHERE created_at < now() - $1 * interval '1 microsecond'))`
+// sqlOutboxPublished is the relay's cursor: every event at or below it is published.
+const sqlOutboxPublished = `-- name: outbox_published
+SELECT coalesce((SELECT id FROM outbox_cursors WHERE name = $1), 0)`
 
 // sqlJobResultsDrop drops one batch of expired results (migration 000010). Each queue's candidates
 // come from jobs_result_kept_idx, which holds only the rows that still have result bytes: the
@@ -83,17 +77,17 @@ func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, sqlEventsPrune, p.OlderThan.Microseconds(), p.Limit)
+	var through *int64 // nil: no bound (Kafka off, nothing is owed to it)
+	if !p.Unpublished {
+		var c int64
+		if err := s.pool.QueryRow(ctx, sqlOutboxPublished, outboxCursor).Scan(&c); err != nil {
+			return 0, fmt.Errorf("postgres: events prune: %w", err)
+		}
+		through = &c
+	}
+	tag, err := s.pool.Exec(ctx, sqlEventsPrune, p.OlderThan.Microseconds(), p.Limit, through)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: events prune: %w", err)
 	}
-	n := tag.RowsAffected()
-	if !p.Unpublished || n >= int64(p.Limit) {
-		return n, nil
-	}
-	tag, err = s.pool.Exec(ctx, sqlEventsPruneUnpublished, p.OlderThan.Microseconds(), int64(p.Limit)-n)
-	if err != nil {
-		return n, fmt.Errorf("postgres: events prune (unpublished): %w", err)
-	}
-	return n + tag.RowsAffected(), nil
+	return tag.RowsAffected(), nil
 }

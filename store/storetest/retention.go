@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,9 +73,11 @@ func (b *rtBundle) prune(olderThan time.Duration, limit int) int64 {
 	return n
 }
 
-// pruneAll publishes nothing and deletes every published event, so a test starts clean.
+// pruneAll publishes every event and deletes them all, so a test starts clean.
 func (b *rtBundle) pruneAll() {
 	b.t.Helper()
+	b.publish()
+	time.Sleep(5 * expiring) // every event is now past the retention
 	b.eventually(func() bool { return b.prune(expiring, store.MaxEventsPruneBatch) == 0 })
 }
 
@@ -86,22 +87,17 @@ func (b *rtBundle) eventually(cond func() bool) {
 	require.Eventually(b.t, cond, 10*time.Second, 5*time.Millisecond)
 }
 
-// publish claims every unpublished event and marks published those of the given jobs; the others
-// are released, unpublished.
-func (b *rtBundle) publish(jobIDs ...string) {
+// publish publishes every event written so far (the relay's cursor moves past them).
+func (b *rtBundle) publish() {
 	b.t.Helper()
-	evs, err := b.rs.EventsClaim(b.ctx, store.EventsClaimParams{Limit: store.MaxOutboxBatch, Lease: time.Minute})
-	require.NoError(b.t, err)
-	var pub, rel []int64
-	for _, e := range evs {
-		if slices.Contains(jobIDs, e.JobID) {
-			pub = append(pub, e.ID)
-		} else {
-			rel = append(rel, e.ID)
-		}
-	}
-	require.NoError(b.t, b.rs.EventsMarkPublished(b.ctx, pub))
-	require.NoError(b.t, b.rs.EventsRelease(b.ctx, rel))
+	b.eventually(func() bool {
+		c, err := b.rs.EventsClaim(b.ctx, store.EventsClaimParams{Limit: store.MaxOutboxBatch, Lease: time.Minute})
+		require.NoError(b.t, err)
+		require.NoError(b.t, b.rs.EventsMarkPublished(b.ctx, c))
+		bl, err := b.rs.OutboxBacklog(b.ctx)
+		require.NoError(b.t, err)
+		return bl.Events == 0
+	})
 }
 
 func seqs(evs []queue.Event) []int64 {
@@ -118,7 +114,7 @@ func testPruneExpiredPublished(b *rtBundle) {
 	t := b.t
 	j := b.insertOne(b.job("retention"))
 	j = b.move(j, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned})
-	b.publish(j.ID)
+	b.publish()
 	require.Zero(t, b.prune(time.Hour, 100), "events younger than the retention are kept")
 	require.Equal(t, []int64{1, 2}, seqs(b.events(j.ID)))
 
@@ -135,9 +131,9 @@ func testPruneExpiredPublished(b *rtBundle) {
 // earlier events are published and go.
 func testPruneKeepsUnpublished(b *rtBundle) {
 	t := b.t
-	kept := b.insertOne(b.job("retention"))
 	mixed := b.insertOne(b.job("retention"))
-	b.publish(mixed.ID)
+	b.publish()
+	kept := b.insertOne(b.job("retention"))
 	b.move(mixed, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned})
 
 	b.eventually(func() bool { return b.prune(expiring, 100) == 1 })
@@ -145,7 +141,7 @@ func testPruneKeepsUnpublished(b *rtBundle) {
 	require.Zero(t, b.prune(expiring, 100))
 	require.Equal(t, []int64{1}, seqs(b.events(kept.ID)))
 	require.Equal(t, []int64{2}, seqs(b.events(mixed.ID)))
-	b.publish(kept.ID, mixed.ID) // leave nothing unpublished to the next test
+	b.publish() // leave nothing unpublished to the next test
 }
 
 // A batch deletes at most its limit, oldest events first.
@@ -155,7 +151,7 @@ func testPruneOldestFirst(b *rtBundle) {
 	for range 3 {
 		jobs = append(jobs, b.insertOne(b.job("retention")).ID)
 	}
-	b.publish(jobs...)
+	b.publish()
 	b.eventually(func() bool { return b.prune(expiring, 1) == 1 })
 	require.Empty(t, b.events(jobs[0]))
 	require.Len(t, b.events(jobs[1]), 1)
@@ -175,7 +171,7 @@ func testPruneConcurrent(b *rtBundle) {
 	for _, r := range b.insert(ps...) {
 		jobs = append(jobs, r.Job.ID)
 	}
-	b.publish(jobs...)
+	b.publish()
 	time.Sleep(5 * expiring) // every event is now past the retention
 
 	var (
