@@ -358,11 +358,11 @@ func TestMetricsE2E(t *testing.T) {
 	// Histograms whose count is not fixed by the mix: they saw the work.
 	cycles, _ := srv.value("jq_scheduler_cycle_duration_seconds")
 	require.Positive(t, cycles, "scheduler cycles observed")
-	for _, q := range []string{"job_insert_many", "job_assign_many", "job_ack_many", "job_report_many", "job_failed_lock", "job_settle_failed", "depth_snapshot"} {
+	for _, q := range []string{"job_insert_many", "job_claim", "job_ack_many", "job_report_many", "job_failed_lock", "job_settle_failed", "depth_snapshot"} {
 		v, ok := srv.value("jq_db_query_duration_seconds", "query_name", q)
 		require.True(t, ok && v > 0, "statement %s timed", q)
 	}
-	for _, op := range []string{"ready_push", "claim", "inflight_remove", "zcard"} {
+	for _, op := range []string{"inflight_add", "inflight_remove"} {
 		v, ok := srv.value("jq_redis_operation_duration_seconds", "operation", op)
 		require.True(t, ok && v > 0, "redis operation %s timed", op)
 	}

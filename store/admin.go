@@ -25,10 +25,18 @@ type AdminStore interface {
 	JobPurgeDeadLetters(ctx context.Context, p JobPurgeDeadLettersParams) (deleted int64, err error)
 	// JobCountDeadLettered counts the DEAD_LETTERED jobs of every queue that has any.
 	JobCountDeadLettered(ctx context.Context) (map[string]int64, error)
+	// JobCountReady counts, for each of the queues, its due PENDING jobs (what the next claims
+	// would hand out, paused or not), up to MaxReadyCount: a count that reaches it means "at least".
+	// An unknown queue counts zero.
+	JobCountReady(ctx context.Context, queues []string) (map[string]int64, error)
 	// WorkerCountLive counts the workers that are not OFFLINE and whose last heartbeat is at most
 	// heartbeatTimeout old, by the store's clock.
 	WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error)
 }
+
+// MaxReadyCount bounds JobCountReady's count per queue: it walks the dispatch index, and a deep
+// backlog is reported as this many.
+const MaxReadyCount = 100_000
 
 // Peek limits.
 const (

@@ -31,6 +31,13 @@ type JobAssignParams struct {
 	IDs      []string
 }
 
+// JobClaimParams claims due jobs of one queue for one worker.
+type JobClaimParams struct {
+	Queue    string
+	WorkerID string
+	Limit    int // 1..MaxDispatchBatch
+}
+
 // JobLease identifies one attempt of one job held by a worker.
 type JobLease struct {
 	ID       string
@@ -94,6 +101,13 @@ type DispatchStore interface {
 	// instant) are simply absent, and a repeated id appears once.
 	// Errors: ErrInvalidArgument (worker id, batch size).
 	JobAssignMany(ctx context.Context, p JobAssignParams) ([]*queue.Job, error)
+	// JobClaim is dispatch in one statement: it takes up to Limit due PENDING jobs of the queue in
+	// dispatch order (priority DESC, created_at, id: FR-014), skipping rows a concurrent writer holds
+	// (FOR NO KEY UPDATE SKIP LOCKED: claims of several sessions and replicas never wait for each
+	// other and never take the same job), and compare-and-sets them PENDING→ASSIGNED for the worker
+	// with attempt+1 (the fencing token) and their events. A paused queue, or an unknown one, yields
+	// none. It returns the assigned jobs (full rows) in dispatch order. Errors: ErrInvalidArgument.
+	JobClaim(ctx context.Context, p JobClaimParams) ([]*queue.Job, error)
 	// JobAckMany moves each lease ASSIGNED→RUNNING (started_at = now) when the
 	// job is ASSIGNED at that attempt to that worker; one statement for the
 	// batch with its events. One outcome per lease, in order. Acks are
@@ -111,18 +125,12 @@ type DispatchStore interface {
 	JobReportMany(ctx context.Context, reports []JobReportParams) ([]LeaseOutcome, error)
 }
 
-// ReadyPushParams offers due jobs to a queue's ready set.
-type ReadyPushParams struct {
-	Queue   string
-	Jobs    []DueJob
-	LockTTL time.Duration // per-job lock lifetime (FR-015); > 0
-}
-
-// ClaimParams takes jobs for one worker.
-type ClaimParams struct {
+// InflightAddParams records jobs just assigned to one worker.
+type InflightAddParams struct {
 	Queue    string
 	WorkerID string
-	Max      int // > 0
+	IDs      []string
+	LockTTL  time.Duration // per-job lock lifetime (FR-015); > 0
 }
 
 // InflightParams names entries of one worker's in-flight list.
@@ -132,34 +140,23 @@ type InflightParams struct {
 	IDs      []string
 }
 
-// Dispatcher is the Redis side of dispatch (ARCHITECTURE.md): per-queue ready
-// structures ordered by priority then creation time, per-job locks, and
-// per-worker in-flight lists filled by an atomic move (the BRPOPLPUSH
-// pattern). Redis is not the truth: losing everything here loses no job, the
-// scheduler refills it from Postgres.
+// Dispatcher is the Redis side of dispatch (ARCHITECTURE.md): per-worker in-flight sets (the
+// processing lists of the BRPOPLPUSH pattern; the atomic move itself is the Postgres claim,
+// DispatchStore.JobClaim) and per-job locks. Redis is not the truth: losing everything here loses
+// no job; the reaper recovers from Postgres.
 type Dispatcher interface {
-	// ReadyPush takes the per-job lock (SET NX PX LockTTL) of each job and
-	// adds the jobs whose lock it got to the queue's ready set, in one
-	// round trip (one script). It returns how many it added. A job already
-	// locked (in the ready set, or claimed) is skipped.
-	ReadyPush(ctx context.Context, p ReadyPushParams) (added int, err error)
-	// ReadyLen is the number of jobs in the queue's ready set.
-	ReadyLen(ctx context.Context, queueName string) (int64, error)
-	// Claim atomically moves up to Max jobs from the ready set — highest
-	// priority first, then oldest — into the worker's in-flight list
-	// (jq:{queue}:inflight:<worker>) and returns their ids in that order.
-	// Empty ready set: an empty slice, no error.
-	Claim(ctx context.Context, p ClaimParams) ([]string, error)
-	// InflightRemove removes the ids from the worker's in-flight list and
-	// releases their locks (after the attempt ended, or when the Postgres
-	// compare-and-set refused the job).
+	// InflightAdd adds the ids to the worker's in-flight set and sets each job's lock (SET PX
+	// LockTTL), in one round trip (one script), O(log n) per job.
+	InflightAdd(ctx context.Context, p InflightAddParams) error
+	// InflightRemove removes the ids from the worker's in-flight set and
+	// releases their locks (after the attempt ended), O(log n) per job.
 	InflightRemove(ctx context.Context, p InflightParams) error
-	// InflightList returns the ids in the worker's in-flight list.
+	// InflightList returns the ids in the worker's in-flight set, oldest first.
 	InflightList(ctx context.Context, queueName, workerID string) ([]string, error)
-	// Counts returns, for each queue in order, the size of its ready set and the total length of
-	// its in-flight lists (admin stats; a fast approximation, Postgres is the truth). It reads one
-	// ZCARD per queue and finds the in-flight lists with SCAN (never KEYS), so it never blocks the
-	// server; an unknown queue counts zero.
+	// Counts returns, for each queue in order, the total size of its in-flight sets (admin stats;
+	// a fast approximation, Postgres is the truth). It finds the sets with SCAN (never KEYS), so it
+	// never blocks the server; an unknown queue counts zero. Ready is left 0: due jobs are counted
+	// in Postgres.
 	Counts(ctx context.Context, queues []string) ([]DispatchCounts, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error

@@ -457,6 +457,21 @@ func (p JobDueParams) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Validate checks the claim before any I/O.
+func (p JobClaimParams) Validate() error {
+	var errs []error
+	if err := queue.ValidateQueueName(p.Queue); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ValidateWorkerID(p.WorkerID); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Limit < 1 || p.Limit > MaxDispatchBatch {
+		errs = append(errs, invalid("limit %d is outside 1..%d", p.Limit, MaxDispatchBatch))
+	}
+	return errors.Join(errs...)
+}
+
 // Validate checks what concerns the whole assignment. Malformed ids are not an error: the backend
 // skips them (see DispatchStore.JobAssignMany).
 func (p JobAssignParams) Validate() error {

@@ -33,8 +33,8 @@ type adminOps struct {
 	maxPageBytes     int // PeekQueue's byte budget
 }
 
-// GetStats reports Redis's ready and in-flight counts per queue with
-// Postgres's dead-letter counts and live heartbeats.
+// GetStats reports, per queue, the due PENDING jobs (Postgres, up to store.MaxReadyCount) and
+// Redis's in-flight counts, with Postgres's dead-letter counts and live heartbeats.
 func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStatsRequest]) (*connect.Response[jqv1.GetStatsResponse], error) {
 	counter := s.counter
 	if counter == nil {
@@ -59,6 +59,10 @@ func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStat
 	if err != nil {
 		return nil, err
 	}
+	ready, err := s.store.JobCountReady(ctx, names)
+	if err != nil {
+		return nil, err
+	}
 	timeout := s.heartbeatTimeout
 	if timeout <= 0 {
 		timeout = defaultHeartbeatTimeout
@@ -70,7 +74,7 @@ func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStat
 	out := &jqv1.GetStatsResponse{LiveHeartbeats: live}
 	for _, c := range counts {
 		out.Queues = append(out.Queues, &jqv1.QueueRuntimeStats{
-			Queue: c.Queue, Ready: c.Ready, Inflight: c.Inflight, DeadLettered: dead[c.Queue],
+			Queue: c.Queue, Ready: ready[c.Queue], Inflight: c.Inflight, DeadLettered: dead[c.Queue],
 		})
 		out.Inflight += c.Inflight
 	}

@@ -44,15 +44,14 @@ func (b *bundle) dead() *queue.Job {
 
 func TestGetStats(t *testing.T) {
 	b, disp := setupAdmin(t)
-	jobs := []store.DueJob{}
 	for range 3 {
-		j := b.insert(store.JobInsertParams{})
-		jobs = append(jobs, store.DueJob{ID: j.ID, Priority: j.Priority, CreatedAt: j.CreatedAt})
+		b.insert(store.JobInsertParams{})
 	}
-	_, err := disp.ReadyPush(b.ctx, store.ReadyPushParams{Queue: b.queue, Jobs: jobs, LockTTL: time.Minute})
+	// One of them is claimed, as a session does: assigned in Postgres, recorded in Redis.
+	claimed, err := testStore.JobClaim(b.ctx, store.JobClaimParams{Queue: b.queue, WorkerID: "w-stats", Limit: 1})
 	require.NoError(t, err)
-	_, err = disp.Claim(b.ctx, store.ClaimParams{Queue: b.queue, WorkerID: "w-stats", Max: 1})
-	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.NoError(t, disp.InflightAdd(b.ctx, store.InflightAddParams{Queue: b.queue, WorkerID: "w-stats", IDs: []string{claimed[0].ID}, LockTTL: time.Minute}))
 	b.dead()
 	b.register(1)
 

@@ -48,10 +48,10 @@ type Options struct {
 	Notifier store.Notifier
 	Log      *zap.Logger
 
-	// SchedulerInterval is the scheduler's tick when nothing wakes it (500 ms).
+	// SchedulerInterval is how often a session with free capacity claims when
+	// nothing wakes it (500 ms): jobs whose not_before or backoff just passed.
 	SchedulerInterval time.Duration
-	// BatchSize is the most jobs one scheduler cycle moves into one queue's
-	// ready set (FR-017, 100).
+	// BatchSize is the most jobs one claim takes from one queue (FR-017, 100).
 	BatchSize int
 	// LockTTL is the lifetime of a per-job Redis lock (assignment timeout, 60 s).
 	LockTTL time.Duration
@@ -247,7 +247,7 @@ func (e *Engine) listenLoop(ctx context.Context) {
 	}
 }
 
-// WakeScheduler asks for a scheduler cycle as soon as possible.
+// WakeScheduler wakes the sessions waiting for work as soon as possible: they claim due jobs.
 func (e *Engine) WakeScheduler() {
 	select {
 	case e.wakeScheduler <- struct{}{}:
@@ -255,7 +255,7 @@ func (e *Engine) WakeScheduler() {
 	}
 }
 
-// readySignal returns the channel closed at the next ready-set change.
+// readySignal returns the channel closed at the next wake-up of the sessions.
 func (e *Engine) readySignal() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -286,7 +286,7 @@ func (e *Engine) CloseSessions() {
 // (ABORTED on the wire).
 var ErrSessionReplaced = errors.New("the worker opened a newer assignment stream")
 
-// redisDown records a failed claim from Redis; the first of an outage is
+// redisDown records a failed in-flight record in Redis; the first of an outage is
 // logged as a warning.
 func (e *Engine) redisDown(err error) {
 	e.redisMu.Lock()
@@ -294,22 +294,22 @@ func (e *Engine) redisDown(err error) {
 	e.redisFailing = true
 	e.redisMu.Unlock()
 	if first {
-		e.log.Warn("redis unreachable: dispatching straight from Postgres until it is back", zap.Error(err))
+		e.log.Warn("redis unreachable: dispatching without in-flight records until it is back (the reaper recovers from Postgres)", zap.Error(err))
 	}
 }
 
-// redisUp records a successful claim from Redis.
+// redisUp records a successful in-flight record in Redis.
 func (e *Engine) redisUp() {
 	e.redisMu.Lock()
 	was := e.redisFailing
 	e.redisFailing = false
 	e.redisMu.Unlock()
 	if was {
-		e.log.Info("redis reachable again: dispatching through Redis", zap.Int64("direct_claims_so_far", e.directClaims.Load()))
+		e.log.Info("redis reachable again: in-flight records resumed", zap.Int64("direct_claims_so_far", e.directClaims.Load()))
 	}
 }
 
-// DirectClaims is how many jobs were assigned straight from Postgres because
+// DirectClaims is how many jobs were assigned without an in-flight record because
 // Redis was unreachable.
 func (e *Engine) DirectClaims() int64 { return e.directClaims.Load() }
 
@@ -337,7 +337,7 @@ type RecoveryStats struct {
 	DeadLettered int64            // FAILED → DEAD_LETTERED
 	TTLExpired   int64            // PENDING → DEAD_LETTERED (ttl_expired)
 	Orphans      int64            // in-flight entries removed
-	DirectClaims int64            // jobs assigned straight from Postgres while Redis was down
+	DirectClaims int64            // jobs assigned without a Redis in-flight record while Redis was down
 }
 
 // RecoveryStats returns the reaper's counters (for metrics).

@@ -231,15 +231,17 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 			}
 			return nil, queue.ErrShutdown
 		case <-ready:
-		case <-s.wake:
-			s.e.WakeScheduler() // capacity came back: refill
+		case <-s.wake: // capacity came back: claim again
 		case <-poll.C:
 		}
 	}
 }
 
-// claim moves up to free jobs from the ready sets of the worker's queues into
-// its in-flight lists and compare-and-sets them ASSIGNED in Postgres.
+// claim assigns up to free due jobs of the worker's queues, taking them in turn from a rotating
+// first queue: one Postgres statement per queue (store.DispatchStore.JobClaim), then one Redis
+// round trip that records them in the worker's in-flight set with their locks. Redis is
+// bookkeeping, not the fence: when it is down the jobs are sent anyway (Postgres assigned them),
+// counted in DirectClaims, and the reaper recovers them from Postgres like any other.
 func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 	s.mu.Lock()
 	start := s.next
@@ -256,86 +258,51 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			continue // the worker's breaker for q is open, or its probe is out
 		}
 		claimStart := time.Now()
-		ids, err := s.e.opts.Dispatcher.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: s.workerID, Max: room})
-		if err != nil {
-			if ctx.Err() != nil {
-				return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
-			}
-			// Redis is unreachable: dispatch straight from Postgres, whose
-			// compare-and-set alone keeps every job to one worker (without the
-			// locks, replicas may race for the same jobs and lose some claims).
-			s.e.redisDown(err)
-			jobs, derr := s.claimDirect(ctx, q, room)
-			if derr != nil {
-				return s.partial(out, fmt.Errorf("claim %s: %w; direct from Postgres: %w", q, err, derr))
-			}
-			s.e.traceAssigned(ctx, claimStart, s.workerID, jobs)
-			free -= len(jobs)
-			out = append(out, jobs...)
-			continue
-		}
-		s.e.redisUp()
-		if len(ids) == 0 {
-			continue
-		}
-		// The compare-and-set must reach a known outcome even if the stream
-		// goes away meanwhile: jobs it assigns are this worker's from then on.
+		// The claim must reach a known outcome even if the stream goes away meanwhile: jobs it
+		// assigns are this worker's from then on.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
-		jobs, err := s.e.opts.Store.JobAssignMany(actx, store.JobAssignParams{WorkerID: s.workerID, IDs: ids})
+		jobs, err := s.e.opts.Store.JobClaim(actx, store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize)})
 		cancel()
 		if err != nil {
-			// The jobs stay PENDING in Postgres; give them back to the
-			// scheduler (the lock goes with the in-flight entry).
-			if rerr := s.e.opts.Dispatcher.InflightRemove(context.WithoutCancel(ctx), store.InflightParams{Queue: q, WorkerID: s.workerID, IDs: ids}); rerr != nil {
-				s.e.log.Warn("release claims after a failed assign failed", zap.String("queue", q), zap.String("worker_id", s.workerID), zap.Error(rerr))
-			}
-			return s.partial(out, fmt.Errorf("assign %s: %w", q, err))
+			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
 		}
-		if len(jobs) < len(ids) {
-			s.dropRefused(ctx, q, ids, jobs)
+		if len(jobs) == 0 {
+			continue
 		}
 		s.mu.Lock()
 		for _, j := range jobs {
 			s.outstanding[j.ID] = q
 		}
 		s.mu.Unlock()
+		s.recordInflight(ctx, q, jobs)
+		s.e.opts.Observer.SchedulerCycle(time.Since(claimStart))
 		s.e.traceAssigned(ctx, claimStart, s.workerID, jobs)
-		if len(jobs) > 0 {
-			s.e.opts.Observer.Assigned(q, len(jobs))
-		}
+		s.e.opts.Observer.Assigned(q, len(jobs))
 		free -= len(jobs)
 		out = append(out, jobs...)
 	}
 	return out, nil
 }
 
-// claimDirect assigns up to free due jobs of queue q without Redis.
-func (s *Session) claimDirect(ctx context.Context, q string, free int) ([]*queue.Job, error) {
-	due, err := s.e.opts.Store.JobDue(ctx, store.JobDueParams{Queue: q, Limit: min(free, s.e.opts.BatchSize)})
-	if err != nil || len(due) == 0 {
-		return nil, err
+// recordInflight adds freshly assigned jobs to the worker's in-flight set in Redis.
+func (s *Session) recordInflight(ctx context.Context, q string, jobs []*queue.Job) {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
 	}
-	ids := make([]string, len(due))
-	for i, d := range due {
-		ids[i] = d.ID
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisRecordTimeout)
 	defer cancel()
-	jobs, err := s.e.opts.Store.JobAssignMany(actx, store.JobAssignParams{WorkerID: s.workerID, IDs: ids})
+	err := s.e.opts.Dispatcher.InflightAdd(rctx, store.InflightAddParams{Queue: q, WorkerID: s.workerID, IDs: ids, LockTTL: s.e.opts.LockTTL})
 	if err != nil {
-		return nil, err
+		s.e.redisDown(err)
+		s.e.directClaims.Add(int64(len(jobs)))
+		return
 	}
-	s.mu.Lock()
-	for _, j := range jobs {
-		s.outstanding[j.ID] = q
-	}
-	s.mu.Unlock()
-	s.e.directClaims.Add(int64(len(jobs)))
-	if len(jobs) > 0 {
-		s.e.opts.Observer.Assigned(q, len(jobs))
-	}
-	return jobs, nil
+	s.e.redisUp()
 }
+
+// redisRecordTimeout bounds the in-flight record of a claim: Redis down must not hold dispatch up.
+const redisRecordTimeout = 2 * time.Second
 
 // partial returns what a claim already assigned when a later queue fails:
 // those jobs are ASSIGNED to this worker and must be sent, not dropped.
@@ -352,24 +319,6 @@ const maxFreedMemory = 10000
 
 // assignTimeout bounds the assign compare-and-set.
 const assignTimeout = 10 * time.Second
-
-// dropRefused removes from the in-flight list the claimed ids that Postgres
-// did not assign (cancelled, or taken by another replica after a lock expiry).
-func (s *Session) dropRefused(ctx context.Context, q string, ids []string, assigned []*queue.Job) {
-	got := make(map[string]bool, len(assigned))
-	for _, j := range assigned {
-		got[j.ID] = true
-	}
-	var refused []string
-	for _, id := range ids {
-		if !got[id] {
-			refused = append(refused, id)
-		}
-	}
-	if err := s.e.opts.Dispatcher.InflightRemove(ctx, store.InflightParams{Queue: q, WorkerID: s.workerID, IDs: refused}); err != nil {
-		s.e.log.Warn("drop refused claims failed", zap.String("queue", q), zap.String("worker_id", s.workerID), zap.Error(err))
-	}
-}
 
 // queueOf returns the queue of an attempt this session handed out.
 func (s *Session) queueOf(id string) (string, bool) {

@@ -66,7 +66,7 @@ func NewJobMetrics(reg prometheus.Registerer) *JobMetrics {
 		}, []string{"queue"}),
 		cycle: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "jq_scheduler_cycle_duration_seconds",
-			Help:    "Duration of this replica's scheduler cycles (due jobs moved into the Redis ready sets).",
+			Help:    "Duration of this replica's dispatch claims (the Postgres claim statement and the Redis in-flight record of one batch for one worker).",
 			Buckets: cycleBuckets,
 		}),
 		produced:   counter("jq_jobs_produced_total", "Jobs submitted (new jobs; an idempotent repeat is not counted) through this replica."),

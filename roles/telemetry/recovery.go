@@ -25,7 +25,7 @@ func NewRecoveryCollector(stats func() engine.RecoveryStats) prometheus.Collecto
 		deadLettered: d("jobs_dead_lettered_total", "FAILED jobs dead-lettered by this replica's retry sweep."),
 		ttl:          d("jobs_ttl_expired_total", "PENDING jobs dead-lettered because their TTL expired."),
 		orphans:      d("inflight_orphans_removed_total", "Orphaned Redis in-flight entries removed by the reaper."),
-		dir:          d("dispatch_direct_claims_total", "Jobs assigned straight from Postgres because Redis was unreachable."),
+		dir:          d("dispatch_direct_claims_total", "Jobs assigned without a Redis in-flight record because Redis was unreachable (the reaper recovers them from Postgres alike)."),
 	}
 }
 

@@ -67,6 +67,14 @@ RETURNING id::text`
 	sqlJobCountDeadLettered = `-- name: job_count_dead_lettered
 SELECT queue, count(*) FROM jobs WHERE state = 'DEAD_LETTERED' GROUP BY queue`
 
+	// Per queue, an index-only walk of jobs_dispatch_idx (not_before is INCLUDEd), stopped at $2.
+	sqlJobCountReady = `-- name: job_count_ready
+SELECT q, (SELECT count(*) FROM (
+               SELECT 1 FROM jobs j
+               WHERE j.queue = q AND j.state = 'PENDING' AND j.not_before <= now()
+               LIMIT $2) due)
+FROM unnest($1::text[]) q`
+
 	sqlWorkerCountLive = `-- name: worker_count_live
 SELECT count(*) FROM workers
 WHERE status <> 'OFFLINE' AND last_heartbeat_at > now() - $1 * interval '1 millisecond'`
@@ -174,6 +182,27 @@ func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: count dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// JobCountReady implements store.AdminStore.
+func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, sqlJobCountReady, queues, store.MaxReadyCount)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count ready jobs: %w", err)
+	}
+	out := make(map[string]int64, len(queues))
+	var (
+		q string
+		n int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&q, &n}, func() error {
+		out[q] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count ready jobs: %w", err)
 	}
 	return out, nil
 }

@@ -102,6 +102,59 @@ events AS (
 SELECT ` + jobColumns + ` FROM updated ORDER BY l_ord`
 )
 
+// sqlJobClaim is dispatch in one statement (River's claim, plus the events). locked walks
+// jobs_dispatch_idx in order — queue equality, then (priority DESC, created_at, id), the literal
+// state = 'PENDING' matching the index predicate, not_before INCLUDEd — and locks what it returns,
+// skipping rows another transaction holds; the lock re-reads the newest row version, so a job a
+// concurrent writer moved out of PENDING is not returned. A paused queue is a one-time filter. The
+// UPDATE then needs only the id. It runs on the dispatch pool: its cached generic plan is that
+// index walk on any table (dispatchParams; TestHotPlansOnEmptyTable).
+const sqlJobClaim = `-- name: job_claim
+WITH locked AS MATERIALIZED (
+    SELECT j.id AS l_id
+    FROM jobs j
+    WHERE j.queue = $1 AND j.state = 'PENDING' AND j.not_before <= now()
+      AND NOT EXISTS (SELECT 1 FROM queues WHERE name = $1 AND paused)
+    ORDER BY j.priority DESC, j.created_at, j.id
+    LIMIT $3
+    FOR NO KEY UPDATE SKIP LOCKED
+),
+updated AS (
+    UPDATE jobs SET
+        state      = 'ASSIGNED',
+        attempt    = attempt + 1,
+        worker_id  = $2,
+        event_seq  = event_seq + 1,
+        updated_at = now()
+    FROM locked
+    WHERE id = l_id
+    RETURNING event_seq, ` + jobColumns + `
+),
+events AS (
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
+                            created_at)
+    SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
+           worker_id, attempt, updated_at
+    FROM updated
+)
+SELECT ` + jobColumns + ` FROM updated ORDER BY priority DESC, created_at, id`
+
+// JobClaim implements store.DispatchStore.
+func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	rows, err := s.dispatch.Query(ctx, sqlJobClaim, p.Queue, p.WorkerID, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: claim jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: claim jobs: %w", err)
+	}
+	return jobs, nil
+}
+
 // JobDue implements store.DispatchStore. An unknown queue has no due jobs (an empty result, not
 // ErrQueueNotFound).
 func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJob, error) {

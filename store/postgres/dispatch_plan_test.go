@@ -70,6 +70,7 @@ func TestDispatchPlans(t *testing.T) {
 	repeat := func(v string) string { return "'{" + strings.Repeat(v+",", len(ids)-1) + v + "}'" }
 	for _, stmt := range []string{
 		"PREPARE due(text, integer) AS " + sqlJobDue,
+		"PREPARE claim(text, text, integer) AS " + sqlJobClaim,
 		"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany,
 		"PREPARE ack(uuid[], integer[], text[]) AS " + sqlJobAckMany,
 		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[], bigint[]) AS " + sqlJobReportMany,
@@ -88,6 +89,15 @@ func TestDispatchPlans(t *testing.T) {
 		require.Contains(t, plan, "One-Time Filter", "the paused check runs once: %s", mode)
 		require.NotContains(t, plan, "Sort", "the index gives the order: %s", mode)
 		require.Contains(t, plan, "rows=1000 loops=1", mode)
+
+		// The claim walks the same index in order and stops at its limit (EXPLAIN without ANALYZE:
+		// executing it would assign the jobs).
+		plan = explain(t, "EXPLAIN (COSTS OFF) EXECUTE claim('hot', 'w', 100)")
+		t.Logf("JobClaim, %s:\n%s", mode, plan)
+		require.Contains(t, plan, "Index Scan using jobs_dispatch_idx", mode)
+		require.Contains(t, plan, "LockRows", mode)
+		require.NotContains(t, plan, "Seq Scan on jobs", mode)
+		require.NotContains(t, claimedPart(plan), "Sort", "the index gives the order: %s", mode)
 
 		for name, execute := range map[string]string{
 			"JobAssignMany": "EXECUTE assign('w', " + idArray + ")",
@@ -133,6 +143,14 @@ ANALYZE jobs`)
 	require.Contains(t, plan, "jobs_failed_idx")
 }
 
+// claimedPart is the part of JobClaim's plan that picks and locks the jobs (CTE locked); the
+// statement's final sort of the at most Limit rows it returns is outside it.
+func claimedPart(plan string) string {
+	_, rest, _ := strings.Cut(plan, "CTE locked")
+	locked, _, _ := strings.Cut(rest, "CTE updated")
+	return locked
+}
+
 // TestHotPlansOnEmptyTable: right after the migrations the jobs table is empty and never analyzed.
 // A prepared statement executed there more than five times may get a generic plan, made for that
 // empty table: for the batch statements the planner's own choice scans jobs, and the plan stays in
@@ -161,6 +179,7 @@ func TestHotPlansOnEmptyTable(t *testing.T) {
 	}
 	ids := "'{00000000-0000-4000-8000-000000000001,00000000-0000-4000-8000-000000000002}'"
 	args := map[string]string{
+		"job_claim":       "('hot', 'w', 100)",
 		"job_assign_many": "('w', " + ids + ")",
 		"job_ack_many":    "(" + ids + ", '{1,1}', '{w,w}')",
 		"job_report_many": `(` + ids + `, '{1,1}', '{w,w}', '{true,true}', '{"\\x00","\\x00"}', '{c,c}', '{e,e}', '{r,r}', '{false,false}', '{0,0}', '{0,0}')`,
@@ -170,7 +189,9 @@ func TestHotPlansOnEmptyTable(t *testing.T) {
 	// one connection, generic plans only.
 	none := []string{"00000000-0000-4000-8000-000000000001"}
 	for range 20 {
-		_, err := st.JobAssignMany(ctx, store.JobAssignParams{WorkerID: "w", IDs: none})
+		_, err := st.JobClaim(ctx, store.JobClaimParams{Queue: "hot", WorkerID: "w", Limit: 100})
+		require.NoError(t, err)
+		_, err = st.JobAssignMany(ctx, store.JobAssignParams{WorkerID: "w", IDs: none})
 		require.NoError(t, err)
 		_, err = st.JobAckMany(ctx, []store.JobLease{{ID: none[0], Attempt: 1, WorkerID: "w"}})
 		require.NoError(t, err)
@@ -216,8 +237,20 @@ SELECT gen_random_uuid(), 'hot', 't', 0, 'RUNNING', 3, '\x00', now() FROM genera
 	t.Logf("JobReportMany, the planner's generic plan made on the empty table, now on 20,000 jobs:\n%s", plan)
 	require.Contains(t, plan, "Seq Scan on jobs", "the defect this test guards against")
 
-	// The store's cached plans, made on the empty table, on 20,000 jobs: the primary key.
+	// The store's cached plans, made on the empty table, on 20,000 jobs: the primary key (the
+	// claim: the dispatch index, in order).
 	for stmt, name := range prepared {
+		if stmt == "job_claim" {
+			_, err := main.Exec(ctx, `INSERT INTO jobs (id, queue, type, priority, max_retries, spec_hash, created_at)
+SELECT gen_random_uuid(), 'hot', 't', 0, 3, '\x00', now() FROM generate_series(1, 20000)`)
+			require.NoError(t, err)
+			plan := explain(hot, "EXPLAIN (COSTS OFF) EXECUTE "+name+args[stmt])
+			t.Logf("%s, generic plan made on the empty table, now on 40,000 jobs:\n%s", stmt, plan)
+			require.NotContains(t, plan, "Seq Scan on jobs", stmt)
+			require.Contains(t, plan, "Index Scan using jobs_dispatch_idx", stmt)
+			require.NotContains(t, claimedPart(plan), "Sort", stmt)
+			continue
+		}
 		plan := explain(hot, "EXPLAIN (COSTS OFF) EXECUTE "+name+args[stmt])
 		t.Logf("%s, generic plan made on the empty table, now on 20,000 jobs:\n%s", stmt, plan)
 		require.NotContains(t, plan, "Seq Scan on jobs", stmt)

@@ -64,79 +64,38 @@ func (d *Dispatcher) Ping(ctx context.Context) error {
 	return wrap(ctx, "ping", d.client.Ping(ctx).Err())
 }
 
-// ReadyPush takes each job's lock and adds the jobs whose lock it got to the
-// queue's ready set, in one script. It returns how many locks it took; a job
-// whose lock had expired while it still waited in the ready set is counted
-// again but not duplicated. The whole batch is refused with
-// queue.ErrInvalidArgument when any job is malformed.
-func (d *Dispatcher) ReadyPush(ctx context.Context, p store.ReadyPushParams) (int, error) {
-	if err := validateQueue(p.Queue); err != nil {
-		return 0, err
+// InflightAdd records jobs Postgres just assigned to the worker: each enters the worker's
+// in-flight set and takes its lock, in one script. The whole batch is refused with
+// queue.ErrInvalidArgument when an id is empty.
+func (d *Dispatcher) InflightAdd(ctx context.Context, p store.InflightAddParams) error {
+	if err := validateQueueWorker(p.Queue, p.WorkerID); err != nil {
+		return err
 	}
 	if p.LockTTL <= 0 {
-		return 0, invalid("lock TTL %v must be positive", p.LockTTL)
+		return invalid("lock TTL %v must be positive", p.LockTTL)
 	}
-	if len(p.Jobs) == 0 {
-		return 0, nil
+	if len(p.IDs) == 0 {
+		return nil
 	}
-	keys := make([]string, 1, len(p.Jobs)+1)
-	keys[0] = d.keys.ready(p.Queue)
-	args := make([]any, 1, 2*len(p.Jobs)+1)
-	args[0] = lockTTLMillis(p.LockTTL)
-	lockBase := d.keys.lock(p.Queue, "")
-	for _, j := range p.Jobs {
-		if j.ID == "" {
-			return 0, invalid("empty job id")
+	keys := make([]string, 1, len(p.IDs)+1)
+	keys[0] = d.keys.inflight(p.Queue, p.WorkerID)
+	args := make([]any, 2, len(p.IDs)+2)
+	args[0], args[1] = lockTTLMillis(p.LockTTL), time.Now().UnixMilli()
+	for _, id := range p.IDs {
+		if id == "" {
+			return invalid("empty job id")
 		}
-		score, err := readyScore(j.Priority, j.CreatedAt)
-		if err != nil {
-			return 0, fmt.Errorf("job %s: %w", j.ID, err)
-		}
-		keys = append(keys, lockBase+j.ID)
-		args = append(args, score, j.ID)
+		args = append(args, id)
 	}
-	n, err := readyPushScript.Run(ctx, d.client, keys, args...).Int()
-	if err != nil {
-		return 0, wrap(ctx, "ready push", err)
+	keys = d.keys.locks(keys, p.Queue, p.IDs)
+	if err := inflightAddScript.Run(ctx, d.client, keys, args...).Err(); err != nil {
+		return wrap(ctx, "inflight add", err)
 	}
-	return n, nil
+	return nil
 }
 
-// ReadyLen is the number of jobs in the queue's ready set.
-func (d *Dispatcher) ReadyLen(ctx context.Context, queueName string) (int64, error) {
-	if err := validateQueue(queueName); err != nil {
-		return 0, err
-	}
-	n, err := d.client.ZCard(ctx, d.keys.ready(queueName)).Result()
-	if err != nil {
-		return 0, wrap(ctx, "ready len", err)
-	}
-	return n, nil
-}
-
-// Claim moves up to p.Max jobs from the ready set into the worker's in-flight
-// list in one script and returns their ids, highest priority then oldest
-// first. An empty ready set gives an empty slice.
-func (d *Dispatcher) Claim(ctx context.Context, p store.ClaimParams) ([]string, error) {
-	if err := validateQueueWorker(p.Queue, p.WorkerID); err != nil {
-		return nil, err
-	}
-	if p.Max <= 0 {
-		return nil, invalid("max %d must be positive", p.Max)
-	}
-	keys := []string{d.keys.ready(p.Queue), d.keys.inflight(p.Queue, p.WorkerID)}
-	ids, err := claimScript.Run(ctx, d.client, keys, p.Max).StringSlice()
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, wrap(ctx, "claim", err)
-	}
-	if ids == nil {
-		ids = []string{}
-	}
-	return ids, nil
-}
-
-// InflightRemove removes the ids from the worker's in-flight list and releases
-// the locks of the ids that were in it. Ids not in the list are ignored and
+// InflightRemove removes the ids from the worker's in-flight set and releases
+// the locks of the ids that were in it. Ids not in the set are ignored and
 // their locks left alone: a call naming a worker that no longer holds a job
 // must not unlock it for whoever holds it now.
 func (d *Dispatcher) InflightRemove(ctx context.Context, p store.InflightParams) error {
@@ -164,13 +123,12 @@ func (d *Dispatcher) InflightRemove(ctx context.Context, p store.InflightParams)
 	return nil
 }
 
-// InflightList returns the ids in the worker's in-flight list, oldest claim
-// first.
+// InflightList returns the ids in the worker's in-flight set, oldest assignment first.
 func (d *Dispatcher) InflightList(ctx context.Context, queueName, workerID string) ([]string, error) {
 	if err := validateQueueWorker(queueName, workerID); err != nil {
 		return nil, err
 	}
-	ids, err := d.client.LRange(ctx, d.keys.inflight(queueName, workerID), 0, -1).Result()
+	ids, err := d.client.ZRange(ctx, d.keys.inflight(queueName, workerID), 0, -1).Result()
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		return nil, wrap(ctx, "inflight list", err)
 	}

@@ -16,10 +16,9 @@ import (
 type OperationObserver func(operation string, d time.Duration, err error)
 
 // ScriptNames maps the SHA-1 of each script of this package to its name, the file name without
-// .lua: "ready_push", "claim", "inflight_remove".
+// .lua: "inflight_add", "inflight_remove".
 var ScriptNames = map[string]string{
-	readyPushScript.Hash():      "ready_push",
-	claimScript.Hash():          "claim",
+	inflightAddScript.Hash():    "inflight_add",
 	inflightRemoveScript.Hash(): "inflight_remove",
 }
 

@@ -32,21 +32,16 @@ func TestHookNamesOperations(t *testing.T) {
 	d, err := redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix})
 	require.NoError(t, err)
 	q := "hook"
-	_, err = d.ReadyPush(ctx, store.ReadyPushParams{Queue: q, LockTTL: time.Minute, Jobs: []store.DueJob{
-		{ID: "0b8f4a0e-4c1b-4a53-9a57-a1f1b1c2d3e4", CreatedAt: time.Now()},
-	}})
-	require.NoError(t, err)
-	_, err = d.Claim(ctx, store.ClaimParams{Queue: q, WorkerID: "w", Max: 1})
-	require.NoError(t, err)
-	_, err = d.ReadyLen(ctx, q)
-	require.NoError(t, err)
+	ids := []string{"0b8f4a0e-4c1b-4a53-9a57-a1f1b1c2d3e4"}
+	require.NoError(t, d.InflightAdd(ctx, store.InflightAddParams{Queue: q, WorkerID: "w", IDs: ids, LockTTL: time.Minute}))
+	require.NoError(t, d.InflightRemove(ctx, store.InflightParams{Queue: q, WorkerID: "w", IDs: ids}))
 	_, err = d.Counts(ctx, []string{q})
 	require.NoError(t, err)
 	require.ErrorIs(t, client.Get(ctx, prefix+":missing").Err(), goredis.Nil)
 
 	mu.Lock()
 	defer mu.Unlock()
-	for _, op := range []string{"ping", "script", "ready_push", "claim", "zcard", "get"} {
+	for _, op := range []string{"ping", "script", "inflight_add", "inflight_remove", "scan", "get"} {
 		require.Positive(t, ops[op], "operation %q in %v", op, ops)
 	}
 	require.Zero(t, ops["evalsha"], "scripts are named")

@@ -9,24 +9,21 @@ import "strings"
 // checked in New, so the queue name is always the key's first hash tag —
 // whatever a worker id or job id contains.
 //
-//	<prefix>:{<queue>}:ready
-//	    ZSET, member = job id, score = readyScore(priority, created_at).
-//	    Written by ReadyPush (ZADD, in ready_push.lua) and Claim (ZPOPMIN, in
-//	    claim.lua); read by Claim and ReadyLen. Lives as long as it has members
-//	    (Redis deletes an empty sorted set); refilled from Postgres by the
-//	    scheduler after a Redis loss.
-//
-//	<prefix>:{<queue>}:inflight:<worker>
-//	    LIST of job ids in claim order (RPUSH). Written by Claim (claim.lua) and
-//	    InflightRemove (LREM, or one rewrite for a batch, in
-//	    inflight_remove.lua); read by InflightList (the reaper). Lives as long as it has entries; entries of a dead worker stay
-//	    until the reaper removes them (doc.go).
+//	<prefix>:{<queue>}:processing:<worker>
+//	    ZSET of the job ids the worker was assigned in the queue, score = the
+//	    assignment time in milliseconds. Written by InflightAdd (ZADD, in
+//	    inflight_add.lua) right after Postgres assigned the jobs, and by
+//	    InflightRemove (ZREM, in inflight_remove.lua) when an attempt ends;
+//	    read by InflightList (the reaper) and Counts. O(log n) per job either
+//	    way. Lives as long as it has entries; entries of a dead worker stay
+//	    until the reaper removes them (doc.go). (Until issue 21 this was the LIST
+//	    <prefix>:{<queue>}:inflight:<worker>, filled from a ready set.)
 //
 //	<prefix>:{<queue>}:lock:<job_id>
-//	    STRING "1" with a TTL of ReadyPushParams.LockTTL (SET NX PX). Written
-//	    by ReadyPush; deleted by InflightRemove; read by nobody but ReadyPush's
-//	    NX. Expires on its own: it is a hint that saves duplicate work, never
-//	    the fence (Postgres is).
+//	    STRING, the job id, with a TTL of
+//	    InflightAddParams.LockTTL. Written by InflightAdd; deleted by
+//	    InflightRemove. Expires on its own: it marks a job as held for anyone
+//	    reading Redis, never the fence (Postgres is).
 
 // DefaultKeyPrefix is used when Config.KeyPrefix is empty.
 const DefaultKeyPrefix = "jq"
@@ -47,14 +44,9 @@ func (k keys) queueBase(queueName string) string {
 	return sb.String()
 }
 
-// ready is the queue's ready set.
-func (k keys) ready(queueName string) string {
-	return k.queueBase(queueName) + ":ready"
-}
-
-// inflight is the worker's in-flight list in the queue.
+// inflight is the worker's in-flight set in the queue.
 func (k keys) inflight(queueName, workerID string) string {
-	return k.queueBase(queueName) + ":inflight:" + workerID
+	return k.queueBase(queueName) + ":processing:" + workerID
 }
 
 // lock is the dispatch lock of one job of the queue.

@@ -24,8 +24,7 @@ func hashTag(key string) string {
 func TestKeys(t *testing.T) {
 	t.Parallel()
 	k := keys{prefix: "jq"}
-	require.Equal(t, "jq:{emails}:ready", k.ready("emails"))
-	require.Equal(t, "jq:{emails}:inflight:w-1", k.inflight("emails", "w-1"))
+	require.Equal(t, "jq:{emails}:processing:w-1", k.inflight("emails", "w-1"))
 	require.Equal(t, "jq:{emails}:lock:0190c0de-0000-7000-8000-000000000001", k.lock("emails", "0190c0de-0000-7000-8000-000000000001"))
 	require.Equal(t, []string{"x", "jq:{emails}:lock:a", "jq:{emails}:lock:b"}, k.locks([]string{"x"}, "emails", []string{"a", "b"}))
 
@@ -34,7 +33,6 @@ func TestKeys(t *testing.T) {
 	for _, kk := range []keys{k, test} {
 		for _, q := range []string{"default", "a", "emails.high_prio-2"} {
 			for _, key := range []string{
-				kk.ready(q),
 				kk.inflight(q, "host-1/42"),
 				kk.inflight(q, "{evil}"),
 				kk.inflight(q, "}{"),

@@ -59,13 +59,12 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func dueJobs(n int) []store.DueJob {
-	now := time.Now()
-	jobs := make([]store.DueJob, n)
-	for i := range jobs {
-		jobs[i] = store.DueJob{ID: "job-" + string(rune('a'+i)), Priority: i % 10, CreatedAt: now}
+func dueIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "job-" + string(rune('a'+i))
 	}
-	return jobs
+	return ids
 }
 
 func TestNewChecksConfig(t *testing.T) {
@@ -111,22 +110,20 @@ func TestScriptsSurviveScriptFlush(t *testing.T) {
 		require.NoError(t, err)
 		return got
 	}
-	require.Equal(t, []bool{true, true, true}, exists(), "New loads every script")
+	require.Equal(t, []bool{true, true}, exists(), "New loads every script")
 
 	round := func() {
 		t.Helper()
-		jobs := dueJobs(5)
-		n, err := d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
+		ids := dueIDs(5)
+		require.NoError(t, d.InflightAdd(ctx, store.InflightAddParams{Queue: "q", WorkerID: "w", IDs: ids, LockTTL: time.Minute}))
+		got, err := d.InflightList(ctx, "q", "w")
 		require.NoError(t, err)
-		require.Equal(t, 5, n)
-		ids, err := d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 10})
-		require.NoError(t, err)
-		require.Len(t, ids, 5)
+		require.ElementsMatch(t, ids, got)
 		require.NoError(t, d.InflightRemove(ctx, store.InflightParams{Queue: "q", WorkerID: "w", IDs: ids}))
 	}
 	round()
 	require.NoError(t, client.ScriptFlush(ctx).Err())
-	require.Equal(t, []bool{false, false, false}, exists())
+	require.Equal(t, []bool{false, false}, exists())
 	round()
 }
 
@@ -139,44 +136,29 @@ func TestRedisRestart(t *testing.T) {
 	client := privateClient(t, srv)
 	d, err := redis.New(ctx, redis.Config{Client: client})
 	require.NoError(t, err)
-	jobs := dueJobs(3)
-	n, err := d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
-	require.NoError(t, err)
-	require.Equal(t, 3, n)
-	ids, err := d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 1})
-	require.NoError(t, err)
-	require.Len(t, ids, 1)
+	ids := dueIDs(3)
+	require.NoError(t, d.InflightAdd(ctx, store.InflightAddParams{Queue: "q", WorkerID: "w", IDs: ids, LockTTL: time.Minute}))
 
 	srv.Kill()
 	down, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	require.Error(t, d.Ping(down))
-	_, err = d.ReadyPush(down, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
-	require.Error(t, err)
-	_, err = d.ReadyLen(down, "q")
-	require.Error(t, err)
-	_, err = d.Claim(down, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 1})
-	require.Error(t, err)
+	require.Error(t, d.InflightAdd(down, store.InflightAddParams{Queue: "q", WorkerID: "w", IDs: ids, LockTTL: time.Minute}))
 	_, err = d.InflightList(down, "q", "w")
 	require.Error(t, err)
 	require.Error(t, d.InflightRemove(down, store.InflightParams{Queue: "q", WorkerID: "w", IDs: ids}))
 
 	srv.Start()
 	testenv.Eventually(t, 10*time.Second, func() error { return d.Ping(ctx) })
-	// The data is gone: nothing ready, nothing in flight, no locks; removing a vanished entry is fine.
-	l, err := d.ReadyLen(ctx, "q")
-	require.NoError(t, err)
-	require.Zero(t, l)
+	// The data is gone: nothing in flight, no locks; removing a vanished entry is fine.
 	inflight, err := d.InflightList(ctx, "q", "w")
 	require.NoError(t, err)
 	require.Empty(t, inflight)
 	require.NoError(t, d.InflightRemove(ctx, store.InflightParams{Queue: "q", WorkerID: "w", IDs: ids}))
-	n, err = d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: jobs, LockTTL: time.Minute})
+	require.NoError(t, d.InflightAdd(ctx, store.InflightAddParams{Queue: "q", WorkerID: "w", IDs: ids, LockTTL: time.Minute}))
+	inflight, err = d.InflightList(ctx, "q", "w")
 	require.NoError(t, err)
-	require.Equal(t, 3, n, "no lock survived: the scheduler's refill queues every job")
-	ids, err = d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 10})
-	require.NoError(t, err)
-	require.Len(t, ids, 3)
+	require.ElementsMatch(t, ids, inflight)
 }
 
 // A deadline that passes while Redis does not answer surfaces as context.DeadlineExceeded, even
@@ -191,20 +173,14 @@ func TestDeadlineExceeded(t *testing.T) {
 
 	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
 	defer cancel()
-	_, err = d.ReadyLen(expired, "q")
+	_, err = d.InflightList(expired, "q", "w")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	admin := privateClient(t, srv)
 	calls := map[string]func(context.Context) error{
 		"ping": d.Ping,
-		"ready push": func(ctx context.Context) error {
-			_, err := d.ReadyPush(ctx, store.ReadyPushParams{Queue: "q", Jobs: dueJobs(2), LockTTL: time.Minute})
-			return err
-		},
-		"ready len": func(ctx context.Context) error { _, err := d.ReadyLen(ctx, "q"); return err },
-		"claim": func(ctx context.Context) error {
-			_, err := d.Claim(ctx, store.ClaimParams{Queue: "q", WorkerID: "w", Max: 1})
-			return err
+		"inflight add": func(ctx context.Context) error {
+			return d.InflightAdd(ctx, store.InflightAddParams{Queue: "q", WorkerID: "w", IDs: dueIDs(2), LockTTL: time.Minute})
 		},
 		"inflight list": func(ctx context.Context) error { _, err := d.InflightList(ctx, "q", "w"); return err },
 		"inflight remove": func(ctx context.Context) error {

@@ -15,12 +15,10 @@ import (
 // trips, small enough that no single call holds the server noticeably.
 const scanCount = 1000
 
-// Counts returns the ready-set size and the total in-flight entries of each
-// queue, in the order given. The ready sets cost one pipelined ZCARD per queue;
-// the in-flight lists, whose worker ids are not known here, are found with
-// SCAN MATCH on their key pattern (walked page by page on every master, never
-// KEYS) and measured with pipelined LLENs. Lists of queues not asked for are
-// ignored.
+// Counts returns the total in-flight entries of each queue, in the order given.
+// The in-flight sets, whose worker ids are not known here, are found with SCAN
+// MATCH on their key pattern (walked page by page on every master, never KEYS)
+// and measured with pipelined ZCARDs. Sets of queues not asked for are ignored.
 func (d *Dispatcher) Counts(ctx context.Context, queues []string) ([]store.DispatchCounts, error) {
 	out := make([]store.DispatchCounts, len(queues))
 	index := make(map[string]int, len(queues))
@@ -33,18 +31,6 @@ func (d *Dispatcher) Counts(ctx context.Context, queues []string) ([]store.Dispa
 	}
 	if len(queues) == 0 {
 		return out, nil
-	}
-
-	pipe := d.client.Pipeline()
-	cards := make([]*goredis.IntCmd, len(queues))
-	for i, q := range queues {
-		cards[i] = pipe.ZCard(ctx, d.keys.ready(q))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, wrap(ctx, "counts", err)
-	}
-	for i, c := range cards {
-		out[i].Ready = c.Val()
 	}
 
 	var mu sync.Mutex
@@ -77,7 +63,7 @@ func (d *Dispatcher) Counts(ctx context.Context, queues []string) ([]store.Dispa
 	return out, nil
 }
 
-// addInflight adds the lengths of the in-flight lists among found to their
+// addInflight adds the sizes of the in-flight sets among found to their
 // queues' counts.
 func (d *Dispatcher) addInflight(ctx context.Context, c goredis.Cmdable, found []string, index map[string]int,
 	out []store.DispatchCounts, mu *sync.Mutex) error {
@@ -93,13 +79,13 @@ func (d *Dispatcher) addInflight(ctx context.Context, c goredis.Cmdable, found [
 			continue
 		}
 		if i, ok := index[q]; ok {
-			items = append(items, item{i: i, cmd: pipe.LLen(ctx, k)})
+			items = append(items, item{i: i, cmd: pipe.ZCard(ctx, k)})
 		}
 	}
 	if len(items) == 0 {
 		return nil
 	}
-	// A list emptied between SCAN and LLEN counts 0; a key of another type
+	// A set emptied between SCAN and ZCARD counts 0; a key of another type
 	// (not ours) is skipped rather than failing the whole call.
 	_, _ = pipe.Exec(ctx)
 	mu.Lock()
@@ -120,7 +106,7 @@ func (d *Dispatcher) addInflight(ctx context.Context, c goredis.Cmdable, found [
 	return nil
 }
 
-// inflightQueue returns the queue of an in-flight list key, checking that the
+// inflightQueue returns the queue of an in-flight set key, checking that the
 // key is exactly what keys.inflight builds for it.
 func (d *Dispatcher) inflightQueue(key string) (string, bool) {
 	head := d.keys.prefix + ":{"

@@ -273,28 +273,23 @@ func RunDispatchCounts(t *testing.T, newDispatcher NewDispatcherFunc) {
 		longer := b.queue + "x"
 		empty := uniqueName("dq")
 
-		jobs := readyJobs(6)
-		require.Equal(t, 6, b.push(jobs, heldLockTTL))
-		require.Len(t, b.claim("w1", 2), 2)
-		require.Len(t, b.claim("w2", 1), 1)
-		require.Len(t, b.claim("w{odd}:id", 1), 1) // worker ids may hold any byte
-		_, err := b.d.ReadyPush(b.ctx, store.ReadyPushParams{Queue: longer, Jobs: readyJobs(3), LockTTL: heldLockTTL})
-		require.NoError(t, err)
-		_, err = b.d.Claim(b.ctx, store.ClaimParams{Queue: longer, WorkerID: "w1", Max: 1})
-		require.NoError(t, err)
+		b.add("w1", jobIDs(2)...)
+		b.add("w2", jobIDs(1)...)
+		b.add("w{odd}:id", jobIDs(1)...) // worker ids may hold any byte
+		(&dispatcherBundle{t: t, d: b.d, ctx: b.ctx, queue: longer}).add("w1", jobIDs(1)...)
 
 		got, err := b.d.Counts(b.ctx, []string{b.queue, empty, longer})
 		require.NoError(t, err)
 		require.Equal(t, []store.DispatchCounts{
-			{Queue: b.queue, Ready: 2, Inflight: 4},
+			{Queue: b.queue, Inflight: 4},
 			{Queue: empty},
-			{Queue: longer, Ready: 2, Inflight: 1},
+			{Queue: longer, Inflight: 1},
 		}, got)
 
 		b.remove("w1", b.inflight("w1")...)
 		got, err = b.d.Counts(b.ctx, []string{b.queue})
 		require.NoError(t, err)
-		require.Equal(t, []store.DispatchCounts{{Queue: b.queue, Ready: 2, Inflight: 2}}, got)
+		require.Equal(t, []store.DispatchCounts{{Queue: b.queue, Inflight: 2}}, got)
 
 		got, err = b.d.Counts(b.ctx, nil)
 		require.NoError(t, err)
@@ -304,9 +299,8 @@ func RunDispatchCounts(t *testing.T, newDispatcher NewDispatcherFunc) {
 		// More lists than one SCAN page holds.
 		b := dispatcherSetup(t, newDispatcher)
 		const workers = 1500
-		require.Equal(t, workers, b.push(readyJobs(workers), heldLockTTL))
 		for i := range workers {
-			require.Len(t, b.claim(fmt.Sprintf("w%d", i), 1), 1)
+			b.add(fmt.Sprintf("w%d", i), jobIDs(1)...)
 		}
 		got, err := b.d.Counts(b.ctx, []string{b.queue})
 		require.NoError(t, err)

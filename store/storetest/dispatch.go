@@ -25,6 +25,7 @@ func RunDispatchStore[S interface {
 }](t *testing.T, newStoreOf func(*testing.T) S) {
 	newStore := storeFunc(newStoreOf)
 	t.Run("JobDue", func(t *testing.T) { t.Parallel(); runJobDueTests(t, newStore) })
+	t.Run("JobClaim", func(t *testing.T) { t.Parallel(); runJobClaimTests(t, newStore) })
 	t.Run("JobAssignMany", func(t *testing.T) { t.Parallel(); runJobAssignTests(t, newStore) })
 	t.Run("JobAckMany", func(t *testing.T) { t.Parallel(); runJobAckTests(t, newStore) })
 	t.Run("JobReportMany", func(t *testing.T) { t.Parallel(); runJobReportTests(t, newStore) })
@@ -230,6 +231,116 @@ func runJobDueTests(t *testing.T, newStore NewStoreFunc) {
 			{Queue: "Not A Queue", Limit: 1},
 		} {
 			_, err := b.ds.JobDue(b.ctx, p)
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
+		}
+	})
+}
+
+func (b *dsBundle) claim(worker string, limit int) []*queue.Job {
+	b.t.Helper()
+	jobs, err := b.ds.JobClaim(b.ctx, store.JobClaimParams{Queue: b.queue, WorkerID: worker, Limit: limit})
+	require.NoError(b.t, err)
+	return jobs
+}
+
+func runJobClaimTests(t *testing.T, newStore NewStoreFunc) {
+	// A claim takes the head of JobDue's order and assigns it, with its events.
+	t.Run("DispatchOrderAndEvents", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		var ps []store.JobInsertParams
+		for _, prio := range []int{0, 5, 9, 5, 9, 0, 3} {
+			p := b.job("t")
+			p.Priority = prio
+			ps = append(ps, p)
+		}
+		b.insert(ps...)
+		delayed := b.job("t")
+		delayed.Priority, delayed.RunAt = 9, time.Now().Add(time.Hour)
+		b.insertOne(delayed)
+		other := b.newQueue(store.QueueCreateParams{})
+		b.insert(store.JobInsertParams{Queue: other.Name, Type: "t", Priority: 9})
+
+		want := dueIDs(b.due(100))
+		require.Len(t, want, len(ps), "the delayed job and the other queue's are not due")
+		got := b.claim("w1", 3)
+		require.Equal(t, want[:3], ids(got))
+		for _, j := range got {
+			require.Equal(t, queue.StateAssigned, j.State)
+			require.Equal(t, 1, j.Attempt)
+			require.Equal(t, "w1", j.WorkerID)
+			require.NotEmpty(t, j.Payload, "the assignment carries the payload")
+			evs := b.events(j.ID)
+			require.Len(t, evs, 2)
+			b.requireEvent(evs[1], 2, queue.StatePending, queue.StateAssigned, store.ReasonAssigned, "w1", 1)
+		}
+		rest := b.claim("w2", 100)
+		require.Equal(t, want[3:], ids(rest), "the rest, and nothing else")
+		require.Empty(t, b.claim("w3", 100))
+	})
+
+	t.Run("PausedQueue", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		b.insertN(3)
+		_, err := b.s.QueueSetPaused(b.ctx, store.QueueSetPausedParams{Name: b.queue, Paused: true})
+		require.NoError(t, err)
+		require.Empty(t, b.claim("w", 10), "a paused queue hands out nothing")
+		_, err = b.s.QueueSetPaused(b.ctx, store.QueueSetPausedParams{Name: b.queue})
+		require.NoError(t, err)
+		require.Len(t, b.claim("w", 10), 3)
+	})
+
+	// Claims racing for one backlog never take a job twice, and together take every job.
+	t.Run("ConcurrentClaimsAreDisjoint", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		jobs := b.insertN(300)
+		var (
+			mu   sync.Mutex
+			seen = map[string]string{}
+			wg   sync.WaitGroup
+		)
+		for w := range 6 {
+			wg.Go(func() {
+				worker := fmt.Sprintf("w%d", w)
+				for {
+					got, err := b.ds.JobClaim(b.ctx, store.JobClaimParams{Queue: b.queue, WorkerID: worker, Limit: 7})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range got {
+						if prev, ok := seen[j.ID]; ok {
+							t.Errorf("job %s claimed by %s and %s", j.ID, prev, worker)
+						}
+						seen[j.ID] = worker
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(t, seen, len(jobs))
+	})
+
+	t.Run("UnknownQueue", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		got, err := b.ds.JobClaim(b.ctx, store.JobClaimParams{Queue: uniqueName("missing"), WorkerID: "w", Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
+
+	t.Run("Invalid", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		for _, p := range []store.JobClaimParams{
+			{Queue: b.queue, WorkerID: "w", Limit: 0},
+			{Queue: b.queue, WorkerID: "w", Limit: store.MaxDispatchBatch + 1},
+			{Queue: "Not A Queue", WorkerID: "w", Limit: 1},
+			{Queue: b.queue, WorkerID: "", Limit: 1},
+		} {
+			_, err := b.ds.JobClaim(b.ctx, p)
 			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
 		}
 	})

@@ -203,7 +203,7 @@ type QueueRuntimeStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Queue name.
 	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
-	// Entries in the queue's ready structure, waiting for a worker.
+	// Due PENDING jobs waiting for a worker (counted in Postgres, up to 100,000).
 	Ready int64 `protobuf:"varint,2,opt,name=ready,proto3" json:"ready,omitempty"`
 	// Entries in the queue's per-worker in-flight lists.
 	Inflight int64 `protobuf:"varint,3,opt,name=inflight,proto3" json:"inflight,omitempty"`
