@@ -20,7 +20,7 @@ import (
 type config struct {
 	systems, workloads []string
 	runs               int
-	output             string
+	output, jsonFile   string
 
 	jqBin, logDir     string
 	pgBase, redisAddr string
@@ -62,6 +62,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&wls, "workloads", "batch,drain,rate1000,rate5000,submit", "comma-separated workloads")
 	fs.IntVar(&c.runs, "runs", 3, "runs of each workload on each system; the median run is reported")
 	fs.StringVar(&c.output, "o", "markdown", "output: markdown or json")
+	fs.StringVar(&c.jsonFile, "json-file", "", "also write the JSON report to this file")
 	fs.StringVar(&c.jqBin, "jq", "../../bin/jq", "the jq binary (go build -o bin/jq . at the repository root)")
 	fs.StringVar(&c.logDir, "log-dir", "", "where the jq processes' logs go (default: a new temporary directory)")
 	fs.StringVar(&c.pgBase, "pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL base URL (no database)")
@@ -168,10 +169,18 @@ func run(ctx context.Context, cfg *config) error {
 		}
 	}
 	rep := buildReport(cfg, all, started)
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if cfg.jsonFile != "" {
+		if err := os.WriteFile(cfg.jsonFile, append(js, '\n'), 0o600); err != nil {
+			return err
+		}
+	}
 	if cfg.output == "json" {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		_, err := fmt.Printf("%s\n", js)
+		return err
 	}
 	writeMarkdown(os.Stdout, rep)
 	return nil
