@@ -85,7 +85,9 @@ var Table = []Row{
 
 	// queue/*: the domain and the store interfaces; no API (the wire format is the API's business),
 	// no backend. The executor reaches its server through executor.Conn only.
-	{Pkgs: []string{"queue/engine"}, May: []string{"queue", "store", "internal/jobtrace"}, Third: observe},
+	// The rules of periodic jobs: the domain and the cron parser (robfig/cron), nothing else.
+	{Pkgs: []string{"queue/schedule"}, May: []string{"queue"}, Third: []string{"github.com/robfig/cron"}},
+	{Pkgs: []string{"queue/engine"}, May: []string{"queue", "queue/schedule", "store", "internal/jobtrace"}, Third: observe},
 	{Pkgs: []string{"queue/executor"}, May: []string{"queue", "internal/ctxtime", "internal/jobtrace"}, Third: observe},
 	{Pkgs: []string{"queue/executor/executortest"}, May: []string{"queue", "queue/executor"}, Third: stdOnly},
 	{Pkgs: []string{"queue/handlers"}, May: []string{"queue"}, Third: []string{"github.com/vmihailenco/msgpack"}},
