@@ -98,13 +98,21 @@ func TestScheduleCommands(t *testing.T) {
 	ctx := env.ctx
 
 	for name, p := range map[string]store.ScheduleParams{
-		"cron":        env.params("a", "61 * * * *"),
-		"zone":        func() store.ScheduleParams { p := env.params("a", "@hourly"); p.TimeZone = "Nowhere/Atlantis"; return p }(),
+		"cron": env.params("a", "61 * * * *"),
+		"zone": func() store.ScheduleParams {
+			p := env.params("a", "@hourly")
+			p.TimeZone = "Nowhere/Atlantis"
+			return p
+		}(),
 		"never fires": env.params("a", "0 0 30 2 *"),
-		"label":       func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Template.Labels = map[string]string{engine.ScheduleLabel: "x"}; return p }(),
-		"policy":      func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Missed = "sometimes"; return p }(),
-		"bound":       func() store.ScheduleParams { p := env.params("a", "@hourly"); p.CatchUpMax = 3; return p }(),
-		"name":        env.params("A", "@hourly"),
+		"label": func() store.ScheduleParams {
+			p := env.params("a", "@hourly")
+			p.Template.Labels = map[string]string{engine.ScheduleLabel: "x"}
+			return p
+		}(),
+		"policy": func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Missed = "sometimes"; return p }(),
+		"bound":  func() store.ScheduleParams { p := env.params("a", "@hourly"); p.CatchUpMax = 3; return p }(),
+		"name":   env.params("A", "@hourly"),
 	} {
 		_, err := sch.ScheduleCreate(ctx, p)
 		require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
@@ -280,9 +288,13 @@ type countingObserver struct {
 	nFired, nFail, nMs int
 }
 
-func (o *countingObserver) ScheduleFired(string, time.Duration) { o.mu.Lock(); o.nFired++; o.mu.Unlock() }
-func (o *countingObserver) ScheduleFireFailed(string)           { o.mu.Lock(); o.nFail++; o.mu.Unlock() }
-func (o *countingObserver) ScheduleMissed(_ string, n int)      { o.mu.Lock(); o.nMs += n; o.mu.Unlock() }
-func (o *countingObserver) fired() int                          { o.mu.Lock(); defer o.mu.Unlock(); return o.nFired }
-func (o *countingObserver) failed() int                         { o.mu.Lock(); defer o.mu.Unlock(); return o.nFail }
-func (o *countingObserver) missed() int                         { o.mu.Lock(); defer o.mu.Unlock(); return o.nMs }
+func (o *countingObserver) ScheduleFired(string, time.Duration) {
+	o.mu.Lock()
+	o.nFired++
+	o.mu.Unlock()
+}
+func (o *countingObserver) ScheduleFireFailed(string)      { o.mu.Lock(); o.nFail++; o.mu.Unlock() }
+func (o *countingObserver) ScheduleMissed(_ string, n int) { o.mu.Lock(); o.nMs += n; o.mu.Unlock() }
+func (o *countingObserver) fired() int                     { o.mu.Lock(); defer o.mu.Unlock(); return o.nFired }
+func (o *countingObserver) failed() int                    { o.mu.Lock(); defer o.mu.Unlock(); return o.nFail }
+func (o *countingObserver) missed() int                    { o.mu.Lock(); defer o.mu.Unlock(); return o.nMs }
