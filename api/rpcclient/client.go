@@ -72,6 +72,8 @@ type Client struct {
 	Queues  jqv1connect.QueueServiceClient
 	Workers jqv1connect.WorkerServiceClient
 	Admin   jqv1connect.AdminServiceClient
+	// Schedules manages periodic jobs (docs/schedules.md).
+	Schedules jqv1connect.ScheduleServiceClient
 
 	baseURL string
 	http    *http.Client
@@ -148,6 +150,7 @@ func New(opts Options) (*Client, error) {
 		Queues:  jqv1connect.NewQueueServiceClient(hc, baseURL, copts...),
 		Workers: jqv1connect.NewWorkerServiceClient(hc, baseURL, copts...),
 		Admin:   jqv1connect.NewAdminServiceClient(hc, baseURL, copts...),
+		Schedules: jqv1connect.NewScheduleServiceClient(hc, baseURL, copts...),
 		baseURL: baseURL,
 		http:    hc,
 	}, nil
