@@ -310,10 +310,13 @@ func (s *Schedules) fire(ctx context.Context, sc *queue.Schedule, clock func() t
 	}
 	plan := schedule.PlanFires(spec, sc.NextFireAt, clock(), s.opts.Grace, sc.Missed, sc.CatchUpMax)
 	adv.Next = plan.Next
-	if plan.Missed > 0 {
-		s.opts.Observer.ScheduleMissed(sc.Name, plan.Missed)
-		s.log.Info("schedule fire times missed", zap.String("schedule", sc.Name), zap.Int("missed", plan.Missed),
-			zap.String("policy", string(sc.Missed)), zap.Int("fired", len(plan.Fires)))
+	if plan.Missed > 0 || plan.CaughtUp > 0 {
+		if plan.Missed > 0 {
+			s.opts.Observer.ScheduleMissed(sc.Name, plan.Missed)
+		}
+		s.log.Info("schedule fire times missed", zap.String("schedule", sc.Name), zap.String("policy", string(sc.Missed)),
+			zap.Int("missed", plan.Missed+plan.CaughtUp), zap.Int("dropped", plan.Missed), zap.Int("caught_up", plan.CaughtUp),
+			zap.Time("next_fire_at", plan.Next))
 	}
 	for _, at := range plan.Fires {
 		res, err := s.e.Submit(ctx, jobOf(sc, schedule.IdempotencyKey(sc.Name, at), at))

@@ -31,6 +31,8 @@ type Plan struct {
 	Fires []time.Time
 	// Missed counts the fire times dropped (a lower bound when the walk jumped ahead).
 	Missed int
+	// CaughtUp counts the missed fire times fired anyway (catch_up): the first CaughtUp of Fires.
+	CaughtUp int
 	// Next is the first fire time after now (zero: the spec never fires again).
 	Next time.Time
 }
@@ -75,6 +77,7 @@ func PlanFires(s *Spec, next, now time.Time, grace time.Duration, policy queue.M
 		}
 	}
 	p.Missed -= len(missed)
+	p.CaughtUp = len(missed)
 	p.Fires = append(missed, p.Fires...)
 	p.Next = t
 	return p

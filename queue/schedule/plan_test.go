@@ -59,6 +59,9 @@ func TestPlanFires(t *testing.T) {
 			p := schedule.PlanFires(tc.spec, utc(tc.next), mustTime(tc.now), grace, tc.policy, tc.catchUp)
 			require.Equal(t, tc.wantFires, nonNil(p.Fires))
 			require.Equal(t, tc.wantMissed, p.Missed)
+			if tc.policy == queue.MissedSkip {
+				require.Zero(t, p.CaughtUp)
+			}
 			require.Equal(t, utc(tc.wantNext), p.Next)
 		})
 	}
@@ -73,6 +76,7 @@ func TestPlanFarBehind(t *testing.T) {
 	next, now := utc("2026-01-01T00:00:00Z"), utc("2026-01-03T00:00:00Z")
 	p := schedule.PlanFires(s, next, now, 10*time.Second, queue.MissedCatchUp, 5)
 	require.Len(t, p.Fires, 5+11) // 5 missed (23:59:45..49) and 11 on time (23:59:50..00:00:00)
+	require.Equal(t, 5, p.CaughtUp)
 	require.Equal(t, utc("2026-01-02T23:59:45Z"), p.Fires[0])
 	require.Equal(t, now, p.Fires[len(p.Fires)-1])
 	require.Equal(t, now.Add(time.Second), p.Next)
