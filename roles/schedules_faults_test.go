@@ -70,11 +70,11 @@ func TestFaultScheduleReplicaKill(t *testing.T) {
 	r.createSchedule(ctx, &jqv1.CreateScheduleRequest{Name: "tick", Cron: "@every 1s",
 		Template: &jqv1.JobTemplate{Queue: "default", Type: "noop"}})
 	start := time.Now()
-	time.Sleep(15 * time.Second) //nolint:forbidigo // the window is wall-clock time: the schedule's own
+	time.Sleep(15 * time.Second) // the window is wall-clock time: the schedule's own
 	signalProc(t, r.servers[0].proc, syscall.SIGKILL)
 	waitExit(t, r.servers[0].proc, 10*time.Second)
 	killed := time.Now()
-	time.Sleep(time.Until(start.Add(30 * time.Second))) //nolint:forbidigo // as above
+	time.Sleep(time.Until(start.Add(30 * time.Second))) // as above
 	_, err := r.servers[1].client.Schedules.PauseSchedule(ctx, connect.NewRequest(&jqv1.PauseScheduleRequest{Name: "tick"}))
 	require.NoError(t, err)
 	end := time.Now()
@@ -122,7 +122,7 @@ func TestFaultScheduleRestartMissedFires(t *testing.T) {
 	})
 	signalProc(t, r.servers[0].proc, syscall.SIGKILL)
 	waitExit(t, r.servers[0].proc, 10*time.Second)
-	time.Sleep(12 * time.Second) //nolint:forbidigo // the downtime, in the schedules' own clock
+	time.Sleep(12 * time.Second) // the downtime, in the schedules' own clock
 	r.restartServer(0)
 	missedLog := map[string]map[string]any{}
 	testenv.Eventually(t, 20*time.Second, func() error {
@@ -137,7 +137,7 @@ func TestFaultScheduleRestartMissedFires(t *testing.T) {
 		return nil
 	})
 	// Two more fires after the restart, then stop the schedules where they are.
-	time.Sleep(4 * time.Second) //nolint:forbidigo // as above
+	time.Sleep(4 * time.Second) // as above
 	for _, name := range []string{"skipper", "catcher"} {
 		_, err := r.client().Schedules.PauseSchedule(ctx, connect.NewRequest(&jqv1.PauseScheduleRequest{Name: name}))
 		require.NoError(t, err)

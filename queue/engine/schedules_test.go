@@ -176,9 +176,9 @@ func TestScheduleReplicasOneJobPerFireTime(t *testing.T) {
 	require.NoError(t, err)
 	stop1 := runLoop(t, r1)
 	stop2 := runLoop(t, r2)
-	time.Sleep(3 * time.Second) //nolint:forbidigo // the schedule's own clock is what is measured
+	time.Sleep(3 * time.Second) // the schedule's own clock is what is measured
 	stop1()
-	time.Sleep(3 * time.Second) //nolint:forbidigo // as above
+	time.Sleep(3 * time.Second) // as above
 	stop2()
 
 	byFire := env.jobsByFire("tick")
