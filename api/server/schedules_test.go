@@ -30,6 +30,8 @@ func TestScheduleService(t *testing.T) {
 	require.NoError(t, err)
 	defer cl.Close()
 	s := cl.Schedules
+	_, err = st.QueueCreate(ctx, store.QueueCreateParams{Name: "default"})
+	require.NoError(t, err)
 
 	tmpl := &jqv1.JobTemplate{Queue: "default", Type: "noop", Payload: []byte(`{"a":1}`), Priority: 5, Labels: map[string]string{"team": "ops"}}
 	created, err := s.CreateSchedule(ctx, connect.NewRequest(&jqv1.CreateScheduleRequest{
