@@ -99,7 +99,10 @@ func TestScheduleService(t *testing.T) {
 	_, err = s.DeleteSchedule(ctx, connect.NewRequest(&jqv1.DeleteScheduleRequest{Name: "nightly"}))
 	require.NoError(t, err)
 	for _, err := range []error{
-		func() error { _, err := s.GetSchedule(ctx, connect.NewRequest(&jqv1.GetScheduleRequest{Name: "nightly"})); return err }(),
+		func() error {
+			_, err := s.GetSchedule(ctx, connect.NewRequest(&jqv1.GetScheduleRequest{Name: "nightly"}))
+			return err
+		}(),
 		func() error {
 			_, err := s.TriggerSchedule(ctx, connect.NewRequest(&jqv1.TriggerScheduleRequest{Name: "nightly"}))
 			return err

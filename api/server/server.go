@@ -99,8 +99,8 @@ type Options struct {
 	// Schedules runs the schedule commands; nil: the ScheduleService's changes are UNAVAILABLE.
 	Schedules *engine.Schedules
 	Workers   WorkerTiming
-	Log     *zap.Logger
-	Version buildinfo.Info
+	Log       *zap.Logger
+	Version   buildinfo.Info
 	// Status runs the dependency checks (the same ones as /readyz).
 	Status func(ctx context.Context) []health.Result
 	Limits Limits

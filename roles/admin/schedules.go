@@ -83,7 +83,7 @@ func (c *ScheduleCreateCmd) Run(re *runEnv) error {
 	if c.CatchUpMax != 0 && c.Missed != "catch_up" {
 		return usagef("--catch-up-max applies to --missed catch_up only")
 	}
-	tmpl := &jqv1.JobTemplate{Queue: c.Queue, Type: c.Type, Payload: payload, Priority: int32(c.Priority), Labels: c.Label} //nolint:gosec // 0..9
+	tmpl := &jqv1.JobTemplate{Queue: c.Queue, Type: c.Type, Payload: payload, Priority: int32(c.Priority), Labels: c.Label}
 	if c.MaxRetries != nil {
 		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
 			return usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
@@ -106,7 +106,7 @@ func (c *ScheduleCreateCmd) Run(re *runEnv) error {
 	}
 	resp, err := call(re, jqv1connect.ScheduleServiceClient.CreateSchedule, &jqv1.CreateScheduleRequest{
 		Name: c.Name, Template: tmpl, Cron: c.Cron, TimeZone: c.TZ, Missed: missed,
-		CatchUpMax: int32(c.CatchUpMax), Paused: c.Paused, //nolint:gosec // ≤ 1000, checked above
+		CatchUpMax: int32(c.CatchUpMax), Paused: c.Paused,
 	})
 	if err != nil {
 		if connect.CodeOf(err) == connect.CodeAlreadyExists {
