@@ -40,6 +40,9 @@ type Config struct {
 	Producer  Producer  `koanf:"producer"`
 	Auth      Auth      `koanf:"auth"`
 	UI        UI        `koanf:"ui"`
+	// Schedules are the periodic jobs declared as code (docs/schedules.md), reconciled at each
+	// server's start.
+	Schedules []Schedule `koanf:"schedules"`
 
 	// Token is the API token this process presents to a jq server (the worker and producer roles, the
 	// in-process worker of --role=all); TokenFile reads it from a file instead (a mounted
@@ -171,7 +174,14 @@ type Server struct {
 	// MaxPageBytes bounds the encoded size of one page of jobs (ListJobs, PeekQueue): a page stops
 	// early, with a next page token, rather than grow past it. A page holds at least one job.
 	MaxPageBytes int `koanf:"max_page_bytes"`
+	// ScheduleMisfireGraceS is how late a schedule's fire time may be handled and still count as
+	// on time; older fire times were missed (no server ran) and the schedule's policy decides
+	// (docs/schedules.md). The same on every replica.
+	ScheduleMisfireGraceS int `koanf:"schedule_misfire_grace_s"`
 }
+
+// ScheduleMisfireGrace is server.schedule_misfire_grace_s.
+func (s Server) ScheduleMisfireGrace() time.Duration { return seconds(s.ScheduleMisfireGraceS) }
 
 // ShutdownGrace is how long in-flight requests may drain on stop.
 func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceS) }
@@ -561,6 +571,7 @@ func Default() Config {
 			MaxResultBytes:          256 << 10,
 			MaxPageBytes:            4 << 20,
 			EventRetentionH:         168,
+			ScheduleMisfireGraceS:   60,
 		},
 		DB: DB{
 			Host:             "localhost",
@@ -645,6 +656,7 @@ func Default() Config {
 			MaxWorkersPerPrincipal: 1000,
 			MaxStreamsPerPrincipal: 1000,
 		},
+		Schedules: []Schedule{},
 	}
 }
 

@@ -350,6 +350,9 @@ func coerce(t reflect.Type, v any) (any, string) {
 			return s, ""
 		}
 	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Struct {
+			return coerceStructList(t, v)
+		}
 		switch x := v.(type) {
 		case string:
 			return splitList(x), ""
@@ -399,6 +402,9 @@ func typeName(t reflect.Type) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Struct {
+			return "a list of mappings"
+		}
 		return "a list of strings"
 	default:
 		return "a string"

@@ -24,8 +24,10 @@ func (c *Config) Redacted() Config {
 	for _, l := range keys.leaves {
 		f := v.FieldByIndex(l.index)
 		switch {
-		case f.Kind() == reflect.Slice:
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
 			f.Set(reflect.ValueOf(append([]string(nil), f.Interface().([]string)...)))
+		case f.Kind() == reflect.Slice:
+			f.Set(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()), f))
 		case l.secret == "true" && f.String() != "":
 			f.SetString(RedactedMarker)
 		case l.secret == "url":

@@ -57,7 +57,7 @@ func (s *schema) walk(t reflect.Type, prefix string, index []int) {
 		switch f.Type.Kind() {
 		case reflect.String, reflect.Int, reflect.Bool, reflect.Float64:
 		case reflect.Slice:
-			if f.Type.Elem().Kind() != reflect.String {
+			if k := f.Type.Elem().Kind(); k != reflect.String && k != reflect.Struct {
 				panic(fmt.Sprintf("config: %s: unsupported list type %s", path, f.Type))
 			}
 		default:
@@ -93,8 +93,8 @@ func (s *schema) flatten(c *Config) map[string]any {
 	out := make(map[string]any, len(s.leaves))
 	for _, l := range s.leaves {
 		fv := v.FieldByIndex(l.index)
-		if fv.Kind() == reflect.Slice {
-			out[l.path] = append([]string{}, fv.Interface().([]string)...)
+		if ss, ok := fv.Interface().([]string); ok {
+			out[l.path] = append([]string{}, ss...)
 			continue
 		}
 		out[l.path] = fv.Interface()

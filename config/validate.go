@@ -98,6 +98,7 @@ func (c *Config) problems() []error {
 	p.positive("server.max_payload_bytes", c.Server.MaxPayloadBytes)
 	p.positive("server.max_result_bytes", c.Server.MaxResultBytes)
 	p.positive("server.event_retention_h", c.Server.EventRetentionH)
+	p.between("server.schedule_misfire_grace_s", c.Server.ScheduleMisfireGraceS, 1, maxTimeoutS)
 	p.between("server.max_page_bytes", c.Server.MaxPageBytes, minPageBytes, maxPageBytes)
 	if c.GRPC.MaxMessageBytes > 0 {
 		p.atMost("server.max_payload_bytes", c.Server.MaxPayloadBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
@@ -105,6 +106,7 @@ func (c *Config) problems() []error {
 	}
 
 	c.validateDB(&p)
+	c.validateSchedules(&p)
 
 	p.hostPort("redis.addr", c.Redis.Addr)
 	if c.Redis.DB < 0 {

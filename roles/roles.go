@@ -54,8 +54,11 @@ var roleTable = []row{
 	{role: Server, name: "relay", needs: []component{"migrate"}, build: serverRelay},
 	{role: Server, name: "background", needs: []component{"migrate"}, build: serverBackground},
 	{role: Server, name: "engine", needs: []component{"tracing", "migrate", "redis", "relay"}, build: serverEngine},
+	// The periodic jobs: the configured schedules reconciled at start, then the fire loop, which
+	// submits through the engine (docs/schedules.md).
+	{role: Server, name: "schedules", needs: []component{"engine"}, build: serverSchedules},
 	// Stops first: assignment streams end, in-flight RPCs finish while the engine still runs.
-	{role: Server, name: "api", needs: []component{"tracing", "auth", "health", "engine"}, build: serverAPI},
+	{role: Server, name: "api", needs: []component{"tracing", "auth", "health", "engine", "schedules"}, build: serverAPI},
 	// The web console calls the API's handler in-process; it stops before the API.
 	{role: Server, name: "console", needs: []component{"api"}, skip: consoleOff, build: serverConsole},
 	// In --role=all the worker drains its jobs (reporting to the API) before the server stops.

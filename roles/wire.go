@@ -76,6 +76,7 @@ type process struct {
 	healthAddr string                 // health
 	accept     *serverrole.APIAccept  // health: /readyz's view of the API listener, set by api
 	eng        *engine.Engine         // engine
+	sched      *engine.Schedules      // schedules
 	api        *serverrole.Listener   // api: the console serves beside it
 }
 
@@ -240,6 +241,7 @@ func serverAPI(_ context.Context, p *process) (part, error) {
 		Store:      p.st,
 		Counter:    p.disp,
 		Engine:     p.eng,
+		Schedules:  p.sched,
 		Checks:     p.checks,
 		HealthAddr: p.healthAddr,
 		Tracing:    apiTracing(p.tr),

@@ -45,6 +45,15 @@ var policy = map[string][]Role{
 	jqv1connect.QueueServiceGetQueueProcedure:      readers,
 	jqv1connect.QueueServiceGetQueueStatsProcedure: readers,
 
+	// Schedules: admins change them, viewers read them (issue 25).
+	jqv1connect.ScheduleServiceCreateScheduleProcedure:  admins,
+	jqv1connect.ScheduleServicePauseScheduleProcedure:   admins,
+	jqv1connect.ScheduleServiceResumeScheduleProcedure:  admins,
+	jqv1connect.ScheduleServiceTriggerScheduleProcedure: admins,
+	jqv1connect.ScheduleServiceDeleteScheduleProcedure:  admins,
+	jqv1connect.ScheduleServiceListSchedulesProcedure:   readers,
+	jqv1connect.ScheduleServiceGetScheduleProcedure:     readers,
+
 	jqv1connect.WorkerServiceRegisterWorkerProcedure:   workers,
 	jqv1connect.WorkerServiceHeartbeatProcedure:        workers,
 	jqv1connect.WorkerServiceStreamJobsProcedure:       workers,

@@ -72,6 +72,8 @@ type Client struct {
 	Queues  jqv1connect.QueueServiceClient
 	Workers jqv1connect.WorkerServiceClient
 	Admin   jqv1connect.AdminServiceClient
+	// Schedules manages periodic jobs (docs/schedules.md).
+	Schedules jqv1connect.ScheduleServiceClient
 
 	baseURL string
 	http    *http.Client
@@ -144,12 +146,13 @@ func New(opts Options) (*Client, error) {
 		connect.WithCompressMinBytes(16 << 10), // small requests are cheaper sent as they are
 	}
 	return &Client{
-		Jobs:    jqv1connect.NewJobServiceClient(hc, baseURL, copts...),
-		Queues:  jqv1connect.NewQueueServiceClient(hc, baseURL, copts...),
-		Workers: jqv1connect.NewWorkerServiceClient(hc, baseURL, copts...),
-		Admin:   jqv1connect.NewAdminServiceClient(hc, baseURL, copts...),
-		baseURL: baseURL,
-		http:    hc,
+		Jobs:      jqv1connect.NewJobServiceClient(hc, baseURL, copts...),
+		Queues:    jqv1connect.NewQueueServiceClient(hc, baseURL, copts...),
+		Workers:   jqv1connect.NewWorkerServiceClient(hc, baseURL, copts...),
+		Admin:     jqv1connect.NewAdminServiceClient(hc, baseURL, copts...),
+		Schedules: jqv1connect.NewScheduleServiceClient(hc, baseURL, copts...),
+		baseURL:   baseURL,
+		http:      hc,
 	}, nil
 }
 

@@ -76,6 +76,14 @@ var wantRoles = map[string][]string{
 	jqv1connect.AdminServiceGetStatsProcedure:          {"viewer", "admin"},
 	jqv1connect.AdminServicePeekQueueProcedure:         {"viewer", "admin"},
 	jqv1connect.AdminServicePurgeDeadLettersProcedure:  {"admin"},
+	// Schedules (issue 25): admins change them, viewers read them.
+	jqv1connect.ScheduleServiceCreateScheduleProcedure:  {"admin"},
+	jqv1connect.ScheduleServicePauseScheduleProcedure:   {"admin"},
+	jqv1connect.ScheduleServiceResumeScheduleProcedure:  {"admin"},
+	jqv1connect.ScheduleServiceTriggerScheduleProcedure: {"admin"},
+	jqv1connect.ScheduleServiceDeleteScheduleProcedure:  {"admin"},
+	jqv1connect.ScheduleServiceListSchedulesProcedure:   {"viewer", "admin"},
+	jqv1connect.ScheduleServiceGetScheduleProcedure:     {"viewer", "admin"},
 }
 
 // ownedByA are the procedures that act on principal A's worker id or job: B, holding the same
@@ -104,6 +112,7 @@ type authFixture struct {
 	dead    *queue.Job // DEAD_LETTERED, for retry
 	running *queue.Job // RUNNING on worker A, attempt 1
 	workerA string     // registered by worker A
+	sched   string     // a schedule, created by the admin
 	reg     *prometheus.Registry
 	// With certificates (setupAuthTLS), each caller presents its own client certificate, mapped
 	// to its role by a rule on its common name, and sends no token.
@@ -149,8 +158,10 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	refused := telemetry.NewAuthMetrics(f.reg)
 	a, err := auth.New(auth.Options{Tokens: entries, CertRules: rules, Denied: refused, Log: zaptest.NewLogger(t)})
 	require.NoError(t, err)
+	sch, err := engine.NewSchedules(eng, engine.ScheduleOptions{Store: st})
+	require.NoError(t, err)
 	opts := apiserver.Options{
-		Store: st, Engine: eng, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
+		Store: st, Engine: eng, Schedules: sch, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
 		Limits:  apiserver.Limits{MaxPayloadBytes: 1 << 20},
 		Workers: apiserver.WorkerTiming{HeartbeatInterval: time.Second, HeartbeatTimeout: 10 * time.Second},
 	}
@@ -164,6 +175,10 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	// Fixtures, made through the API by their owners.
 	f.queue = "auth-" + uuid.NewString()[:8]
 	_, err = f.client(t, callerAdmin).Queues.CreateQueue(ctx, connect.NewRequest(&jqv1.CreateQueueRequest{Name: f.queue}))
+	require.NoError(t, err)
+	f.sched = "sc-" + uuid.NewString()[:8]
+	_, err = f.client(t, callerAdmin).Schedules.CreateSchedule(ctx, connect.NewRequest(&jqv1.CreateScheduleRequest{
+		Name: f.sched, Cron: "@hourly", Template: &jqv1.JobTemplate{Queue: f.queue, Type: "noop"}}))
 	require.NoError(t, err)
 	f.workerA = "wa-" + uuid.NewString()[:8]
 	_, err = f.client(t, callerWorker).Workers.RegisterWorker(ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{
@@ -217,7 +232,8 @@ func (f *authFixture) digest(t *testing.T) string {
 		(SELECT coalesce(md5(string_agg(j::text, '|' ORDER BY id)), '') FROM jobs j) ||
 		(SELECT coalesce(md5(string_agg(e::text, '|' ORDER BY job_id, seq)), '') FROM job_events e) ||
 		(SELECT coalesce(md5(string_agg(w::text, '|' ORDER BY id)), '') FROM workers w) ||
-		(SELECT coalesce(md5(string_agg(q::text, '|' ORDER BY name)), '') FROM queues q)`).Scan(&d)
+		(SELECT coalesce(md5(string_agg(q::text, '|' ORDER BY name)), '') FROM queues q) ||
+		(SELECT coalesce(md5(string_agg(s::text, '|' ORDER BY name)), '') FROM schedules s)`).Scan(&d)
 	require.NoError(t, err)
 	return d
 }
@@ -365,6 +381,36 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		},
 		jqv1connect.AdminServicePurgeDeadLettersProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Admin.PurgeDeadLetters(ctx, connect.NewRequest(&jqv1.PurgeDeadLettersRequest{Confirm: true}))
+			return err
+		},
+		jqv1connect.ScheduleServiceCreateScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.CreateSchedule(ctx, connect.NewRequest(&jqv1.CreateScheduleRequest{
+				Name: "new-" + uuid.NewString()[:8], Cron: "0 3 * * *", TimeZone: "Europe/Berlin",
+				Template: &jqv1.JobTemplate{Queue: f.queue, Type: "noop"}}))
+			return err
+		},
+		jqv1connect.ScheduleServiceListSchedulesProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.ListSchedules(ctx, connect.NewRequest(&jqv1.ListSchedulesRequest{}))
+			return err
+		},
+		jqv1connect.ScheduleServiceGetScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.GetSchedule(ctx, connect.NewRequest(&jqv1.GetScheduleRequest{Name: f.sched}))
+			return err
+		},
+		jqv1connect.ScheduleServicePauseScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.PauseSchedule(ctx, connect.NewRequest(&jqv1.PauseScheduleRequest{Name: f.sched}))
+			return err
+		},
+		jqv1connect.ScheduleServiceResumeScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.ResumeSchedule(ctx, connect.NewRequest(&jqv1.ResumeScheduleRequest{Name: f.sched}))
+			return err
+		},
+		jqv1connect.ScheduleServiceTriggerScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.TriggerSchedule(ctx, connect.NewRequest(&jqv1.TriggerScheduleRequest{Name: f.sched}))
+			return err
+		},
+		jqv1connect.ScheduleServiceDeleteScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.DeleteSchedule(ctx, connect.NewRequest(&jqv1.DeleteScheduleRequest{Name: f.sched}))
 			return err
 		},
 	}

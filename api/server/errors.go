@@ -19,11 +19,12 @@ func codeOf(err error) connect.Code {
 	switch {
 	case errors.Is(err, queue.ErrInvalidArgument):
 		return connect.CodeInvalidArgument
-	case errors.Is(err, queue.ErrJobNotFound), errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, queue.ErrWorkerNotFound):
+	case errors.Is(err, queue.ErrJobNotFound), errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, queue.ErrWorkerNotFound),
+		errors.Is(err, queue.ErrScheduleNotFound):
 		return connect.CodeNotFound
-	case errors.Is(err, queue.ErrQueueExists):
+	case errors.Is(err, queue.ErrQueueExists), errors.Is(err, queue.ErrScheduleExists):
 		return connect.CodeAlreadyExists
-	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrIllegalTransition),
+	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrIllegalTransition), errors.Is(err, queue.ErrScheduleOwnedByConfig),
 		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt),
 		errors.Is(err, engine.ErrWorkerLost):
 		return connect.CodeFailedPrecondition

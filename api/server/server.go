@@ -85,6 +85,8 @@ type Reader interface {
 	WorkerListPage(ctx context.Context, after string, limit int) ([]*queue.Worker, error)
 	WorkerCounts(ctx context.Context, principal, except string) (store.WorkerCounts, error)
 	WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error)
+	ScheduleGet(ctx context.Context, name string) (*queue.Schedule, error)
+	ScheduleList(ctx context.Context) ([]*queue.Schedule, error)
 }
 
 // Options configure the API handlers.
@@ -95,9 +97,11 @@ type Options struct {
 	// nil: GetStats answers UNAVAILABLE.
 	Counter DispatchCounter
 	Engine  *engine.Engine
-	Workers WorkerTiming
-	Log     *zap.Logger
-	Version buildinfo.Info
+	// Schedules runs the schedule commands; nil: the ScheduleService's changes are UNAVAILABLE.
+	Schedules *engine.Schedules
+	Workers   WorkerTiming
+	Log       *zap.Logger
+	Version   buildinfo.Info
 	// Status runs the dependency checks (the same ones as /readyz).
 	Status func(ctx context.Context) []health.Result
 	Limits Limits
@@ -132,6 +136,7 @@ var services = []string{
 	jqv1connect.QueueServiceName,
 	jqv1connect.WorkerServiceName,
 	jqv1connect.AdminServiceName,
+	jqv1connect.ScheduleServiceName,
 	taskqueuev1connect.TaskQueuePublicServiceName,
 }
 
@@ -169,6 +174,8 @@ func New(opts Options) http.Handler {
 	}
 	mux.Handle(taskqueuev1connect.NewTaskQueuePublicServiceHandler(&taskQueueService{jobs: jobs, queue: tqQueue, log: opts.Log}, hopts...))
 	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store, engine: opts.Engine}, hopts...))
+	mux.Handle(jqv1connect.NewScheduleServiceHandler(&scheduleService{store: opts.Store, schedules: opts.Schedules,
+		limits: opts.Limits, now: time.Now}, hopts...))
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
 		store: opts.Store, engine: opts.Engine, log: opts.Log,
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,

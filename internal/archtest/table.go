@@ -71,7 +71,9 @@ var Table = []Row{
 	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/term"}, Third: stdOnly},
 	{Pkgs: []string{"internal/jobtrace"}, May: []string{"queue"}, Third: observe},
 	{Pkgs: []string{"internal/rpctrace"}, May: []string{"api/gen/..."}},
-	{Pkgs: []string{"config"}, May: []string{"queue"}}, // the domain's defaults (heartbeat, deadlines) are written once, in queue
+	// The domain's defaults (heartbeat, deadlines) are written once, in queue; declared schedules
+	// are checked with the rules a server applies (queue/schedule).
+	{Pkgs: []string{"config"}, May: []string{"queue", "queue/schedule"}},
 
 	// Store: interfaces over the domain; backends implement them and import nothing else of the
 	// project (never each other, never the engine, never the API).
@@ -85,7 +87,9 @@ var Table = []Row{
 
 	// queue/*: the domain and the store interfaces; no API (the wire format is the API's business),
 	// no backend. The executor reaches its server through executor.Conn only.
-	{Pkgs: []string{"queue/engine"}, May: []string{"queue", "store", "internal/jobtrace"}, Third: observe},
+	// The rules of periodic jobs: the domain and the cron parser (robfig/cron), nothing else.
+	{Pkgs: []string{"queue/schedule"}, May: []string{"queue"}, Third: []string{"github.com/robfig/cron"}},
+	{Pkgs: []string{"queue/engine"}, May: []string{"queue", "queue/schedule", "store", "internal/jobtrace"}, Third: observe},
 	{Pkgs: []string{"queue/executor"}, May: []string{"queue", "internal/ctxtime", "internal/jobtrace"}, Third: observe},
 	{Pkgs: []string{"queue/executor/executortest"}, May: []string{"queue", "queue/executor"}, Third: stdOnly},
 	{Pkgs: []string{"queue/handlers"}, May: []string{"queue"}, Third: []string{"github.com/vmihailenco/msgpack"}},
@@ -100,7 +104,7 @@ var Table = []Row{
 	{Pkgs: []string{"api/openapi"}},
 	// The server side calls the engine and reads the store's interfaces; never a backend. The
 	// taskqueue.v1 facade encodes the synthetic handler's payload (queue/handlers).
-	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "store",
+	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "queue/schedule", "store",
 		"queue/handlers", "internal/jobtrace", "internal/rpctrace")},
 	// The web console is served beside the API and calls it like any client: no store, no engine.
 	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue")},

@@ -57,6 +57,8 @@ func service[S any](a *rpcclient.Client) S {
 		*p = a.Workers
 	case *jqv1connect.AdminServiceClient:
 		*p = a.Admin
+	case *jqv1connect.ScheduleServiceClient:
+		*p = a.Schedules
 	default:
 		panic(fmt.Sprintf("admin: %T does not point to a service of the jq API", &s)) // a call site's mistake: every command's test catches it
 	}

@@ -27,6 +27,7 @@ type Commands struct {
 	Job      JobCmd      `cmd:"" help:"Submit, inspect, cancel and retry jobs."`
 	Queue    QueueCmd    `cmd:"" help:"Create, delete, pause and inspect queues."`
 	Worker   WorkerCmd   `cmd:"" help:"List, drain and shut down workers."`
+	Schedule ScheduleCmd `cmd:"" help:"Periodic jobs: create, list, show, pause, resume, trigger and delete schedules."`
 	Status   StatusCmd   `cmd:"" help:"System health: server, workers, queue depths, Postgres/Redis/Kafka (exit 1 when unhealthy)."`
 	Version  VersionCmd  `cmd:"" help:"Client and server versions."`
 	Stats    StatsCmd    `cmd:"" help:"Dispatch counters per queue: ready, in flight, dead-lettered, live heartbeats."`

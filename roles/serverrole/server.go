@@ -46,6 +46,8 @@ type Deps struct {
 	Checks []health.Check
 	// Engine is the core loop (submit, scheduler, dispatch, ack, report).
 	Engine *engine.Engine
+	// Schedules runs the schedule commands of the ScheduleService (nil: they are UNAVAILABLE).
+	Schedules *engine.Schedules
 	// HealthAddr is the health listener's address, named in the "server started" line.
 	HealthAddr string
 	// Tracing gives the API its RPC and submit spans (zero value: none).
@@ -162,9 +164,11 @@ func NewAPI(deps Deps) (*Listener, error) {
 		Store:   deps.Store,
 		Counter: deps.Counter,
 		Engine:  deps.Engine,
-		Log:     log,
-		Version: buildinfo.Get(),
-		Status:  status(deps.Checks),
+		// The periodic jobs' commands (docs/schedules.md).
+		Schedules: deps.Schedules,
+		Log:       log,
+		Version:   buildinfo.Get(),
+		Status:    status(deps.Checks),
 		Limits: apiserver.Limits{
 			MaxPayloadBytes: cfg.Server.MaxPayloadBytes, MaxPageBytes: cfg.Server.MaxPageBytes,
 			MaxWorkers: cfg.Server.MaxWorkers, MaxWorkersPerPrincipal: cfg.Auth.MaxWorkersPerPrincipal,

@@ -1,0 +1,77 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/config"
+)
+
+func TestSchedulesFromFile(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+schedules:
+  - name: nightly
+    cron: "0 3 * * *"
+    time_zone: Europe/Berlin
+    queue: reports
+    type: exec
+    payload: {argv: ["/usr/local/bin/report", "--daily"]}
+    max_retries: 2
+    timeout_s: 600
+    labels: {team: ops}
+  - name: tick
+    cron: "@every 30s"
+    missed: catch_up
+    catch_up_max: 5
+    queue: default
+    type: noop
+    payload: '{"n":1}'
+`)
+	cfg, _ := load(t, config.LoadOptions{File: path})
+	require.Len(t, cfg.Schedules, 2)
+	n := cfg.Schedules[0]
+	require.Equal(t, "nightly", n.Name)
+	require.Equal(t, "Europe/Berlin", n.TimeZone)
+	require.JSONEq(t, `{"argv":["/usr/local/bin/report","--daily"]}`, n.Payload)
+	require.Equal(t, 2, *n.MaxRetries)
+	require.Equal(t, 600, n.TimeoutS)
+	require.Equal(t, map[string]string{"team": "ops"}, n.Labels)
+	require.Equal(t, "catch_up", cfg.Schedules[1].Missed)
+	require.Equal(t, `{"n":1}`, cfg.Schedules[1].Payload)
+
+	// Printed and read again: the same list.
+	out, err := cfg.YAML()
+	require.NoError(t, err)
+	again, _ := load(t, config.LoadOptions{File: writeConfig(t, string(out))})
+	require.Equal(t, cfg.Schedules, again.Schedules)
+	red := cfg.Redacted()
+	require.Equal(t, cfg.Schedules, red.Schedules)
+}
+
+func TestSchedulesFromEnv(t *testing.T) {
+	t.Parallel()
+	cfg, _ := load(t, config.LoadOptions{Environ: []string{
+		`JQ_SCHEDULES=[{"name":"tick","cron":"@every 1s","queue":"default","type":"noop"}]`,
+	}})
+	require.Len(t, cfg.Schedules, 1)
+	require.Equal(t, "@every 1s", cfg.Schedules[0].Cron)
+}
+
+func TestSchedulesRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ want, yaml string }{
+		{"schedules[0].cron", `[{name: a, cron: "61 * * * *", queue: q, type: t}]`},
+		{"schedules[0].cron", `[{name: a, cron: "0 3 * * *", time_zone: Mars/Base, queue: q, type: t}]`},
+		{"schedules[1].name", `[{name: a, cron: "@hourly", queue: q, type: t}, {name: a, cron: "@hourly", queue: q, type: t}]`},
+		{"schedules[0].missed", `[{name: a, cron: "@hourly", queue: q, type: t, missed: later}]`},
+		{"schedules[0].queue", `[{name: a, cron: "@hourly", queue: "Q!", type: t}]`},
+		{"schedules[0].type", `[{name: a, cron: "@hourly", queue: q}]`},
+		{"schedules[0].priority", `[{name: a, cron: "@hourly", queue: q, type: t, priority: 12}]`},
+		{"schedules", `[{name: a, cron: "@hourly", queue: q, type: t, colour: blue}]`},
+	} {
+		err := loadErr(t, config.LoadOptions{File: writeConfig(t, "schedules: "+tc.yaml+"\n")})
+		require.Contains(t, err.Error(), tc.want, tc.yaml)
+	}
+}

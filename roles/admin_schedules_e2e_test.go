@@ -1,0 +1,54 @@
+package roles_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/internal/testenv"
+)
+
+// The schedule commands of the operator CLI against a real server (issue 25).
+func TestAdminSchedulesE2E(t *testing.T) {
+	t.Parallel()
+	_, a := newAdminE2E(t)
+	a.ok("queue", "create", "reports")
+	out := a.ok("schedule", "create", "nightly", "--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--queue", "reports",
+		"--type", "noop", "--payload", `{"report":"daily"}`, "--label", "team=ops", "--missed", "catch_up", "--catch-up-max", "2")
+	require.Contains(t, out, "schedule nightly created: 0 3 * * * in Europe/Berlin")
+	a.fails(1, `schedule "nightly" already exists`, "schedule", "create", "nightly", "--cron", "@daily")
+	a.fails(2, "cron spec", "schedule", "create", "bad", "--cron", "61 * * * *")
+	a.fails(2, "time zone", "schedule", "create", "bad", "--cron", "@daily", "--tz", "Mars/Base")
+
+	show := a.ok("schedule", "show", "nightly")
+	for _, want := range []string{"Europe/Berlin", "catch_up (at most 2)", "reports", "team=ops", "NEXT FIRES"} {
+		require.Contains(t, show, want)
+	}
+	m := a.json([]string{"schedule", "next_fire_times"}, "schedule", "show", "nightly")
+	require.Len(t, m["next_fire_times"], 5)
+
+	a.ok("schedule", "create", "tick", "--cron", "@every 1s", "--queue", "reports")
+	testenv.Eventually(t, 15*time.Second, func() error {
+		if s := a.ok("schedule", "show", "tick"); !strings.Contains(s, "submitted") && !strings.Contains(s, "existing") {
+			return fmt.Errorf("tick has not fired: %s", s)
+		}
+		return nil
+	})
+	require.Contains(t, a.ok("schedule", "pause", "tick"), "paused")
+	list := a.ok("schedule", "list")
+	require.Contains(t, list, "nightly")
+	require.Contains(t, list, "paused")
+
+	id := strings.TrimSpace(a.ok("schedule", "trigger", "nightly"))
+	require.Len(t, id, 36)
+	job := a.json([]string{"job"}, "job", "status", id)
+	require.Contains(t, job["job"].(map[string]any)["labels"], "jq.schedule")
+
+	require.Contains(t, a.ok("schedule", "resume", "tick"), "resumed")
+	require.Contains(t, a.ok("schedule", "delete", "tick"), "deleted")
+	a.fails(3, `schedule "tick" not found`, "schedule", "show", "tick")
+	a.fails(3, `schedule "tick" not found`, "schedule", "delete", "tick")
+}

@@ -1,0 +1,297 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Schedules of periodic jobs (store.ScheduleStore, migration 000015).
+
+const (
+	scheduleColumns = `name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
+		missed, catch_up_max, paused, owner, next_fire_at, last_fire_at, coalesce(last_job_id::text, ''),
+		last_outcome, last_error, created_at, updated_at`
+
+	sqlScheduleCreate = `-- name: schedule_create
+INSERT INTO schedules (name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
+                       missed, catch_up_max, paused, owner, next_fire_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15)
+RETURNING ` + scheduleColumns
+
+	// The reconcile's write of one config-owned schedule: the template and policy always; the
+	// next fire time only when the spec changed or an API-owned row is taken over ($16), so a
+	// restart with an unchanged file loses no fire.
+	sqlScheduleUpsert = `-- name: schedule_upsert
+INSERT INTO schedules (name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
+                       missed, catch_up_max, paused, owner, next_fire_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15)
+ON CONFLICT (name) DO UPDATE SET
+    queue = EXCLUDED.queue, type = EXCLUDED.type, payload = EXCLUDED.payload, priority = EXCLUDED.priority,
+    max_retries = EXCLUDED.max_retries, timeout_ms = EXCLUDED.timeout_ms, labels = EXCLUDED.labels,
+    missed = EXCLUDED.missed, catch_up_max = EXCLUDED.catch_up_max, owner = EXCLUDED.owner,
+    next_fire_at = CASE WHEN $16 OR schedules.cron <> EXCLUDED.cron OR schedules.time_zone <> EXCLUDED.time_zone
+                        THEN EXCLUDED.next_fire_at ELSE schedules.next_fire_at END,
+    cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone, updated_at = now()`
+
+	sqlScheduleGet = `-- name: schedule_get
+SELECT ` + scheduleColumns + ` FROM schedules WHERE name = $1`
+
+	sqlScheduleList = `-- name: schedule_list
+SELECT ` + scheduleColumns + ` FROM schedules ORDER BY name`
+
+	sqlScheduleOwners = `-- name: schedule_owners
+SELECT name, owner FROM schedules WHERE owner = 'config' OR name = ANY($1::text[]) ORDER BY name FOR UPDATE`
+
+	sqlScheduleDeleteOwned = `-- name: schedule_delete
+DELETE FROM schedules WHERE name = $1 AND owner = $2`
+
+	sqlScheduleOwner = `-- name: schedule_owner
+SELECT owner FROM schedules WHERE name = $1`
+
+	sqlScheduleSetPaused = `-- name: schedule_set_paused
+UPDATE schedules SET paused = $2,
+    next_fire_at = CASE WHEN $2 THEN next_fire_at ELSE $3 END, updated_at = now()
+WHERE name = $1 RETURNING ` + scheduleColumns
+
+	sqlScheduleClock = `-- name: schedule_clock
+SELECT now(), (SELECT min(next_fire_at) FROM schedules WHERE NOT paused)`
+
+	sqlScheduleDue = `-- name: schedule_due
+SELECT ` + scheduleColumns + ` FROM schedules
+WHERE NOT paused AND next_fire_at <= $1
+ORDER BY next_fire_at, name
+LIMIT $2`
+
+	// The compare-and-set on next_fire_at: of the replicas that handled the same fire time, one
+	// records it; the others find the row moved on and change nothing.
+	sqlScheduleAdvance = `-- name: schedule_advance
+UPDATE schedules SET next_fire_at = $3,
+    last_fire_at = coalesce($4, last_fire_at),
+    last_job_id  = CASE WHEN $4::timestamptz IS NULL THEN last_job_id ELSE $5::uuid END,
+    last_outcome = CASE WHEN $4::timestamptz IS NULL THEN last_outcome ELSE $6 END,
+    last_error   = CASE WHEN $4::timestamptz IS NULL THEN last_error ELSE $7 END,
+    updated_at = now()
+WHERE name = $1 AND next_fire_at = $2`
+)
+
+// maxScheduleDue bounds ScheduleDue's limit.
+const maxScheduleDue = 1000
+
+func scheduleArgs(p store.ScheduleParams) []any {
+	t := p.Template
+	payload := t.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	return []any{p.Name, t.Queue, t.Type, payload, t.Priority, t.MaxRetries, toMillis(t.Timeout), jsonText(t.Labels),
+		p.Cron, p.TimeZone, string(p.Missed), p.CatchUpMax, p.Paused, string(p.Owner), timePtr(p.NextFireAt)}
+}
+
+func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
+	var (
+		s                  queue.Schedule
+		timeoutMS          int64
+		missed, owner      string
+		labels             map[string]string
+		nextFire, lastFire *time.Time
+	)
+	err := row.Scan(&s.Name, &s.Template.Queue, &s.Template.Type, &s.Template.Payload, &s.Template.Priority,
+		&s.Template.MaxRetries, &timeoutMS, &labels, &s.Cron, &s.TimeZone, &missed, &s.CatchUpMax, &s.Paused, &owner,
+		&nextFire, &lastFire, &s.LastJobID, &s.LastOutcome, &s.LastError, &s.CreatedAt, &s.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	s.Template.Timeout = fromMillis(timeoutMS)
+	if len(labels) > 0 {
+		s.Template.Labels = labels
+	}
+	if s.Template.Payload == nil {
+		s.Template.Payload = []byte{}
+	}
+	s.Missed, s.Owner = queue.MissedPolicy(missed), queue.ScheduleOwner(owner)
+	s.NextFireAt, s.LastFireAt = deref(nextFire), deref(lastFire)
+	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	return &s, nil
+}
+
+// ScheduleCreate implements store.ScheduleStore.
+func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleCreate, scheduleArgs(p)...))
+	if isCode(err, codeUniqueViolation) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleExists, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// ScheduleGet implements store.ScheduleStore.
+func (s *Store) ScheduleGet(ctx context.Context, name string) (*queue.Schedule, error) {
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleGet, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// ScheduleList implements store.ScheduleStore.
+func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
+	rows, err := s.pool.Query(ctx, sqlScheduleList)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list schedules: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Schedule, error) { return scanSchedule(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list schedules: %w", err)
+	}
+	return out, nil
+}
+
+// ScheduleDelete implements store.ScheduleStore.
+func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams) error {
+	tag, err := s.pool.Exec(ctx, sqlScheduleDeleteOwned, p.Name, string(p.Owner))
+	if err != nil {
+		return fmt.Errorf("postgres: delete schedule: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var owner string
+	err = s.pool.QueryRow(ctx, sqlScheduleOwner, p.Name).Scan(&owner)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
+	case err != nil:
+		return fmt.Errorf("postgres: delete schedule: %w", err)
+	}
+	return fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, p.Name, owner)
+}
+
+// ScheduleSetPaused implements store.ScheduleStore.
+func (s *Store) ScheduleSetPaused(ctx context.Context, p store.ScheduleSetPausedParams) (*queue.Schedule, error) {
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleSetPaused, p.Name, p.Paused, timePtr(p.NextFireAt)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pause schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// ScheduleReconcile implements store.ScheduleStore.
+func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcileParams) (store.ScheduleReconcileResult, error) {
+	var res store.ScheduleReconcileResult
+	names := make([]string, len(p.Schedules))
+	for i, sp := range p.Schedules {
+		if sp.Owner != queue.OwnerConfig {
+			return res, fmt.Errorf("%w: schedule %s: reconcile writes config-owned schedules only", queue.ErrInvalidArgument, sp.Name)
+		}
+		if err := sp.Validate(); err != nil {
+			return res, err
+		}
+		if slices.Contains(names[:i], sp.Name) {
+			return res, fmt.Errorf("%w: schedule %s declared twice", queue.ErrInvalidArgument, sp.Name)
+		}
+		names[i] = sp.Name
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = store.ScheduleReconcileResult{}
+		rows, err := tx.Query(ctx, sqlScheduleOwners, names)
+		if err != nil {
+			return err
+		}
+		owners := map[string]string{}
+		var name, owner string
+		if _, err := pgx.ForEachRow(rows, []any{&name, &owner}, func() error { owners[name] = owner; return nil }); err != nil {
+			return err
+		}
+		for _, sp := range p.Schedules {
+			prev, exists := owners[sp.Name]
+			takeOver := exists && prev != string(queue.OwnerConfig)
+			if _, err := tx.Exec(ctx, sqlScheduleUpsert, append(scheduleArgs(sp), takeOver)...); err != nil {
+				return err
+			}
+			switch {
+			case !exists:
+				res.Created = append(res.Created, sp.Name)
+			case takeOver:
+				res.TakenOver = append(res.TakenOver, sp.Name)
+				res.Updated = append(res.Updated, sp.Name)
+			default:
+				res.Updated = append(res.Updated, sp.Name)
+			}
+		}
+		for n, o := range owners {
+			if o == string(queue.OwnerConfig) && !slices.Contains(names, n) {
+				if _, err := tx.Exec(ctx, sqlScheduleDeleteOwned, n, o); err != nil {
+					return err
+				}
+				res.Deleted = append(res.Deleted, n)
+			}
+		}
+		slices.Sort(res.Deleted)
+		return nil
+	})
+	if err != nil {
+		return store.ScheduleReconcileResult{}, fmt.Errorf("postgres: reconcile schedules: %w", err)
+	}
+	return res, nil
+}
+
+// ScheduleDue implements store.ScheduleStore.
+func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueResult, error) {
+	var res store.ScheduleDueResult
+	if limit < 1 || limit > maxScheduleDue {
+		return res, fmt.Errorf("%w: schedule due limit %d: want 1..%d", queue.ErrInvalidArgument, limit, maxScheduleDue)
+	}
+	var earliest *time.Time
+	if err := s.pool.QueryRow(ctx, sqlScheduleClock).Scan(&res.Now, &earliest); err != nil {
+		return res, fmt.Errorf("postgres: schedule clock: %w", err)
+	}
+	res.Now, res.Earliest = res.Now.UTC(), deref(earliest)
+	if res.Earliest.IsZero() || res.Earliest.After(res.Now) {
+		return res, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlScheduleDue, res.Now, limit)
+	if err != nil {
+		return res, fmt.Errorf("postgres: due schedules: %w", err)
+	}
+	res.Due, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Schedule, error) { return scanSchedule(r) })
+	if err != nil {
+		return res, fmt.Errorf("postgres: due schedules: %w", err)
+	}
+	return res, nil
+}
+
+// ScheduleAdvance implements store.ScheduleStore.
+func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams) (bool, error) {
+	var jobID *string
+	if p.LastJobID != "" {
+		if _, err := store.ParseJobID(p.LastJobID); err != nil {
+			return false, err
+		}
+		jobID = &p.LastJobID
+	}
+	tag, err := s.pool.Exec(ctx, sqlScheduleAdvance, p.Name, p.From, timePtr(p.Next), timePtr(p.LastFireAt), jobID,
+		p.LastOutcome, p.LastError)
+	if err != nil {
+		return false, fmt.Errorf("postgres: advance schedule: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

@@ -1,0 +1,258 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// RunScheduleStore checks store.ScheduleStore. Its reconcile test owns every config-owned schedule
+// of the store: no other test may create one in the same store.
+func RunScheduleStore[S interface {
+	store.Store
+	store.ScheduleStore
+}](t *testing.T, newStore func(*testing.T) S) {
+	newS := storeFunc(newStore)
+	sched := func(b *bundle) store.ScheduleStore { return as[store.ScheduleStore](b.t, b.s) }
+	params := func(b *bundle, name string, next time.Time) store.ScheduleParams {
+		three := 3
+		return store.ScheduleParams{
+			Name: name, Cron: "0 3 * * *", TimeZone: "Europe/Berlin", Missed: queue.MissedSkip, Owner: queue.OwnerAPI,
+			Template: queue.JobTemplate{Queue: b.queue, Type: "report", Payload: []byte(`{"k":1}`), Priority: 7,
+				MaxRetries: &three, Timeout: 90 * time.Second, Labels: map[string]string{"team": "ops"}},
+			NextFireAt: next,
+		}
+	}
+	next := time.Date(2030, 1, 2, 2, 0, 0, 0, time.UTC)
+
+	t.Run("CreateGetList", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		name := uniqueName("sc")
+		created, err := ss.ScheduleCreate(b.ctx, params(b, name, next))
+		require.NoError(t, err)
+		require.Equal(t, name, created.Name)
+		require.Equal(t, b.queue, created.Template.Queue)
+		require.Equal(t, "report", created.Template.Type)
+		require.Equal(t, []byte(`{"k":1}`), created.Template.Payload)
+		require.Equal(t, 7, created.Template.Priority)
+		require.Equal(t, 3, *created.Template.MaxRetries)
+		require.Equal(t, 90*time.Second, created.Template.Timeout)
+		require.Equal(t, map[string]string{"team": "ops"}, created.Template.Labels)
+		require.Equal(t, "0 3 * * *", created.Cron)
+		require.Equal(t, "Europe/Berlin", created.TimeZone)
+		require.Equal(t, queue.MissedSkip, created.Missed)
+		require.Equal(t, queue.OwnerAPI, created.Owner)
+		require.True(t, next.Equal(created.NextFireAt))
+		require.True(t, created.LastFireAt.IsZero())
+		require.Empty(t, created.LastJobID)
+		require.False(t, created.CreatedAt.IsZero())
+
+		got, err := ss.ScheduleGet(b.ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, created, got)
+
+		_, err = ss.ScheduleCreate(b.ctx, params(b, name, next))
+		require.ErrorIs(t, err, queue.ErrScheduleExists)
+		_, err = ss.ScheduleGet(b.ctx, uniqueName("none"))
+		require.ErrorIs(t, err, queue.ErrScheduleNotFound)
+
+		list, err := ss.ScheduleList(b.ctx)
+		require.NoError(t, err)
+		found := false
+		for i, s := range list {
+			if i > 0 {
+				require.Less(t, list[i-1].Name, s.Name)
+			}
+			found = found || s.Name == name
+		}
+		require.True(t, found)
+
+		p := params(b, uniqueName("sc"), next)
+		p.Template.MaxRetries, p.Template.Labels, p.Template.Payload = nil, nil, nil
+		p.Missed, p.CatchUpMax = queue.MissedCatchUp, 4
+		c, err := ss.ScheduleCreate(b.ctx, p)
+		require.NoError(t, err)
+		require.Nil(t, c.Template.MaxRetries)
+		require.Equal(t, []byte{}, c.Template.Payload)
+		require.Equal(t, queue.MissedCatchUp, c.Missed)
+		require.Equal(t, 4, c.CatchUpMax)
+	})
+
+	t.Run("CreateRefuses", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		for name, mut := range map[string]func(*store.ScheduleParams){
+			"name":     func(p *store.ScheduleParams) { p.Name = "Bad Name" },
+			"queue":    func(p *store.ScheduleParams) { p.Template.Queue = "" },
+			"type":     func(p *store.ScheduleParams) { p.Template.Type = "" },
+			"priority": func(p *store.ScheduleParams) { p.Template.Priority = 10 },
+			"missed":   func(p *store.ScheduleParams) { p.Missed = "later" },
+			"bound":    func(p *store.ScheduleParams) { p.CatchUpMax = 3 },
+			"owner":    func(p *store.ScheduleParams) { p.Owner = "me" },
+			"cron":     func(p *store.ScheduleParams) { p.Cron = "" },
+		} {
+			p := params(b, uniqueName("sc"), next)
+			mut(&p)
+			_, err := ss.ScheduleCreate(b.ctx, p)
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
+		}
+	})
+
+	t.Run("DeleteByOwner", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		name := uniqueName("sc")
+		_, err := ss.ScheduleCreate(b.ctx, params(b, name, next))
+		require.NoError(t, err)
+		require.ErrorIs(t, ss.ScheduleDelete(b.ctx, store.ScheduleDeleteParams{Name: name, Owner: queue.OwnerConfig}),
+			queue.ErrScheduleOwnedByConfig)
+		require.NoError(t, ss.ScheduleDelete(b.ctx, store.ScheduleDeleteParams{Name: name, Owner: queue.OwnerAPI}))
+		require.ErrorIs(t, ss.ScheduleDelete(b.ctx, store.ScheduleDeleteParams{Name: name, Owner: queue.OwnerAPI}),
+			queue.ErrScheduleNotFound)
+	})
+
+	t.Run("PauseResume", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		name := uniqueName("sc")
+		_, err := ss.ScheduleCreate(b.ctx, params(b, name, next))
+		require.NoError(t, err)
+		s, err := ss.ScheduleSetPaused(b.ctx, store.ScheduleSetPausedParams{Name: name, Paused: true, NextFireAt: next.Add(time.Hour)})
+		require.NoError(t, err)
+		require.True(t, s.Paused)
+		require.True(t, next.Equal(s.NextFireAt), "pausing keeps the next fire time")
+		later := next.Add(24 * time.Hour)
+		s, err = ss.ScheduleSetPaused(b.ctx, store.ScheduleSetPausedParams{Name: name, Paused: false, NextFireAt: later})
+		require.NoError(t, err)
+		require.False(t, s.Paused)
+		require.True(t, later.Equal(s.NextFireAt), "resuming sets it")
+		_, err = ss.ScheduleSetPaused(b.ctx, store.ScheduleSetPausedParams{Name: uniqueName("none"), Paused: true})
+		require.ErrorIs(t, err, queue.ErrScheduleNotFound)
+	})
+
+	t.Run("DueAndAdvance", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		due0, err := ss.ScheduleDue(b.ctx, 1000)
+		require.NoError(t, err)
+		now := due0.Now
+		require.WithinDuration(t, time.Now(), now, time.Minute, "the store's clock")
+		past := now.Add(-time.Hour).Truncate(time.Second)
+		dueName, pausedName, futureName := uniqueName("sc"), uniqueName("sc"), uniqueName("sc")
+		_, err = ss.ScheduleCreate(b.ctx, params(b, dueName, past))
+		require.NoError(t, err)
+		pp := params(b, pausedName, past)
+		pp.Paused = true
+		_, err = ss.ScheduleCreate(b.ctx, pp)
+		require.NoError(t, err)
+		_, err = ss.ScheduleCreate(b.ctx, params(b, futureName, now.Add(time.Hour)))
+		require.NoError(t, err)
+
+		res, err := ss.ScheduleDue(b.ctx, 1000)
+		require.NoError(t, err)
+		require.False(t, res.Earliest.After(past), "the earliest unpaused fire time")
+		names := map[string]bool{}
+		for i, s := range res.Due {
+			names[s.Name] = true
+			require.False(t, s.NextFireAt.After(res.Now))
+			require.False(t, s.Paused)
+			if i > 0 {
+				require.False(t, s.NextFireAt.Before(res.Due[i-1].NextFireAt))
+			}
+		}
+		require.True(t, names[dueName])
+		require.False(t, names[pausedName])
+		require.False(t, names[futureName])
+
+		jobID := "7d0d7d3a-9a3c-4a1e-8f5e-0c3c2b1a0f00"
+		adv := store.ScheduleAdvanceParams{Name: dueName, From: past, Next: past.Add(24 * time.Hour),
+			LastFireAt: past, LastJobID: jobID, LastOutcome: queue.FireSubmitted}
+		ok, err := ss.ScheduleAdvance(b.ctx, adv)
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = ss.ScheduleAdvance(b.ctx, adv)
+		require.NoError(t, err)
+		require.False(t, ok, "the compare-and-set refuses a second advance from the same fire time")
+		s, err := ss.ScheduleGet(b.ctx, dueName)
+		require.NoError(t, err)
+		require.True(t, past.Add(24*time.Hour).Equal(s.NextFireAt))
+		require.True(t, past.Equal(s.LastFireAt))
+		require.Equal(t, jobID, s.LastJobID)
+		require.Equal(t, queue.FireSubmitted, s.LastOutcome)
+
+		// Skipping only (no LastFireAt) keeps the last fire; a zero Next means never again.
+		ok, err = ss.ScheduleAdvance(b.ctx, store.ScheduleAdvanceParams{Name: dueName, From: s.NextFireAt})
+		require.NoError(t, err)
+		require.True(t, ok)
+		s, err = ss.ScheduleGet(b.ctx, dueName)
+		require.NoError(t, err)
+		require.True(t, s.NextFireAt.IsZero())
+		require.Equal(t, jobID, s.LastJobID)
+
+		_, err = ss.ScheduleDue(b.ctx, 0)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	})
+
+	t.Run("Reconcile", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		cfg := func(name string, at time.Time) store.ScheduleParams {
+			p := params(b, name, at)
+			p.Owner = queue.OwnerConfig
+			return p
+		}
+		a, c, apiOwned := uniqueName("cfg"), uniqueName("cfg"), uniqueName("api")
+		_, err := ss.ScheduleCreate(b.ctx, params(b, apiOwned, next))
+		require.NoError(t, err)
+
+		res, err := ss.ScheduleReconcile(b.ctx, store.ScheduleReconcileParams{Schedules: []store.ScheduleParams{cfg(a, next), cfg(c, next)}})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{a, c}, res.Created)
+
+		// Unchanged spec: the next fire time stays (a restart loses nothing) and pause survives.
+		_, err = ss.ScheduleSetPaused(b.ctx, store.ScheduleSetPausedParams{Name: c, Paused: true})
+		require.NoError(t, err)
+		changed := cfg(a, next.Add(time.Hour))
+		changed.Template.Priority = 2
+		res, err = ss.ScheduleReconcile(b.ctx, store.ScheduleReconcileParams{Schedules: []store.ScheduleParams{changed, cfg(c, next.Add(time.Hour))}})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{a, c}, res.Updated)
+		s, err := ss.ScheduleGet(b.ctx, a)
+		require.NoError(t, err)
+		require.Equal(t, 2, s.Template.Priority)
+		require.True(t, next.Equal(s.NextFireAt))
+		s, err = ss.ScheduleGet(b.ctx, c)
+		require.NoError(t, err)
+		require.True(t, s.Paused)
+
+		// A changed spec takes the new next fire time; an API-owned name is taken over; a
+		// config-owned schedule left out of the file is deleted; other API-owned ones stay.
+		respec := cfg(a, next.Add(2*time.Hour))
+		respec.Cron = "0 4 * * *"
+		res, err = ss.ScheduleReconcile(b.ctx, store.ScheduleReconcileParams{Schedules: []store.ScheduleParams{respec, cfg(apiOwned, next.Add(3*time.Hour))}})
+		require.NoError(t, err)
+		require.Equal(t, []string{c}, res.Deleted)
+		require.Equal(t, []string{apiOwned}, res.TakenOver)
+		s, err = ss.ScheduleGet(b.ctx, a)
+		require.NoError(t, err)
+		require.Equal(t, "0 4 * * *", s.Cron)
+		require.True(t, next.Add(2*time.Hour).Equal(s.NextFireAt))
+		s, err = ss.ScheduleGet(b.ctx, apiOwned)
+		require.NoError(t, err)
+		require.Equal(t, queue.OwnerConfig, s.Owner)
+		require.True(t, next.Add(3*time.Hour).Equal(s.NextFireAt))
+		_, err = ss.ScheduleGet(b.ctx, c)
+		require.ErrorIs(t, err, queue.ErrScheduleNotFound)
+
+		_, err = ss.ScheduleReconcile(b.ctx, store.ScheduleReconcileParams{Schedules: []store.ScheduleParams{cfg(a, next), cfg(a, next)}})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+		res, err = ss.ScheduleReconcile(b.ctx, store.ScheduleReconcileParams{})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{a, apiOwned}, res.Deleted)
+	})
+}
