@@ -13,7 +13,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// Schedules of periodic jobs (store.ScheduleStore, migration 000015).
+// Schedules of periodic jobs (store.ScheduleStore, migration 000013).
 
 const (
 	scheduleColumns = `name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
