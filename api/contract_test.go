@@ -42,6 +42,10 @@ var wantServices = map[string][]string{
 	"jq.v1.AdminService": {
 		"GetStatus", "GetVersion", "GetStats", "PeekQueue", "PurgeDeadLetters",
 	},
+	"jq.v1.ScheduleService": {
+		"CreateSchedule", "ListSchedules", "GetSchedule", "PauseSchedule", "ResumeSchedule",
+		"TriggerSchedule", "DeleteSchedule",
+	},
 }
 
 var serverStreamingRPCs = map[string]bool{"jq.v1.WorkerService.StreamJobs": true, "jq.v1.JobService.WatchJob": true}
