@@ -91,9 +91,13 @@ type LeaseOutcome struct {
 type DispatchStore interface {
 	// JobDue returns up to Limit due PENDING jobs of the queue in dispatch
 	// order: priority DESC, created_at, id (FR-014). Jobs of a paused queue
-	// are never due; an unknown queue has none. It takes no locks.
+	// are never due; an unknown queue has none. It takes no locks. Since
+	// JobClaim (issue 21) dispatch does not call it: it is the order JobClaim
+	// must follow, as the contract tests and the NFR-012 evaluation read it.
 	JobDue(ctx context.Context, p JobDueParams) ([]DueJob, error)
-	// JobAssignMany compare-and-sets each job PENDING→ASSIGNED, increments
+	// JobAssignMany assigns named jobs; dispatch uses JobClaim instead, and
+	// it remains for assigning given jobs (the contract tests' fixtures, the
+	// statement benchmarks). It compare-and-sets each job PENDING→ASSIGNED, increments
 	// its attempt (the fencing token), records worker_id, and writes the
 	// events, all in one statement. It returns the jobs it assigned (full
 	// rows, in the order of p.IDs); ids it could not assign (not PENDING any

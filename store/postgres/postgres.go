@@ -33,7 +33,7 @@ type Config struct {
 // Store is a store.Store over a pgx connection pool.
 type Store struct {
 	pool *pgxpool.Pool
-	// dispatch runs JobAssignMany, JobAckMany and JobReportMany (dispatchParams).
+	// dispatch runs JobClaim, JobAssignMany, JobAckMany and JobReportMany (dispatchParams).
 	dispatch *pgxpool.Pool
 }
 
