@@ -37,6 +37,7 @@ import (
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/queue/handlers"
+	"github.com/jq-dev/jq/queue/inproc"
 	"github.com/jq-dev/jq/queue/maintenance"
 	"github.com/jq-dev/jq/queue/outbox"
 	"github.com/jq-dev/jq/roles/admin"
@@ -269,7 +270,23 @@ func serverConsole(_ context.Context, p *process) (part, error) {
 }
 
 func workerPart(ctx context.Context, p *process) (part, error) {
-	run, err := buildWorker(ctx, p.cfg, p.log.Named("worker"))
+	var local executor.Conn
+	if p.eng != nil && p.cfg.Worker.ServerAddr == config.Default().Worker.ServerAddr {
+		// --role=all with the worker left pointing at its own server: the executor calls the
+		// engine of this process directly (queue/inproc), with the checks of WorkerService and
+		// no transport; the process trusts itself, so no credential is involved.
+		local = inproc.New(inproc.Options{
+			Engine: p.eng, Workers: p.st,
+			Registration: executor.Registration{
+				HeartbeatInterval: p.cfg.Worker.HeartbeatInterval(),
+				HeartbeatTimeout:  p.cfg.Scheduler.HeartbeatTimeout(),
+			},
+		})
+	}
+	if local != nil {
+		p.log.Named("worker").Info("the worker calls this process's engine directly (worker.server_addr left at its default)")
+	}
+	run, err := buildWorker(ctx, p.cfg, p.log.Named("worker"), local)
 	return part{run: run}, err
 }
 
@@ -344,10 +361,10 @@ func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbo
 }
 
 // buildWorker wires the worker: an API client to the server (TLS when the
-// worker.tls files are set), the built-in handlers, and the component. It
-// contacts nothing; the worker retries its registration until the server
-// answers, so in --role=all the start order does not matter.
-func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ func(context.Context) error, err error) {
+// worker.tls files are set) unless local is the connection (the engine of this process), the
+// built-in handlers, and the component. It contacts nothing; the worker retries its registration
+// until the server answers, so in --role=all the start order does not matter.
+func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger, local executor.Conn) (_ func(context.Context) error, err error) {
 	tr, err := startTracing(ctx, cfg, "jq-worker", log)
 	if err != nil {
 		return nil, err
@@ -396,10 +413,14 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ fu
 	if cfg.Worker.TestHandlers {
 		mux.Register(handlers.TypeFault, handlers.Fault())
 	}
+	conn := local
+	if conn == nil {
+		conn = workerconn.New(cl)
+	}
 	reg := telemetry.NewRegistry()
 	var wm *telemetry.WorkerMetrics
 	w, err := worker.New(worker.Deps{
-		Config: cfg, Log: log, Handlers: mux, Conn: workerconn.New(cl),
+		Config: cfg, Log: log, Handlers: mux, Conn: conn,
 		Metrics:  telemetry.MetricsHandler(reg),
 		Shutdown: ctx.Done(),
 		Tracer:   tr.Tracer(),

@@ -3,7 +3,8 @@
 #
 #   scripts/perf.sh [workload…]     workloads: batch unary drain rate1000 rate5000 (default: all)
 #   PROFILE=1 scripts/perf.sh …     also takes a 5 s CPU profile of the server 1 s into each
-#                                   workload ($OUT/<workload>.pprof; `go tool pprof -top bin/jq FILE`)
+#                                   workload ($OUT/<workload>.pprof; `go tool pprof -top bin/jq FILE`),
+#                                   and of the worker in drain ($OUT/drain-worker.pprof)
 #
 # Each workload gets a fresh database (jq_perf), one `jq --role=server`, one `jq --role=worker
 # --concurrency 256` and the load generator, all on this machine. Needs bin/jq (`task build`),
@@ -46,9 +47,9 @@ stop_all() { cleanup; pids=(); }
 bench() { $JQ --role=admin bench --server-addr localhost:50061 "$@"; }
 counts() { psql -qAt "$PGURL_BASE/$DB" -c "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY 1"; }
 
-profile() { # profile NAME: a CPU profile of the server, in the background
+profile() { # profile NAME [PORT]: a CPU profile of the server (or of the process on metrics PORT), in the background
 	[ -n "${PROFILE:-}" ] || return 0
-	(sleep 1; curl -s "localhost:50063/debug/pprof/profile?seconds=5" >"$OUT/$1.pprof") &
+	(sleep 1; curl -s "localhost:${2:-50063}/debug/pprof/profile?seconds=5" >"$OUT/$1.pprof") &
 }
 
 run() {
@@ -64,6 +65,7 @@ run() {
 		run_id=$(bench --jobs 100000 --batch 1000 -c 4 --no-wait -o json | sed -n 's/.*"run_id": *"\([^"]*\)".*/\1/p')
 		start_worker
 		profile drain
+		profile drain-worker 50064
 		bench --collect "$run_id"
 		;;
 	rate1000) start_worker; bench --rate 1000 --duration 20s -c 32 ;;

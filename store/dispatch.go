@@ -43,7 +43,17 @@ type JobLease struct {
 	ID       string
 	Attempt  int
 	WorkerID string
+	// StartedAgo (acks and reports) is how long before the call the handler started, on the
+	// worker's clock: the server records started_at as its own time minus it, so the time is the
+	// handler's whatever the batching and without trusting the worker's wall clock. 0: at the call
+	// (an ack), or the report's Runtime (a worker that does not say). At most MaxReportedRuntime.
+	StartedAgo time.Duration
 }
+
+// MaxReportedRuntime bounds a reported Runtime or StartedAgo: past it the value is nonsense (a job's
+// timeout is at most 24 h), and it only places started_at and completed_at, never before the
+// assignment.
+const MaxReportedRuntime = 48 * time.Hour
 
 // JobReportParams is the outcome of one attempt.
 type JobReportParams struct {
@@ -59,9 +69,9 @@ type JobReportParams struct {
 	// report (the handler's queue.RetryAfter, e.g. an HTTP Retry-After); the retry sweep waits for
 	// the longer of it and the queue's backoff. 0: the backoff alone. At most MaxRetryAfter.
 	RetryAfter time.Duration
-	// Runtime is how long the handler ran, as the worker measured it. A report for a job still
-	// ASSIGNED (its start never acknowledged: a short job) records started_at as the report's time
-	// minus Runtime, not earlier than the assignment.
+	// Runtime is how long the handler ran, as the worker measured it: completed_at is started_at
+	// (see JobLease.StartedAgo) plus Runtime. A report for a job still ASSIGNED (its start never
+	// acknowledged: a short job) also records the start, not earlier than the assignment.
 	Runtime time.Duration
 }
 

@@ -146,9 +146,19 @@ func leases(workerID string, ls []*jqv1.JobLease) ([]store.JobLease, error) {
 	}
 	out := make([]store.JobLease, len(ls))
 	for i, l := range ls {
-		out[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: workerID}
+		out[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: workerID,
+			StartedAgo: reportedDuration(l.GetStartedAgo())}
 	}
 	return out, nil
+}
+
+// reportedDuration is a worker's duration within 0..store.MaxReportedRuntime (0 when unset or
+// malformed): past the bound it is nonsense, and it only places started_at and completed_at.
+func reportedDuration(d *durationpb.Duration) time.Duration {
+	if !d.IsValid() {
+		return 0
+	}
+	return min(max(d.AsDuration(), 0), store.MaxReportedRuntime)
 }
 
 // reportParams converts a ReportJobs request. A failure's reason is a short machine word or the
@@ -156,7 +166,7 @@ func leases(workerID string, ls []*jqv1.JobLease) ([]store.JobLease, error) {
 func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
 	ls := make([]*jqv1.JobLease, len(m.GetReports()))
 	for i, r := range m.GetReports() {
-		ls[i] = &jqv1.JobLease{JobId: r.GetJobId(), Attempt: r.GetAttempt()}
+		ls[i] = &jqv1.JobLease{JobId: r.GetJobId(), Attempt: r.GetAttempt(), StartedAgo: r.GetStartedAgo()}
 	}
 	base, err := leases(m.GetWorkerId(), ls)
 	if err != nil {
@@ -184,17 +194,11 @@ func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
 		if d == nil {
 			d = r.GetFailure().GetRuntime()
 		}
-		if d.IsValid() {
-			p.Runtime = min(max(d.AsDuration(), 0), maxReportedRuntime) // it only places started_at
-		}
+		p.Runtime = reportedDuration(d)
 		reports[i] = p
 	}
 	return reports, nil
 }
-
-// maxReportedRuntime bounds a report's runtime: past it the value is nonsense (a job's timeout is at
-// most 24 h), and it only places started_at, never before the assignment.
-const maxReportedRuntime = 48 * time.Hour
 
 // peekParams converts a PeekQueue request.
 func peekParams(m *jqv1.PeekQueueRequest) (store.JobPeekParams, error) {

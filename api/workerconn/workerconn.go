@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -103,7 +104,7 @@ func (r *Conn) Ack(ctx context.Context, p executor.AckParams) ([]executor.LeaseR
 func (r *Conn) Report(ctx context.Context, p executor.ReportParams) ([]executor.LeaseResult, error) {
 	reps := make([]*jqv1.JobReport, len(p.Reports))
 	for i, rep := range p.Reports {
-		pr := &jqv1.JobReport{JobId: rep.JobID, Attempt: int32(rep.Attempt)} //nolint:gosec // attempt numbers are small
+		pr := &jqv1.JobReport{JobId: rep.JobID, Attempt: int32(rep.Attempt), StartedAgo: durationOrNil(rep.StartedAgo)} //nolint:gosec // attempt numbers are small
 		if rep.Success {
 			pr.Outcome = &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{
 				Result: rep.Result, Runtime: durationpb.New(rep.Runtime),
@@ -181,7 +182,15 @@ func remoteErr(op string, err error) error {
 }
 
 func leaseToProto(l executor.Lease) *jqv1.JobLease {
-	return &jqv1.JobLease{JobId: l.JobID, Attempt: int32(l.Attempt)} //nolint:gosec // attempt numbers are small
+	return &jqv1.JobLease{JobId: l.JobID, Attempt: int32(l.Attempt), StartedAgo: durationOrNil(l.StartedAgo)} //nolint:gosec // attempt numbers are small
+}
+
+// durationOrNil leaves a zero duration out of the message.
+func durationOrNil(d time.Duration) *durationpb.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return durationpb.New(d)
 }
 
 func leaseResults(rs []*jqv1.LeaseResult) []executor.LeaseResult {

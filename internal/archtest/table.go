@@ -92,6 +92,8 @@ var Table = []Row{
 	{Pkgs: []string{"queue/engine"}, May: []string{"queue", "queue/schedule", "store", "internal/jobtrace"}, Third: observe},
 	{Pkgs: []string{"queue/executor"}, May: []string{"queue", "internal/ctxtime", "internal/jobtrace"}, Third: observe},
 	{Pkgs: []string{"queue/executor/executortest"}, May: []string{"queue", "queue/executor"}, Third: stdOnly},
+	// The worker protocol without a transport (--role=all): the executor's Conn over the engine.
+	{Pkgs: []string{"queue/inproc"}, May: []string{"queue", "queue/engine", "queue/executor", "store"}},
 	{Pkgs: []string{"queue/handlers"}, May: []string{"queue"}, Third: []string{"github.com/vmihailenco/msgpack"}},
 	{Pkgs: []string{"queue/maintenance"}, May: []string{"queue", "store"}, Third: observe},
 	{Pkgs: []string{"queue/outbox"}, May: []string{"queue", "store", "internal/ctxtime"}, Third: observe},

@@ -115,6 +115,10 @@ type Assignment struct {
 type Lease struct {
 	JobID   string
 	Attempt int
+	// StartedAgo (acks and reports, set by the executor when it sends them) is how long before the
+	// call the handler started; 0 when it has not started (an ack of a prefetched job). The server
+	// records the handler's start and end from it, whatever the batching.
+	StartedAgo time.Duration
 }
 
 // AckParams acknowledge assignments.

@@ -149,6 +149,7 @@ type Executor struct {
 	conn Conn
 
 	slots chan struct{} // the concurrency semaphore: one token per running job
+	epoch time.Time     // the monotonic origin of task.startedAt
 
 	mu           sync.Mutex
 	tasks        map[string]*task // held leases by job id
@@ -239,6 +240,7 @@ func New(opts Options) (*Executor, error) {
 		opts.Logger = zap.NewNop()
 	}
 	e := &Executor{
+		epoch:       time.Now(),
 		opts:        opts,
 		log:         opts.Logger.With(zap.String("worker_id", opts.WorkerID)),
 		conn:        opts.Conn,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,6 +57,18 @@ type task struct {
 	ackBy     time.Time // when the start must be acknowledged by
 	// probe: the job is its queue's half-open breaker's probe (set and read by its goroutine).
 	probe bool
+	// startedAt is when the handler started, as time since Executor.epoch (0: not yet). Atomic:
+	// the ack and report batchers read it when they send.
+	startedAt atomic.Int64
+}
+
+// startedAgo is how long ago t's handler started (0: not started).
+func (e *Executor) startedAgo(t *task) time.Duration {
+	s := t.startedAt.Load()
+	if s == 0 {
+		return 0
+	}
+	return max(time.Since(e.epoch)-time.Duration(s), 0)
 }
 
 type reportItem struct {
@@ -195,6 +208,7 @@ func (e *Executor) sendAcks(ctx context.Context, ts []*task) ([]LeaseResult, err
 	leases := make([]Lease, len(ts))
 	for i, t := range ts {
 		leases[i] = t.lease
+		leases[i].StartedAgo = e.startedAgo(t)
 	}
 	res, err := e.conn.Ack(ctx, AckParams{WorkerID: e.opts.WorkerID, Leases: leases})
 	e.noteCallError(err)
@@ -235,6 +249,7 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 	ctx, span := e.startSpan(ctx, t)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errJobTimeout)
 	start := time.Now()
+	t.startedAt.Store(max(int64(start.Sub(e.epoch)), 1))
 	res, herr := e.invoke(ctx, t)
 	runtime := time.Since(start)
 	cause := context.Cause(ctx)
@@ -367,6 +382,7 @@ func (e *Executor) sendReports(ctx context.Context, items []reportItem) ([]Lease
 	reps := make([]Report, len(items))
 	for i, it := range items {
 		reps[i] = it.rep
+		reps[i].StartedAgo = e.startedAgo(it.t)
 	}
 	res, err := e.conn.Report(ctx, ReportParams{WorkerID: e.opts.WorkerID, Reports: reps})
 	e.noteCallError(err)

@@ -38,11 +38,11 @@ import (
 const (
 	sqlJobAckMany = `-- name: job_ack_many
 WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[])
-        WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_ord)
+    SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::bigint[])
+        WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_started_us, i_ord)
 ),
 locked AS MATERIALIZED (
-    SELECT i_id AS l_input, i_ord AS l_ord,
+    SELECT i_id AS l_input, i_ord AS l_ord, i_started_us AS l_started_us,
            CASE WHEN j.state = 'ASSIGNED' AND j.attempt = i_attempt AND j.worker_id = i_worker
                 THEN j.id END AS l_id,
            -- The same lease acked again (a retry after a lost answer): already RUNNING
@@ -57,7 +57,7 @@ locked AS MATERIALIZED (
 updated AS (
     UPDATE jobs SET
         state      = 'RUNNING',
-        started_at = now(),
+        started_at = greatest(now() - l_started_us * interval '1 microsecond', updated_at),
         event_seq  = event_seq + 1,
         updated_at = now()
     FROM locked
@@ -68,13 +68,17 @@ events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
                             created_at)
     SELECT id::uuid, event_seq, queue, type, 'ASSIGNED', 'RUNNING', '` + store.ReasonAcked + `',
-           worker_id, attempt, updated_at
+           worker_id, attempt, started_at
     FROM updated
 )
 ` + sqlLeaseOutcomes
 
-	// A lease held ASSIGNED is acked on the way: started_at is set to the report's time minus the
-	// handler's runtime (not before the assignment, the row's last update), event_seq advances by two, and
+	// Times are the handler's, whatever the batching: started_at is the report's time minus how long
+	// before the call the handler started (i_started_us; for a job still ASSIGNED from a worker that
+	// does not say, the runtime), not before the assignment (the row's last update while ASSIGNED)
+	// or the ack's estimate (while RUNNING: a prefetched job is acked before its handler starts);
+	// the outcome's time (completed_at, the event's) is that start plus the runtime, not after now. A lease held ASSIGNED is acked on
+	// the way: event_seq advances by two, and
 	// the events CTE writes ASSIGNED→RUNNING (seq n+1) before RUNNING→DONE|FAILED (seq n+2). The
 	// ORDER BY gives a job's events ascending ids too, the order the outbox relay publishes in.
 	// A success stores its bytes only for a job submitted with keep_result (seed 001: otherwise the
@@ -83,9 +87,9 @@ events AS (
 	sqlJobReportMany = `-- name: job_report_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::boolean[], $5::bytea[], $6::text[],
-                         $7::text[], $8::text[], $9::boolean[], $10::bigint[], $11::bigint[])
+                         $7::text[], $8::text[], $9::boolean[], $10::bigint[], $11::bigint[], $12::bigint[])
         WITH ORDINALITY AS t(i_id, i_attempt, i_worker, i_success, i_result, i_checksum, i_error,
-                             i_reason, i_permanent, i_runtime_us, i_retry_after_ms, i_ord)
+                             i_reason, i_permanent, i_runtime_us, i_retry_after_ms, i_started_us, i_ord)
 ),
 locked AS MATERIALIZED (
     SELECT i_id AS l_input, i_ord AS l_ord,
@@ -93,21 +97,25 @@ locked AS MATERIALIZED (
                 THEN j.id END AS l_id,
            j.state AS l_from, i_success AS l_success, i_result AS l_result, i_checksum AS l_checksum,
            i_error AS l_error, i_reason AS l_reason, i_permanent AS l_permanent,
+           CASE WHEN j.state = 'ASSIGNED'
+                THEN greatest(now() - greatest(i_started_us, i_runtime_us) * interval '1 microsecond', j.updated_at)
+                WHEN i_started_us > 0
+                THEN greatest(now() - i_started_us * interval '1 microsecond', j.started_at)
+                ELSE j.started_at END AS l_started_at,
            i_runtime_us AS l_runtime_us, i_retry_after_ms AS l_retry_after_ms,
            false AS l_again -- a report is never applied twice
     FROM (SELECT * FROM input ORDER BY i_id) i
     LEFT JOIN LATERAL (
-        SELECT id, state, attempt, worker_id FROM jobs WHERE id = i_id
+        SELECT id, state, attempt, worker_id, updated_at, started_at FROM jobs WHERE id = i_id
         OFFSET 0 FOR NO KEY UPDATE
     ) j ON true
 ),
 updated AS (
     UPDATE jobs SET
         state           = CASE WHEN l_success THEN 'DONE' ELSE 'FAILED' END,
-        started_at      = CASE WHEN l_from = 'ASSIGNED'
-                               THEN greatest(now() - l_runtime_us * interval '1 microsecond', updated_at)
-                               ELSE started_at END,
-        completed_at    = CASE WHEN l_success THEN now() ELSE completed_at END,
+        started_at      = l_started_at,
+        completed_at    = CASE WHEN l_success THEN least(l_started_at + l_runtime_us * interval '1 microsecond', now())
+                               ELSE completed_at END,
         result          = CASE WHEN NOT l_success THEN result
                                WHEN keep_result THEN coalesce(l_result, '') END,
         result_checksum = CASE WHEN l_success THEN l_checksum ELSE result_checksum END,
@@ -120,13 +128,14 @@ updated AS (
         updated_at      = now()
     FROM locked
     WHERE id = l_id
-    RETURNING l_ord, l_from = 'ASSIGNED' AS u_started, l_from, l_error, event_seq, ` + leanJobColumns + `
+    RETURNING l_ord, l_from = 'ASSIGNED' AS u_started, l_from, l_error, event_seq,
+              least(l_started_at + l_runtime_us * interval '1 microsecond', now()) AS u_finished_at, ` + leanJobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
                             attempt, created_at)
     SELECT id::uuid, event_seq - e.back, queue, type, e.from_state, e.to_state, e.reason, e.error,
-           worker_id, attempt, CASE WHEN e.back = 1 THEN started_at ELSE updated_at END
+           worker_id, attempt, CASE WHEN e.back = 1 THEN started_at ELSE u_finished_at END
     FROM updated
     CROSS JOIN LATERAL (VALUES
         (1, 'ASSIGNED', 'RUNNING', '` + store.ReasonImplicitAck + `', ''),
@@ -162,16 +171,18 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		ids      []string
 		attempts []int32
 		workers  []string
+		started  []int64
 	)
 	for i, l := range leases {
 		if b.add(i, l) {
 			ids = append(ids, b.outcomes[i].ID)
 			attempts = append(attempts, int32(l.Attempt)) // Validate bounds it to int32
 			workers = append(workers, l.WorkerID)
+			started = append(started, startedAgoUS(l))
 		}
 	}
 	if len(ids) > 0 {
-		rows, err := s.dispatch.Query(ctx, sqlJobAckMany, ids, attempts, workers)
+		rows, err := s.dispatch.Query(ctx, sqlJobAckMany, ids, attempts, workers, started)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
 		}
@@ -204,6 +215,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		permanent = make([]bool, 0, n)
 		runtimes  = make([]int64, 0, n)
 		retryMS   = make([]int64, 0, n)
+		started   = make([]int64, 0, n)
 	)
 	for i, r := range reports {
 		leases[i] = r.JobLease
@@ -215,7 +227,8 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		workers = append(workers, r.WorkerID)
 		successes = append(successes, r.Success)
 		permanent = append(permanent, !r.Success && r.Permanent)
-		runtimes = append(runtimes, max(r.Runtime.Microseconds(), 0))
+		runtimes = append(runtimes, min(max(r.Runtime, 0), store.MaxReportedRuntime).Microseconds())
+		started = append(started, startedAgoUS(r.JobLease))
 		retryMS = append(retryMS, retryAfterMS(r))
 		if r.Success {
 			results = append(results, r.Result)
@@ -235,7 +248,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	}
 	if len(ids) > 0 {
 		rows, err := s.dispatch.Query(ctx, sqlJobReportMany, ids, attempts, workers, successes, results,
-			checksums, errs, reasons, permanent, runtimes, retryMS)
+			checksums, errs, reasons, permanent, runtimes, retryMS, started)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: report jobs: %w", err)
 		}
@@ -244,6 +257,11 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		}
 	}
 	return b.finish(leases, false), nil
+}
+
+// startedAgoUS is a lease's StartedAgo in microseconds, within 0..store.MaxReportedRuntime.
+func startedAgoUS(l store.JobLease) int64 {
+	return min(max(l.StartedAgo, 0), store.MaxReportedRuntime).Microseconds()
 }
 
 // retryAfterMS is a failure's RetryAfter in whole milliseconds (rounded up, so the retry is never

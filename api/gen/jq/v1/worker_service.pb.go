@@ -424,7 +424,12 @@ type JobLease struct {
 	// Job id (UUID v4).
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Attempt (fencing token) the worker received with the assignment.
-	Attempt       int32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Acks only: how long before this call the handler started, on the
+	// worker's clock (unset: at the call, or not started yet). The server
+	// records started_at as its own time minus this, never before the
+	// assignment, so a delayed or batched ack does not move the start.
+	StartedAgo    *durationpb.Duration `protobuf:"bytes,3,opt,name=started_ago,json=startedAgo,proto3" json:"started_ago,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +476,13 @@ func (x *JobLease) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *JobLease) GetStartedAgo() *durationpb.Duration {
+	if x != nil {
+		return x.StartedAgo
+	}
+	return nil
 }
 
 // Assignment hands one job to a worker.
@@ -616,6 +628,12 @@ type JobReport struct {
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Attempt the outcome belongs to.
 	Attempt int32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// How long before this call the handler started, on the worker's clock
+	// (unset: the outcome's runtime, as if the report were sent the moment
+	// the handler returned). The server records started_at from it (for a job
+	// whose start was not acknowledged, or acknowledged before it started)
+	// and completed_at as started_at plus the runtime, whatever the batching.
+	StartedAgo *durationpb.Duration `protobuf:"bytes,3,opt,name=started_ago,json=startedAgo,proto3" json:"started_ago,omitempty"`
 	// What happened. Required: a report without an outcome is
 	// INVALID_ARGUMENT.
 	//
@@ -670,6 +688,13 @@ func (x *JobReport) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *JobReport) GetStartedAgo() *durationpb.Duration {
+	if x != nil {
+		return x.StartedAgo
+	}
+	return nil
 }
 
 func (x *JobReport) GetOutcome() isJobReport_Outcome {
@@ -1870,10 +1895,12 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2\x1a.jq.v1.CircuitBreakerStateR\x05state\x12!\n" +
 	"\ffailure_rate\x18\x03 \x01(\x01R\vfailureRate\x12\x18\n" +
 	"\asamples\x18\x04 \x01(\x05R\asamples\x120\n" +
-	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\";\n" +
+	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"w\n" +
 	"\bJobLease\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\"|\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12:\n" +
+	"\vstarted_ago\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"startedAgo\"|\n" +
 	"\n" +
 	"Assignment\x12\x1c\n" +
 	"\x03job\x18\x01 \x01(\v2\n" +
@@ -1883,10 +1910,12 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\vLeaseResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xa5\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xe1\x01\n" +
 	"\tJobReport\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12-\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12:\n" +
+	"\vstarted_ago\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"startedAgo\x12-\n" +
 	"\asuccess\x18\n" +
 	" \x01(\v2\x11.jq.v1.JobSuccessH\x00R\asuccess\x12-\n" +
 	"\afailure\x18\v \x01(\v2\x11.jq.v1.JobFailureH\x00R\afailureB\t\n" +
@@ -2034,8 +2063,8 @@ var file_jq_v1_worker_service_proto_goTypes = []any{
 	nil,                              // 29: jq.v1.Worker.LabelsEntry
 	nil,                              // 30: jq.v1.RegisterWorkerRequest.LabelsEntry
 	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
-	(*Job)(nil),                      // 32: jq.v1.Job
-	(*durationpb.Duration)(nil),      // 33: google.protobuf.Duration
+	(*durationpb.Duration)(nil),      // 32: google.protobuf.Duration
+	(*Job)(nil),                      // 33: jq.v1.Job
 }
 var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	0,  // 0: jq.v1.Worker.status:type_name -> jq.v1.WorkerStatus
@@ -2045,51 +2074,53 @@ var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	4,  // 4: jq.v1.Worker.breakers:type_name -> jq.v1.QueueBreaker
 	2,  // 5: jq.v1.QueueBreaker.state:type_name -> jq.v1.CircuitBreakerState
 	31, // 6: jq.v1.QueueBreaker.since:type_name -> google.protobuf.Timestamp
-	32, // 7: jq.v1.Assignment.job:type_name -> jq.v1.Job
-	31, // 8: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
-	9,  // 9: jq.v1.JobReport.success:type_name -> jq.v1.JobSuccess
-	10, // 10: jq.v1.JobReport.failure:type_name -> jq.v1.JobFailure
-	33, // 11: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
-	33, // 12: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
-	33, // 13: jq.v1.JobFailure.retry_after:type_name -> google.protobuf.Duration
-	30, // 14: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
-	3,  // 15: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
-	33, // 16: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	33, // 17: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
-	5,  // 18: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
-	4,  // 19: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
-	1,  // 20: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
-	6,  // 21: jq.v1.StreamJobsResponse.assignment:type_name -> jq.v1.Assignment
-	5,  // 22: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
-	7,  // 23: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
-	8,  // 24: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
-	7,  // 25: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
-	3,  // 26: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
-	3,  // 27: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
-	3,  // 28: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
-	11, // 29: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
-	13, // 30: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
-	15, // 31: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
-	17, // 32: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
-	19, // 33: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
-	21, // 34: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
-	23, // 35: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
-	25, // 36: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
-	27, // 37: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
-	12, // 38: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
-	14, // 39: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
-	16, // 40: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
-	18, // 41: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
-	20, // 42: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
-	22, // 43: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
-	24, // 44: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
-	26, // 45: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
-	28, // 46: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
-	38, // [38:47] is the sub-list for method output_type
-	29, // [29:38] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	32, // 7: jq.v1.JobLease.started_ago:type_name -> google.protobuf.Duration
+	33, // 8: jq.v1.Assignment.job:type_name -> jq.v1.Job
+	31, // 9: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
+	32, // 10: jq.v1.JobReport.started_ago:type_name -> google.protobuf.Duration
+	9,  // 11: jq.v1.JobReport.success:type_name -> jq.v1.JobSuccess
+	10, // 12: jq.v1.JobReport.failure:type_name -> jq.v1.JobFailure
+	32, // 13: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
+	32, // 14: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
+	32, // 15: jq.v1.JobFailure.retry_after:type_name -> google.protobuf.Duration
+	30, // 16: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
+	3,  // 17: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
+	32, // 18: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	32, // 19: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
+	5,  // 20: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
+	4,  // 21: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
+	1,  // 22: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
+	6,  // 23: jq.v1.StreamJobsResponse.assignment:type_name -> jq.v1.Assignment
+	5,  // 24: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
+	7,  // 25: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
+	8,  // 26: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
+	7,  // 27: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
+	3,  // 28: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
+	3,  // 29: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
+	3,  // 30: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
+	11, // 31: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
+	13, // 32: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
+	15, // 33: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
+	17, // 34: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
+	19, // 35: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
+	21, // 36: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
+	23, // 37: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
+	25, // 38: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
+	27, // 39: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
+	12, // 40: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
+	14, // 41: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
+	16, // 42: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
+	18, // 43: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
+	20, // 44: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
+	22, // 45: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
+	24, // 46: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
+	26, // 47: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
+	28, // 48: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
+	40, // [40:49] is the sub-list for method output_type
+	31, // [31:40] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_worker_service_proto_init() }
