@@ -43,7 +43,7 @@ func lastLines(s string, n int) string {
 }
 
 // The real server relays every job event to Kafka (kfake over TCP) and an independent client,
-// kcat, reads them back: one message per job_events row, keyed by the job id, each job in one
+// kcat, reads them back: one message per transition (job_transitions), keyed by the job id, each job in one
 // partition.
 func TestOutboxEndToEndWithKcat(t *testing.T) {
 	t.Parallel()
@@ -82,7 +82,7 @@ func TestOutboxEndToEndWithKcat(t *testing.T) {
 		return nil
 	})
 	want := map[string]int{}
-	rows, err := db.QueryContext(ctx, `SELECT job_id::text, count(*) FROM job_events GROUP BY job_id`)
+	rows, err := db.QueryContext(ctx, `SELECT job_id::text, count(*) FROM job_transitions GROUP BY job_id`)
 	require.NoError(t, err)
 	defer rows.Close()
 	for rows.Next() {
@@ -112,7 +112,7 @@ func TestOutboxEndToEndWithKcat(t *testing.T) {
 		}
 		partition[key] = p
 	}
-	require.Equal(t, want, got, "one message per job_events row, keyed by job id")
+	require.Equal(t, want, got, "one message per transition, keyed by job id")
 }
 
 // With kafka.enabled false the server says once, at start, that events stay in Postgres.
@@ -128,7 +128,7 @@ func TestOutboxDisabledSaysSo(t *testing.T) {
 }
 
 // kill -9 of the server while its relay is publishing a stream of events (a worker is running
-// 6,000 jobs): after the restart every job_events row reaches Kafka at least once, each job's
+// 6,000 jobs): after the restart every transition reaches Kafka at least once, each job's
 // events first appear in seq order, and an event published twice is the same bytes (same seq).
 // Events the dead relay had leased wait for the lease (kafka.relay_lease_s, 3 s here) before they
 // are published again.
@@ -176,7 +176,7 @@ func TestOutboxServerKilledMidRelay(t *testing.T) {
 	c.startWorker(0, "w-relay", 16, "default")
 	// Kill once the relay is well into the stream and jobs are still running.
 	testenv.Eventually(t, 60*time.Second, func() error {
-		if n := count(`SELECT count(*) FROM job_events WHERE id <= (SELECT id FROM outbox_cursors WHERE name = 'kafka')`); n < jobs {
+		if n := count(`SELECT count(*) FROM job_transitions WHERE id <= (SELECT id FROM outbox_cursors WHERE name = 'kafka')`); n < jobs {
 			return fmt.Errorf("%d events published", n)
 		}
 		return nil
@@ -184,7 +184,7 @@ func TestOutboxServerKilledMidRelay(t *testing.T) {
 	signalProc(t, srv, syscall.SIGKILL)
 	waitExit(t, srv, 10*time.Second)
 	leased := count(`SELECT CASE WHEN leased_until > now() THEN 1 ELSE 0 END FROM outbox_cursors WHERE name = 'kafka'`)
-	unpublished := count(`SELECT count(*) FROM job_events WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka')`)
+	unpublished := count(`SELECT count(*) FROM job_transitions WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka')`)
 	notDone := count(`SELECT count(*) FROM jobs WHERE state <> 'DONE'`)
 	t.Logf("killed with %d events unpublished (the dead relay's lease live: %d), %d jobs not done",
 		unpublished, leased, notDone)
@@ -197,7 +197,7 @@ func TestOutboxServerKilledMidRelay(t *testing.T) {
 		if n := count(`SELECT count(*) FROM jobs WHERE state <> 'DONE'`); n > 0 {
 			return fmt.Errorf("%d jobs not done", n)
 		}
-		if n := count(`SELECT count(*) FROM job_events WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka')`); n > 0 {
+		if n := count(`SELECT count(*) FROM job_transitions WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka')`); n > 0 {
 			return fmt.Errorf("%d events unpublished", n)
 		}
 		return nil

@@ -24,7 +24,8 @@ const MaxOutboxBatch = 10_000
 // same (job_id, seq). Delivery is at least once, and each job's events are published in seq order.
 type OutboxStore interface {
 	// EventsClaim leases the cursor for p.Lease and returns up to p.Limit events after it, in id
-	// order (the order they must be published in); none while another relay's lease is live, or
+	// order (the order they must be published in; two transitions stored in one row come together,
+	// even when p.Limit is 1); none while another relay's lease is live, or
 	// while every event after the cursor may still be joined by an earlier one being committed.
 	// Errors: ErrInvalidArgument (limit or lease out of range).
 	EventsClaim(ctx context.Context, p EventsClaimParams) (OutboxClaim, error)

@@ -17,8 +17,9 @@ type cpuSnapshot struct {
 	ticks map[string]map[int]int64 // group → pid → ticks
 }
 
-// takeCPU reads the compare process itself, the named processes of a system, and every process
-// whose command is postgres or redis-server (the whole instance, other users of it included).
+// takeCPU reads the compare process itself, the named processes of a system, and the PostgreSQL
+// and Redis instances of the run (instance; the whole instance, other users of it included), or
+// every process named postgres or redis-server when those were not found.
 func takeCPU(named map[string]int) cpuSnapshot {
 	s := cpuSnapshot{at: time.Now(), ticks: map[string]map[int]int64{}}
 	add := func(group string, pid int) {
@@ -44,10 +45,22 @@ func takeCPU(named map[string]int) cpuSnapshot {
 		pid, _ := strconv.Atoi(filepath.Base(d))
 		switch strings.TrimSpace(string(comm)) {
 		case "postgres":
-			add("postgres", pid)
+			if instance.postmaster == 0 || pid == instance.postmaster || ppid(pid) == instance.postmaster {
+				add("postgres", pid)
+			}
 		case "redis-server":
-			add("redis", pid)
+			if instance.redis == 0 || pid == instance.redis {
+				add("redis", pid)
+			}
 		}
+	}
+	if instance.postmaster != 0 {
+		// Backends that ended: their CPU moves to the postmaster's reaped-children ticks (one that
+		// started before the interval and ended in it is counted whole: a small overcount).
+		if s.ticks["postgres"] == nil {
+			s.ticks["postgres"] = map[int]int64{}
+		}
+		s.ticks["postgres"][-instance.postmaster] = reapedTicks(instance.postmaster)
 	}
 	return s
 }

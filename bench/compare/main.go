@@ -48,6 +48,7 @@ func main() {
 	// Only main handles signals: Ctrl-C cancels the context and every system is still stopped.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	findInstances(ctx, cfg)
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)

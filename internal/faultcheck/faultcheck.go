@@ -120,7 +120,7 @@ SELECT id::text, queue, state, attempt, retry_count, max_retries, worker_id, fai
 FROM jobs WHERE id = ANY($1::uuid[])`
 	sqlEvents = `
 SELECT job_id::text, seq, coalesce(from_state, ''), to_state, reason, error, worker_id, attempt, created_at
-FROM job_events WHERE job_id = ANY($1::uuid[])
+FROM job_transitions WHERE job_id = ANY($1::uuid[])
 ORDER BY job_id, seq, id`
 )
 

@@ -140,7 +140,7 @@ func RequireAtLeastOnce(t testing.TB, rows map[Key]Row, recs []Record, exact boo
 // Rows reads every job_events row of the database.
 func Rows(ctx context.Context, t testing.TB, db *sql.DB) map[Key]Row {
 	t.Helper()
-	rs, err := db.QueryContext(ctx, `SELECT job_id::text, seq, to_state, reason, worker_id FROM job_events`)
+	rs, err := db.QueryContext(ctx, `SELECT job_id::text, seq, to_state, reason, worker_id FROM job_transitions`)
 	require.NoError(t, err)
 	defer func() { _ = rs.Close() }()
 	out := map[Key]Row{}

@@ -77,10 +77,11 @@ events AS (
 	// before the call the handler started (i_started_us; for a job still ASSIGNED from a worker that
 	// does not say, the runtime), not before the assignment (the row's last update while ASSIGNED)
 	// or the ack's estimate (while RUNNING: a prefetched job is acked before its handler starts);
-	// the outcome's time (completed_at, the event's) is that start plus the runtime, not after now. A lease held ASSIGNED is acked on
-	// the way: event_seq advances by two, and
-	// the events CTE writes ASSIGNED→RUNNING (seq n+1) before RUNNING→DONE|FAILED (seq n+2). The
-	// ORDER BY gives a job's events ascending ids too, the order the outbox relay publishes in.
+	// the outcome's time (completed_at, the event's) is that start plus the runtime, not after now.
+	// A lease held ASSIGNED is acked on the way: event_seq advances by two and one job_events row
+	// records both transitions (migration 000014): ASSIGNED→RUNNING at seq n+1 (via_at, the start,
+	// reason implicit_ack) and RUNNING→DONE|FAILED at seq n+2, the row's own; the store's reads show
+	// them as two (job_transitions). The ORDER BY gives the rows ascending ids in job id order.
 	// A success stores its bytes only for a job submitted with keep_result (seed 001: otherwise the
 	// result is not used and is dropped at once); its checksum and size are stored either way. An
 	// empty result of a keep_result job is stored as '' so that NULL always means "no result".
@@ -133,18 +134,13 @@ updated AS (
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at)
-    SELECT id::uuid, event_seq - e.back, queue, type, e.from_state, e.to_state, e.reason, e.error,
-           worker_id, attempt, CASE WHEN e.back = 1 THEN started_at ELSE u_finished_at END
+                            attempt, created_at, via_at)
+    SELECT id::uuid, event_seq, queue, type, l_from, state,
+           CASE WHEN state = 'DONE' THEN '` + store.ReasonSucceeded + `' ELSE failure_reason END,
+           CASE WHEN state = 'DONE' THEN '' ELSE l_error END,
+           worker_id, attempt, u_finished_at, CASE WHEN l_from = 'ASSIGNED' THEN started_at END
     FROM updated
-    CROSS JOIN LATERAL (VALUES
-        (1, 'ASSIGNED', 'RUNNING', '` + store.ReasonImplicitAck + `', ''),
-        (0, 'RUNNING', state,
-            CASE WHEN state = 'DONE' THEN '` + store.ReasonSucceeded + `' ELSE failure_reason END,
-            CASE WHEN state = 'DONE' THEN '' ELSE l_error END)
-    ) AS e(back, from_state, to_state, reason, error)
-    WHERE e.back = 0 OR l_from = 'ASSIGNED'
-    ORDER BY id, e.back DESC
+    ORDER BY id
 )
 ` + sqlLeaseOutcomes
 
@@ -232,7 +228,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		retryMS = append(retryMS, retryAfterMS(r))
 		if r.Success {
 			results = append(results, r.Result)
-			checksums = append(checksums, queue.Checksum(r.Result))
+			checksums = append(checksums, storedChecksum(r.Result))
 			errs = append(errs, "")
 			reasons = append(reasons, "")
 			continue

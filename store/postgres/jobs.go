@@ -18,8 +18,9 @@ const (
 	sqlJobGet = `-- name: job_get
 SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
 
+	// job_transitions: one row per transition, a combined row's first one included (migration 000014).
 	sqlJobEvents = `-- name: job_events
-SELECT ` + eventColumns + ` FROM job_events
+SELECT ` + eventColumns + ` FROM job_transitions
 WHERE job_id = $1 AND EXISTS (SELECT 1 FROM jobs WHERE id = $1) -- not the leftovers of a deleted job
 ORDER BY seq`
 
@@ -181,7 +182,7 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 	}
 	var checksum string
 	if p.To == queue.StateDone {
-		checksum = queue.Checksum(p.Result)
+		checksum = storedChecksum(p.Result)
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, sqlJobTransition, id, string(p.From), string(p.To), p.Attempt,
 		p.WorkerID, p.Reason, p.Error, notBefore, p.Result, checksum, p.ResetRetries, expiresAt))

@@ -184,7 +184,13 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 			runAts[i] = &p.RunAt
 		}
 		keys[i] = p.IdempotencyKey
-		hashes[i] = p.SpecHash()
+		if p.IdempotencyKey != "" {
+			// Only a keyed job's spec is ever compared; without a key the column holds '' — 32 bytes
+			// less in every version of the row (issue 21), and no hash computed.
+			hashes[i] = p.SpecHash()
+		} else {
+			hashes[i] = []byte{}
+		}
 		labels[i] = jsonText(p.Labels)
 		keepResults[i] = p.KeepResult
 		traceContext[i] = jsonText(p.TraceContext)

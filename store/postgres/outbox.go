@@ -45,10 +45,11 @@ SET lease = lease + 1, leased_until = now() + $3 * interval '1 microsecond'
 WHERE name = $1 AND id = $2 AND (leased_until IS NULL OR leased_until < now())
 RETURNING lease, horizon_id`
 
-	// The events after the cursor, up to the horizon, in id order (job_events_pkey).
+	// The rows after the cursor, up to the horizon, in id order (job_events_pkey); a row with via_at
+	// is two transitions (migration 000014), expanded by EventsClaim.
 	sqlOutboxRead = `-- name: outbox_read
 SELECT e.id, e.job_id::text, e.seq, e.queue, e.type, coalesce(e.from_state, ''), e.to_state,
-       e.reason, e.error, e.worker_id, e.attempt, e.created_at,
+       e.reason, e.error, e.worker_id, e.attempt, e.created_at, e.via_at,
        (SELECT j.trace_context FROM jobs j WHERE j.id = e.job_id)
 FROM job_events e
 WHERE e.id > $1 AND e.id <= $2
@@ -70,7 +71,7 @@ WHERE name = $1 AND lease = $2`
 	// which is the next one the relay publishes.
 	sqlOutboxBacklog = `-- name: outbox_backlog
 WITH c AS (SELECT coalesce((SELECT id FROM outbox_cursors WHERE name = $1), 0) AS id)
-SELECT (SELECT count(*) FROM job_events, c WHERE job_events.id > c.id),
+SELECT (SELECT count(*) + count(via_at) FROM job_events, c WHERE job_events.id > c.id),
        coalesce((SELECT extract(epoch FROM now() - e.created_at) * 1e6
                  FROM job_events e, c WHERE e.id > c.id ORDER BY e.id LIMIT 1), 0)::bigint`
 )
@@ -137,29 +138,49 @@ func (s *Store) claimTo(ctx context.Context, p store.EventsClaimParams, cursor i
 	if err != nil {
 		return c, fmt.Errorf("postgres: events claim: %w", err)
 	}
-	c.Events, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OutboxEvent, error) {
-		var (
-			e        store.OutboxEvent
-			from, to string
-			trace    map[string]string
-		)
-		if err := r.Scan(&e.ID, &e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
-			&e.WorkerID, &e.Attempt, &e.At, &trace); err != nil {
-			return store.OutboxEvent{}, err
+	var (
+		e        store.OutboxEvent
+		from, to string
+		via      *time.Time
+		trace    map[string]string
+		read     int
+		full     bool // the events reached p.Limit before the rows ran out
+	)
+	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
+		&e.WorkerID, &e.Attempt, &e.At, &via, &trace}, func() error {
+		n := 1
+		if via != nil {
+			n = 2
 		}
-		e.From, e.To, e.At = queue.State(from), queue.State(to), e.At.UTC()
+		if full || (len(c.Events) > 0 && len(c.Events)+n > p.Limit) {
+			// A claim never splits a row's transitions, nor carries more than p.Limit events
+			// (except a lone row's two when p.Limit is 1).
+			full = true
+			return nil
+		}
+		read++
+		e.From, e.To, e.At, e.TraceContext = queue.State(from), queue.State(to), e.At.UTC(), nil
 		if len(trace) > 0 {
 			e.TraceContext = trace
 		}
-		return e, nil
+		if via != nil {
+			// Two transitions in one row: the start first (seq n-1), then the outcome from RUNNING.
+			first := e
+			first.Seq, first.To, first.Reason, first.Error, first.At = e.Seq-1, queue.StateRunning, store.ReasonImplicitAck, "", via.UTC()
+			c.Events = append(c.Events, first)
+			e.From = queue.StateRunning
+		}
+		c.Events = append(c.Events, e)
+		trace = nil
+		return nil
 	})
 	if err != nil {
 		return c, fmt.Errorf("postgres: events claim: %w", err)
 	}
-	// A short read reached the horizon: the ids between the last event and it were never
+	// A short read reached the horizon: the ids between the last row and it were never
 	// committed, and marking the claim moves the cursor over them.
 	c.Through = horizon
-	if len(c.Events) == p.Limit {
+	if read == p.Limit || full {
 		c.Through = c.Events[len(c.Events)-1].ID
 	}
 	return c, nil

@@ -36,6 +36,7 @@ func RunOutboxStore[S interface {
 		{"ConcurrentRelaysPublishEachEventOnce", testOutboxConcurrent},
 		{"Backlog", testOutboxBacklog},
 		{"InvalidArguments", testOutboxInvalid},
+		{"ReportWithImplicitAck", testOutboxImplicitAck},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &obBundle{bundle: b.with(t), os: s, last: b.last}
@@ -300,5 +301,61 @@ func testOutboxInvalid(b *obBundle) {
 	} {
 		_, err := b.os.EventsClaim(b.ctx, p)
 		require.ErrorIs(b.t, err, queue.ErrInvalidArgument, "%+v", p)
+	}
+}
+
+// A report that also acknowledges the start (a short job) records two transitions: the relay gets
+// both, the start first, in seq order, each with its own time and reason — in one claim even when
+// the limit is 1 — and the backlog counts both.
+func testOutboxImplicitAck(b *obBundle) {
+	t := b.t
+	ds, ok := b.s.(store.DispatchStore)
+	if !ok {
+		t.Skip("not a dispatch store")
+	}
+	p := b.job("outbox")
+	p.Queue = b.newQueue(store.QueueCreateParams{}).Name // nothing else pending in it
+	j := b.insertOne(p)
+	claimed, err := ds.JobClaim(b.ctx, store.JobClaimParams{Queue: p.Queue, WorkerID: "w-outbox", Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.Equal(t, j.ID, claimed[0].ID)
+	lease := store.JobLease{ID: j.ID, Attempt: 1, WorkerID: "w-outbox", StartedAgo: 300 * time.Millisecond}
+	out, err := ds.JobReportMany(b.ctx, []store.JobReportParams{{JobLease: lease, Success: true, Runtime: 200 * time.Millisecond}})
+	require.NoError(t, err)
+	require.NoError(t, out[0].Err)
+	done := out[0].Job
+
+	require.Equal(t, []jobSeq{{j.ID, 1}, {j.ID, 2}}, keys(b.next(2, outboxLease).Events))
+	b.mark()
+	bl, err := b.os.OutboxBacklog(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), bl.Events, "one row, two transitions")
+	evs := b.next(1, outboxLease).Events
+	require.Equal(t, []jobSeq{{j.ID, 3}, {j.ID, 4}}, keys(evs), "a row's transitions are never split")
+	require.Equal(t, evs[0].ID, evs[1].ID)
+	require.Equal(t, queue.StateAssigned, evs[0].From)
+	require.Equal(t, queue.StateRunning, evs[0].To)
+	require.Equal(t, store.ReasonImplicitAck, evs[0].Reason)
+	require.Equal(t, done.StartedAt, evs[0].At)
+	require.Equal(t, queue.StateRunning, evs[1].From)
+	require.Equal(t, queue.StateDone, evs[1].To)
+	require.Equal(t, store.ReasonSucceeded, evs[1].Reason)
+	require.Equal(t, done.CompletedAt, evs[1].At)
+	// The worker says it started 300 ms ago, but the job was assigned only just now: the start is
+	// the assignment, and the outcome the start plus the runtime, not after the report.
+	require.Equal(t, claimed[0].UpdatedAt, done.StartedAt, "not before the assignment")
+	require.LessOrEqual(t, done.CompletedAt.Sub(done.StartedAt), 200*time.Millisecond)
+	for _, e := range evs {
+		require.Equal(t, "w-outbox", e.WorkerID)
+		require.Equal(t, 1, e.Attempt)
+	}
+	b.mark()
+
+	logged, err := b.s.JobEvents(b.ctx, j.ID)
+	require.NoError(t, err)
+	require.Len(t, logged, 4, "job logs show every transition")
+	for i, e := range evs {
+		require.Equal(t, e.Event, logged[2+i])
 	}
 }
