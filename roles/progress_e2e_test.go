@@ -37,7 +37,8 @@ func TestProgressE2E(t *testing.T) {
 		if p := rowOf(out, "PROGRESS"); p != "" {
 			require.Contains(t, []string{"ASSIGNED", "RUNNING"}, state, "progress only while the job runs:\n%s", out)
 			require.Regexp(t, `^\d{1,2}% step \d+ of 10 \(`, p)
-			seen[p[:strings.Index(p, " (")]] = true
+			value, _, _ := strings.Cut(p, " (")
+			seen[value] = true
 		}
 	}
 	t.Logf("progress seen mid-run by job status: %v", seen)

@@ -23,8 +23,8 @@ type ProgressConn interface {
 	Progress(ctx context.Context, p ProgressParams) ([]LeaseResult, error)
 }
 
-// ErrUnsupported: the server does not implement the call (UNIMPLEMENTED), an
-// older server; the worker stops making it.
+// ErrUnsupported is a Conn's error for a call the server does not implement
+// (UNIMPLEMENTED: an older server); the worker stops making it.
 var ErrUnsupported = errors.New("not supported by the server")
 
 // ProgressParams carry progress updates of one worker.

@@ -81,8 +81,8 @@ func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams
 		for id, i := range last {
 			u := p.Updates[i]
 			ids = append(ids, id)
-			attempts = append(attempts, int32(u.Attempt)) //nolint:gosec // 1..MaxInt32 (ValidateUpdate)
-			percents = append(percents, int16(u.Percent)) //nolint:gosec // 0..100 (ValidateUpdate)
+			attempts = append(attempts, int32(u.Attempt)) // 1..MaxInt32 (ValidateUpdate)
+			percents = append(percents, int16(u.Percent)) // 0..100 (ValidateUpdate)
 			messages = append(messages, u.Message)
 		}
 		rows, err := s.pool.Query(ctx, sqlJobProgressSet, ids, attempts, percents, messages, p.WorkerID)
