@@ -56,3 +56,22 @@ func TestProgress(t *testing.T) {
 	require.ErrorIs(t, queue.ValidateProgress(1, "\xff"), queue.ErrInvalidArgument)
 	require.ErrorIs(t, queue.ValidateProgress(101, ""), queue.ErrInvalidArgument)
 }
+
+// BenchmarkJobContext: what the worker stores per attempt, before (WithJobInfo) and since
+// progress (WithJobInfoReporter): one context value either way.
+func BenchmarkJobContext(b *testing.B) {
+	info := queue.JobInfo{ID: "6f1c2b8e-8a4e-4d43-9a3c-0d5e8f7a1b2c", Attempt: 1, Queue: "default", Type: "noop"}
+	r := &lastProgress{}
+	b.Run("WithJobInfo", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = queue.WithJobInfo(context.Background(), info)
+		}
+	})
+	b.Run("WithJobInfoReporter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = queue.WithJobInfoReporter(context.Background(), info, r)
+		}
+	})
+}
