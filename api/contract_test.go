@@ -36,7 +36,7 @@ var wantServices = map[string][]string{
 		"PauseQueue", "ResumeQueue",
 	},
 	"jq.v1.WorkerService": {
-		"RegisterWorker", "Heartbeat", "StreamJobs", "AckJobs", "ReportJobs",
+		"RegisterWorker", "Heartbeat", "StreamJobs", "AckJobs", "ReportJobs", "ReportProgress",
 		"DeregisterWorker", "ListWorkers", "DrainWorker", "ShutdownWorker",
 	},
 	"jq.v1.AdminService": {
@@ -142,9 +142,10 @@ func TestFields(t *testing.T) {
 			"ttl": dur, "run_at": ts, "not_before": ts, "timeout": dur, "idempotency_key": "string",
 			"labels": ss, "keep_result": "bool", "worker_id": "string", "last_error": "string",
 			"failure_reason": "string", "created_at": ts, "updated_at": ts, "started_at": ts,
-			"completed_at": ts, "result": "jq.v1.JobResult",
+			"completed_at": ts, "result": "jq.v1.JobResult", "progress": "jq.v1.JobProgress",
 		},
-		"JobResult": {"data": "bytes", "checksum_sha256": "string", "runtime": dur, "completed_at": ts},
+		"JobProgress": {"percent": "int32", "message": "string", "updated_at": ts},
+		"JobResult":   {"data": "bytes", "checksum_sha256": "string", "runtime": dur, "completed_at": ts},
 		"JobEvent": {
 			"job_id": "string", "queue": "string", "seq": "int64", "from_state": "jq.v1.JobState",
 			"to_state": "jq.v1.JobState", "timestamp": ts, "worker_id": "string", "reason": "string",
@@ -180,8 +181,11 @@ func TestFields(t *testing.T) {
 			"job_id": "string", "attempt": "int32",
 			"success": "oneof outcome jq.v1.JobSuccess", "failure": "oneof outcome jq.v1.JobFailure",
 		},
-		"JobSuccess": {"result": "bytes", "runtime": dur},
-		"JobFailure": {"error": "string", "reason": "string", "permanent": "bool", "runtime": dur},
+		"JobSuccess":             {"result": "bytes", "runtime": dur},
+		"JobProgressUpdate":      {"job_id": "string", "attempt": "int32", "percent": "int32", "message": "string"},
+		"ReportProgressRequest":  {"worker_id": "string", "updates": "repeated jq.v1.JobProgressUpdate"},
+		"ReportProgressResponse": {"results": "repeated jq.v1.LeaseResult"},
+		"JobFailure":             {"error": "string", "reason": "string", "permanent": "bool", "runtime": dur},
 		"ComponentHealth": {
 			"name": "string", "healthy": "bool", "detail": "string", "latency": dur, "degraded": "bool",
 		},

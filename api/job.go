@@ -46,6 +46,9 @@ func JobProto(j *queue.Job) *jqv1.Job {
 	if j.ResultKept() {
 		p.Result = ResultProto(j)
 	}
+	if pr := j.Progress; pr != nil {
+		p.Progress = &jqv1.JobProgress{Percent: int32(pr.Percent), Message: pr.Message, UpdatedAt: Timestamp(pr.UpdatedAt)} //nolint:gosec // 0..100
+	}
 	return p
 }
 
@@ -92,6 +95,9 @@ func JobFromProto(p *jqv1.Job) *queue.Job {
 		if j.Result == nil {
 			j.Result = []byte{}
 		}
+	}
+	if pr := p.GetProgress(); pr != nil {
+		j.Progress = &queue.JobProgress{Percent: int(pr.GetPercent()), Message: pr.GetMessage(), UpdatedAt: timeOf(pr.GetUpdatedAt())}
 	}
 	return j
 }

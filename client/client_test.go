@@ -19,6 +19,7 @@ import (
 
 	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/client"
+	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/internal/testenv/jqserver"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
@@ -53,6 +54,20 @@ func startWorker(t *testing.T, c *client.Client) {
 	mux.RegisterFunc("fail", func(context.Context, *queue.Job) ([]byte, error) {
 		return nil, queue.Permanent(errors.New("no"))
 	})
+	// progress reports 25 %, waits for the test, reports 75 %, waits again, and succeeds.
+	mux.RegisterFunc("progress", func(ctx context.Context, _ *queue.Job) ([]byte, error) {
+		for _, pct := range []int{25, 75} {
+			if err := queue.Progress(ctx, pct, fmt.Sprintf("at %d", pct)); err != nil {
+				return nil, err
+			}
+			select {
+			case <-progressStep:
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}
+		return nil, nil
+	})
 	exec, err := executor.New(executor.Options{
 		Conn: workerconn.New(c.API()), Handler: mux, WorkerID: "client-test-" + uuid.NewString()[:8],
 		Concurrency: 4, Queues: []string{"default"}, ShutdownGrace: time.Second, AckDelay: time.Millisecond,
@@ -63,6 +78,9 @@ func startWorker(t *testing.T, c *client.Client) {
 	wg.Go(func() { _ = exec.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
+
+// progressStep lets the "progress" handler go on to its next step.
+var progressStep = make(chan struct{})
 
 func TestAgainstServer(t *testing.T) {
 	srv := jqserver.Start(t)
@@ -98,6 +116,36 @@ func TestAgainstServer(t *testing.T) {
 		_, found, err = c.Result(ctx, sub.ID, false) // consumed
 		require.NoError(t, err)
 		require.False(t, found)
+	})
+
+	t.Run("Progress", func(t *testing.T) {
+		sub, err := c.Submit(ctx, client.Job{Queue: "default", Type: "progress"})
+		require.NoError(t, err)
+		waitProgress := func(pct int) {
+			t.Helper()
+			testenv.Eventually(t, 30*time.Second, func() error {
+				job, err := c.Get(ctx, sub.ID)
+				if err != nil {
+					return err
+				}
+				if job.Progress == nil || job.Progress.Percent != pct {
+					return fmt.Errorf("job %s is %s with progress %+v, want %d %%", job.ID, job.State, job.Progress, pct)
+				}
+				require.Equal(t, fmt.Sprintf("at %d", pct), job.Progress.Message)
+				require.False(t, job.Progress.UpdatedAt.IsZero())
+				return nil
+			})
+		}
+		waitProgress(25)
+		progressStep <- struct{}{}
+		waitProgress(75) // sent a second after the first: the worker's coalescing
+		progressStep <- struct{}{}
+		job, err := c.Wait(ctx, sub.ID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StateDone, job.State)
+		job, err = c.Get(ctx, sub.ID)
+		require.NoError(t, err)
+		require.Nil(t, job.Progress, "a finished job shows no progress")
 	})
 
 	t.Run("PayloadKinds", func(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// Get returns the record of one job, with its retained result. Errors: [queue.ErrJobNotFound],
+// Get returns the record of one job, with its retained result and, while it is ASSIGNED or
+// RUNNING, the progress its handler last reported (Job.Progress; nil when none). Errors: [queue.ErrJobNotFound],
 // [queue.ErrInvalidArgument] (id is not a UUID), and the errors every call may return.
 func (c *Client) Get(ctx context.Context, id string) (*queue.Job, error) {
 	resp, err := c.api.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: id}))

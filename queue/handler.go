@@ -154,8 +154,13 @@ func WithJobInfo(ctx context.Context, info JobInfo) context.Context {
 	return context.WithValue(ctx, jobInfoKey{}, info)
 }
 
-// JobInfoFromContext returns the JobInfo stored by [WithJobInfo].
+// JobInfoFromContext returns the JobInfo stored by [WithJobInfo] or [WithJobInfoReporter].
 func JobInfoFromContext(ctx context.Context) (JobInfo, bool) {
-	info, ok := ctx.Value(jobInfoKey{}).(JobInfo)
-	return info, ok
+	switch v := ctx.Value(jobInfoKey{}).(type) {
+	case JobInfo:
+		return v, true
+	case jobContext:
+		return v.info, true
+	}
+	return JobInfo{}, false
 }

@@ -59,6 +59,10 @@ type Job struct {
 	UpdatedAt   time.Time
 	StartedAt   time.Time // start of the latest RUNNING
 	CompletedAt time.Time // reaching DONE or DEAD_LETTERED
+
+	// Progress is the running attempt's last reported progress (see Progress); nil when there
+	// is none, and in every read but a single job's (GetJob): it is not a column of the job.
+	Progress *JobProgress
 }
 
 // RetriesLeft reports whether an automatic retry is still allowed (FR-033/FR-034).

@@ -188,6 +188,7 @@ func serverRelay(_ context.Context, p *process) (part, error) {
 func serverBackground(_ context.Context, p *process) (part, error) {
 	maint, err := maintenance.New(maintenance.Options{
 		Store:     p.st,
+		Progress:  p.st,
 		Log:       p.srvLog.Named("maintenance"),
 		Retention: p.cfg.Server.EventRetention(),
 		KafkaOff:  !p.cfg.Kafka.Enabled,

@@ -59,6 +59,7 @@ var policy = map[string][]Role{
 	jqv1connect.WorkerServiceStreamJobsProcedure:       workers,
 	jqv1connect.WorkerServiceAckJobsProcedure:          workers,
 	jqv1connect.WorkerServiceReportJobsProcedure:       workers,
+	jqv1connect.WorkerServiceReportProgressProcedure:   workers,
 	jqv1connect.WorkerServiceDeregisterWorkerProcedure: workers,
 	jqv1connect.WorkerServiceListWorkersProcedure:      readers,
 	jqv1connect.WorkerServiceDrainWorkerProcedure:      admins,

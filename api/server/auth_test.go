@@ -67,6 +67,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.WorkerServiceStreamJobsProcedure:       {"worker", "admin"},
 	jqv1connect.WorkerServiceAckJobsProcedure:          {"worker", "admin"},
 	jqv1connect.WorkerServiceReportJobsProcedure:       {"worker", "admin"},
+	jqv1connect.WorkerServiceReportProgressProcedure:   {"worker", "admin"},
 	jqv1connect.WorkerServiceDeregisterWorkerProcedure: {"worker", "admin"},
 	jqv1connect.WorkerServiceListWorkersProcedure:      {"viewer", "admin"},
 	jqv1connect.WorkerServiceDrainWorkerProcedure:      {"admin"},
@@ -94,6 +95,7 @@ var ownedByA = map[string]string{
 	jqv1connect.WorkerServiceStreamJobsProcedure:       callerWorkerB,
 	jqv1connect.WorkerServiceAckJobsProcedure:          callerWorkerB,
 	jqv1connect.WorkerServiceReportJobsProcedure:       callerWorkerB,
+	jqv1connect.WorkerServiceReportProgressProcedure:   callerWorkerB,
 	jqv1connect.WorkerServiceDeregisterWorkerProcedure: callerWorkerB,
 	jqv1connect.JobServiceGetJobProcedure:              callerProducerB,
 	jqv1connect.JobServiceListJobEventsProcedure:       callerProducerB,
@@ -345,6 +347,11 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 				JobId: f.running.ID, Attempt: int32(f.running.Attempt),
 				Outcome: &jqv1.JobReport_Success{Success: &jqv1.JobSuccess{Result: []byte("forged")}},
 			}}}))
+			return err
+		},
+		jqv1connect.WorkerServiceReportProgressProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Workers.ReportProgress(ctx, connect.NewRequest(&jqv1.ReportProgressRequest{WorkerId: f.workerA,
+				Updates: []*jqv1.JobProgressUpdate{{JobId: f.running.ID, Attempt: int32(f.running.Attempt), Percent: 50}}}))
 			return err
 		},
 		jqv1connect.WorkerServiceDeregisterWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {

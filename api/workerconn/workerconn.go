@@ -25,7 +25,10 @@ type Conn struct {
 	c jqv1connect.WorkerServiceClient
 }
 
-var _ executor.Conn = (*Conn)(nil)
+var (
+	_ executor.Conn         = (*Conn)(nil)
+	_ executor.ProgressConn = (*Conn)(nil)
+)
 
 // New returns a Conn that talks to the server through c.
 func New(c *rpcclient.Client) *Conn { return &Conn{c: c.Workers} }
@@ -127,6 +130,19 @@ func (r *Conn) Report(ctx context.Context, p executor.ReportParams) ([]executor.
 	return leaseResults(res.Msg.GetResults()), nil
 }
 
+// Progress calls ReportProgress (executor.ProgressConn).
+func (r *Conn) Progress(ctx context.Context, p executor.ProgressParams) ([]executor.LeaseResult, error) {
+	us := make([]*jqv1.JobProgressUpdate, len(p.Updates))
+	for i, u := range p.Updates {
+		us[i] = &jqv1.JobProgressUpdate{JobId: u.JobID, Attempt: int32(u.Attempt), Percent: int32(u.Percent), Message: u.Message} //nolint:gosec // small
+	}
+	res, err := r.c.ReportProgress(ctx, connect.NewRequest(&jqv1.ReportProgressRequest{WorkerId: p.WorkerID, Updates: us}))
+	if err != nil {
+		return nil, remoteErr("report progress", err)
+	}
+	return leaseResults(res.Msg.GetResults()), nil
+}
+
 // Heartbeat calls Heartbeat.
 func (r *Conn) Heartbeat(ctx context.Context, p executor.HeartbeatParams) (executor.HeartbeatReply, error) {
 	running := make([]*jqv1.JobLease, len(p.Running))
@@ -175,6 +191,8 @@ func remoteErr(op string, err error) error {
 		kind = executor.ErrWorkerInactive
 	case connect.CodeUnavailable, connect.CodeDeadlineExceeded:
 		kind = executor.ErrUnreachable
+	case connect.CodeUnimplemented:
+		kind = executor.ErrUnsupported
 	default:
 		return fmt.Errorf("%s: %w", op, err)
 	}

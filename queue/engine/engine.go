@@ -38,6 +38,7 @@ type Store interface {
 	store.RecoveryStore
 	store.OperatorStore
 	store.AdminStore
+	store.ProgressStore
 }
 
 // Options configure an Engine. Zero values take the documented defaults.

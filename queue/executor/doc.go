@@ -77,6 +77,16 @@
 // FAILED_PRECONDITION (declared offline) abandons the running jobs, whose
 // leases are gone, and registers again; NOT_FOUND registers again.
 //
+// # Progress
+//
+// A handler's queue.Progress reaches its task (the ProgressReporter in the job's context) and
+// records the latest value; nothing else happens for a job that never reports. progress.go sends
+// it over the Conn when it implements ProgressConn (WorkerService.ReportProgress): a task's first
+// update at once, later ones at most one per queue.ProgressInterval (1 s) after the previous
+// send, the latest value winning; one goroutine sends every due task in one call. An update of a
+// task no longer running is dropped; a rejected one (stale lease) is ignored — progress never
+// stops a job; a failed call is retried with the latest value after the interval.
+//
 // # Circuit breakers
 //
 // With Options.CircuitBreaker on, each queue has a breaker (breaker.go): closed → open when

@@ -135,9 +135,10 @@ type Stats struct {
 	Fenced         int64 // jobs cancelled because the lease was not renewed in time (fence.go)
 	AckCalls       int64
 	ReportCalls    int64
-	Running        int // handlers running now
-	Held           int // leases held now (received, not yet reported)
-	MaxRunning     int // the most handlers ever running at once
+	ProgressSent   int64 // progress updates sent (coalesced: at most one per job per second)
+	Running        int   // handlers running now
+	Held           int   // leases held now (received, not yet reported)
+	MaxRunning     int   // the most handlers ever running at once
 }
 
 // Executor is the worker runtime: it registers, receives assignments, runs
@@ -179,8 +180,9 @@ type Executor struct {
 	breakerMu sync.Mutex
 	breakers  map[string]*breaker // by queue; nil when the breakers are off
 
-	acks    batcher[*task]
-	reports batcher[reportItem]
+	acks     batcher[*task]
+	reports  batcher[reportItem]
+	progress *progressSender
 
 	received, started, succeeded, failed, abandoned  atomic.Int64
 	acksRejected, late, reportsRejected, reportsLost atomic.Int64
@@ -272,6 +274,7 @@ func New(opts Options) (*Executor, error) {
 		callTimeout: opts.CallTimeout, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 	}
 	e.reports.init()
+	e.progress = newProgressSender(e.log, opts.CallTimeout, opts.Conn, e.liveTasks)
 	return e, nil
 }
 
@@ -343,6 +346,7 @@ func (e *Executor) Stats() Stats {
 		ProtocolErrors:  e.protocolErrors.Load(),
 		AckCalls:        e.acks.calls.Load(),
 		ReportCalls:     e.reports.calls.Load(),
+		ProgressSent:    e.progress.sent.Load(),
 		Running:         int(e.running.Load()),
 		Held:            held,
 		MaxRunning:      int(e.maxRunning.Load()),
@@ -366,6 +370,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	var loops sync.WaitGroup
 	loops.Go(func() { e.acks.run(loopCtx) })
 	loops.Go(func() { e.reports.run(loopCtx) })
+	loops.Go(func() { e.progress.run(loopCtx, e.opts.WorkerID) })
 	hbCtx, stopHB := context.WithCancel(loopCtx)
 	var hb sync.WaitGroup
 	hb.Go(func() { e.heartbeatLoop(hbCtx) })

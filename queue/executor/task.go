@@ -60,6 +60,10 @@ type task struct {
 	// startedAt is when the handler started, as time since Executor.epoch (0: not yet). Atomic:
 	// the ack and report batchers read it when they send.
 	startedAt atomic.Int64
+	// sender and progress: where the handler's queue.Progress goes (progress.go); progress is
+	// nil until the handler first reports.
+	sender   *progressSender
+	progress atomic.Pointer[progressState]
 }
 
 // startedAgo is how long ago t's handler started (0: not started).
@@ -70,6 +74,9 @@ func (e *Executor) startedAgo(t *task) time.Duration {
 	}
 	return max(time.Since(e.epoch)-time.Duration(s), 0)
 }
+
+// ReportProgress implements queue.ProgressReporter for the task's handler.
+func (t *task) ReportProgress(percent int, message string) { t.sender.report(t, percent, message) }
 
 type reportItem struct {
 	t   *task
@@ -93,7 +100,7 @@ func (e *Executor) accept(a *Assignment) {
 		return
 	}
 	a.Job.Attempt = a.Attempt
-	t := &task{job: a.Job, lease: Lease{JobID: a.Job.ID, Attempt: a.Attempt}, ackBy: a.Deadline}
+	t := &task{job: a.Job, lease: Lease{JobID: a.Job.ID, Attempt: a.Attempt}, ackBy: a.Deadline, sender: e.progress}
 	log := e.jobLog(t)
 	// The ack deadline is the server's, on the server's clock; the server
 	// judges the ack, and the handler only starts once it accepted it. So a
@@ -245,7 +252,7 @@ func (e *Executor) execute(ctx context.Context, t *task) {
 	if timeout <= 0 {
 		timeout = queue.DefaultJobTimeout
 	}
-	ctx = queue.WithJobInfo(ctx, queue.JobInfo{ID: t.job.ID, Attempt: t.lease.Attempt, Queue: t.job.Queue, Type: t.job.Type})
+	ctx = queue.WithJobInfoReporter(ctx, queue.JobInfo{ID: t.job.ID, Attempt: t.lease.Attempt, Queue: t.job.Queue, Type: t.job.Type}, t)
 	ctx, span := e.startSpan(ctx, t)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errJobTimeout)
 	start := time.Now()
@@ -523,4 +530,15 @@ func (e *Executor) dropQueued(cause error) {
 			e.abandonLocked(t, cause)
 		}
 	}
+}
+
+// liveTasks reports which tasks still run holding their lease: only their progress is sent.
+func (e *Executor) liveTasks(ts []*task) []bool {
+	out := make([]bool, len(ts))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, t := range ts {
+		out[i] = t.state == stateRunning && !t.abandoned && e.tasks[t.lease.JobID] == t
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,6 +94,8 @@ func TestSleepBadPayload(t *testing.T) {
 		`{"ms": -1}`:        "ms must be 0 to",
 		`{"ms": 999999999}`: "ms must be 0 to",
 		`{`:                 "unexpected EOF",
+		`{"progress": -1}`:  "progress must be 0 to",
+		`{"progress": 1e9}`: "cannot unmarshal",
 	} {
 		_, err := h.Handle(t.Context(), job("sleep", payload))
 		require.Error(t, err, payload)
@@ -100,6 +103,35 @@ func TestSleepBadPayload(t *testing.T) {
 		require.Contains(t, err.Error(), want, payload)
 		require.Contains(t, err.Error(), "sleep: invalid payload", payload)
 	}
+}
+
+// reports records queue.Progress calls.
+type reports struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *reports) ReportProgress(percent int, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, fmt.Sprintf("%d %s", percent, message))
+}
+
+func TestSleepProgress(t *testing.T) {
+	t.Parallel()
+	r := &reports{}
+	ctx := queue.WithJobInfoReporter(t.Context(), queue.JobInfo{ID: "j", Attempt: 1}, r)
+	start := time.Now()
+	out, err := handlers.Sleep().Handle(ctx, job("sleep", `{"ms": 40, "progress": 4}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"slept_ms":40}`, string(out))
+	require.GreaterOrEqual(t, time.Since(start), 40*time.Millisecond, "the steps add up to ms")
+	require.Equal(t, []string{"0 step 1 of 4", "25 step 2 of 4", "50 step 3 of 4", "75 step 4 of 4"}, r.got)
+
+	// Outside a worker the reports go nowhere and the sleep is the same.
+	out, err = handlers.Sleep().Handle(t.Context(), job("sleep", `{"ms": 1, "progress": 3}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"slept_ms":1}`, string(out))
 }
 
 func TestSleepCancel(t *testing.T) {

@@ -42,7 +42,10 @@ type Conn struct {
 	reg     executor.Registration
 }
 
-var _ executor.Conn = (*Conn)(nil)
+var (
+	_ executor.Conn         = (*Conn)(nil)
+	_ executor.ProgressConn = (*Conn)(nil)
+)
 
 // New returns a Conn over o.Engine.
 func New(o Options) *Conn {
@@ -191,6 +194,27 @@ func (c *Conn) Report(ctx context.Context, p executor.ReportParams) ([]executor.
 	outs, err := c.eng.Report(ctx, p.WorkerID, reports)
 	if err != nil {
 		return nil, connErr("report jobs", err)
+	}
+	return leaseResults(outs), nil
+}
+
+// Progress records how far running attempts got, checked as ReportProgress checks it; an update
+// for a lease the worker no longer holds is only OK false in its result.
+func (c *Conn) Progress(ctx context.Context, p executor.ProgressParams) ([]executor.LeaseResult, error) {
+	ls, err := leases(p.WorkerID, len(p.Updates), func(i int) executor.Lease { return p.Updates[i].Lease })
+	if err != nil {
+		return nil, connErr("report progress", err)
+	}
+	updates := make([]store.JobProgressUpdate, len(ls))
+	for i, u := range p.Updates {
+		if err := queue.ValidateProgress(u.Percent, u.Message); err != nil {
+			return nil, connErr("report progress", fmt.Errorf("updates[%d]: %w", i, err))
+		}
+		updates[i] = store.JobProgressUpdate{ID: ls[i].ID, Attempt: ls[i].Attempt, Percent: u.Percent, Message: u.Message}
+	}
+	outs, err := c.eng.Progress(ctx, p.WorkerID, updates)
+	if err != nil {
+		return nil, connErr("report progress", err)
 	}
 	return leaseResults(outs), nil
 }

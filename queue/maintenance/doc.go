@@ -1,5 +1,5 @@
-// Package maintenance is the server's periodic housekeeping of Postgres. One pass does two things:
-// event retention (issue 6), then result retention (issue 15).
+// Package maintenance is the server's periodic housekeeping of Postgres. One pass does three things:
+// event retention (issue 6), result retention (issue 15), then progress retention (issue 25).
 //
 // # Event retention
 //
@@ -40,6 +40,13 @@
 // the checksum, size, state and updated_at stay, and no event is written. A fetch afterwards finds
 // no result (found = false), exactly as for a job submitted without keep_result. The count is
 // Stats.ResultsDropped (jq_results_dropped_total) and one log line per queue and pass.
+//
+// # Progress retention
+//
+// With Options.Progress, each pass then deletes the job_progress rows (issue 25) whose attempt is
+// over — the job finished, was retried or was deleted — in batches of BatchSize. Reads never show
+// such a row (they join the job's current attempt), so this only keeps the table to the jobs
+// running now and those that reported lately.
 //
 // Failure handling: a failed statement ends the pass; the next pass retries. The failure is logged
 // once when it starts and once when a pass succeeds again, never at every attempt.

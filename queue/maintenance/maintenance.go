@@ -14,7 +14,10 @@ import (
 // Options configure a Maintenance. Zero values take the documented defaults.
 type Options struct {
 	Store store.RetentionStore
-	Log   *zap.Logger
+	// Progress, when set, has each pass also delete the progress of attempts that are over
+	// (job_progress, issue 25); nil: none kept, none pruned.
+	Progress store.ProgressStore
+	Log      *zap.Logger
 	// Retention is how long published events are kept (server.event_retention_h); required.
 	Retention time.Duration
 	// KafkaOff: events are never published (kafka.enabled false), so unpublished events expire
@@ -156,6 +159,12 @@ func (m *Maintenance) Pass(ctx context.Context) int64 {
 		}
 		return total
 	}
+	if err := m.pruneProgress(ctx); err != nil {
+		if ctx.Err() == nil {
+			m.fail("progress", err, total)
+		}
+		return total
+	}
 	m.passes.Add(1)
 	if m.failing {
 		m.failing = false
@@ -192,6 +201,24 @@ func (m *Maintenance) dropResults(ctx context.Context) error {
 		}
 		if n < min(m.opts.BatchSize, store.MaxResultsDropBatch) {
 			return nil
+		}
+	}
+	return nil
+}
+
+// pruneProgress deletes the progress records of attempts that are over, in batches of BatchSize.
+// The table holds one small row per job that reported progress lately, so this is short.
+func (m *Maintenance) pruneProgress(ctx context.Context) error {
+	if m.opts.Progress == nil {
+		return nil
+	}
+	limit := min(m.opts.BatchSize, store.MaxEventsPruneBatch)
+	for range m.opts.MaxBatches {
+		pctx, cancel := context.WithTimeout(ctx, m.opts.StatementTimeout)
+		n, err := m.opts.Progress.JobProgressPrune(pctx, limit)
+		cancel()
+		if err != nil || n < int64(limit) {
+			return err
 		}
 	}
 	return nil

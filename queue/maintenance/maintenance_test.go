@@ -271,3 +271,43 @@ func TestPassDropsExpiredResultsFromPostgres(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, taken, "dropped: nothing to fetch")
 }
+
+// Against Postgres: a pass deletes the progress of attempts that are over and keeps the live ones.
+func TestPassPrunesFinishedProgress(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := stores.Postgres(ctx, t, 4)
+	_, err := st.QueueCreate(ctx, store.QueueCreateParams{Name: "progress"})
+	require.NoError(t, err)
+	res, err := st.JobInsertMany(ctx, []store.JobInsertParams{{Queue: "progress", Type: "t"}, {Queue: "progress", Type: "t"}})
+	require.NoError(t, err)
+	var jobs []*queue.Job
+	for _, r := range res {
+		j, err := st.JobTransition(ctx, store.JobTransitionParams{ID: r.Job.ID, From: queue.StatePending, To: queue.StateAssigned,
+			WorkerID: "w1", Reason: "test"})
+		require.NoError(t, err)
+		outs, err := st.JobProgressSet(ctx, store.JobProgressSetParams{WorkerID: "w1",
+			Updates: []store.JobProgressUpdate{{ID: j.ID, Attempt: j.Attempt, Percent: 50}}})
+		require.NoError(t, err)
+		require.NoError(t, outs[0].Err)
+		jobs = append(jobs, j)
+	}
+	_, err = st.JobTransition(ctx, store.JobTransitionParams{ID: jobs[0].ID, From: queue.StateAssigned, To: queue.StateFailed,
+		Attempt: jobs[0].Attempt, Reason: "test"})
+	require.NoError(t, err)
+
+	m, err := maintenance.New(maintenance.Options{Store: st, Progress: st, Log: zap.NewNop(), Retention: time.Hour})
+	require.NoError(t, err)
+	m.Pass(ctx)
+	rows := func(id string) int {
+		var n int
+		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM job_progress WHERE job_id = $1`, id).Scan(&n))
+		return n
+	}
+	require.Zero(t, rows(jobs[0].ID), "the failed attempt's progress is gone")
+	require.Equal(t, 1, rows(jobs[1].ID), "the live attempt's progress stays")
+	p, err := st.JobProgressGet(ctx, jobs[1].ID)
+	require.NoError(t, err)
+	require.Equal(t, 50, p.Percent)
+}

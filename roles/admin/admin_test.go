@@ -12,6 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
@@ -168,6 +169,7 @@ func TestTablesEscapeServerText(t *testing.T) {
 	job := &jqv1.Job{
 		Id: evil, Queue: evil, Type: evil, WorkerId: evil, LastError: evil, FailureReason: evil,
 		Payload: []byte(evil), State: jqv1.JobState_JOB_STATE_FAILED,
+		Progress: &jqv1.JobProgress{Message: evil}, // a worker's text, shown by job status
 	}
 	worker := &jqv1.Worker{Id: evil, Hostname: evil, Queues: []string{evil, evil}, Version: evil,
 		Breakers: []*jqv1.QueueBreaker{{Queue: evil, State: jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN}}}
@@ -247,6 +249,15 @@ func TestJobStatusLabelsAndLogsWorker(t *testing.T) {
 	out.Reset()
 	require.NoError(t, re.jobTable(&out, &jqv1.Job{Id: "j"}))
 	require.Regexp(t, `(?m)^LABELS\s+-$`, out.String())
+
+	// A running job's progress gets a row of its own; no progress, no row.
+	out.Reset()
+	require.NoError(t, re.jobTable(&out, &jqv1.Job{Id: "j", State: jqv1.JobState_JOB_STATE_RUNNING,
+		Progress: &jqv1.JobProgress{Percent: 40, Message: "4 of 10", UpdatedAt: timestamppb.New(time.Now().Add(-2 * time.Second))}}))
+	require.Regexp(t, `(?m)^PROGRESS\s+40% 4 of 10 \(\d{4}-.* \(2s ago\)\)$`, out.String())
+	out.Reset()
+	require.NoError(t, re.jobTable(&out, &jqv1.Job{Id: "j", State: jqv1.JobState_JOB_STATE_RUNNING}))
+	require.NotContains(t, out.String(), "PROGRESS")
 
 	require.Empty(t, eventWorker(&jqv1.JobEvent{Reason: "manual_retry", WorkerId: "w-old",
 		FromState: jqv1.JobState_JOB_STATE_DEAD_LETTERED, ToState: jqv1.JobState_JOB_STATE_PENDING}))

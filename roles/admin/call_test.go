@@ -37,6 +37,8 @@ func fullJob(t *testing.T) *jqv1.Job {
 		CreatedAt: at(0), UpdatedAt: at(9), StartedAt: at(5), CompletedAt: at(9),
 		Result: &jqv1.JobResult{Data: []byte("ok"), ChecksumSha256: "2689367b205c16ce32ed4200942b8b8b1e262dfc70d9bc9fbc77c49699a4f1df",
 			Runtime: durationpb.New(4 * time.Second), CompletedAt: at(9), Type: "success", FinishedAt: at(9), Size: 2},
+		// The server sets progress only while a job runs; here it only has to survive the client.
+		Progress: &jqv1.JobProgress{Percent: 40, Message: "4 of 10", UpdatedAt: at(7)},
 	}
 	fields := j.ProtoReflect().Descriptor().Fields()
 	for i := range fields.Len() {

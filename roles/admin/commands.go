@@ -41,7 +41,7 @@ type Commands struct {
 // JobCmd groups the job commands.
 type JobCmd struct {
 	Submit JobSubmitCmd `cmd:"" help:"Submit a job; prints its id and nothing else."`
-	Status JobStatusCmd `cmd:"" help:"Show a job: state, payload, result, retries and times."`
+	Status JobStatusCmd `cmd:"" help:"Show a job: state, progress while it runs (what its handler last reported with queue.Progress, at most once a second), payload, result, retries and times."`
 	Cancel JobCancelCmd `cmd:"" help:"Cancel a job (PENDING, ASSIGNED and FAILED are dead-lettered with reason cancelled; RUNNING is asked to stop)."`
 	Retry  JobRetryCmd  `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
 	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue and state; prints a --page-token hint on stderr when more remain."`

@@ -188,6 +188,9 @@ func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
 	row("QUEUE", cell(j.GetQueue()))
 	row("TYPE", cell(j.GetType()))
 	row("STATUS", re.state(j.GetState()))
+	if p := j.GetProgress(); p != nil {
+		row("PROGRESS", fmt.Sprintf("%d%% %s (%s)", p.GetPercent(), dash(p.GetMessage()), re.when(p.GetUpdatedAt())))
+	}
 	row("PRIORITY", fmt.Sprint(j.GetPriority()))
 	row("RETRIES", fmt.Sprintf("%d of %d", j.GetRetryCount(), j.GetMaxRetries()))
 	row("ATTEMPT", fmt.Sprint(j.GetAttempt()))

@@ -33,6 +33,7 @@ const (
 	MethodReport     Method = "Report"
 	MethodHeartbeat  Method = "Heartbeat"
 	MethodDeregister Method = "Deregister"
+	MethodProgress   Method = "Progress"
 )
 
 // Options configure a Server.
@@ -72,31 +73,37 @@ type job struct {
 type Server struct {
 	opts Options
 
-	mu          sync.Mutex
-	changed     chan struct{} // closed and replaced on every change
-	jobs        map[string]*job
-	pending     []string
-	registered  bool
-	workerID    string
-	concurrency int
-	stream      *stream // the current stream, if any
-	outstanding int     // this worker's attempts sent and not yet reported
-	limit       int     // the most outstanding: concurrency plus the stream's prefetch
-	reports     []executor.Report
-	acks        []executor.Lease
-	heartbeats  [][]executor.Lease
-	calls       map[Method]int
-	faults      map[Method][]error
-	lostReports int // report calls still to process and then answer as unreachable
-	command     executor.Command
-	cancelIDs   []string
-	reportHook  func(executor.Report) (ok bool, reason string)
-	capacities  []int
-	ackHook     func(executor.Lease) (ok bool, reason string)
-	breakers    []queue.QueueBreaker // from the last heartbeat
+	mu           sync.Mutex
+	changed      chan struct{} // closed and replaced on every change
+	jobs         map[string]*job
+	pending      []string
+	registered   bool
+	workerID     string
+	concurrency  int
+	stream       *stream // the current stream, if any
+	outstanding  int     // this worker's attempts sent and not yet reported
+	limit        int     // the most outstanding: concurrency plus the stream's prefetch
+	reports      []executor.Report
+	acks         []executor.Lease
+	heartbeats   [][]executor.Lease
+	calls        map[Method]int
+	faults       map[Method][]error
+	lostReports  int // report calls still to process and then answer as unreachable
+	command      executor.Command
+	cancelIDs    []string
+	reportHook   func(executor.Report) (ok bool, reason string)
+	capacities   []int
+	ackHook      func(executor.Lease) (ok bool, reason string)
+	breakers     []queue.QueueBreaker // from the last heartbeat
+	progress     []executor.ProgressUpdate
+	progressOK   []bool // the verdict of each update in progress
+	progressHook func(executor.ProgressUpdate) bool
 }
 
-var _ executor.Conn = (*Server)(nil)
+var (
+	_ executor.Conn         = (*Server)(nil)
+	_ executor.ProgressConn = (*Server)(nil)
+)
 
 // NewServer returns an empty fake server.
 func NewServer(opts Options) *Server {
@@ -153,6 +160,54 @@ func (s *Server) OnReport(f func(executor.Report) (ok bool, reason string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reportHook = f
+}
+
+// OnProgress decides whether each progress update of a live lease applies (default: it does);
+// false answers it as stale.
+func (s *Server) OnProgress(f func(executor.ProgressUpdate) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.progressHook = f
+}
+
+// ProgressUpdates returns every progress update received, in order, and whether each was
+// applied (the job ASSIGNED or RUNNING at that attempt).
+func (s *Server) ProgressUpdates() ([]executor.ProgressUpdate, []bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.progress), slices.Clone(s.progressOK)
+}
+
+// Progress implements executor.ProgressConn: an update applies while its job is ASSIGNED or
+// RUNNING at that attempt; any other is answered ok = false ("stale attempt"), never an error.
+func (s *Server) Progress(ctx context.Context, p executor.ProgressParams) ([]executor.LeaseResult, error) {
+	if err := s.latency(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enterLocked(MethodProgress); err != nil {
+		return nil, err
+	}
+	if len(p.Updates) == 0 || len(p.Updates) > executor.MaxBatch {
+		return nil, fmt.Errorf("%w: %d progress updates", executor.ErrInvalid, len(p.Updates))
+	}
+	out := make([]executor.LeaseResult, len(p.Updates))
+	for i, u := range p.Updates {
+		j := s.jobs[u.JobID]
+		ok := j != nil && j.attempt == u.Attempt && (j.state == Assigned || j.state == Running)
+		if ok && s.progressHook != nil {
+			ok = s.progressHook(u)
+		}
+		out[i] = executor.LeaseResult{JobID: u.JobID, OK: ok}
+		if !ok {
+			out[i].Error = "stale attempt"
+		}
+		s.progress = append(s.progress, u)
+		s.progressOK = append(s.progressOK, ok)
+	}
+	s.notifyLocked()
+	return out, nil
 }
 
 // OnAck decides the verdict of each ack (default: the contract's).

@@ -367,7 +367,12 @@ type Job struct {
 	// or its queue's result_retention passes (see GetJobResult). Absent for a
 	// job submitted without keep_result. Returned by GetJob, and by ListJobs
 	// with include_payloads; omitted from PeekQueue.
-	Result        *JobResult `protobuf:"bytes,50,opt,name=result,proto3" json:"result,omitempty"`
+	Result *JobResult `protobuf:"bytes,50,opt,name=result,proto3" json:"result,omitempty"`
+	// What the running attempt's handler last reported with queue.Progress
+	// (WorkerService.ReportProgress): set by GetJob only, and only while the
+	// job is ASSIGNED or RUNNING and that attempt reported any. Absent from
+	// ListJobs, PeekQueue and assignments.
+	Progress      *JobProgress `protobuf:"bytes,51,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -577,6 +582,79 @@ func (x *Job) GetResult() *JobResult {
 	return nil
 }
 
+func (x *Job) GetProgress() *JobProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+// JobProgress is how far a running attempt got, as its handler reported.
+type JobProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 to 100.
+	Percent int32 `protobuf:"varint,1,opt,name=percent,proto3" json:"percent,omitempty"`
+	// Short description of the current step (at most 256 bytes); may be
+	// empty.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// When the server recorded the update. Updates arrive at most once per
+	// second per job.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobProgress) Reset() {
+	*x = JobProgress{}
+	mi := &file_jq_v1_job_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobProgress) ProtoMessage() {}
+
+func (x *JobProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobProgress.ProtoReflect.Descriptor instead.
+func (*JobProgress) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *JobProgress) GetPercent() int32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *JobProgress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *JobProgress) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
 // JobResult is the outcome of a job, in the shape of seed 001's result
 // object: type "success" with the result data, or type "failure" with
 // reason, should_retry, error and message. Fields 1 to 4 predate seed 001
@@ -628,7 +706,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_jq_v1_job_proto_msgTypes[2]
+	mi := &file_jq_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +718,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_proto_msgTypes[2]
+	mi := &file_jq_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +731,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_jq_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobResult) GetData() []byte {
@@ -760,7 +838,7 @@ const file_jq_v1_job_proto_rawDesc = "" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0e\n" +
-	"\f_max_retries\"\xfe\b\n" +
+	"\f_max_retries\"\xae\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
@@ -795,13 +873,19 @@ const file_jq_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18* \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12=\n" +
 	"\fcompleted_at\x18+ \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12(\n" +
-	"\x06result\x182 \x01(\v2\x10.jq.v1.JobResultR\x06result\x1a9\n" +
+	"\x06result\x182 \x01(\v2\x10.jq.v1.JobResultR\x06result\x12.\n" +
+	"\bprogress\x183 \x01(\v2\x12.jq.v1.JobProgressR\bprogress\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"|\n" +
+	"\vJobProgress\x12\x18\n" +
+	"\apercent\x18\x01 \x01(\x05R\apercent\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x129\n" +
+	"\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xa4\x03\n" +
 	"\tJobResult\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12'\n" +
 	"\x0fchecksum_sha256\x18\x02 \x01(\tR\x0echecksumSha256\x123\n" +
@@ -838,47 +922,50 @@ func file_jq_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_jq_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jq_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_jq_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_jq_v1_job_proto_goTypes = []any{
 	(JobState)(0),                 // 0: jq.v1.JobState
 	(*JobSpec)(nil),               // 1: jq.v1.JobSpec
 	(*Job)(nil),                   // 2: jq.v1.Job
-	(*JobResult)(nil),             // 3: jq.v1.JobResult
-	nil,                           // 4: jq.v1.JobSpec.LabelsEntry
-	nil,                           // 5: jq.v1.JobSpec.TraceContextEntry
-	nil,                           // 6: jq.v1.Job.LabelsEntry
-	nil,                           // 7: jq.v1.Job.TraceContextEntry
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*structpb.Value)(nil),        // 10: google.protobuf.Value
+	(*JobProgress)(nil),           // 3: jq.v1.JobProgress
+	(*JobResult)(nil),             // 4: jq.v1.JobResult
+	nil,                           // 5: jq.v1.JobSpec.LabelsEntry
+	nil,                           // 6: jq.v1.JobSpec.TraceContextEntry
+	nil,                           // 7: jq.v1.Job.LabelsEntry
+	nil,                           // 8: jq.v1.Job.TraceContextEntry
+	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*structpb.Value)(nil),        // 11: google.protobuf.Value
 }
 var file_jq_v1_job_proto_depIdxs = []int32{
-	8,  // 0: jq.v1.JobSpec.ttl:type_name -> google.protobuf.Duration
-	9,  // 1: jq.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
-	8,  // 2: jq.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
-	4,  // 3: jq.v1.JobSpec.labels:type_name -> jq.v1.JobSpec.LabelsEntry
-	5,  // 4: jq.v1.JobSpec.trace_context:type_name -> jq.v1.JobSpec.TraceContextEntry
+	9,  // 0: jq.v1.JobSpec.ttl:type_name -> google.protobuf.Duration
+	10, // 1: jq.v1.JobSpec.run_at:type_name -> google.protobuf.Timestamp
+	9,  // 2: jq.v1.JobSpec.timeout:type_name -> google.protobuf.Duration
+	5,  // 3: jq.v1.JobSpec.labels:type_name -> jq.v1.JobSpec.LabelsEntry
+	6,  // 4: jq.v1.JobSpec.trace_context:type_name -> jq.v1.JobSpec.TraceContextEntry
 	0,  // 5: jq.v1.Job.state:type_name -> jq.v1.JobState
-	8,  // 6: jq.v1.Job.ttl:type_name -> google.protobuf.Duration
-	9,  // 7: jq.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	9,  // 8: jq.v1.Job.not_before:type_name -> google.protobuf.Timestamp
-	8,  // 9: jq.v1.Job.timeout:type_name -> google.protobuf.Duration
-	6,  // 10: jq.v1.Job.labels:type_name -> jq.v1.Job.LabelsEntry
-	7,  // 11: jq.v1.Job.trace_context:type_name -> jq.v1.Job.TraceContextEntry
-	9,  // 12: jq.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 13: jq.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 14: jq.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 15: jq.v1.Job.completed_at:type_name -> google.protobuf.Timestamp
-	3,  // 16: jq.v1.Job.result:type_name -> jq.v1.JobResult
-	8,  // 17: jq.v1.JobResult.runtime:type_name -> google.protobuf.Duration
-	9,  // 18: jq.v1.JobResult.completed_at:type_name -> google.protobuf.Timestamp
-	9,  // 19: jq.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
-	10, // 20: jq.v1.JobResult.error:type_name -> google.protobuf.Value
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	9,  // 6: jq.v1.Job.ttl:type_name -> google.protobuf.Duration
+	10, // 7: jq.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	10, // 8: jq.v1.Job.not_before:type_name -> google.protobuf.Timestamp
+	9,  // 9: jq.v1.Job.timeout:type_name -> google.protobuf.Duration
+	7,  // 10: jq.v1.Job.labels:type_name -> jq.v1.Job.LabelsEntry
+	8,  // 11: jq.v1.Job.trace_context:type_name -> jq.v1.Job.TraceContextEntry
+	10, // 12: jq.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	10, // 13: jq.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 14: jq.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	10, // 15: jq.v1.Job.completed_at:type_name -> google.protobuf.Timestamp
+	4,  // 16: jq.v1.Job.result:type_name -> jq.v1.JobResult
+	3,  // 17: jq.v1.Job.progress:type_name -> jq.v1.JobProgress
+	10, // 18: jq.v1.JobProgress.updated_at:type_name -> google.protobuf.Timestamp
+	9,  // 19: jq.v1.JobResult.runtime:type_name -> google.protobuf.Duration
+	10, // 20: jq.v1.JobResult.completed_at:type_name -> google.protobuf.Timestamp
+	10, // 21: jq.v1.JobResult.finished_at:type_name -> google.protobuf.Timestamp
+	11, // 22: jq.v1.JobResult.error:type_name -> google.protobuf.Value
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_job_proto_init() }
@@ -893,7 +980,7 @@ func file_jq_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_job_proto_rawDesc), len(file_jq_v1_job_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

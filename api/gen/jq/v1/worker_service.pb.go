@@ -1491,6 +1491,181 @@ func (x *ReportJobsResponse) GetResults() []*LeaseResult {
 	return nil
 }
 
+// JobProgressUpdate is one attempt's progress.
+type JobProgressUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Job id (UUID v4).
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Attempt (fencing token) the worker holds.
+	Attempt int32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// How far the attempt got, 0 to 100.
+	Percent int32 `protobuf:"varint,3,opt,name=percent,proto3" json:"percent,omitempty"`
+	// What it is doing, at most 256 bytes of UTF-8; may be empty.
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobProgressUpdate) Reset() {
+	*x = JobProgressUpdate{}
+	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobProgressUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobProgressUpdate) ProtoMessage() {}
+
+func (x *JobProgressUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobProgressUpdate.ProtoReflect.Descriptor instead.
+func (*JobProgressUpdate) Descriptor() ([]byte, []int) {
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *JobProgressUpdate) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobProgressUpdate) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *JobProgressUpdate) GetPercent() int32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *JobProgressUpdate) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// ReportProgressRequest carries progress of the worker's running attempts.
+type ReportProgressRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Worker id. Required.
+	WorkerId string `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// Updates, 1 to 1000; one per job (a later one of the same job wins).
+	Updates       []*JobProgressUpdate `protobuf:"bytes,2,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProgressRequest) Reset() {
+	*x = ReportProgressRequest{}
+	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProgressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProgressRequest) ProtoMessage() {}
+
+func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
+func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReportProgressRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *ReportProgressRequest) GetUpdates() []*JobProgressUpdate {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
+// ReportProgressResponse carries one verdict per update.
+type ReportProgressResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Verdicts in request order; ok = false ("stale attempt") means the
+	// update was ignored.
+	Results       []*LeaseResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProgressResponse) Reset() {
+	*x = ReportProgressResponse{}
+	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProgressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProgressResponse) ProtoMessage() {}
+
+func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
+func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ReportProgressResponse) GetResults() []*LeaseResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 // DeregisterWorkerRequest names the worker leaving.
 type DeregisterWorkerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1502,7 +1677,7 @@ type DeregisterWorkerRequest struct {
 
 func (x *DeregisterWorkerRequest) Reset() {
 	*x = DeregisterWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1689,7 @@ func (x *DeregisterWorkerRequest) String() string {
 func (*DeregisterWorkerRequest) ProtoMessage() {}
 
 func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[18]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1702,7 @@ func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{18}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeregisterWorkerRequest) GetWorkerId() string {
@@ -1546,7 +1721,7 @@ type DeregisterWorkerResponse struct {
 
 func (x *DeregisterWorkerResponse) Reset() {
 	*x = DeregisterWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1733,7 @@ func (x *DeregisterWorkerResponse) String() string {
 func (*DeregisterWorkerResponse) ProtoMessage() {}
 
 func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[19]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1746,7 @@ func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{19}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{22}
 }
 
 // ListWorkersRequest has no parameters.
@@ -1587,7 +1762,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1774,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[20]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1787,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{20}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListWorkersRequest) GetPageSize() int32 {
@@ -1642,7 +1817,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1829,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[21]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1842,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{21}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -1695,7 +1870,7 @@ type DrainWorkerRequest struct {
 
 func (x *DrainWorkerRequest) Reset() {
 	*x = DrainWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1882,7 @@ func (x *DrainWorkerRequest) String() string {
 func (*DrainWorkerRequest) ProtoMessage() {}
 
 func (x *DrainWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[22]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1895,7 @@ func (x *DrainWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainWorkerRequest.ProtoReflect.Descriptor instead.
 func (*DrainWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{22}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DrainWorkerRequest) GetWorkerId() string {
@@ -1741,7 +1916,7 @@ type DrainWorkerResponse struct {
 
 func (x *DrainWorkerResponse) Reset() {
 	*x = DrainWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1928,7 @@ func (x *DrainWorkerResponse) String() string {
 func (*DrainWorkerResponse) ProtoMessage() {}
 
 func (x *DrainWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[23]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1941,7 @@ func (x *DrainWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainWorkerResponse.ProtoReflect.Descriptor instead.
 func (*DrainWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{23}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DrainWorkerResponse) GetWorker() *Worker {
@@ -1787,7 +1962,7 @@ type ShutdownWorkerRequest struct {
 
 func (x *ShutdownWorkerRequest) Reset() {
 	*x = ShutdownWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1974,7 @@ func (x *ShutdownWorkerRequest) String() string {
 func (*ShutdownWorkerRequest) ProtoMessage() {}
 
 func (x *ShutdownWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[24]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1987,7 @@ func (x *ShutdownWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownWorkerRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{24}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ShutdownWorkerRequest) GetWorkerId() string {
@@ -1833,7 +2008,7 @@ type ShutdownWorkerResponse struct {
 
 func (x *ShutdownWorkerResponse) Reset() {
 	*x = ShutdownWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[25]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +2020,7 @@ func (x *ShutdownWorkerResponse) String() string {
 func (*ShutdownWorkerResponse) ProtoMessage() {}
 
 func (x *ShutdownWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[25]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +2033,7 @@ func (x *ShutdownWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownWorkerResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{25}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ShutdownWorkerResponse) GetWorker() *Worker {
@@ -1970,6 +2145,16 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12*\n" +
 	"\areports\x18\x02 \x03(\v2\x10.jq.v1.JobReportR\areports\"B\n" +
 	"\x12ReportJobsResponse\x12,\n" +
+	"\aresults\x18\x01 \x03(\v2\x12.jq.v1.LeaseResultR\aresults\"x\n" +
+	"\x11JobProgressUpdate\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x18\n" +
+	"\apercent\x18\x03 \x01(\x05R\apercent\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"h\n" +
+	"\x15ReportProgressRequest\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x122\n" +
+	"\aupdates\x18\x02 \x03(\v2\x18.jq.v1.JobProgressUpdateR\aupdates\"F\n" +
+	"\x16ReportProgressResponse\x12,\n" +
 	"\aresults\x18\x01 \x03(\v2\x12.jq.v1.LeaseResultR\aresults\"6\n" +
 	"\x17DeregisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\x1a\n" +
@@ -2002,7 +2187,7 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"!CIRCUIT_BREAKER_STATE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cCIRCUIT_BREAKER_STATE_CLOSED\x10\x01\x12\x1e\n" +
 	"\x1aCIRCUIT_BREAKER_STATE_OPEN\x10\x02\x12#\n" +
-	"\x1fCIRCUIT_BREAKER_STATE_HALF_OPEN\x10\x032\x90\x05\n" +
+	"\x1fCIRCUIT_BREAKER_STATE_HALF_OPEN\x10\x032\xdf\x05\n" +
 	"\rWorkerService\x12M\n" +
 	"\x0eRegisterWorker\x12\x1c.jq.v1.RegisterWorkerRequest\x1a\x1d.jq.v1.RegisterWorkerResponse\x12>\n" +
 	"\tHeartbeat\x12\x17.jq.v1.HeartbeatRequest\x1a\x18.jq.v1.HeartbeatResponse\x12C\n" +
@@ -2010,7 +2195,8 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"StreamJobs\x12\x18.jq.v1.StreamJobsRequest\x1a\x19.jq.v1.StreamJobsResponse0\x01\x128\n" +
 	"\aAckJobs\x12\x15.jq.v1.AckJobsRequest\x1a\x16.jq.v1.AckJobsResponse\x12A\n" +
 	"\n" +
-	"ReportJobs\x12\x18.jq.v1.ReportJobsRequest\x1a\x19.jq.v1.ReportJobsResponse\x12S\n" +
+	"ReportJobs\x12\x18.jq.v1.ReportJobsRequest\x1a\x19.jq.v1.ReportJobsResponse\x12M\n" +
+	"\x0eReportProgress\x12\x1c.jq.v1.ReportProgressRequest\x1a\x1d.jq.v1.ReportProgressResponse\x12S\n" +
 	"\x10DeregisterWorker\x12\x1e.jq.v1.DeregisterWorkerRequest\x1a\x1f.jq.v1.DeregisterWorkerResponse\x12D\n" +
 	"\vListWorkers\x12\x19.jq.v1.ListWorkersRequest\x1a\x1a.jq.v1.ListWorkersResponse\x12D\n" +
 	"\vDrainWorker\x12\x19.jq.v1.DrainWorkerRequest\x1a\x1a.jq.v1.DrainWorkerResponse\x12M\n" +
@@ -2029,7 +2215,7 @@ func file_jq_v1_worker_service_proto_rawDescGZIP() []byte {
 }
 
 var file_jq_v1_worker_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_jq_v1_worker_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_jq_v1_worker_service_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_jq_v1_worker_service_proto_goTypes = []any{
 	(WorkerStatus)(0),                // 0: jq.v1.WorkerStatus
 	(WorkerCommand)(0),               // 1: jq.v1.WorkerCommand
@@ -2052,41 +2238,44 @@ var file_jq_v1_worker_service_proto_goTypes = []any{
 	(*AckJobsResponse)(nil),          // 18: jq.v1.AckJobsResponse
 	(*ReportJobsRequest)(nil),        // 19: jq.v1.ReportJobsRequest
 	(*ReportJobsResponse)(nil),       // 20: jq.v1.ReportJobsResponse
-	(*DeregisterWorkerRequest)(nil),  // 21: jq.v1.DeregisterWorkerRequest
-	(*DeregisterWorkerResponse)(nil), // 22: jq.v1.DeregisterWorkerResponse
-	(*ListWorkersRequest)(nil),       // 23: jq.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),      // 24: jq.v1.ListWorkersResponse
-	(*DrainWorkerRequest)(nil),       // 25: jq.v1.DrainWorkerRequest
-	(*DrainWorkerResponse)(nil),      // 26: jq.v1.DrainWorkerResponse
-	(*ShutdownWorkerRequest)(nil),    // 27: jq.v1.ShutdownWorkerRequest
-	(*ShutdownWorkerResponse)(nil),   // 28: jq.v1.ShutdownWorkerResponse
-	nil,                              // 29: jq.v1.Worker.LabelsEntry
-	nil,                              // 30: jq.v1.RegisterWorkerRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 32: google.protobuf.Duration
-	(*Job)(nil),                      // 33: jq.v1.Job
+	(*JobProgressUpdate)(nil),        // 21: jq.v1.JobProgressUpdate
+	(*ReportProgressRequest)(nil),    // 22: jq.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),   // 23: jq.v1.ReportProgressResponse
+	(*DeregisterWorkerRequest)(nil),  // 24: jq.v1.DeregisterWorkerRequest
+	(*DeregisterWorkerResponse)(nil), // 25: jq.v1.DeregisterWorkerResponse
+	(*ListWorkersRequest)(nil),       // 26: jq.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),      // 27: jq.v1.ListWorkersResponse
+	(*DrainWorkerRequest)(nil),       // 28: jq.v1.DrainWorkerRequest
+	(*DrainWorkerResponse)(nil),      // 29: jq.v1.DrainWorkerResponse
+	(*ShutdownWorkerRequest)(nil),    // 30: jq.v1.ShutdownWorkerRequest
+	(*ShutdownWorkerResponse)(nil),   // 31: jq.v1.ShutdownWorkerResponse
+	nil,                              // 32: jq.v1.Worker.LabelsEntry
+	nil,                              // 33: jq.v1.RegisterWorkerRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 34: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 35: google.protobuf.Duration
+	(*Job)(nil),                      // 36: jq.v1.Job
 }
 var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	0,  // 0: jq.v1.Worker.status:type_name -> jq.v1.WorkerStatus
-	29, // 1: jq.v1.Worker.labels:type_name -> jq.v1.Worker.LabelsEntry
-	31, // 2: jq.v1.Worker.started_at:type_name -> google.protobuf.Timestamp
-	31, // 3: jq.v1.Worker.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	32, // 1: jq.v1.Worker.labels:type_name -> jq.v1.Worker.LabelsEntry
+	34, // 2: jq.v1.Worker.started_at:type_name -> google.protobuf.Timestamp
+	34, // 3: jq.v1.Worker.last_heartbeat_at:type_name -> google.protobuf.Timestamp
 	4,  // 4: jq.v1.Worker.breakers:type_name -> jq.v1.QueueBreaker
 	2,  // 5: jq.v1.QueueBreaker.state:type_name -> jq.v1.CircuitBreakerState
-	31, // 6: jq.v1.QueueBreaker.since:type_name -> google.protobuf.Timestamp
-	32, // 7: jq.v1.JobLease.started_ago:type_name -> google.protobuf.Duration
-	33, // 8: jq.v1.Assignment.job:type_name -> jq.v1.Job
-	31, // 9: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
-	32, // 10: jq.v1.JobReport.started_ago:type_name -> google.protobuf.Duration
+	34, // 6: jq.v1.QueueBreaker.since:type_name -> google.protobuf.Timestamp
+	35, // 7: jq.v1.JobLease.started_ago:type_name -> google.protobuf.Duration
+	36, // 8: jq.v1.Assignment.job:type_name -> jq.v1.Job
+	34, // 9: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
+	35, // 10: jq.v1.JobReport.started_ago:type_name -> google.protobuf.Duration
 	9,  // 11: jq.v1.JobReport.success:type_name -> jq.v1.JobSuccess
 	10, // 12: jq.v1.JobReport.failure:type_name -> jq.v1.JobFailure
-	32, // 13: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
-	32, // 14: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
-	32, // 15: jq.v1.JobFailure.retry_after:type_name -> google.protobuf.Duration
-	30, // 16: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
+	35, // 13: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
+	35, // 14: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
+	35, // 15: jq.v1.JobFailure.retry_after:type_name -> google.protobuf.Duration
+	33, // 16: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
 	3,  // 17: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
-	32, // 18: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	32, // 19: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
+	35, // 18: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	35, // 19: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
 	5,  // 20: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
 	4,  // 21: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
 	1,  // 22: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
@@ -2095,32 +2284,36 @@ var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	7,  // 25: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
 	8,  // 26: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
 	7,  // 27: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
-	3,  // 28: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
-	3,  // 29: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
-	3,  // 30: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
-	11, // 31: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
-	13, // 32: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
-	15, // 33: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
-	17, // 34: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
-	19, // 35: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
-	21, // 36: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
-	23, // 37: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
-	25, // 38: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
-	27, // 39: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
-	12, // 40: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
-	14, // 41: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
-	16, // 42: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
-	18, // 43: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
-	20, // 44: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
-	22, // 45: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
-	24, // 46: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
-	26, // 47: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
-	28, // 48: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
-	40, // [40:49] is the sub-list for method output_type
-	31, // [31:40] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	21, // 28: jq.v1.ReportProgressRequest.updates:type_name -> jq.v1.JobProgressUpdate
+	7,  // 29: jq.v1.ReportProgressResponse.results:type_name -> jq.v1.LeaseResult
+	3,  // 30: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
+	3,  // 31: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
+	3,  // 32: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
+	11, // 33: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
+	13, // 34: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
+	15, // 35: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
+	17, // 36: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
+	19, // 37: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
+	22, // 38: jq.v1.WorkerService.ReportProgress:input_type -> jq.v1.ReportProgressRequest
+	24, // 39: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
+	26, // 40: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
+	28, // 41: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
+	30, // 42: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
+	12, // 43: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
+	14, // 44: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
+	16, // 45: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
+	18, // 46: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
+	20, // 47: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
+	23, // 48: jq.v1.WorkerService.ReportProgress:output_type -> jq.v1.ReportProgressResponse
+	25, // 49: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
+	27, // 50: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
+	29, // 51: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
+	31, // 52: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
+	43, // [43:53] is the sub-list for method output_type
+	33, // [33:43] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_worker_service_proto_init() }
@@ -2139,7 +2332,7 @@ func file_jq_v1_worker_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_worker_service_proto_rawDesc), len(file_jq_v1_worker_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   28,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

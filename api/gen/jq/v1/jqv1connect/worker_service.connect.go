@@ -46,6 +46,9 @@ const (
 	// WorkerServiceReportJobsProcedure is the fully-qualified name of the WorkerService's ReportJobs
 	// RPC.
 	WorkerServiceReportJobsProcedure = "/jq.v1.WorkerService/ReportJobs"
+	// WorkerServiceReportProgressProcedure is the fully-qualified name of the WorkerService's
+	// ReportProgress RPC.
+	WorkerServiceReportProgressProcedure = "/jq.v1.WorkerService/ReportProgress"
 	// WorkerServiceDeregisterWorkerProcedure is the fully-qualified name of the WorkerService's
 	// DeregisterWorker RPC.
 	WorkerServiceDeregisterWorkerProcedure = "/jq.v1.WorkerService/DeregisterWorker"
@@ -120,6 +123,18 @@ type WorkerServiceClient interface {
 	// reports); NOT_FOUND (unknown worker). A worker that was declared OFFLINE
 	// may still report: reports are judged by attempt alone.
 	ReportJobs(context.Context, *connect.Request[v1.ReportJobsRequest]) (*connect.Response[v1.ReportJobsResponse], error)
+	// ReportProgress records how far running attempts got (a handler's
+	// queue.Progress): a percentage and a short message per job, shown by
+	// GetJob while the attempt runs. Workers coalesce updates to at most one
+	// per job per second, latest value first. Each update is fenced like a
+	// report: it applies only while the job is ASSIGNED or RUNNING at that
+	// attempt on this worker; any other gets ok = false ("stale attempt") and
+	// is ignored, never an error of the call. Progress is best effort: a
+	// worker drops an update it could not deliver once a newer one exists.
+	//
+	// Errors: INVALID_ARGUMENT (bad worker id, more than 1000 updates, a
+	// percent outside 0..100, a message longer than 256 bytes or not UTF-8).
+	ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error)
 	// DeregisterWorker removes a worker at the end of its graceful shutdown
 	// (NFR-015): it becomes OFFLINE, and any job it still holds fails with
 	// reason "worker_lost" and is retried. Idempotent for an OFFLINE worker.
@@ -186,6 +201,12 @@ func NewWorkerServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(workerServiceMethods.ByName("ReportJobs")),
 			connect.WithClientOptions(opts...),
 		),
+		reportProgress: connect.NewClient[v1.ReportProgressRequest, v1.ReportProgressResponse](
+			httpClient,
+			baseURL+WorkerServiceReportProgressProcedure,
+			connect.WithSchema(workerServiceMethods.ByName("ReportProgress")),
+			connect.WithClientOptions(opts...),
+		),
 		deregisterWorker: connect.NewClient[v1.DeregisterWorkerRequest, v1.DeregisterWorkerResponse](
 			httpClient,
 			baseURL+WorkerServiceDeregisterWorkerProcedure,
@@ -220,6 +241,7 @@ type workerServiceClient struct {
 	streamJobs       *connect.Client[v1.StreamJobsRequest, v1.StreamJobsResponse]
 	ackJobs          *connect.Client[v1.AckJobsRequest, v1.AckJobsResponse]
 	reportJobs       *connect.Client[v1.ReportJobsRequest, v1.ReportJobsResponse]
+	reportProgress   *connect.Client[v1.ReportProgressRequest, v1.ReportProgressResponse]
 	deregisterWorker *connect.Client[v1.DeregisterWorkerRequest, v1.DeregisterWorkerResponse]
 	listWorkers      *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
 	drainWorker      *connect.Client[v1.DrainWorkerRequest, v1.DrainWorkerResponse]
@@ -249,6 +271,11 @@ func (c *workerServiceClient) AckJobs(ctx context.Context, req *connect.Request[
 // ReportJobs calls jq.v1.WorkerService.ReportJobs.
 func (c *workerServiceClient) ReportJobs(ctx context.Context, req *connect.Request[v1.ReportJobsRequest]) (*connect.Response[v1.ReportJobsResponse], error) {
 	return c.reportJobs.CallUnary(ctx, req)
+}
+
+// ReportProgress calls jq.v1.WorkerService.ReportProgress.
+func (c *workerServiceClient) ReportProgress(ctx context.Context, req *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error) {
+	return c.reportProgress.CallUnary(ctx, req)
 }
 
 // DeregisterWorker calls jq.v1.WorkerService.DeregisterWorker.
@@ -331,6 +358,18 @@ type WorkerServiceHandler interface {
 	// reports); NOT_FOUND (unknown worker). A worker that was declared OFFLINE
 	// may still report: reports are judged by attempt alone.
 	ReportJobs(context.Context, *connect.Request[v1.ReportJobsRequest]) (*connect.Response[v1.ReportJobsResponse], error)
+	// ReportProgress records how far running attempts got (a handler's
+	// queue.Progress): a percentage and a short message per job, shown by
+	// GetJob while the attempt runs. Workers coalesce updates to at most one
+	// per job per second, latest value first. Each update is fenced like a
+	// report: it applies only while the job is ASSIGNED or RUNNING at that
+	// attempt on this worker; any other gets ok = false ("stale attempt") and
+	// is ignored, never an error of the call. Progress is best effort: a
+	// worker drops an update it could not deliver once a newer one exists.
+	//
+	// Errors: INVALID_ARGUMENT (bad worker id, more than 1000 updates, a
+	// percent outside 0..100, a message longer than 256 bytes or not UTF-8).
+	ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error)
 	// DeregisterWorker removes a worker at the end of its graceful shutdown
 	// (NFR-015): it becomes OFFLINE, and any job it still holds fails with
 	// reason "worker_lost" and is retried. Idempotent for an OFFLINE worker.
@@ -393,6 +432,12 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(workerServiceMethods.ByName("ReportJobs")),
 		connect.WithHandlerOptions(opts...),
 	)
+	workerServiceReportProgressHandler := connect.NewUnaryHandler(
+		WorkerServiceReportProgressProcedure,
+		svc.ReportProgress,
+		connect.WithSchema(workerServiceMethods.ByName("ReportProgress")),
+		connect.WithHandlerOptions(opts...),
+	)
 	workerServiceDeregisterWorkerHandler := connect.NewUnaryHandler(
 		WorkerServiceDeregisterWorkerProcedure,
 		svc.DeregisterWorker,
@@ -429,6 +474,8 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 			workerServiceAckJobsHandler.ServeHTTP(w, r)
 		case WorkerServiceReportJobsProcedure:
 			workerServiceReportJobsHandler.ServeHTTP(w, r)
+		case WorkerServiceReportProgressProcedure:
+			workerServiceReportProgressHandler.ServeHTTP(w, r)
 		case WorkerServiceDeregisterWorkerProcedure:
 			workerServiceDeregisterWorkerHandler.ServeHTTP(w, r)
 		case WorkerServiceListWorkersProcedure:
@@ -464,6 +511,10 @@ func (UnimplementedWorkerServiceHandler) AckJobs(context.Context, *connect.Reque
 
 func (UnimplementedWorkerServiceHandler) ReportJobs(context.Context, *connect.Request[v1.ReportJobsRequest]) (*connect.Response[v1.ReportJobsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.WorkerService.ReportJobs is not implemented"))
+}
+
+func (UnimplementedWorkerServiceHandler) ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.WorkerService.ReportProgress is not implemented"))
 }
 
 func (UnimplementedWorkerServiceHandler) DeregisterWorker(context.Context, *connect.Request[v1.DeregisterWorkerRequest]) (*connect.Response[v1.DeregisterWorkerResponse], error) {

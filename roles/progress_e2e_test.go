@@ -1,0 +1,62 @@
+package roles_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Job progress (issue 25, item 4) through the real binaries: a 3 s sleep job that reports 10
+// steps is seen by `job status` with at least two different progress values while it runs, and
+// with none once it is DONE. The worker sends at most one update a second, so about three of the
+// ten reach the server.
+func TestProgressE2E(t *testing.T) {
+	t.Parallel()
+	c, a := newAdminE2E(t)
+	c.startFastWorker("w-progress", "default")
+	id := a.submit("--type", "sleep", "--payload", `{"ms":3000,"progress":10}`)
+
+	rowOf := func(out, name string) string {
+		for line := range strings.SplitSeq(out, "\n") {
+			if rest, ok := strings.CutPrefix(line, name); ok && strings.HasPrefix(rest, " ") {
+				return strings.TrimSpace(rest)
+			}
+		}
+		return ""
+	}
+	seen := map[string]bool{} // percent and message, without the changing "ago"
+	var state string
+	deadline := time.Now().Add(60 * time.Second)
+	for state != "DONE" {
+		require.True(t, time.Now().Before(deadline), "job %s not DONE in time; progress seen: %v", id, seen)
+		out := a.ok("job", "status", id)
+		state = rowOf(out, "STATUS")
+		if p := rowOf(out, "PROGRESS"); p != "" {
+			require.Contains(t, []string{"ASSIGNED", "RUNNING"}, state, "progress only while the job runs:\n%s", out)
+			require.Regexp(t, `^\d{1,2}% step \d+ of 10 \(`, p)
+			value, _, _ := strings.Cut(p, " (")
+			seen[value] = true
+		}
+	}
+	t.Logf("progress seen mid-run by job status: %v", seen)
+	require.GreaterOrEqual(t, len(seen), 2, "progress values seen mid-run by job status: %v", seen)
+	require.LessOrEqual(t, len(seen), 5, "coalesced to about one a second: %v", seen)
+	require.Empty(t, rowOf(a.ok("job", "status", id), "PROGRESS"), "a DONE job shows no progress")
+
+	// The API's job read carries it too (-o json is GetJob's answer), while the job runs.
+	id = a.submit("--type", "sleep", "--payload", `{"ms":3000,"progress":3}`)
+	var progress map[string]any
+	deadline = time.Now().Add(60 * time.Second)
+	for progress == nil {
+		require.True(t, time.Now().Before(deadline), "no progress in GetJob")
+		m := a.json([]string{"job"}, "job", "status", id)
+		job, _ := m["job"].(map[string]any)
+		require.NotEqual(t, "JOB_STATE_DONE", job["state"], "the job ended before its progress was seen: %v", m)
+		progress, _ = job["progress"].(map[string]any)
+	}
+	require.Regexp(t, `^step [1-3] of 3$`, progress["message"], fmt.Sprint(progress))
+	require.Contains(t, progress, "updated_at")
+}

@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+var _ store.ProgressStore = (*Store)(nil)
+
+// sqlJobProgressSet upserts one batch of progress (migration 000015), fenced like a report: an
+// update is written only while its job is ASSIGNED or RUNNING at that attempt on that worker. The
+// jobs row is read, never written (no jobs row version per update); the job_progress row is
+// updated in place (heap-only: only its primary key is indexed). The batch holds each job once
+// (the Go side keeps the last update of a job), as ON CONFLICT DO UPDATE requires. It returns the
+// ids written.
+const sqlJobProgressSet = `-- name: job_progress_set
+INSERT INTO job_progress AS p (job_id, attempt, percent, message, updated_at)
+SELECT j.id, j.attempt, u.percent, u.message, now()
+FROM unnest($1::uuid[], $2::int[], $3::smallint[], $4::text[]) AS u(id, attempt, percent, message)
+JOIN jobs j ON j.id = u.id AND j.attempt = u.attempt AND j.worker_id = $5
+           AND j.state IN ('ASSIGNED', 'RUNNING')
+ON CONFLICT (job_id) DO UPDATE
+SET attempt = excluded.attempt, percent = excluded.percent, message = excluded.message,
+    updated_at = excluded.updated_at
+RETURNING p.job_id::text`
+
+// sqlJobProgressGet reads a job's progress while its attempt is live.
+const sqlJobProgressGet = `-- name: job_progress_get
+SELECT p.percent, p.message, p.updated_at
+FROM job_progress p
+JOIN jobs j ON j.id = p.job_id AND j.attempt = p.attempt AND j.state IN ('ASSIGNED', 'RUNNING')
+WHERE p.job_id = $1`
+
+// sqlJobProgressPrune deletes progress rows whose attempt is over: the job finished, moved to a
+// newer attempt or was deleted. The table holds a row per job that reported progress recently, so
+// a pass reads a small table; SKIP LOCKED lets replicas share the work and leaves a row being
+// upserted right now alone.
+const sqlJobProgressPrune = `-- name: job_progress_prune
+WITH c AS (
+    SELECT p.job_id FROM job_progress p
+    WHERE NOT EXISTS (SELECT 1 FROM jobs j
+                      WHERE j.id = p.job_id AND j.attempt = p.attempt AND j.state IN ('ASSIGNED', 'RUNNING'))
+    LIMIT $1
+    FOR UPDATE OF p SKIP LOCKED
+)
+DELETE FROM job_progress p USING c WHERE p.job_id = c.job_id`
+
+// JobProgressSet implements store.ProgressStore.
+func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams) ([]store.LeaseOutcome, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	outs := make([]store.LeaseOutcome, len(p.Updates))
+	last := make(map[string]int, len(p.Updates)) // canonical id → index of its last valid update
+	for i, u := range p.Updates {
+		id, err := store.ParseJobID(u.ID)
+		outs[i].ID = id
+		if err != nil {
+			outs[i].ID, outs[i].Err = u.ID, err
+			continue
+		}
+		if err := u.ValidateUpdate(); err != nil {
+			outs[i].Err = err
+			continue
+		}
+		last[id] = i
+	}
+	if len(last) > 0 {
+		var (
+			ids      = make([]string, 0, len(last))
+			attempts = make([]int32, 0, len(last))
+			percents = make([]int16, 0, len(last))
+			messages = make([]string, 0, len(last))
+		)
+		for id, i := range last {
+			u := p.Updates[i]
+			ids = append(ids, id)
+			attempts = append(attempts, int32(u.Attempt)) // 1..MaxInt32 (ValidateUpdate)
+			percents = append(percents, int16(u.Percent)) // 0..100 (ValidateUpdate)
+			messages = append(messages, u.Message)
+		}
+		rows, err := s.pool.Query(ctx, sqlJobProgressSet, ids, attempts, percents, messages, p.WorkerID)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: set job progress: %w", err)
+		}
+		written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("postgres: set job progress: %w", err)
+		}
+		applied := make(map[string]bool, len(written))
+		for _, id := range written {
+			applied[id] = true
+		}
+		for i := range outs {
+			if outs[i].Err == nil && !applied[outs[i].ID] {
+				outs[i].Err = fmt.Errorf("%w: job %s is not held by worker %s at attempt %d",
+					queue.ErrStaleAttempt, outs[i].ID, p.WorkerID, p.Updates[i].Attempt)
+			}
+		}
+	}
+	return outs, nil
+}
+
+// JobProgressGet implements store.ProgressStore.
+func (s *Store) JobProgressGet(ctx context.Context, id string) (*queue.JobProgress, error) {
+	cid, err := store.ParseJobID(id)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		pr  queue.JobProgress
+		pct int16
+	)
+	err = s.pool.QueryRow(ctx, sqlJobProgressGet, cid).Scan(&pct, &pr.Message, &pr.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil //nolint:nilnil // no progress is not an error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get job progress: %w", err)
+	}
+	pr.Percent = int(pct)
+	pr.UpdatedAt = pr.UpdatedAt.UTC()
+	return &pr, nil
+}
+
+// JobProgressPrune implements store.ProgressStore.
+func (s *Store) JobProgressPrune(ctx context.Context, limit int) (int64, error) {
+	if limit < 1 || limit > store.MaxEventsPruneBatch {
+		return 0, fmt.Errorf("%w: progress prune limit must be 1..%d, got %d", queue.ErrInvalidArgument,
+			store.MaxEventsPruneBatch, limit)
+	}
+	tag, err := s.pool.Exec(ctx, sqlJobProgressPrune, limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune job progress: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
