@@ -33,9 +33,10 @@ func BenchmarkStatements(b *testing.B) {
 	storetest.BenchStatements(b, testStore, 100)
 }
 
-// BenchmarkStatementsAtSize runs BenchmarkStatements' hot statements next to a large history (NFR-012):
-// JQ_BENCH_ROWS jobs in another queue, 10 % PENDING (in the dispatch index) and the rest DONE, in a
-// fresh database. Skipped unless JQ_BENCH_ROWS is set: building 10M rows takes minutes.
+// BenchmarkStatementsAtSize runs BenchmarkStatements' hot statements in a queue holding a large
+// history (NFR-012, issue 21): JQ_BENCH_ROWS jobs, 10 % PENDING (a backlog the claims take from,
+// oldest first) and the rest DONE, in a fresh database. Skipped unless JQ_BENCH_ROWS is set:
+// building 10M rows takes minutes.
 //
 //	JQ_BENCH_ROWS=10000000 go test -run '^$' -bench BenchmarkStatementsAtSize -benchtime 100x ./store/postgres
 func BenchmarkStatementsAtSize(b *testing.B) {
@@ -67,5 +68,5 @@ FROM (SELECT g, CASE WHEN g % 10 = 0 THEN 'PENDING' ELSE 'DONE' END AS s,
 	_, err = st.Pool().Exec(ctx, "CHECKPOINT")
 	require.NoError(b, err)
 	b.Logf("%d history rows (%d PENDING) in %v", rows, rows/10, time.Since(start).Round(time.Second))
-	storetest.BenchStatements(b, st, 100)
+	storetest.BenchStatements(b, st, 100, "history")
 }

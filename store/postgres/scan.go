@@ -196,7 +196,7 @@ func breakersJSON(bs []queue.QueueBreaker) ([]byte, error) {
 // emptyChecksum is the SHA-256 of no bytes, the checksum of every empty result.
 var emptyChecksum = queue.Checksum(nil)
 
-// storedChecksum is the result_checksum column's value for a reported result: its checksum, or ''
+// storedChecksum is the result_checksum column's value for a reported result: its checksum, or ”
 // for an empty result (scanJob gives it back as emptyChecksum): the 64 characters of a constant
 // stay out of the row of every job that returns nothing (issue 21: one more row version per job
 // would carry them).

@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -81,15 +83,23 @@ func requireAllApplied(out []store.LeaseOutcome, err error) error {
 }
 
 // BenchStatements times each hot statement alone on batches of batchSize jobs (what one worker
-// session or one group commit sends): JobDue, JobAssignMany, JobAckMany, JobReportMany after an ack,
-// and JobReportMany straight from ASSIGNED (a short job: the report implies the ack). The jobs each
-// statement needs are made outside the timer. Reported as ns/job.
+// session or one group commit sends): JobClaim (dispatch's statement), JobDue, JobAssignMany,
+// JobAckMany, JobReportMany after an ack, and JobReportMany straight from ASSIGNED (a short job:
+// the report implies the ack). The jobs each statement needs are made outside the timer. Reported
+// as ns/job. The jobs go to a queue of their own, or to queueName when it is set (a queue holding
+// a backlog: the claims then take the backlog's oldest jobs, as dispatch does).
 func BenchStatements[S interface {
 	store.Store
 	store.DispatchStore
-}](b *testing.B, s S, batchSize int) {
+}](b *testing.B, s S, batchSize int, queueName ...string) {
 	ctx := context.Background()
-	q, err := s.QueueCreate(ctx, store.QueueCreateParams{Name: uniqueName("stmt")})
+	var q *queue.Queue
+	var err error
+	if len(queueName) > 0 {
+		q, err = s.QueueGet(ctx, queueName[0])
+	} else {
+		q, err = s.QueueCreate(ctx, store.QueueCreateParams{Name: uniqueName("stmt")})
+	}
 	require.NoError(b, err)
 	worker := uniqueName("w")
 	ps := make([]store.JobInsertParams, batchSize)
@@ -135,8 +145,22 @@ func BenchStatements[S interface {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchSize), "ns/job")
 		})
 	}
+	run("claim", func() func() error {
+		insert() // at least a batch due, whatever a backlog holds
+		return func() error {
+			jobs, err := s.JobClaim(ctx, store.JobClaimParams{Queue: q.Name, WorkerID: worker, Limit: batchSize})
+			if err == nil && len(jobs) != batchSize {
+				err = fmt.Errorf("claimed %d jobs, want %d", len(jobs), batchSize)
+			}
+			return err
+		}
+	})
 	var due []string // the previous round's jobs, still PENDING: assigned before the next round
-	run("due", func() func() error {
+	runDue := run
+	if len(queueName) > 0 {
+		runDue = func(string, func() func() error) {} // JobDue's rounds assume no other job is due
+	}
+	runDue("due", func() func() error {
 		if due != nil {
 			assign(due)
 		}
@@ -146,7 +170,9 @@ func BenchStatements[S interface {
 			return err
 		}
 	})
-	assign(due) // nothing of this queue stays due for the other statements
+	if due != nil {
+		assign(due) // nothing of this queue stays due for the other statements
+	}
 	run("assign", func() func() error {
 		ids := insert()
 		return func() error {
