@@ -461,3 +461,43 @@ func TestAdminFirstHourE2E(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "JSON processor")
 }
+
+// TestAdminBenchSuiteE2E: `bench --suite` runs jq's rows of bench/compare against a server and its
+// worker: the batch inserted with the queue paused (nothing starts meanwhile), the drain of that
+// backlog, two offered rates and sequential submits — every job accounted for.
+func TestAdminBenchSuiteE2E(t *testing.T) {
+	t.Parallel()
+	c, a := newAdminE2E(t)
+	a.ok("queue", "create", "suite")
+	c.startFastWorker("w-suite", "suite")
+	out := a.ok("bench", "--suite", "--queue", "suite", "--jobs", "200", "--duration", "200ms", "--output", "json")
+	var rows []struct {
+		Workload string
+		Report   struct {
+			Jobs, Completed, NotFinished, FinishedNotDone int
+			SubmitErrors                                  int64   `json:"submit_errors"`
+			WaitP50Ms                                     float64 `json:"wait_p50_ms"`
+			ExecPerSec                                    float64 `json:"exec_per_sec"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Workload)
+		require.Zero(t, r.Report.SubmitErrors, r.Workload)
+	}
+	require.Equal(t, []string{"batch", "drain", "rate1000", "rate5000", "submit"}, names)
+	require.Equal(t, 200, rows[0].Report.Jobs)
+	require.Equal(t, 200, rows[1].Report.Completed, "the batch drained")
+	require.Positive(t, rows[1].Report.ExecPerSec)
+	require.Equal(t, 200, rows[2].Report.Jobs, "1,000/s for 200 ms")
+	require.Equal(t, 1000, rows[3].Report.Jobs, "5,000/s for 200 ms")
+	for _, r := range rows[2:4] {
+		require.Equal(t, r.Report.Jobs, r.Report.Completed, "%s: every offered job ran", r.Workload)
+	}
+	require.Equal(t, 200, rows[4].Report.Jobs)
+	table := a.ok("bench", "--suite", "--queue", "suite", "--jobs", "20", "--duration", "50ms")
+	for _, w := range []string{"batch", "drain", "rate1000", "rate5000", "submit"} {
+		require.Contains(t, table, "\n"+w+" ", "the table names every workload")
+	}
+}

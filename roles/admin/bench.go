@@ -52,27 +52,35 @@ type BenchReport struct {
 // Run submits the jobs, waits for them to finish (unless --no-wait), and
 // prints the report.
 func (c *BenchCmd) Run(re *runEnv) error {
-	if c.Collect != "" {
-		cl, err := re.Client()
-		if err != nil {
-			return err
-		}
-		rep := &BenchReport{RunID: c.Collect, Queue: c.Queue, Type: c.Type, WaitedForWorkers: true}
-		if err := c.collect(re.ctx, cl, rep); err != nil {
-			return err
-		}
-		rep.Jobs = rep.Completed + rep.FinishedNotDone + rep.NotFinished
-		return printBench(re, rep)
+	if c.Suite {
+		return c.runSuite(re)
 	}
-	if c.Jobs <= 0 && (c.Rate <= 0 || c.Duration <= 0) {
+	if c.Collect == "" && c.Jobs <= 0 && (c.Rate <= 0 || c.Duration <= 0) {
 		return errors.New("bench: give --jobs N, or --rate R with --duration D")
 	}
 	if c.Concurrency < 1 || c.Batch < 1 || c.Batch > 1000 || c.PayloadSize < 0 {
 		return errors.New("bench: want -c ≥ 1, --batch 1..1000, --payload-size ≥ 0")
 	}
-	cl, err := re.Client()
+	rep, err := c.run(re)
 	if err != nil {
 		return err
+	}
+	return printBench(re, rep)
+}
+
+// run submits the jobs and, unless --no-wait, waits for them to finish.
+func (c *BenchCmd) run(re *runEnv) (*BenchReport, error) {
+	cl, err := re.Client()
+	if err != nil {
+		return nil, err
+	}
+	if c.Collect != "" {
+		rep := &BenchReport{RunID: c.Collect, Queue: c.Queue, Type: c.Type, WaitedForWorkers: true}
+		if err := c.collect(re.ctx, cl, rep); err != nil {
+			return nil, err
+		}
+		rep.Jobs = rep.Completed + rep.FinishedNotDone + rep.NotFinished
+		return rep, nil
 	}
 	total := c.Jobs
 	if c.Rate > 0 && c.Duration > 0 {
@@ -103,10 +111,10 @@ func (c *BenchCmd) Run(re *runEnv) error {
 		err := c.collect(re.ctx, cl, rep)
 		progress.stop()
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return printBench(re, rep)
+	return rep, nil
 }
 
 func newRunID() string {
