@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -64,7 +65,12 @@ func TestRecordedTimesAreTheHandlers(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			stopped := make(chan error, 1)
 			go func() { stopped <- ex.Run(ctx) }()
-			t.Cleanup(func() { cancel(); <-stopped })
+			t.Cleanup(func() {
+				cancel()
+				if err := <-stopped; err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("worker: %v", err)
+				}
+			})
 
 			want := []int{1500, 10, 10, 10, 10, 10, 10, 10, 10}
 			var ids []string
