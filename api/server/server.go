@@ -194,10 +194,11 @@ func New(opts Options) http.Handler {
 	mux.Handle(grpchealth.NewHandler(checker))
 	// The OpenAPI document is public too: a schema, no data (docs/security.md).
 	mux.Handle("GET /openapi.yaml", openAPIHandler())
+	h := checkEnvelopes(mux)
 	if opts.Auth != nil {
-		return explainRefusals(opts.Auth.Middleware(mux, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource}))
+		return explainRefusals(opts.Auth.Middleware(h, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource}))
 	}
-	return explainRefusals(mux)
+	return explainRefusals(h)
 }
 
 // isPublic reports the paths served without credentials: the gRPC health service and the
