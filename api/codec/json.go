@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,12 +110,10 @@ func carriesBytes(fd protoreflect.FieldDescriptor) bool {
 func (s *splicer) stubValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) protoreflect.Value {
 	switch fd.Kind() {
 	case protoreflect.BytesKind:
-		var ph [18]byte
+		var ph, n [18]byte // n: the index, big-endian in its last 8 bytes
 		copy(ph[:], s.tag[:])
-		n := uint64(len(s.values))
-		for i := range 6 {
-			ph[12+i] = byte(n >> (8 * (5 - i)))
-		}
+		binary.BigEndian.PutUint64(n[10:], uint64(len(s.values)))
+		copy(ph[12:], n[12:])
 		s.values = append(s.values, v.Bytes())
 		return protoreflect.ValueOfBytes(ph[:])
 	case protoreflect.MessageKind, protoreflect.GroupKind:
@@ -149,10 +148,9 @@ func (s *splicer) splice(b []byte) ([]byte, error) {
 		if _, err := base64.StdEncoding.Decode(ph[:], b[i+1:i+phLen-1]); err != nil {
 			return nil, fmt.Errorf("codec: a placeholder: %w", err)
 		}
-		var n uint64
-		for _, c := range ph[12:] {
-			n = n<<8 | uint64(c)
-		}
+		var idx [8]byte
+		copy(idx[2:], ph[12:])
+		n := binary.BigEndian.Uint64(idx[:])
 		if n >= uint64(len(s.values)) {
 			return nil, errors.New("codec: a placeholder out of range")
 		}

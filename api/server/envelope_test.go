@@ -26,7 +26,7 @@ import (
 func envelope(flags byte, msg []byte) []byte {
 	out := make([]byte, 5, 5+len(msg))
 	out[0] = flags
-	binary.BigEndian.PutUint32(out[1:], uint32(len(msg))) //nolint:gosec // small test messages
+	binary.BigEndian.PutUint32(out[1:], uint32(len(msg)))
 	return append(out, msg...)
 }
 
@@ -56,7 +56,12 @@ func TestCompressedFlagWithoutEncoding(t *testing.T) {
 	watchJSON, err := protojson.Marshal(&jqv1.WatchJobRequest{JobId: uuid.NewString()})
 	require.NoError(t, err)
 
-	call := func(path, contentType string, header map[string]string, body []byte) (*http.Response, []byte) {
+	// answer is a response read whole.
+	type answer struct {
+		StatusCode      int
+		Header, Trailer http.Header
+	}
+	call := func(path, contentType string, header map[string]string, body []byte) (answer, []byte) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -72,9 +77,9 @@ func TestCompressedFlagWithoutEncoding(t *testing.T) {
 		defer res.Body.Close()
 		b, err := io.ReadAll(res.Body)
 		require.NoError(t, err)
-		return res, b
+		return answer{StatusCode: res.StatusCode, Header: res.Header, Trailer: res.Trailer}, b
 	}
-	grpcStatus := func(res *http.Response) string {
+	grpcStatus := func(res answer) string {
 		if s := res.Header.Get("Grpc-Status"); s != "" {
 			return s // trailers-only
 		}

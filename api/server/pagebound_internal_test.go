@@ -70,8 +70,8 @@ func TestWeightedFirstComeFirstServed(t *testing.T) {
 	go func() { small <- s.acquire(t.Context(), 2) }()
 	require.Eventually(t, func() bool { return s.waiting() == 2 }, 10*time.Second, time.Millisecond)
 	select {
-	case <-small:
-		t.Fatal("a small acquire overtook the large one waiting before it")
+	case err := <-small:
+		t.Fatalf("a small acquire overtook the large one waiting before it (%v)", err)
 	default:
 	}
 	giveUp()
