@@ -83,10 +83,14 @@ func (b *pageBound) interceptor() connect.UnaryInterceptorFunc {
 				keep = min(keep, dataBytes(jc.GetJobs()))
 			}
 			b.sem.release(b.page - keep)
-			if rc, ok := ctx.Value(responseControllerKey{}).(*http.ResponseController); ok {
-				_ = rc.SetWriteDeadline(time.Now().Add(payloadPageWriteTimeout)) // unsupported: unbounded, as before
+			var once sync.Once
+			release := func() { once.Do(func() { b.sem.release(keep) }) }
+			if end, ok := ctx.Value(requestEndKey{}).(*requestEnd); ok {
+				// A writer that cannot take a deadline (an in-process caller's buffer) is not slow.
+				_ = end.rc.SetWriteDeadline(time.Now().Add(payloadPageWriteTimeout))
+				end.add(release) // when ServeHTTP returns: the response written, or failed
 			}
-			context.AfterFunc(ctx, func() { b.sem.release(keep) }) // the request's end: written or failed
+			context.AfterFunc(ctx, release) // should the request end without the middleware
 			return resp, nil
 		}
 	}
@@ -101,15 +105,40 @@ func dataBytes(jobs []*jqv1.Job) int64 {
 	return n
 }
 
-// responseControllerKey is the context key of the request's http.ResponseController.
-type responseControllerKey struct{}
+// requestEnd is what the interceptors see of the HTTP exchange, which connect hides from them:
+// its http.ResponseController (a page with payloads bounds its write) and the functions to run
+// when ServeHTTP returns (its share of the budget, whatever the request's context).
+type requestEnd struct {
+	rc *http.ResponseController
 
-// withResponseController gives the interceptors the request's http.ResponseController (connect
-// hides the ResponseWriter from them), so that a page with payloads can bound its write.
-func withResponseController(next http.Handler) http.Handler {
+	mu  sync.Mutex
+	fns []func()
+}
+
+type requestEndKey struct{}
+
+func (e *requestEnd) add(f func()) {
+	e.mu.Lock()
+	e.fns = append(e.fns, f)
+	e.mu.Unlock()
+}
+
+func (e *requestEnd) run() {
+	e.mu.Lock()
+	fns := e.fns
+	e.fns = nil
+	e.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
+}
+
+// withRequestEnd gives the interceptors the request's requestEnd.
+func withRequestEnd(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := context.WithValue(r.Context(), responseControllerKey{}, http.NewResponseController(w))
-		next.ServeHTTP(w, r.WithContext(ctx))
+		end := &requestEnd{rc: http.NewResponseController(w)}
+		defer end.run()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestEndKey{}, end)))
 	})
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -80,4 +82,25 @@ func TestWeightedFirstComeFirstServed(t *testing.T) {
 	require.Equal(t, int64(8), s.held())
 	s.release(8)
 	require.Zero(t, s.held())
+}
+
+// TestPayloadPageReleasedAtRequestEnd: a page keeps its share until ServeHTTP returns, even when
+// its context is never cancelled (an in-process caller's), and gets a write deadline.
+func TestPayloadPageReleasedAtRequestEnd(t *testing.T) {
+	t.Parallel()
+	next := func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) {
+		return connect.NewResponse(&jqv1.ListJobsResponse{Jobs: []*jqv1.Job{{Payload: make([]byte, 400)}}}), nil
+	}
+	b := newPageBound(1000, 1000)
+	h := b.interceptor()(next)
+	served := false
+	srv := withRequestEnd(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, err := h(context.WithoutCancel(r.Context()), connect.NewRequest(&jqv1.ListJobsRequest{IncludePayloads: true}))
+		require.NoError(t, err)
+		require.Equal(t, int64(400), b.sem.held(), "kept while the response is written")
+		served = true
+	}))
+	srv.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/jq.v1.JobService/ListJobs", nil))
+	require.True(t, served)
+	require.Zero(t, b.sem.held(), "given back when ServeHTTP returned")
 }

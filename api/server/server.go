@@ -200,7 +200,7 @@ func New(opts Options) http.Handler {
 	mux.Handle(grpchealth.NewHandler(checker))
 	// The OpenAPI document is public too: a schema, no data (docs/security.md).
 	mux.Handle("GET /openapi.yaml", openAPIHandler())
-	h := checkEnvelopes(withResponseController(mux))
+	h := checkEnvelopes(withRequestEnd(mux))
 	if opts.Auth != nil {
 		return explainRefusals(opts.Auth.Middleware(h, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource}))
 	}
