@@ -101,6 +101,10 @@ func (c *Config) AuthRequired() bool {
 	return !IsLoopback(c.GRPC.Host)
 }
 
+// LoopbackHost is the listen address of the ports that face no credential (health, metrics) unless
+// configured: reachable from this machine only.
+const LoopbackHost = "127.0.0.1"
+
 // IsLoopback reports whether host is "localhost" or a loopback IP address; "" and every other
 // name are not (they may be reachable from elsewhere).
 func IsLoopback(host string) bool {
@@ -388,12 +392,20 @@ func (s Scheduler) LockTTL() time.Duration { return s.AssignmentTimeout() }
 type Metrics struct {
 	Enabled bool `koanf:"enabled"`
 	Port    int  `koanf:"port"`
-	Pprof   bool `koanf:"pprof"`
+	// Host is the server's metrics listen address: loopback unless configured ("" = all
+	// interfaces), so that nobody off the machine can scrape or hold it unless the operator says
+	// so (a Prometheus elsewhere: the Helm chart and compose set it).
+	Host  string `koanf:"host"`
+	Pprof bool   `koanf:"pprof"`
 }
 
 // Health is the server's /healthz and /readyz endpoint.
 type Health struct {
 	Port int `koanf:"port"`
+	// Host is the listen address of /healthz and /readyz: loopback unless configured ("" = all
+	// interfaces; Kubernetes probes and other machines' load balancers need that or the pod's
+	// address: the Helm chart and compose set it).
+	Host string `koanf:"host"`
 }
 
 // UI is the web console the server component serves on its own port (docs/console.md). Enabled is
@@ -446,7 +458,7 @@ type Worker struct {
 	ShutdownGraceS     int       `koanf:"shutdown_grace_s"`
 	MetricsPort        int       `koanf:"metrics_port"`
 	HealthPort         int       `koanf:"health_port"`
-	BindHost           string    `koanf:"bind_host"` // metrics and health listen address, like grpc.host; "" = all interfaces
+	BindHost           string    `koanf:"bind_host"` // metrics and health listen address; loopback unless configured, "" = all interfaces
 	TLS                WorkerTLS `koanf:"tls"`
 	// TestHandlers registers the "fault" handler (panics, exits the process,
 	// ignores cancellation) for fault-injection tests. Never in production.
@@ -617,8 +629,8 @@ func Default() Config {
 			ReaperIntervalMS:        1000,
 			TimeoutGraceS:           int(queue.DefaultTimeoutGrace / time.Second),
 		},
-		Metrics: Metrics{Enabled: true, Port: 9090},
-		Health:  Health{Port: 8080},
+		Metrics: Metrics{Enabled: true, Port: 9090, Host: LoopbackHost},
+		Health:  Health{Port: 8080, Host: LoopbackHost},
 		Logging: Logging{Level: "info", Format: "json"},
 		Tracing: Tracing{
 			Protocol:    "grpc",
@@ -635,6 +647,7 @@ func Default() Config {
 			ShutdownGraceS:     60,
 			MetricsPort:        9091,
 			HealthPort:         8081,
+			BindHost:           LoopbackHost,
 			Exec:               WorkerExec{Allow: []string{}, EnvAllow: []string{}},
 			// On by default: a queue failing on this worker (a downstream outage) pauses here
 			// instead of burning its jobs' retries; nothing is lost, its jobs wait PENDING.

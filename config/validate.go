@@ -136,6 +136,8 @@ func (c *Config) problems() []error {
 
 	p.port("metrics.port", c.Metrics.Port)
 	p.port("health.port", c.Health.Port)
+	p.host("metrics.host", c.Metrics.Host)
+	p.host("health.host", c.Health.Host)
 	p.distinctPorts(map[string]int{"grpc.port": c.GRPC.Port, "metrics.port": c.Metrics.Port, "health.port": c.Health.Port})
 
 	p.oneOf("logging.level", c.Logging.Level, logLevels)
@@ -271,9 +273,7 @@ func (c *Config) validateWorker(p *checker) {
 	if (w.TLS.CertPath == "") != (w.TLS.KeyPath == "") {
 		p.add("worker.tls", "cert_path and key_path must be set together")
 	}
-	if w.BindHost != "" && net.ParseIP(w.BindHost) == nil && !hostnameRE.MatchString(w.BindHost) {
-		p.add("worker.bind_host", "must be an IP address or a host name without a port (\"\" = all interfaces), got %q", w.BindHost)
-	}
+	p.host("worker.bind_host", w.BindHost)
 	if cb := w.CircuitBreaker; cb.Enabled {
 		if !(cb.FailureThreshold > 0 && cb.FailureThreshold <= 1) {
 			p.add("worker.circuit_breaker.failure_threshold", "must be above 0 and at most 1, got %v", cb.FailureThreshold)
@@ -334,6 +334,13 @@ func (p *checker) add(key, format string, args ...any) {
 func (p *checker) port(key string, v int) {
 	if v < 1 || v > 65535 {
 		p.add(key, "must be a port between 1 and 65535, got %d", v)
+	}
+}
+
+// host checks a listen address: an IP address or a host name without a port ("" = all interfaces).
+func (p *checker) host(key, h string) {
+	if h != "" && net.ParseIP(h) == nil && !hostnameRE.MatchString(h) {
+		p.add(key, "must be an IP address or a host name without a port (\"\" = all interfaces), got %q", h)
 	}
 }
 

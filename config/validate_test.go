@@ -210,10 +210,19 @@ func TestExecConfig(t *testing.T) {
 func TestListenerConfig(t *testing.T) {
 	t.Parallel()
 	require.False(t, config.Default().Metrics.Pprof, "pprof is off by default")
-	require.Empty(t, config.Default().Worker.BindHost, "all interfaces, as before")
-	cfg, _ := load(t, config.LoadOptions{Environ: []string{"JQ_METRICS_PPROF=true", "JQ_WORKER_BIND_HOST=127.0.0.1"}})
+	def := config.Default()
+	// The ports that face no credential are loopback unless configured (issue 22).
+	require.Equal(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, []string{def.Health.Host, def.Metrics.Host, def.Worker.BindHost})
+	cfg, _ := load(t, config.LoadOptions{Environ: []string{"JQ_METRICS_PPROF=true", "JQ_WORKER_BIND_HOST=0.0.0.0",
+		"JQ_HEALTH_HOST=10.0.0.5", "JQ_METRICS_HOST=jq-0.jq.svc"}})
 	require.True(t, cfg.Metrics.Pprof)
-	require.Equal(t, "127.0.0.1", cfg.Worker.BindHost)
+	require.Equal(t, []string{"10.0.0.5", "jq-0.jq.svc", "0.0.0.0"}, []string{cfg.Health.Host, cfg.Metrics.Host, cfg.Worker.BindHost})
+	cfg, _ = load(t, config.LoadOptions{File: writeConfig(t, "health:\n  host: \"\"\nmetrics:\n  host: \"\"\n")})
+	require.Empty(t, cfg.Health.Host, "\"\": every interface")
+	require.Empty(t, cfg.Metrics.Host)
+	err := loadErr(t, config.LoadOptions{Environ: []string{"JQ_HEALTH_HOST=0.0.0.0:8080", "JQ_METRICS_HOST=a b"}})
+	require.ErrorContains(t, err, `health.host: must be an IP address or a host name without a port ("" = all interfaces), got "0.0.0.0:8080"`)
+	require.ErrorContains(t, err, `metrics.host: must be an IP address`)
 }
 
 func TestFieldError(t *testing.T) {

@@ -2,8 +2,11 @@ package roles_test
 
 // The abuse suite of issue 22 (`go tool -modfile=tools/go.mod task test-abuse`): each attack of the report re-run
 // against a real server process, asserting the bound it now meets. Figures: docs/security.md.
-// The tests do not run in parallel: each measures latency and memory, which another attack
-// running beside it on the same cores would distort.
+// Under the suite (JQ_TEST_ABUSE=1, a server built without -race) the tests run one at a time at
+// full volume with every bound: each measures latency, CPU and memory, which another attack
+// running beside it would distort. In the normal suite (-race, beside everything else) they run
+// in parallel at a smaller volume with the bounds that do not depend on timing: refusals, counts,
+// descriptors held, memory, nothing changed.
 
 import (
 	"bytes"
@@ -156,7 +159,7 @@ func (p *prober) within(d time.Duration) (float64, int, time.Duration) {
 // (UNAUTHENTICATED before the body; INVALID_ARGUMENT after it) and the server's RSS stays
 // within 64 MiB of where it was.
 func TestAbuseMsgPackLengthBomb(t *testing.T) {
-	abuseOnly(t)
+	abuseMode(t)
 	se, p := abuseServer(t)
 	body := []byte{0x81, 0xa4, 'j', 'o', 'b', 's', 0x91, 0x82, 0xa5, 'q', 'u', 'e', 'u', 'e', 0xa1, 'q',
 		0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd', 0xc6, 0xff, 0xff, 0xff, 0xf0}
@@ -184,7 +187,7 @@ func TestAbuseMsgPackLengthBomb(t *testing.T) {
 // millisecond of CPU, and is counted in jq_auth_denied_total. A legitimate client's probes are
 // answered meanwhile.
 func TestAbuseAnonymousBodies(t *testing.T) {
-	abuseOnly(t)
+	strict := abuseMode(t)
 	// The suite's own refusals must not hit the per-source refusal limit: it is tested elsewhere.
 	se, p := abuseServer(t, "JQ_AUTH_REFUSAL_RATE_PER_SOURCE=0")
 	big := []byte(`{"jobs":[{"queue":"q","payload":"` + strings.Repeat("A", 4<<20) + `"}]}`)
@@ -195,7 +198,10 @@ func TestAbuseAnonymousBodies(t *testing.T) {
 	probeDone := make(chan struct{})
 	go func() { defer close(probeDone); pr.run(ctx, t, se.addr()) }()
 
-	const clients, each = 8, 25
+	clients, each := 8, 25
+	if !strict {
+		clients, each = 4, 4
+	}
 	cpu0 := procCPU(t, p.cmd.Process.Pid)
 	var refused, other atomic.Int64
 	var wg sync.WaitGroup
@@ -226,8 +232,10 @@ func TestAbuseAnonymousBodies(t *testing.T) {
 	t.Logf("attack 5 (figures): refused %d, other %d, server CPU %v (%v per refusal), probes %d, %.1f%% within 100 ms, p99 %v",
 		n, other.Load(), cpu, perRefusal, probes, 100*share, p99)
 	require.EqualValues(t, clients*each, n, "every anonymous body refused with UNAUTHENTICATED (other answers: %d)", other.Load())
-	require.Less(t, perRefusal, 5*time.Millisecond, "server CPU per refusal")
-	require.GreaterOrEqual(t, share, 0.99, "legitimate probes answered within 100 ms")
+	if strict {
+		require.Less(t, perRefusal, 5*time.Millisecond, "server CPU per refusal")
+		require.GreaterOrEqual(t, share, 0.99, "legitimate probes answered within 100 ms")
+	}
 
 	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(se.metricsPort) + "/metrics")
 	require.NoError(t, err)
@@ -250,7 +258,7 @@ func TestAbuseAnonymousBodies(t *testing.T) {
 // per-source caps, its descriptor count stays bounded, and a legitimate client on another
 // address gets its probes and /readyz answered meanwhile.
 func TestAbuseIdleConnections(t *testing.T) {
-	abuseOnly(t)
+	strict := abuseMode(t)
 	se, p := abuseServer(t, "JQ_GRPC_MAX_CONNECTIONS_PER_SOURCE=64")
 	pid := p.cmd.Process.Pid
 	fd0 := procFDs(t, pid)
@@ -266,7 +274,12 @@ func TestAbuseIdleConnections(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	ports := map[int]int{se.healthPort: 1500, se.metricsPort: 1500, se.grpcPort: 1500}
+	each := 1500
+	if !strict {
+		each = 300
+	}
+	ports := map[int]int{se.healthPort: each, se.metricsPort: each, se.grpcPort: each}
+	dialled := map[int]int{}
 	for port, n := range ports {
 		for range n {
 			c, err := attacker.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
@@ -274,6 +287,7 @@ func TestAbuseIdleConnections(t *testing.T) {
 				continue
 			}
 			held = append(held, c)
+			dialled[port]++
 		}
 	}
 	// Connections over a cap are closed by the server at once; count what it still holds.
@@ -289,33 +303,62 @@ func TestAbuseIdleConnections(t *testing.T) {
 	require.NoError(t, err)
 	_ = ready.Body.Close()
 	require.Equal(t, http.StatusOK, ready.StatusCode, "a probe from another address is answered")
-	select { // let the probes run under the held connections
-	case <-time.After(2 * time.Second):
-	case <-p.done:
-		t.Fatal("server exited")
+	// Every connection closed at a cap is counted, per listener (jq_listener_connections_…).
+	caps := map[string]struct{ port, cap int }{
+		"health": {se.healthPort, 32}, "metrics": {se.metricsPort, 32}, "api": {se.grpcPort, 64}}
+	var counted string
+	testenv.Eventually(t, 10*time.Second, func() error {
+		m := scrapeValues(t, se.metricsPort)
+		counted = ""
+		for _, name := range []string{"health", "metrics", "api"} {
+			c := caps[name]
+			refused := m[`jq_listener_connections_refused_total{listener="`+name+`",reason="per_source"}`]
+			open := m[`jq_listener_connections_open{listener="`+name+`"}`]
+			if want := dialled[c.port] - c.cap; refused < float64(want)*0.9 || open > float64(c.cap+1) {
+				return fmt.Errorf("%s: %d dialled, cap %d: refused %.0f (want about %d), open %.0f", name, dialled[c.port], c.cap, refused, want, open)
+			}
+			counted += fmt.Sprintf(" %s %.0f refused/%.0f open;", name, refused, open)
+		}
+		return nil
+	})
+	if strict {
+		select { // let the probes run under the held connections
+		case <-time.After(2 * time.Second):
+		case <-p.done:
+			t.Fatal("server exited")
+		}
 	}
 	cancel()
 	<-probeDone
 	share, probes, p99 := pr.within(100 * time.Millisecond)
-	require.GreaterOrEqual(t, share, 0.99, "legitimate probes answered within 100 ms")
+	if strict {
+		require.GreaterOrEqual(t, share, 0.99, "legitimate probes answered within 100 ms")
+	}
 	t.Logf("attack 2: %d connections opened from one address to health, metrics and API: server fds %d → %d "+
-		"(caps: 32 per source on health and metrics, 64 on the API here); /readyz 200; legitimate probes %d, %.1f%% within 100 ms, p99 %v",
-		len(held), fd0, fds, probes, 100*share, p99.Round(100*time.Microsecond))
+		"(caps: 32 per source on health and metrics, 64 on the API here);%s /readyz 200; legitimate probes %d, %.1f%% within 100 ms, p99 %v",
+		len(held), fd0, fds, counted, probes, 100*share, p99.Round(100*time.Microsecond))
 }
 
 // TestAbusePayloadPages (attack 7): 16 clients at once ask for 4 MiB pages of payloads (a
-// 59-byte request each). At most 4 pages are built and encoded at once; the others wait their
-// turn for up to 10 s and then get RESOURCE_EXHAUSTED. Every client gets one of the two answers,
-// and the server's RSS growth stays under 1 GiB (a regression guard: encoding a page still costs
-// about ten times its size, so the figure is ~600 MiB on this machine; docs/security.md).
+// 59-byte request each). The pages share a budget of 4 pages' bytes until written; the others
+// wait their turn for up to 10 s and then get RESOURCE_EXHAUSTED. Every client gets one of the
+// two answers, and the server's RSS growth stays bounded (50–80 MiB measured without -race;
+// docs/security.md). In the normal suite: 8 clients, 1 MiB pages.
 func TestAbusePayloadPages(t *testing.T) {
-	abuseOnly(t)
-	se, p := abuseServer(t)
+	strict := abuseMode(t)
+	jobBytes, batches := 700<<10, 8 // 8 × 5 jobs of 700 KiB: 28 MiB of payloads, several full pages
+	var extra []string
+	if !strict {
+		// A smaller page (the bound is in pages' bytes) and a full first page, which every
+		// client asks for: the race build encodes slowly.
+		jobBytes, batches, extra = 200<<10, 2, []string{"JQ_SERVER_MAX_PAGE_BYTES=1048576"}
+	}
+	se, p := abuseServer(t, extra...)
 	pid := p.cmd.Process.Pid
 	cl := h2cClient()
 	base := "http://" + se.addr()
-	payload := `"` + strings.Repeat("A", 700<<10) + `"`
-	for range 8 { // 8 × 5 jobs of 700 KiB: 28 MiB of payloads, several full pages
+	payload := `"` + strings.Repeat("A", jobBytes) + `"`
+	for range batches {
 		var jobs []string
 		for range 5 {
 			jobs = append(jobs, `{"queue":"default","type":"t","payload":`+payload+`}`)
@@ -345,6 +388,9 @@ func TestAbusePayloadPages(t *testing.T) {
 	var wg sync.WaitGroup
 	var pages, busy, bytesIn atomic.Int64
 	clients := 16
+	if !strict {
+		clients = 8 // two rounds of the budget's four pages
+	}
 	if v := os.Getenv("JQ_ABUSE_PAGES"); v != "" {
 		clients, _ = strconv.Atoi(v)
 	}
@@ -369,19 +415,66 @@ func TestAbusePayloadPages(t *testing.T) {
 	close(stop)
 	<-sampled
 	growth := peak.Load() - before
-	t.Logf("attack 7: %d concurrent pages with payloads: %d answered (%d MiB in all), %d RESOURCE_EXHAUSTED after waiting their turn; RSS %d → peak %d MiB (+%d MiB)",
-		clients, pages.Load(), bytesIn.Load()>>20, busy.Load(), before>>20, peak.Load()>>20, growth>>20)
+	// Memory returned: the runtime's scavenger gives back what the heap no longer needs; how far
+	// and how fast RSS falls in the 30 s after the attack (no request meanwhile).
+	ended := time.Now()
+	settled, at := procRSS(t, pid), time.Duration(0)
+	watch := 30 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("JQ_ABUSE_SETTLE")); err == nil {
+		watch = v // a longer look: the runtime's forced GC comes every 2 minutes
+	}
+	for strict && time.Since(ended) < watch && settled > before+16<<20 {
+		time.Sleep(500 * time.Millisecond) // sampling RSS over time, not synchronising
+		if r := procRSS(t, pid); r < settled {
+			settled, at = r, time.Since(ended)
+		}
+	}
+	t.Logf("attack 7: %d concurrent pages with payloads: %d answered (%d MiB in all), %d RESOURCE_EXHAUSTED after waiting their turn; RSS %d → peak %d MiB (%+d MiB); after the attack %d MiB (%+d MiB) at +%v",
+		clients, pages.Load(), bytesIn.Load()>>20, busy.Load(), before>>20, peak.Load()>>20, growth>>20,
+		settled>>20, (settled-before)>>20, at.Round(100*time.Millisecond))
 	require.EqualValues(t, clients, pages.Load()+busy.Load(), "every client answered")
 	require.Positive(t, pages.Load())
-	require.Less(t, growth, int64(1<<30), "RSS growth bounded")
+	// Without -race (the suite) 50–80 MiB were measured; a race build multiplies memory.
+	bound := int64(1 << 30)
+	if strict {
+		bound = 256 << 20
+	}
+	require.Less(t, growth, bound, "RSS growth bounded")
 }
 
-// abuseOnly runs the abuse suite's attacks only under `task test-abuse` (JQ_TEST_ABUSE=1): each
-// bounds latencies and memory, which the race detector and the rest of the suite running beside
-// it would distort (a bound of 99 % of probes within 100 ms failed there at 93 %).
-func abuseOnly(t *testing.T) {
+// abuseMode reports whether the test runs under the abuse suite (`task test-abuse`,
+// JQ_TEST_ABUSE=1): strict, one at a time, at full volume, with the latency and CPU bounds. In the
+// normal suite it marks the test parallel: the race detector and the rest of the suite running
+// beside it distort latencies (a bound of 99 % of probes within 100 ms failed there at 93 %), so
+// only the bounds that do not depend on timing are asserted.
+func abuseMode(t *testing.T) (strict bool) {
 	t.Helper()
-	if os.Getenv("JQ_TEST_ABUSE") != "1" {
-		t.Skip("an abuse-suite measurement: run it with `go tool -modfile=tools/go.mod task test-abuse` (JQ_TEST_ABUSE=1)")
+	if os.Getenv("JQ_TEST_ABUSE") == "1" {
+		return true
 	}
+	t.Parallel()
+	return false
+}
+
+// scrapeValues reads the server's metrics: each sample's name with its labels → its value.
+func scrapeValues(t *testing.T, port int) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if i := strings.LastIndexByte(l, ' '); i > 0 {
+			v, err := strconv.ParseFloat(l[i+1:], 64)
+			if err == nil {
+				out[l[:i]] = v
+			}
+		}
+	}
+	return out
 }

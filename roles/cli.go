@@ -129,8 +129,8 @@ func (g *globalFlags) overrides(m map[string]any) {
 // serverFlags are seed 002's jq-server flags.
 type serverFlags struct {
 	GRPCPort    *int `name:"grpc-port" help:"API listen port: gRPC, gRPC-Web and Connect on one port (grpc.port, default 50051)." placeholder:"PORT"`
-	MetricsPort *int `help:"Prometheus /metrics port of the server (metrics.port, default 9090)." placeholder:"PORT"`
-	HealthPort  *int `help:"/healthz and /readyz port of the server (health.port, default 8080)." placeholder:"PORT"`
+	MetricsPort *int `help:"Prometheus /metrics port of the server (metrics.port, default 9090), on metrics.host (JQ_METRICS_HOST, default 127.0.0.1)." placeholder:"PORT"`
+	HealthPort  *int `help:"/healthz and /readyz port of the server (health.port, default 8080), on health.host (JQ_HEALTH_HOST, default 127.0.0.1)." placeholder:"PORT"`
 	DryRun      bool `help:"Validate the configuration, check that Postgres, Redis and Kafka are reachable, print a summary and exit (0 when all pass, 1 otherwise)."`
 }
 
@@ -160,8 +160,8 @@ func (w *workerIdentityFlags) overrides(m map[string]any) {
 type workerFlags struct {
 	ServerAddr *string `help:"Address of the jq server's API, or several replicas comma-separated, tried in order when (re)connecting (worker.server_addr, default localhost:50051)." placeholder:"HOST:PORT[,HOST:PORT…]"`
 	workerIdentityFlags
-	MetricsPort *int    `help:"Prometheus /metrics port of the worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
-	HealthPort  *int    `help:"/healthz and /readyz port of the worker (worker.health_port, default 8081)." placeholder:"PORT"`
+	MetricsPort *int    `help:"Prometheus /metrics port of the worker (worker.metrics_port, default 9091), on worker.bind_host (JQ_WORKER_BIND_HOST, default 127.0.0.1)." placeholder:"PORT"`
+	HealthPort  *int    `help:"/healthz and /readyz port of the worker (worker.health_port, default 8081), on worker.bind_host (default 127.0.0.1)." placeholder:"PORT"`
 	TokenFile   *string `help:"File holding the API token the worker presents to the server (token_file; or set JQ_TOKEN)." placeholder:"PATH"`
 }
 

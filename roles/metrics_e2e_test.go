@@ -338,6 +338,8 @@ func TestMetricsE2E(t *testing.T) {
 		{"jq_jobs_dead_letter_total", counter, nil},
 		{"jq_queue_length", gauge, []string{"queue"}},
 		{"jq_job_wait_duration_seconds", histogram, []string{"queue"}},
+		{"jq_listener_connections_refused_total", counter, []string{"listener", "reason"}},
+		{"jq_listener_connections_open", gauge, []string{"listener"}},
 	} {
 		srv.family(t, m.name, m.typ, m.labels...)
 	}
@@ -351,8 +353,19 @@ func TestMetricsE2E(t *testing.T) {
 		{"jq_circuit_breaker_state", gauge, []string{"queue"}},
 		{"jq_worker_jobs_total", counter, []string{"queue", "outcome"}},
 		{"jq_worker_job_duration_seconds", histogram, []string{"queue"}},
+		{"jq_listener_connections_refused_total", counter, []string{"listener", "reason"}},
+		{"jq_listener_connections_open", gauge, []string{"listener"}},
 	} {
 		wrk.family(t, m.name, m.typ, m.labels...)
+	}
+
+	// The scrape itself is a connection the metrics listener holds; nothing was refused.
+	for _, sc := range []scrape{srv, wrk} {
+		open, ok := sc.value("jq_listener_connections_open", "listener", "metrics")
+		require.True(t, ok && open >= 1, "the scrape's own connection is open")
+		refused, ok := sc.value("jq_listener_connections_refused_total", "listener", "health", "reason", "per_source")
+		require.True(t, ok)
+		require.Zero(t, refused)
 	}
 
 	// Histograms whose count is not fixed by the mix: they saw the work.

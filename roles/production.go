@@ -1,7 +1,9 @@
 package roles
 
 import (
+	"net"
 	"slices"
+	"strings"
 
 	"github.com/jq-dev/jq/config"
 )
@@ -23,7 +25,7 @@ func localDefaults(role Name, cfg *config.Config) {
 }
 
 // production reports whether the role runs in production: one of the listeners it opens is on a
-// non-loopback address ("" is every interface). The admin role opens none. Secrets in the config
+// non-loopback address ("" is every interface), or, for a worker, the server it works for is. The admin role opens none. Secrets in the config
 // file are refused then (FR-045), and only warned about in local development.
 func production(role Name, cfg *config.Config) bool {
 	c := *cfg // localDefaults sets strings only: the copy shares nothing it changes
@@ -35,9 +37,19 @@ func production(role Name, cfg *config.Config) bool {
 		}
 		switch r.role {
 		case Server:
-			hosts = append(hosts, c.GRPC.Host) // API, health, metrics and console
+			hosts = append(hosts, c.GRPC.Host, c.Health.Host) // API and console, health
+			if c.Metrics.Enabled {
+				hosts = append(hosts, c.Metrics.Host)
+			}
 		case Worker:
 			hosts = append(hosts, c.Worker.BindHost) // health and metrics
+			// Its listeners are loopback by default: a worker of a server elsewhere is in
+			// production all the same.
+			for _, a := range strings.Split(c.Worker.ServerAddr, ",") {
+				if h, _, err := net.SplitHostPort(strings.TrimSpace(a)); err == nil {
+					hosts = append(hosts, h)
+				}
+			}
 		case Producer:
 			// Its metrics listener exists only when it scans, in watch mode, with a port.
 			if c.Producer.ScanDir != "" && !c.Producer.Once && c.Producer.MetricsPort != 0 && c.Metrics.Enabled {

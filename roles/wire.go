@@ -67,6 +67,7 @@ type process struct {
 	reg        *prometheus.Registry
 	refused    func(reason string)   // jq_auth_denied_total, jq_api_limited_total
 	jobMetrics *telemetry.JobMetrics // jq_job_total…: the engine's observer, the depth gauges' queues
+	listeners  *telemetry.Listeners  // jq_listener_connections_…: every listener of the server
 
 	tr         *telemetry.Tracing     // tracing
 	authn      *auth.Authenticator    // auth (nil: authentication off)
@@ -86,6 +87,7 @@ func newProcess(ctx context.Context, cfg *config.Config, log *zap.Logger, lc *li
 	p.reg = telemetry.NewRegistry()
 	p.refused = telemetry.NewAuthMetrics(p.reg)
 	p.jobMetrics = telemetry.NewJobMetrics(p.reg)
+	p.listeners = telemetry.NewListeners(p.reg)
 	return p
 }
 
@@ -149,7 +151,7 @@ func serverRedis(ctx context.Context, p *process) (part, error) {
 func serverHealth(_ context.Context, p *process) (part, error) {
 	p.checks = dependencyChecks(p.cfg, p.st, p.rdb)
 	p.accept = &serverrole.APIAccept{}
-	l, err := serverrole.NewHealth(p.cfg, p.checks, p.accept, p.stopping, p.srvLog)
+	l, err := serverrole.NewHealth(p.cfg, p.checks, p.accept, p.stopping, p.listeners, p.srvLog)
 	if err != nil {
 		return part{}, err
 	}
@@ -158,7 +160,7 @@ func serverHealth(_ context.Context, p *process) (part, error) {
 }
 
 func serverMetrics(_ context.Context, p *process) (part, error) {
-	l, err := serverrole.NewMetrics(p.cfg, telemetry.MetricsHandler(p.reg), p.srvLog)
+	l, err := serverrole.NewMetrics(p.cfg, telemetry.MetricsHandler(p.reg), p.listeners, p.srvLog)
 	if err != nil {
 		return part{}, err
 	}
@@ -253,6 +255,7 @@ func serverAPI(_ context.Context, p *process) (part, error) {
 		ErrorLogDropped: telemetry.NewErrorLogMetrics(p.reg),
 		Accept:          p.accept,
 		Auth:            p.authn,
+		Listeners:       p.listeners,
 	})
 	if err != nil {
 		return part{}, err
@@ -263,7 +266,7 @@ func serverAPI(_ context.Context, p *process) (part, error) {
 
 // serverConsole serves the web console beside the API (nil part: off, or auto with its port taken).
 func serverConsole(_ context.Context, p *process) (part, error) {
-	l, err := serverrole.NewConsole(p.cfg, p.api, p.authn, p.srvLog)
+	l, err := serverrole.NewConsole(p.cfg, p.api, p.authn, p.listeners, p.srvLog)
 	if err != nil || l == nil {
 		return part{}, err
 	}
@@ -422,9 +425,10 @@ func buildWorker(ctx context.Context, cfg *config.Config, log *zap.Logger, local
 	var wm *telemetry.WorkerMetrics
 	w, err := worker.New(worker.Deps{
 		Config: cfg, Log: log, Handlers: mux, Conn: conn,
-		Metrics:  telemetry.MetricsHandler(reg),
-		Shutdown: ctx.Done(),
-		Tracer:   tr.Tracer(),
+		Metrics:   telemetry.MetricsHandler(reg),
+		Listeners: telemetry.NewListeners(reg),
+		Shutdown:  ctx.Done(),
+		Tracer:    tr.Tracer(),
 
 		OnJobDone:       func(d executor.JobDone) { wm.JobDone(d) }, // set below, before any job runs
 		OnBreakerChange: func(c executor.BreakerChange) { wm.BreakerChanged(c) },
@@ -505,7 +509,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ 
 			defer func() { _ = rdb.Close() }()
 		}
 		if !pc.Once && pc.MetricsPort != 0 && cfg.Metrics.Enabled {
-			stop, err := serveProducerMetrics(pc, telemetry.MetricsHandler(reg), log)
+			stop, err := serveProducerMetrics(pc, telemetry.MetricsHandler(reg), telemetry.NewListeners(reg), log)
 			if err != nil {
 				return err
 			}
@@ -523,7 +527,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ 
 }
 
 // serveProducerMetrics serves /metrics and /healthz on producer.metrics_port until stop.
-func serveProducerMetrics(pc config.Producer, metrics http.Handler, log *zap.Logger) (stop func(), err error) {
+func serveProducerMetrics(pc config.Producer, metrics http.Handler, lm *telemetry.Listeners, log *zap.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(pc.BindHost, strconv.Itoa(pc.MetricsPort)))
 	if err != nil {
 		return nil, fmt.Errorf("listen producer metrics: %w", err)
@@ -532,7 +536,7 @@ func serveProducerMetrics(pc config.Producer, metrics http.Handler, log *zap.Log
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /healthz", health.LiveHandler())
 	srv := netlimit.SideServer(mux, 30*time.Second)
-	ln = netlimit.Wrap(ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	ln = lm.Wrap(telemetry.ListenerMetrics, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("producer metrics listening", zap.String("addr", ln.Addr().String()))
 	return func() { _ = srv.Close() }, nil

@@ -157,6 +157,11 @@ type WorkerRegisterParams struct {
 	// collected. The count and the insert are one transaction, serialised per principal, so
 	// concurrent registrations cannot overshoot.
 	MaxOfPrincipal int
+	// MaxLive, when above 0, refuses (queue.ErrLimitReached) a registration while that many
+	// other workers of the whole cluster are live (not OFFLINE): server.max_workers. The count
+	// and the insert are one transaction, serialised across the cluster, so concurrent
+	// registrations on any number of replicas cannot overshoot.
+	MaxLive int
 	// OfflineRetention, when above 0, deletes the workers OFFLINE for longer in the same
 	// transaction (a bounded batch each time): their ids are free again and no
 	// longer count against their owner.

@@ -2,8 +2,12 @@ package codec
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -15,13 +19,30 @@ import (
 
 // MarshalJSON is opts.Marshal(m) with the bytes fields that hold JSON values written as those
 // values (see the package comment). With opts.Multiline the whole document is re-indented.
+//
+// It costs about the output's size once: protojson writes a copy of m whose bytes fields hold
+// short placeholders, and the real values are spliced in, each written straight into the output
+// (JSON text as it is, anything else as base64). Marshalling first and rewriting the base64
+// afterwards cost over twenty times a page of payloads in allocations (issue 22, attack 7).
 func MarshalJSON(opts protojson.MarshalOptions, m proto.Message) ([]byte, error) {
-	b, err := opts.Marshal(m)
+	if !hasBytes(m.ProtoReflect().Descriptor()) {
+		return opts.Marshal(m)
+	}
+	var s splicer
+	if _, err := rand.Read(s.tag[:]); err != nil {
+		return nil, err
+	}
+	s.quoted = make([]byte, 0, 1+base64.StdEncoding.EncodedLen(len(s.tag)))
+	s.quoted = base64.StdEncoding.AppendEncode(append(s.quoted, '"'), s.tag[:])
+	b, err := opts.Marshal(s.stub(m.ProtoReflect()).Interface())
 	if err != nil {
 		return nil, err
 	}
-	out := BytesAsValues(b, m.ProtoReflect().Descriptor())
-	if opts.Multiline && len(out) != len(b) {
+	out, err := s.splice(b)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Multiline && len(s.values) > 0 {
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, out, "", indentOf(opts)); err != nil {
 			return nil, err
@@ -29,6 +50,120 @@ func MarshalJSON(opts protojson.MarshalOptions, m proto.Message) ([]byte, error)
 		return buf.Bytes(), nil
 	}
 	return out, nil
+}
+
+// splicer replaces the bytes fields of a message with placeholders and puts their values back
+// into protojson's output. A placeholder is 12 random bytes (the same for one call) and a 6-byte
+// index, so protojson writes it as a 32-character base64 string that no other field of the
+// message can be made to hold.
+type splicer struct {
+	tag    [12]byte
+	quoted []byte // `"` and the tag's base64: how every placeholder starts in the output
+	values [][]byte
+}
+
+// stub returns a copy of m that shares everything but its bytes fields, which hold placeholders
+// (recursively through messages, lists and maps; the well-known types are shared as they are).
+func (s *splicer) stub(m protoreflect.Message) protoreflect.Message {
+	out := m.New()
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			if !carriesBytes(fd) {
+				out.Set(fd, v)
+				break
+			}
+			src, dst := v.List(), out.Mutable(fd).List()
+			for i := range src.Len() {
+				dst.Append(s.stubValue(fd, src.Get(i)))
+			}
+		case fd.IsMap():
+			if !carriesBytes(fd.MapValue()) {
+				out.Set(fd, v)
+				break
+			}
+			dst := out.Mutable(fd).Map()
+			v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
+				dst.Set(k, s.stubValue(fd.MapValue(), e))
+				return true
+			})
+		default:
+			out.Set(fd, s.stubValue(fd, v))
+		}
+		return true
+	})
+	return out
+}
+
+// carriesBytes reports whether values of fd are, or may contain, bytes that the rule applies to.
+func carriesBytes(fd protoreflect.FieldDescriptor) bool {
+	switch fd.Kind() {
+	case protoreflect.BytesKind:
+		return true
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return hasBytes(fd.Message())
+	}
+	return false
+}
+
+// stubValue is one value of fd (a singular field, a list element or a map value) as stub puts it.
+func (s *splicer) stubValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.BytesKind:
+		var ph, n [18]byte // n: the index, big-endian in its last 8 bytes
+		copy(ph[:], s.tag[:])
+		binary.BigEndian.PutUint64(n[10:], uint64(len(s.values)))
+		copy(ph[12:], n[12:])
+		s.values = append(s.values, v.Bytes())
+		return protoreflect.ValueOfBytes(ph[:])
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		if hasBytes(fd.Message()) {
+			return protoreflect.ValueOfMessage(s.stub(v.Message()))
+		}
+	}
+	return v
+}
+
+// splice writes b with every placeholder string replaced by its value: the JSON text itself when
+// it qualifies (isJSONValue), else its base64 string as protojson writes bytes.
+func (s *splicer) splice(b []byte) ([]byte, error) {
+	size := len(b)
+	for _, v := range s.values {
+		size += base64.StdEncoding.EncodedLen(len(v)) + 2
+	}
+	out := make([]byte, 0, size)
+	const phLen = 2 + 24 // the quotes and 18 bytes of base64
+	for found := 0; ; found++ {
+		i := bytes.Index(b, s.quoted)
+		if i < 0 {
+			if found != len(s.values) {
+				return nil, fmt.Errorf("codec: %d of %d bytes fields found in the encoding", found, len(s.values))
+			}
+			return append(out, b...), nil
+		}
+		if len(b) < i+phLen || b[i+phLen-1] != '"' {
+			return nil, errors.New("codec: a truncated placeholder in the encoding")
+		}
+		var ph [18]byte
+		if _, err := base64.StdEncoding.Decode(ph[:], b[i+1:i+phLen-1]); err != nil {
+			return nil, fmt.Errorf("codec: a placeholder: %w", err)
+		}
+		var idx [8]byte
+		copy(idx[2:], ph[12:])
+		n := binary.BigEndian.Uint64(idx[:])
+		if n >= uint64(len(s.values)) {
+			return nil, errors.New("codec: a placeholder out of range")
+		}
+		out = append(out, b[:i]...)
+		if v := s.values[n]; isJSONValue(v) {
+			out = append(out, v...)
+		} else {
+			out = append(out, '"')
+			out = base64.StdEncoding.AppendEncode(out, v)
+			out = append(out, '"')
+		}
+		b = b[i+phLen:]
+	}
 }
 
 func indentOf(opts protojson.MarshalOptions) string {

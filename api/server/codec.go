@@ -26,13 +26,13 @@ import (
 type jsonCodec struct{ name string }
 
 // codecs are the handler options that install jsonCodec under both names connect serves JSON
-// with, and the MessagePack codec (application/msgpack), each wrapped by wrap.
-func codecs(wrap func(connect.Codec) connect.Codec) []connect.HandlerOption {
+// with, and the MessagePack codec (application/msgpack).
+func codecs() []connect.HandlerOption {
 	return []connect.HandlerOption{
-		connect.WithCodec(wrap(protoCodec{})),
-		connect.WithCodec(wrap(jsonCodec{name: "json"})),
-		connect.WithCodec(wrap(jsonCodec{name: "json; charset=utf-8"})),
-		connect.WithCodec(wrap(codec.MsgPack{})),
+		connect.WithCodec(protoCodec{}),
+		connect.WithCodec(jsonCodec{name: "json"}),
+		connect.WithCodec(jsonCodec{name: "json; charset=utf-8"}),
+		connect.WithCodec(codec.MsgPack{}),
 	}
 }
 

@@ -1,44 +1,58 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
 
-// DefaultMaxPayloadPages is how many pages carrying payloads (ListJobs or PeekQueue with
-// include_payloads) one server builds and encodes at once when Limits.MaxPayloadPages is 0.
+// DefaultMaxPayloadPages is how many full pages carrying payloads (ListJobs or PeekQueue with
+// include_payloads) one server holds at once when Limits.PayloadPageBudget is 0: the budget is
+// this many times the page byte budget (server.max_page_bytes).
 const DefaultMaxPayloadPages = 4
 
 // payloadPageWait is how long a page with payloads waits for its turn before RESOURCE_EXHAUSTED.
 const payloadPageWait = 10 * time.Second
 
+// payloadPageWriteTimeout bounds the writing of a page with payloads: a client that does not read
+// its response cannot hold its share of the budget for longer.
+const payloadPageWriteTimeout = 30 * time.Second
+
 // payloadCarrier is a request that may ask for payloads in its page.
 type payloadCarrier interface{ GetIncludePayloads() bool }
 
-// pageBound bounds the pages with payloads being built and encoded at once. Each holds up to
-// server.max_page_bytes of payloads, and encoding one takes about ten times that: 16 at once took
-// a server from 224 to 665 MB (issue 22, attack 7), and on this machine over 1 GB. A page's turn
-// starts before the handler and ends when its response has been encoded (boundCodec), which
-// connect does after the interceptors return.
+// jobsCarrier is a response that carries a page of jobs.
+type jobsCarrier interface{ GetJobs() []*jqv1.Job }
+
+// pageBound bounds the payload bytes of the pages being built, encoded and written at once (issue
+// 22, attack 7: 16 pages of 4 MiB at once took a server from 224 to 665 MB). A page takes its
+// share of the budget before the handler reads anything — a whole page's worth, since its size is
+// not known yet — gives back what its rows turned out not to need as soon as the handler returns,
+// and keeps the rest until its response has been written (the request's end; a client that does
+// not read is cut off after payloadPageWriteTimeout). What a page costs beyond its payload bytes
+// is a small multiple of them: the rows as read, the encoding (about its size, api/codec) and the
+// copy connect writes from.
 type pageBound struct {
-	n       int
-	sem     chan struct{}
-	pending sync.Map // response message → its release
+	page int64 // what a page takes before its size is known
+	sem  *weighted
 }
 
-func newPageBound(n int) *pageBound {
-	if n <= 0 {
-		n = DefaultMaxPayloadPages
+func newPageBound(budget, page int64) *pageBound {
+	if budget < page {
+		budget = page
 	}
-	return &pageBound{n: n, sem: make(chan struct{}, n)}
+	return &pageBound{page: page, sem: newWeighted(budget)}
 }
 
-// interceptor takes a turn for each request with include_payloads; pages without payloads are
+// interceptor takes a share for each request with include_payloads; pages without payloads are
 // not held back. The others wait their turn, within their deadline and payloadPageWait.
 func (b *pageBound) interceptor() connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
@@ -49,52 +63,168 @@ func (b *pageBound) interceptor() connect.UnaryInterceptorFunc {
 			if c, ok := req.Any().(payloadCarrier); !ok || !c.GetIncludePayloads() {
 				return next(ctx, req)
 			}
-			t := time.NewTimer(payloadPageWait)
-			defer t.Stop()
-			select {
-			case b.sem <- struct{}{}:
-			case <-t.C:
-				return nil, connect.NewError(connect.CodeResourceExhausted,
-					fmt.Errorf("%d pages with payloads are being built on this server, the most at once; retry later or list without include_payloads", b.n))
-			case <-ctx.Done():
+			wctx, cancel := context.WithTimeout(ctx, payloadPageWait)
+			err := b.sem.acquire(wctx, b.page)
+			cancel()
+			switch {
+			case err != nil && ctx.Err() != nil:
 				return nil, fmt.Errorf("waiting for a turn to build a page with payloads: %w", ctx.Err())
+			case err != nil:
+				return nil, connect.NewError(connect.CodeResourceExhausted,
+					fmt.Errorf("pages with %d MiB of payloads are being sent by this server, the most at once; retry later or list without include_payloads", b.sem.size>>20))
 			}
-			var once sync.Once
-			release := func() { once.Do(func() { <-b.sem }) }
 			resp, err := next(ctx, req)
 			if err != nil || resp == nil {
-				release()
+				b.sem.release(b.page)
 				return resp, err
 			}
-			b.pending.Store(resp.Any(), release)
-			// Should no wrapped codec encode it, the turn ends with the request.
-			context.AfterFunc(ctx, func() {
-				b.pending.Delete(resp.Any())
-				release()
-			})
+			keep := b.page
+			if jc, ok := resp.Any().(jobsCarrier); ok {
+				keep = min(keep, dataBytes(jc.GetJobs()))
+			}
+			b.sem.release(b.page - keep)
+			var once sync.Once
+			release := func() { once.Do(func() { b.sem.release(keep) }) }
+			if end, ok := ctx.Value(requestEndKey{}).(*requestEnd); ok {
+				// A writer that cannot take a deadline (an in-process caller's buffer) is not slow.
+				_ = end.rc.SetWriteDeadline(time.Now().Add(payloadPageWriteTimeout))
+				end.add(release) // when ServeHTTP returns: the response written, or failed
+			}
+			context.AfterFunc(ctx, release) // should the request end without the middleware
 			return resp, nil
 		}
 	}
 }
 
-// codec wraps a server codec so that encoding a held page ends its turn.
-func (b *pageBound) codec(c connect.Codec) connect.Codec { return boundCodec{Codec: c, b: b} }
-
-type boundCodec struct {
-	connect.Codec
-	b *pageBound
-}
-
-func (c boundCodec) Marshal(msg any) ([]byte, error) {
-	out, err := c.Codec.Marshal(msg)
-	if r, ok := c.b.pending.LoadAndDelete(msg); ok {
-		r.(func())()
+// dataBytes is what a page's jobs carry in payloads and results.
+func dataBytes(jobs []*jqv1.Job) int64 {
+	var n int64
+	for _, j := range jobs {
+		n += int64(len(j.GetPayload()) + len(j.GetResult().GetData()))
 	}
-	return out, err
+	return n
 }
 
-// protoCodec is connect's binary protobuf codec (application/proto, gRPC), here so that it can be
-// wrapped like the others.
+// requestEnd is what the interceptors see of the HTTP exchange, which connect hides from them:
+// its http.ResponseController (a page with payloads bounds its write) and the functions to run
+// when ServeHTTP returns (its share of the budget, whatever the request's context).
+type requestEnd struct {
+	rc *http.ResponseController
+
+	mu  sync.Mutex
+	fns []func()
+}
+
+type requestEndKey struct{}
+
+func (e *requestEnd) add(f func()) {
+	e.mu.Lock()
+	e.fns = append(e.fns, f)
+	e.mu.Unlock()
+}
+
+func (e *requestEnd) run() {
+	e.mu.Lock()
+	fns := e.fns
+	e.fns = nil
+	e.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
+}
+
+// withRequestEnd gives the interceptors the request's requestEnd.
+func withRequestEnd(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		end := &requestEnd{rc: http.NewResponseController(w)}
+		defer end.run()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestEndKey{}, end)))
+	})
+}
+
+// weighted is a semaphore of size units taken in any amounts, first come first served (as
+// golang.org/x/sync/semaphore.Weighted, which jq does not otherwise need).
+type weighted struct {
+	size int64
+
+	mu      sync.Mutex
+	cur     int64
+	waiters list.List // of *waiter
+}
+
+type waiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+func newWeighted(size int64) *weighted { return &weighted{size: size} }
+
+// acquire takes n (at most size) units, waiting for them until ctx ends.
+func (s *weighted) acquire(ctx context.Context, n int64) error {
+	s.mu.Lock()
+	if s.size-s.cur >= n && s.waiters.Len() == 0 {
+		s.cur += n
+		s.mu.Unlock()
+		return nil
+	}
+	w := &waiter{n: n, ready: make(chan struct{})}
+	e := s.waiters.PushBack(w)
+	s.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		select {
+		case <-w.ready: // granted meanwhile: give it back
+			s.cur -= n
+			s.notify()
+		default:
+			front := s.waiters.Front() == e
+			s.waiters.Remove(e)
+			if front { // those behind may fit now
+				s.notify()
+			}
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// release gives back n units.
+func (s *weighted) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.cur -= n
+	if s.cur < 0 {
+		s.mu.Unlock()
+		panic("server: page budget released more than taken")
+	}
+	s.notify()
+	s.mu.Unlock()
+}
+
+// notify grants the waiters at the front that fit, in order (s.mu held).
+func (s *weighted) notify() {
+	for {
+		e := s.waiters.Front()
+		if e == nil {
+			return
+		}
+		w := e.Value.(*waiter)
+		if s.size-s.cur < w.n {
+			return
+		}
+		s.cur += w.n
+		s.waiters.Remove(e)
+		close(w.ready)
+	}
+}
+
+// protoCodec is connect's binary protobuf codec (application/proto, gRPC), registered beside the
+// JSON and MessagePack codecs.
 type protoCodec struct{}
 
 func (protoCodec) Name() string   { return "proto" }
@@ -116,10 +246,16 @@ func (protoCodec) Unmarshal(data []byte, msg any) error {
 	return proto.Unmarshal(data, m)
 }
 
-// IsBinary forwards the wrapped codec's answer (connect base64s binary GET messages).
-func (c boundCodec) IsBinary() bool {
-	if b, ok := c.Codec.(interface{ IsBinary() bool }); ok {
-		return b.IsBinary()
-	}
-	return false
+// held is the units taken now (tests).
+func (s *weighted) held() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// waiting is the number of waiters (tests).
+func (s *weighted) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiters.Len()
 }

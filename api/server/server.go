@@ -40,8 +40,9 @@ type Limits struct {
 	MaxWorkersPerPrincipal int
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
-	// MaxPayloadPages bounds the ListJobs and PeekQueue pages with include_payloads built at once
-	// (0: DefaultMaxPayloadPages).
+	// MaxPayloadPages bounds the payload bytes of the ListJobs and PeekQueue pages with
+	// include_payloads being built, encoded and written at once, as a number of full pages
+	// (MaxPageBytes each; 0: DefaultMaxPayloadPages).
 	MaxPayloadPages int
 	// OfflineWorkerRetention is how long an OFFLINE worker's row (and its id) is kept: until
 	// then it counts against MaxWorkersPerPrincipal (0: kept for ever).
@@ -155,7 +156,12 @@ func New(opts Options) http.Handler {
 		authOpts = []connect.HandlerOption{connect.WithInterceptors(opts.Auth.Interceptor())}
 		hopts = append(hopts, authOpts...) // before anything that reads the request
 	}
-	pages := newPageBound(opts.Limits.MaxPayloadPages)
+	nPages := opts.Limits.MaxPayloadPages
+	if nPages <= 0 {
+		nPages = DefaultMaxPayloadPages
+	}
+	page := int64(opts.Limits.maxPageBytes())
+	pages := newPageBound(int64(nPages)*page, page)
 	hopts = append(hopts,
 		// The error log sees the principal (inside auth) and the final code (outside the mapper).
 		connect.WithInterceptors(errorLogInterceptor(opts.Log, opts.ErrorLog), errorInterceptor(opts.Log),
@@ -163,7 +169,7 @@ func New(opts Options) http.Handler {
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.
 		connect.WithCompressMinBytes(compressMinBytes))
-	hopts = append(hopts, codecs(pages.codec)...)
+	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
 	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine)}
@@ -195,10 +201,11 @@ func New(opts Options) http.Handler {
 	mux.Handle(grpchealth.NewHandler(checker))
 	// The OpenAPI document is public too: a schema, no data (docs/security.md).
 	mux.Handle("GET /openapi.yaml", openAPIHandler())
+	h := checkEnvelopes(withRequestEnd(mux))
 	if opts.Auth != nil {
-		return explainRefusals(opts.Auth.Middleware(mux, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource}))
+		return explainRefusals(opts.Auth.Middleware(h, auth.HTTPOptions{Public: isPublic, RefusalRate: opts.RefusalRatePerSource}))
 	}
-	return explainRefusals(mux)
+	return explainRefusals(h)
 }
 
 // isPublic reports the paths served without credentials: the gRPC health service and the

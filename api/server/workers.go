@@ -44,6 +44,7 @@ func (s *workerService) RegisterWorker(ctx context.Context, req *connect.Request
 	}
 	p.Principal, p.AnyOwner = auth.Owner(ctx), isAdmin(ctx)
 	p.MaxOfPrincipal, p.OfflineRetention = s.limits.MaxWorkersPerPrincipal, s.limits.OfflineWorkerRetention
+	p.MaxLive = s.limits.MaxWorkers
 	w, err := s.engine.WorkerRegister(ctx, p)
 	if errors.Is(err, queue.ErrLimitReached) {
 		s.refused(auth.ReasonWorkerLimit)

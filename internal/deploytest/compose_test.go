@@ -124,6 +124,13 @@ func TestComposeJQServices(t *testing.T) {
 		}
 		require.Equal(t, "65532:65532", s.User, name)
 		require.True(t, s.ReadOnly, "%s: root filesystem should be read-only", name)
+		// Health and metrics listen on loopback by default: Prometheus and the host's port
+		// mappings reach them over the compose network only when set.
+		for _, v := range map[string][]string{"server": {"JQ_HEALTH_HOST", "JQ_METRICS_HOST"}, "worker": {"JQ_WORKER_BIND_HOST"}}[role] {
+			h := s.Environment[v]
+			require.NotNil(t, h, "%s: %s not set (its listener would be loopback only)", name, v)
+			require.False(t, config.IsLoopback(*h), "%s: %s=%q", name, v, *h)
+		}
 		switch role {
 		case "server":
 			require.NotEmpty(t, *s.Environment["JQ_AUTH_TOKENS"], "%s: auth needs token hashes", name)

@@ -90,6 +90,7 @@ func TestHelmManifests(t *testing.T) {
 		known[k] = true
 	}
 
+	offPod := map[string][]string{"server": {"JQ_HEALTH_HOST", "JQ_METRICS_HOST"}, "worker": {"JQ_WORKER_BIND_HOST"}}
 	deployments := map[string]object{}
 	for _, d := range objs["Deployment"] {
 		component := get(t, d, "metadata", "labels", "app.kubernetes.io/component").(string)
@@ -121,11 +122,20 @@ func TestHelmManifests(t *testing.T) {
 		// compose.yaml's do (TestComposeJQServices).
 		env, _ := get(t, c, "env").([]any)
 		require.NotEmpty(t, env, component)
+		values := map[string]string{}
 		for _, e := range env {
 			name, _ := get(t, e, "name").(string)
 			if strings.HasPrefix(name, "JQ_") {
 				require.True(t, known[name], "%s sets %s, which names no configuration key (examples/config.yaml)", component, name)
 			}
+			values[name], _ = e.(object)["value"].(string)
+		}
+		// Health and metrics listen on loopback by default: the probes and the PodMonitor reach
+		// them on the pod's address only when the chart says so.
+		for _, v := range offPod[component] {
+			h, ok := values[v]
+			require.True(t, ok, "%s: %s not set (its listener would be loopback only)", component, v)
+			require.False(t, config.IsLoopback(h), "%s: %s=%q", component, v, h)
 		}
 	}
 

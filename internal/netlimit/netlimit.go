@@ -21,12 +21,18 @@ type Options struct {
 	// Max bounds the open connections (0: unlimited); PerSource those from one IP address.
 	Max       int
 	PerSource int
-	// Refused is called for every connection closed over a cap ("total" or "per_source");
-	// nil: not counted.
+	// Refused is called for every connection closed over a cap (ReasonTotal or
+	// ReasonPerSource); nil: not counted.
 	Refused func(reason string)
 	// Now is the clock for AcceptHealthy (nil: time.Now).
 	Now func() time.Time
 }
+
+// The caps a connection can be refused at.
+const (
+	ReasonTotal     = "total"
+	ReasonPerSource = "per_source"
+)
 
 // Listener is a net.Listener with connection caps.
 type Listener struct {
@@ -75,10 +81,10 @@ func (l *Listener) take(host string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.opts.Max > 0 && l.open >= l.opts.Max {
-		return "total"
+		return ReasonTotal
 	}
 	if l.opts.PerSource > 0 && l.source[host] >= l.opts.PerSource {
-		return "per_source"
+		return ReasonPerSource
 	}
 	l.open++
 	l.source[host]++

@@ -78,7 +78,7 @@ func Run(ctx context.Context, role string, args, environ []string, stderr io.Wri
 
 // healthURL is the endpoint a container of this role answers on.
 func healthURL(role string, cfg *config.Config) string {
-	host, port, path := cfg.GRPC.Host, cfg.Health.Port, "/readyz"
+	host, port, path := cfg.Health.Host, cfg.Health.Port, "/readyz"
 	switch role {
 	case "worker":
 		host, port = cfg.Worker.BindHost, cfg.Worker.HealthPort

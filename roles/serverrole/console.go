@@ -12,6 +12,7 @@ import (
 	"github.com/jq-dev/jq/api/console"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/netlimit"
+	"github.com/jq-dev/jq/roles/telemetry"
 )
 
 // NewConsole binds the web console's listener on ui.port (api/console), beside the API listener
@@ -21,7 +22,7 @@ import (
 // host. The console calls the API's own handler in-process with each user's credential; it is
 // served over TLS, with the API's certificate, when the API is. Its connections are bounded like
 // the other side listeners.
-func NewConsole(cfg *config.Config, api *Listener, authn *auth.Authenticator, log *zap.Logger) (*Listener, error) {
+func NewConsole(cfg *config.Config, api *Listener, authn *auth.Authenticator, lm *telemetry.Listeners, log *zap.Logger) (*Listener, error) {
 	if cfg.UI.Enabled == config.UIOff {
 		return nil, nil
 	}
@@ -40,7 +41,7 @@ func NewConsole(cfg *config.Config, api *Listener, authn *auth.Authenticator, lo
 	if err != nil {
 		return nil, fmt.Errorf("listen ui: %w", err)
 	}
-	ln = netlimit.Wrap(ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	ln = lm.Wrap(telemetry.ListenerConsole, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	srv := netlimit.SideServer(c, time.Minute)
 	srv.ErrorLog = zap.NewStdLog(log.Named("console.http"))
 	if api.tlsCfg != nil {

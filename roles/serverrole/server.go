@@ -61,6 +61,8 @@ type Deps struct {
 	ErrorLogDropped func()
 	// Accept is the health listener's view of the API listener (/readyz's api_accept check).
 	Accept *APIAccept
+	// Listeners counts the connections of the API listener (nil: not counted).
+	Listeners *telemetry.Listeners
 	// Auth authenticates and authorizes the API's callers (BuildAuth; nil: authentication off).
 	Auth *auth.Authenticator
 }
@@ -199,7 +201,7 @@ func NewAPI(deps Deps) (*Listener, error) {
 	if apiMax == 0 {
 		apiMax = netlimit.APIMax(fdLimit)
 	}
-	limited := netlimit.Wrap(apiLn, netlimit.Options{Max: apiMax, PerSource: cfg.GRPC.MaxConnectionsPerSource})
+	limited := deps.Listeners.Wrap(telemetry.ListenerAPI, apiLn, netlimit.Options{Max: apiMax, PerSource: cfg.GRPC.MaxConnectionsPerSource})
 	if deps.Accept != nil {
 		deps.Accept.ln.Store(limited)
 	}
@@ -243,23 +245,23 @@ func (a *APIAccept) Check() health.Check {
 // otherwise runs checks (and accept's, when given). It starts before the server's other parts and
 // stops after them, so its stop ends the server's log. Its connections are bounded and timed
 // (netlimit): nobody can hold the probes' port.
-func NewHealth(cfg *config.Config, checks []health.Check, accept *APIAccept, stopping func() bool, log *zap.Logger) (*Listener, error) {
+func NewHealth(cfg *config.Config, checks []health.Check, accept *APIAccept, stopping func() bool, lm *telemetry.Listeners, log *zap.Logger) (*Listener, error) {
 	if accept != nil {
 		checks = slices.Concat(checks, []health.Check{accept.Check()})
 	}
 	healthSrv := netlimit.SideServer(healthMux(checks, stopping), 10*time.Second)
-	healthLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Health.Port)))
+	healthLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Health.Host, strconv.Itoa(cfg.Health.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen health: %w", err)
 	}
-	healthLn = netlimit.Wrap(healthLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	healthLn = lm.Wrap(telemetry.ListenerHealth, healthLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	return &Listener{srv: healthSrv, ln: healthLn, grace: cfg.Server.ShutdownGrace(), log: log,
 		afterStop: func(context.Context) { log.Info("server stopped") }}, nil
 }
 
 // NewMetrics binds the metrics listener (metrics.port): /metrics, with the Go profiler when
 // metrics.pprof.
-func NewMetrics(cfg *config.Config, metrics http.Handler, log *zap.Logger) (*Listener, error) {
+func NewMetrics(cfg *config.Config, metrics http.Handler, lm *telemetry.Listeners, log *zap.Logger) (*Listener, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	// Profiles for operators chasing a slow server, only when asked for;
@@ -272,11 +274,11 @@ func NewMetrics(cfg *config.Config, metrics http.Handler, log *zap.Logger) (*Lis
 		writeTimeout = 0 // a CPU profile streams for as long as asked
 	}
 	metricsSrv := netlimit.SideServer(mux, writeTimeout)
-	metricsLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.Metrics.Port)))
+	metricsLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Metrics.Host, strconv.Itoa(cfg.Metrics.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen metrics: %w", err)
 	}
-	metricsLn = netlimit.Wrap(metricsLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	metricsLn = lm.Wrap(telemetry.ListenerMetrics, metricsLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	return &Listener{srv: metricsSrv, ln: metricsLn, grace: cfg.Server.ShutdownGrace(), log: log}, nil
 }
 

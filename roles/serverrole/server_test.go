@@ -40,7 +40,7 @@ func TestHealthListener(t *testing.T) {
 	stopping.Store(true) // the graph is still starting
 	core, logs := observer.New(zap.InfoLevel)
 	checks := []health.Check{{Name: "postgres", Critical: true, Probe: func(context.Context) error { return nil }}}
-	l, err := NewHealth(&cfg, checks, nil, stopping.Load, zap.New(core))
+	l, err := NewHealth(&cfg, checks, nil, stopping.Load, nil, zap.New(core))
 	require.NoError(t, err)
 
 	taken := cfg
@@ -48,7 +48,7 @@ func TestHealthListener(t *testing.T) {
 	require.NoError(t, err)
 	taken.Health.Port, err = strconv.Atoi(port)
 	require.NoError(t, err)
-	_, err = NewHealth(&taken, checks, nil, stopping.Load, zap.NewNop())
+	_, err = NewHealth(&taken, checks, nil, stopping.Load, nil, zap.NewNop())
 	require.ErrorContains(t, err, "listen health: ")
 
 	ctx, cancel := context.WithCancel(context.Background())

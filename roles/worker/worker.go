@@ -44,6 +44,8 @@ type Deps struct {
 	// metrics.enabled (nil: not served), with the Go profiler when
 	// metrics.pprof.
 	Metrics http.Handler
+	// Listeners counts the connections of the health and metrics listeners (nil: not counted).
+	Listeners *telemetry.Listeners
 	// Shutdown is closed when the process begins to stop (SIGTERM): /readyz
 	// turns 503 from then on. nil: only Run's own stop counts.
 	Shutdown <-chan struct{}
@@ -143,7 +145,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen health: %w", err)
 	}
-	ln = netlimit.Wrap(ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	ln = w.deps.Listeners.Wrap(telemetry.ListenerHealth, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 	addr := ln.Addr().String()
 	w.healthAddr.Store(&addr)
 	var mln net.Listener
@@ -152,7 +154,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = ln.Close()
 			return fmt.Errorf("listen metrics: %w", err)
 		}
-		mln = netlimit.Wrap(mln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+		mln = w.deps.Listeners.Wrap(telemetry.ListenerMetrics, mln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
 		maddr := mln.Addr().String()
 		w.metricsAddr.Store(&maddr)
 	}

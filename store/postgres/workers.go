@@ -32,6 +32,15 @@ RETURNING ` + workerColumns
 	sqlWorkerLockPrincipal = `-- name: worker_lock_principal
 SELECT pg_advisory_xact_lock(hashtextextended('jq.workers:' || $1, 0))`
 
+	// Serialises every registration of the cluster, for server.max_workers (released at commit).
+	// Taken before the principal's lock, always in that order.
+	sqlWorkerLockCluster = `-- name: worker_lock_cluster
+SELECT pg_advisory_xact_lock(hashtextextended('jq.workers', 0))`
+
+	// The live workers but the id registering (its own re-registration takes nothing new).
+	sqlWorkerCountLiveExcept = `-- name: worker_count_live_except
+SELECT count(*) FROM workers WHERE status <> 'OFFLINE' AND id <> $1`
+
 	// Garbage collection of long-OFFLINE rows, a bounded batch per registration.
 	sqlWorkerGC = `-- name: worker_gc
 DELETE FROM workers WHERE id IN (
@@ -83,6 +92,18 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 		if p.OfflineRetention > 0 {
 			if _, err := tx.Exec(ctx, sqlWorkerGC, p.OfflineRetention); err != nil {
 				return err
+			}
+		}
+		if p.MaxLive > 0 {
+			if _, err := tx.Exec(ctx, sqlWorkerLockCluster); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, sqlWorkerCountLiveExcept, p.ID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= p.MaxLive {
+				return fmt.Errorf("%w: %d workers are registered, the most allowed (server.max_workers)", queue.ErrLimitReached, n)
 			}
 		}
 		if p.MaxOfPrincipal > 0 && p.Principal != "" {
