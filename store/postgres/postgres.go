@@ -38,6 +38,7 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
+var _ store.DepthStore = (*Store)(nil)
 
 // New builds the pool and pings the database, so a wrong DSN or an unreachable server fails here
 // rather than on first use.
