@@ -55,7 +55,6 @@ WHERE job_id = ANY($1::uuid[]) AND id <= coalesce((SELECT id FROM outbox_cursors
 
 	sqlQueueDelete = `-- name: queue_delete
 DELETE FROM queues WHERE name = $1`
-
 )
 
 func queueArgs(q *queue.Queue) []any {
