@@ -35,6 +35,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	// dispatch runs JobClaim, JobAssignMany, JobAckMany and JobReportMany (dispatchParams).
 	dispatch *pgxpool.Pool
+	// listScanBound bounds a job list with filters that have no index (jobListScanBound).
+	listScanBound time.Duration
 }
 
 var _ store.Store = (*Store)(nil)
@@ -84,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: create dispatch pool: %w", err)
 	}
-	s := &Store{pool: pool, dispatch: dispatch}
+	s := &Store{pool: pool, dispatch: dispatch, listScanBound: jobListScanBound}
 	if err := pool.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
 )
 
 // statsJobs is a history too long to count: a queue "big" with 60,000 DONE jobs, 3,000 PENDING
@@ -94,4 +95,42 @@ func TestQueueStatsOverLongHistory(t *testing.T) {
 			require.Contains(t, plan, idx, q)
 		}
 	}
+}
+
+// TestJobListScanBound: a list whose filters have no index stops at its bound with
+// queue.ErrLimitReached and a message that says what to do; an indexed one is not bounded.
+func TestJobListScanBound(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := testenv.NewDatabase(t)
+	require.NoError(t, migrations.Up(ctx, dsn))
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, statsJobs)
+	require.NoError(t, err)
+	s, err := New(ctx, Config{DSN: dsn, MaxConns: 2})
+	require.NoError(t, err)
+	defer s.Close()
+
+	// Unbounded, a label matching none of the 63,830 jobs is an empty page.
+	page, err := s.JobList(ctx, store.JobListParams{Labels: map[string]string{"tenant": "none"}})
+	require.NoError(t, err)
+	require.Empty(t, page.Jobs)
+
+	s.listScanBound = time.Millisecond
+	for _, p := range []store.JobListParams{
+		{Labels: map[string]string{"tenant": "none"}},
+		{Type: "none"},
+		{Type: "none", WithData: true},
+		{CompletedAfter: time.Now().Add(time.Hour)},
+	} {
+		_, err = s.JobList(ctx, p)
+		require.ErrorIs(t, err, queue.ErrLimitReached, "%+v", p)
+		require.ErrorContains(t, err, "narrow the listing")
+	}
+	page, err = s.JobList(ctx, store.JobListParams{Queue: "big", States: []queue.State{queue.StatePending}})
+	require.NoError(t, err, "queue and state are index ranges: not bounded")
+	require.NotEmpty(t, page.Jobs)
 }
