@@ -96,7 +96,9 @@ func BenchmarkPages(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
 				resp, body := br.get(p.path, nil)
-				if resp.StatusCode != http.StatusOK {
+				// A filter without an index may meet its scan bound: the page says to narrow it.
+				bounded := resp.StatusCode == http.StatusTooManyRequests && strings.Contains(body, "narrow the listing")
+				if resp.StatusCode != http.StatusOK && !bounded {
 					b.Fatalf("%s: %d\n%s", p.path, resp.StatusCode, body)
 				}
 			}

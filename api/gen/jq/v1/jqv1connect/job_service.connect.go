@@ -92,7 +92,7 @@ type JobServiceClient interface {
 	// The queue, state and creation-time filters are served by indexes. The
 	// label, type and completion-time filters are checked job by job along the
 	// newest-first order: a page whose jobs are rare may take the server a
-	// bounded time to find (2 s), after which the call fails with
+	// bounded time to find (250 ms), after which the call fails with
 	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
@@ -318,7 +318,7 @@ type JobServiceHandler interface {
 	// The queue, state and creation-time filters are served by indexes. The
 	// label, type and completion-time filters are checked job by job along the
 	// newest-first order: a page whose jobs are rare may take the server a
-	// bounded time to find (2 s), after which the call fails with
+	// bounded time to find (250 ms), after which the call fails with
 	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
