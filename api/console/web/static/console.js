@@ -48,7 +48,8 @@
       if (h.length > maxPoints) h.shift();
       history.set(q, h);
       const rates = h.map((p) => p.rate), fails = h.map((p) => p.fail);
-      draw(row, "rate", rates, rates[rates.length - 1].toFixed(1) + "/s");
+      const r = rates[rates.length - 1];
+      draw(row, "rate", rates, r.toFixed(r >= 10 ? 0 : r >= 1 ? 1 : 2) + "/s");
       draw(row, "fail", fails, (fails[fails.length - 1] * 100).toFixed(0) + "%", 1);
     }
   }
