@@ -20,7 +20,8 @@ func TestListJobsTypeTimeScheduled(t *testing.T) {
 	b := setup(t)
 	now := b.insert(store.JobInsertParams{Queue: b.queue, Type: "email.send"})
 	delayed := b.insert(store.JobInsertParams{Queue: b.queue, Type: "report.build", RunAt: time.Now().Add(time.Hour)})
-	done := b.finish(b.lease(b.register(1), b.insert(store.JobInsertParams{Queue: b.queue, Type: "email.send"}), true), true, nil)
+	worker := b.register(2)
+	done := b.finish(b.lease(worker, b.insert(store.JobInsertParams{Queue: b.queue, Type: "email.send"}), true), true, nil)
 
 	list := func(req *jqv1.ListJobsRequest) []string {
 		t.Helper()
@@ -49,15 +50,22 @@ func TestListJobsTypeTimeScheduled(t *testing.T) {
 		requireCode(t, connect.CodeInvalidArgument, err, name)
 	}
 
+	// A failure reported for a job never acked: one event row records both its transitions
+	// (ASSIGNED → RUNNING → FAILED); it is one finished attempt, a failed one.
+	b.finish(b.lease(worker, b.insert(store.JobInsertParams{Queue: b.queue, Type: "report.build"}), false), false, nil)
+
 	st, err := b.cl.Queues.GetQueueStats(b.ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: b.queue}))
 	require.NoError(t, err)
 	s := st.Msg.GetStats()
 	require.EqualValues(t, 2, s.GetPending())
 	require.EqualValues(t, 1, s.GetDone())
+	require.EqualValues(t, 1, s.GetFailed())
 	require.False(t, s.GetDoneEstimated())
-	require.EqualValues(t, 1, s.GetFinished())
-	require.EqualValues(t, 1, s.GetFinishedLastMinute())
-	require.Zero(t, s.GetFailedAttempts())
+	require.EqualValues(t, 2, s.GetFinished())
+	require.EqualValues(t, 2, s.GetFinishedLastMinute())
+	require.EqualValues(t, 1, s.GetFailedAttempts())
+	require.EqualValues(t, 1, s.GetFailedLastMinute())
+	require.InDelta(t, 0.5, s.GetErrorRate(), 1e-9)
 	require.Positive(t, s.GetWindow().AsDuration())
 	require.LessOrEqual(t, s.GetWindow().AsDuration(), queue.RecentWindow)
 
