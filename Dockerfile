@@ -53,8 +53,8 @@ LABEL org.opencontainers.image.title="jq" \
       org.opencontainers.image.revision="${COMMIT}"
 # Numeric, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 65532:65532
-# API (gRPC/Connect), server metrics and health, worker metrics and health, producer metrics.
-EXPOSE 50051 9090 8080 9091 8081 9092
+# API (gRPC/Connect), server metrics and health, web console, worker metrics and health, producer metrics.
+EXPOSE 50051 9090 8080 8088 9091 8081 9092
 ENV JQ_ROLE=server
 # No shell in the image: the binary probes its own role's /readyz (roles/healthcheck).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["/jq", "healthcheck"]

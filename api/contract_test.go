@@ -153,7 +153,9 @@ func TestFields(t *testing.T) {
 		},
 		"ListJobsRequest": {
 			"queue": "string", "states": "repeated jq.v1.JobState", "page_size": "int32",
-			"page_token": "string", "labels": ss,
+			"page_token": "string", "labels": ss, "include_payloads": "bool", "type": "string",
+			"created_after": ts, "created_before": ts, "completed_after": ts, "completed_before": ts,
+			"scheduled": "bool",
 		},
 		"Queue": {
 			"name": "string", "max_retries": "int32", "ttl": dur, "priority_weights": "map<int32,int32>",
@@ -167,6 +169,8 @@ func TestFields(t *testing.T) {
 			"queue": "string", "pending": "int64", "assigned": "int64", "running": "int64", "done": "int64",
 			"failed": "int64", "dead_lettered": "int64", "total_processed": "int64",
 			"avg_processing_time": dur, "error_rate": "double", "oldest_pending_age": dur,
+			"done_estimated": "bool", "window": dur, "finished": "int64", "failed_attempts": "int64",
+			"finished_last_minute": "int64", "failed_last_minute": "int64",
 		},
 		"Worker": {
 			"id": "string", "hostname": "string", "status": "jq.v1.WorkerStatus", "concurrency": "int32",

@@ -96,3 +96,17 @@ func TestChecksum(t *testing.T) {
 	require.Equal(t, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", queue.Checksum(nil))
 	require.Equal(t, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", queue.Checksum([]byte("abc")))
 }
+
+func TestQueueStatsThroughput(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s    queue.QueueStats
+		want float64
+	}{
+		{queue.QueueStats{FinishedLastMinute: 120, Window: time.Hour}, 2},
+		{queue.QueueStats{FinishedLastMinute: 60, Window: 30 * time.Second}, 2},
+		{queue.QueueStats{FinishedLastMinute: 5}, 0},
+	} {
+		require.InDelta(t, c.want, c.s.Throughput(), 1e-9, "%+v", c.s)
+	}
+}

@@ -50,7 +50,10 @@ func (q *Queue) RetryPolicy() RetryPolicy {
 	return RetryPolicy{Base: q.BackoffBase, Max: q.BackoffMax}
 }
 
-// QueueStats is a snapshot of one queue (FR-028).
+// QueueStats is a snapshot of one queue (FR-028). Every count but Done is exact and current;
+// Done is exact up to ExactDoneLimit and an estimate beyond (DoneEstimated). The recent figures
+// (Finished, FailedAttempts, ErrorRate, AvgProcessingTime) cover Window; the last minute's
+// (FinishedLastMinute, FailedLastMinute) feed a live throughput.
 type QueueStats struct {
 	Queue string
 
@@ -61,14 +64,56 @@ type QueueStats struct {
 	Failed       int64
 	DeadLettered int64
 
-	// TotalProcessed counts jobs that finished: DONE + DEAD_LETTERED.
+	// DoneEstimated: the queue holds more than ExactDoneLimit DONE jobs and Done is an estimate
+	// from the database's statistics (the planner's row count of the queue less its exact live
+	// counts), never less than ExactDoneLimit.
+	DoneEstimated bool
+
+	// TotalProcessed counts finished jobs still stored: Done + DeadLettered (an estimate when
+	// DoneEstimated).
 	TotalProcessed int64
-	// AvgProcessingTime is the mean of completed_at-started_at over DONE jobs.
-	AvgProcessingTime time.Duration
-	// ErrorRate is DEAD_LETTERED / TotalProcessed, 0 when nothing finished.
+
+	// Window is the span the recent figures cover: RecentWindow, or less when more events than
+	// RecentEventsLimit (over all queues) happened in it.
+	Window time.Duration
+	// Finished counts the attempts that finished in Window (successes and failures; each retry
+	// counts), FailedAttempts those of them that failed.
+	Finished, FailedAttempts int64
+	// ErrorRate is FailedAttempts / Finished, 0 when nothing finished in Window.
 	ErrorRate float64
-	// OldestPendingAge is the age of the oldest PENDING job, 0 when none.
+	// AvgProcessingTime is the mean run time (completed_at - started_at) of the latest successes
+	// in Window, up to RecentRunTimesLimit of them; 0 when none.
+	AvgProcessingTime time.Duration
+	// FinishedLastMinute and FailedLastMinute are Finished and FailedAttempts over the last minute
+	// (over Window when it is shorter).
+	FinishedLastMinute, FailedLastMinute int64
+
+	// OldestPendingAge is the age of the oldest due PENDING job (now - max(created_at,
+	// not_before)), 0 when none is due.
 	OldestPendingAge time.Duration
+}
+
+// Bounds of QueueStats: what a backend reads to compute it, so that its cost does not grow with
+// the history the queue keeps.
+const (
+	// ExactDoneLimit is how many DONE jobs QueueStats counts one by one; beyond, it estimates.
+	ExactDoneLimit = 10_000
+	// RecentWindow is the span of QueueStats' recent figures.
+	RecentWindow = time.Hour
+	// RecentEventsLimit is how many of the newest events (of every queue) QueueStats reads for
+	// them at most.
+	RecentEventsLimit = 20_000
+	// RecentRunTimesLimit is how many of the latest successes AvgProcessingTime averages.
+	RecentRunTimesLimit = 200
+)
+
+// Throughput is the attempts finished per second over the last minute (or Window when shorter).
+func (s *QueueStats) Throughput() float64 {
+	span := min(time.Minute, s.Window)
+	if span <= 0 {
+		return 0
+	}
+	return float64(s.FinishedLastMinute) / span.Seconds()
 }
 
 // Count returns the number of jobs in state s.

@@ -203,6 +203,16 @@ func TestAdminJobsE2E(t *testing.T) {
 	require.Equal(t, []string{bad}, jsonIDs(jsonList(t, listed, "jobs")))
 	require.Contains(t, a.ok("job", "list", "--queue", "e2e", "--status", "dead_lettered"), bad)
 
+	// Type, label, time and scheduled filters.
+	require.Equal(t, []string{bad, id}, jsonIDs(jsonList(t, a.json([]string{"jobs"}, "job", "list", "--queue", "e2e", "--type", "exec"), "jobs")))
+	require.Equal(t, []string{id}, jsonIDs(jsonList(t, a.json([]string{"jobs"}, "job", "list", "--label", "team=ops"), "jobs")))
+	require.Empty(t, jsonList(t, a.json([]string{"jobs"}, "job", "list", "--type", "exec", "--created-before", "1h"), "jobs"))
+	require.Len(t, jsonList(t, a.json([]string{"jobs"}, "job", "list", "--queue", "e2e", "--completed-after", "10m",
+		"--completed-before", time.Now().Add(time.Minute).UTC().Format(time.RFC3339)), "jobs"), 2)
+	later := a.submit("--queue", "e2e", "--type", "noop", "--payload", "{}", "--run-at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	require.Equal(t, []string{later}, jsonIDs(jsonList(t, a.json([]string{"jobs"}, "job", "list", "--scheduled"), "jobs")))
+	a.fails(2, "--created-after", "job", "list", "--created-after", "yesterday")
+
 	// Its log: every transition in order.
 	logs := a.json([]string{"events"}, "job", "logs", bad)
 	var path []string
@@ -297,7 +307,13 @@ func TestAdminQueuesE2E(t *testing.T) {
 	require.EqualValues(t, 0, jsonNum(t, st["pending"]))
 	require.EqualValues(t, 4, jsonNum(t, st["total_processed"]))
 	require.InDelta(t, 0.25, st["error_rate"], 1e-9)
-	require.Contains(t, a.ok("queue", "stats", "counted"), "25.0%")
+	require.Equal(t, false, st["done_estimated"], "4 jobs are counted, not estimated")
+	require.EqualValues(t, 4, jsonNum(t, st["finished"]))
+	require.EqualValues(t, 1, jsonNum(t, st["failed_attempts"]))
+	statsTable := a.ok("queue", "stats", "counted")
+	for _, w := range []string{"25.0%", "RECENT WINDOW", "FINISHED ATTEMPTS", "4 (1 failed)", "THROUGHPUT", "DONE + DEAD_LETTERED"} {
+		require.Contains(t, statsTable, w)
+	}
 
 	// Peek: the next jobs in dispatch order (nothing serves "peeked"), and the dead-letter tail.
 	low := a.submit("--queue", "peeked", "--payload", "{}", "--priority", "1")

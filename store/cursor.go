@@ -110,5 +110,22 @@ func (p JobListParams) filterHash() uint64 {
 		w.str("principal")
 		w.str(p.Principal)
 	}
+	if p.Type != "" {
+		w.str("type")
+		w.str(p.Type)
+	}
+	for _, t := range []struct {
+		name string
+		at   time.Time
+	}{{"created_after", p.CreatedAfter}, {"created_before", p.CreatedBefore},
+		{"completed_after", p.CompletedAfter}, {"completed_before", p.CompletedBefore}} {
+		if !t.at.IsZero() {
+			w.str(t.name)
+			w.int(t.at.UnixNano())
+		}
+	}
+	if p.Scheduled {
+		w.str("scheduled")
+	}
 	return binary.BigEndian.Uint64(h.Sum(nil))
 }

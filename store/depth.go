@@ -1,6 +1,18 @@
 package store
 
-import "github.com/jq-dev/jq/queue"
+import (
+	"context"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// DepthStore measures how much work the system holds, for the depth gauges and the API's status.
+type DepthStore interface {
+	// DepthSnapshot counts the jobs of every queue in each of DepthStates, every queue's name, and
+	// the workers ONLINE or DRAINING. Its cost follows the live jobs, not the history: it must not
+	// read the DONE jobs.
+	DepthSnapshot(ctx context.Context) (DepthSnapshot, error)
+}
 
 // DepthSnapshot is one measurement of how much work the system holds, for the queue-depth gauges
 // (jq_job_queue_depth, jq_queue_length, jq_worker_active_count). Every replica reads the same

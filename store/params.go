@@ -78,6 +78,16 @@ type JobListParams struct {
 	CancelledIn map[queue.State]bool
 	// Principal, when set, lists only the jobs that principal submitted.
 	Principal string
+	// Type, when set, lists only the jobs of that type.
+	Type string
+	// CreatedAfter (inclusive) and CreatedBefore (exclusive) bound created_at; zero: unbounded.
+	CreatedAfter, CreatedBefore time.Time
+	// CompletedAfter (inclusive) and CompletedBefore (exclusive) bound completed_at (set when a
+	// job became DONE or DEAD_LETTERED); a job that has not completed never matches either.
+	CompletedAfter, CompletedBefore time.Time
+	// Scheduled lists only the PENDING jobs not due yet (not_before after the store's now): delayed
+	// submits and retries in their backoff. States must be empty or exactly PENDING with it.
+	Scheduled bool
 	// Ascending lists oldest first (created_at ASC, id ASC) instead of newest first. A cursor
 	// continues only a listing in the same direction.
 	Ascending bool

@@ -39,8 +39,11 @@ type QueueStore interface {
 	// QueueSetPaused pauses or resumes dispatch from a queue; submits are accepted either way.
 	// Errors: ErrQueueNotFound.
 	QueueSetPaused(ctx context.Context, p QueueSetPausedParams) (*queue.Queue, error)
-	// QueueStats counts the queue's jobs by state and summarises finished ones (FR-028).
-	// Errors: ErrQueueNotFound.
+	// QueueStats counts the queue's jobs by state and summarises the recent finished attempts
+	// (FR-028), as queue.QueueStats documents each figure: the live states exactly, DONE exactly up
+	// to queue.ExactDoneLimit and estimated beyond, the recent figures over queue.RecentWindow read
+	// from at most queue.RecentEventsLimit events. Its cost must not grow with the history the
+	// queue keeps. Errors: ErrQueueNotFound.
 	QueueStats(ctx context.Context, name string) (*queue.QueueStats, error)
 }
 

@@ -291,6 +291,22 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 			errs = append(errs, invalid("cancelled filter: unknown job state %s", queue.Excerpt(string(s))))
 		}
 	}
+	if p.Type != "" {
+		if err := ValidateJobType("type", p.Type); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !p.CreatedAfter.IsZero() && !p.CreatedBefore.IsZero() && !p.CreatedBefore.After(p.CreatedAfter) {
+		errs = append(errs, invalid("created_before %s is not after created_after %s",
+			p.CreatedBefore.UTC().Format(time.RFC3339), p.CreatedAfter.UTC().Format(time.RFC3339)))
+	}
+	if !p.CompletedAfter.IsZero() && !p.CompletedBefore.IsZero() && !p.CompletedBefore.After(p.CompletedAfter) {
+		errs = append(errs, invalid("completed_before %s is not after completed_after %s",
+			p.CompletedBefore.UTC().Format(time.RFC3339), p.CompletedAfter.UTC().Format(time.RFC3339)))
+	}
+	if p.Scheduled && (len(p.States) > 1 || len(p.States) == 1 && p.States[0] != queue.StatePending) {
+		errs = append(errs, invalid("scheduled jobs are PENDING: a states filter with it must be empty or PENDING"))
+	}
 	switch {
 	case p.Limit < 0:
 		errs = append(errs, invalid("limit %d is negative", p.Limit))
@@ -305,7 +321,7 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 		case err != nil:
 			errs = append(errs, err)
 		case c.Filter != p.filterHash():
-			errs = append(errs, invalid("page_token belongs to a listing with other filters or order (queue, states, labels, sort)"))
+			errs = append(errs, invalid("page_token belongs to a listing with other filters or order (queue, states, labels, type, times, sort)"))
 		}
 		cursor = &c
 	}

@@ -143,6 +143,9 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 	f := filterOf(r.PostForm)
 	f.Page = ""
 	to := back(r, "/jobs?"+f.Query())
+	if f.Scheduled {
+		to = back(r, "/scheduled?"+f.Query())
+	}
 	if !confirmed(r) {
 		c.done(w, r, to, errNotConfirmed, "")
 		return

@@ -3,9 +3,11 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,9 +18,10 @@ import (
 )
 
 // BenchmarkPages times each console page, rendered end to end (the browser's request, the
-// console, the API in-process, Postgres), over a table of JQ_CONSOLE_BENCH_JOBS jobs (default
-// 10 000; docs/performance.md records 1 000 000) made with SQL: three queues, 94 % DONE, 3 %
-// DEAD_LETTERED, 2 % PENDING (half of them delayed), 1 % FAILED, a "tenant" label of 100 values.
+// console, the API in-process, Postgres), over a history of JQ_CONSOLE_BENCH_JOBS jobs (default
+// 10 000; docs/performance.md records 1 000 000) and their events, made with SQL
+// (testdata/bench_jobs.sql): three queues, 86 % DONE, 10 % PENDING (half of them delayed), 3 %
+// DEAD_LETTERED, 1 % FAILED, three types, a "tenant" label of 100 values.
 //
 //	JQ_CONSOLE_BENCH_JOBS=1000000 go test ./api/console -run '^$' -bench Pages -benchtime 20x
 func BenchmarkPages(b *testing.B) {
@@ -28,6 +31,8 @@ func BenchmarkPages(b *testing.B) {
 		n, err = strconv.Atoi(s)
 		require.NoError(b, err)
 	}
+	fixture, err := os.ReadFile("testdata/bench_jobs.sql")
+	require.NoError(b, err)
 	e := start(b)
 	for _, q := range []string{"bulk", "mail"} {
 		e.createQueue(b, q)
@@ -38,25 +43,24 @@ func BenchmarkPages(b *testing.B) {
 	require.NoError(b, err)
 	defer func() { _ = conn.Close(c) }()
 	began := time.Now()
-	_, err = conn.Exec(c, `
-INSERT INTO jobs (id, queue, type, payload, priority, state, max_retries, spec_hash, labels, created_at, updated_at,
-                  not_before, started_at, completed_at, worker_id, attempt, failure_reason, last_error)
-SELECT gen_random_uuid(), (ARRAY['bulk','mail','default'])[1 + i % 3], 'email.send',
-       convert_to('{"to":"user' || i || '@example.com"}', 'UTF8'), i % 10, st, 3, '\x00'::bytea,
-       jsonb_build_object('tenant', 't' || (i % 100)), ts, ts,
-       CASE WHEN st = 'PENDING' AND i % 2 = 0 THEN now() + interval '1 hour' ELSE ts END,
-       CASE WHEN st IN ('DONE', 'FAILED', 'DEAD_LETTERED') THEN ts END,
-       CASE WHEN st IN ('DONE', 'DEAD_LETTERED') THEN ts + interval '20 ms' END,
-       CASE WHEN st = 'PENDING' THEN '' ELSE 'w-' || (i % 8) END,
-       CASE WHEN st = 'PENDING' THEN 0 ELSE 1 END,
-       CASE WHEN st IN ('FAILED', 'DEAD_LETTERED') THEN 'error' ELSE '' END,
-       CASE WHEN st IN ('FAILED', 'DEAD_LETTERED') THEN 'smtp: 550 mailbox unavailable' ELSE '' END
-FROM (SELECT i, now() - make_interval(secs => ($1::int - i) / 100.0) AS ts,
-             CASE WHEN i % 100 < 94 THEN 'DONE' WHEN i % 100 < 97 THEN 'DEAD_LETTERED'
-                  WHEN i % 100 < 99 THEN 'PENDING' ELSE 'FAILED' END AS st
-      FROM generate_series(1, $1::int) AS i) g`, n)
+	// The fixture's statements in one transaction (the server's retry sweep must not see the jobs
+	// before their events); the jobs' takes the job count as $1.
+	err = pgx.BeginFunc(c, conn, func(tx pgx.Tx) error {
+		for stmt := range strings.SplitSeq(string(fixture), ";\n") {
+			var args []any
+			if strings.Contains(stmt, "$1") {
+				args = append(args, n)
+			}
+			if strings.Contains(stmt, "INSERT") {
+				if _, err := tx.Exec(c, stmt, args...); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 	require.NoError(b, err)
-	_, err = conn.Exec(c, "ANALYZE jobs")
+	_, err = conn.Exec(c, "VACUUM ANALYZE jobs, job_events")
 	require.NoError(b, err)
 	b.Logf("%d jobs inserted and analyzed in %s", n, time.Since(began).Round(time.Millisecond))
 
@@ -77,6 +81,13 @@ FROM (SELECT i, now() - make_interval(secs => ($1::int - i) / 100.0) AS ts,
 		{"jobs_state_pending", "/jobs?state=PENDING"},
 		{"jobs_queue_state_failed", "/jobs?queue=mail&state=FAILED"},
 		{"jobs_label", "/jobs?label=tenant%3Dt7"},
+		{"jobs_label_none", "/jobs?label=tenant%3Dnone"},
+		{"jobs_type", "/jobs?type=report.build"},
+		{"jobs_created_between", "/jobs?created_from=" + url.QueryEscape(time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04")) +
+			"&created_to=" + url.QueryEscape(time.Now().UTC().Add(-30*time.Minute).Format("2006-01-02T15:04"))},
+		{"jobs_completed_after", "/jobs?completed_from=" + url.QueryEscape(time.Now().UTC().Add(-10*time.Minute).Format("2006-01-02T15:04"))},
+		{"scheduled", "/scheduled"},
+		{"scheduled_queue", "/scheduled?queue=mail"},
 		{"dead", "/dead"},
 		{"dead_queue", "/dead?queue=mail"},
 		{"job", "/jobs/" + id},
@@ -84,9 +95,11 @@ FROM (SELECT i, now() - make_interval(secs => ($1::int - i) / 100.0) AS ts,
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
-				resp, _ := br.get(p.path, nil)
-				if resp.StatusCode != http.StatusOK {
-					b.Fatalf("%s: %d", p.path, resp.StatusCode)
+				resp, body := br.get(p.path, nil)
+				// A filter without an index may meet its scan bound: the page says to narrow it.
+				bounded := resp.StatusCode == http.StatusTooManyRequests && strings.Contains(body, "narrow the listing")
+				if resp.StatusCode != http.StatusOK && !bounded {
+					b.Fatalf("%s: %d\n%s", p.path, resp.StatusCode, body)
 				}
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/roles"
@@ -244,6 +245,18 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, dead).GetState())
 	require.Equal(t, false, eval(`window.alerted !== undefined`), "a label's script did not run")
 
+	// The scheduled view: a delayed job, found through the filter form by its type.
+	later := e.submit(t, &jqv1.JobSpec{Queue: "default", Type: "report.build", RunAt: timestamppb.New(time.Now().Add(time.Hour))})
+	do("scheduled view",
+		chromedp.Navigate(e.ui+"/scheduled"),
+		chromedp.SendKeys(chromedp.CSS(`.filters input[name="type"]`), "report.build"),
+		chromedp.Submit(chromedp.CSS(`.filters input[name="type"]`)),
+		visible(`a[href="/jobs/`+later+`"]`),
+		shot("scheduled"),
+	)
+	require.Contains(t, eval(`location.search`), "type=report.build")
+	require.EqualValues(t, 1, eval(`document.querySelectorAll('#live tbody a[href^="/jobs/"]').length`), "only the delayed job")
+
 	// The overview at 1280 px, in dark mode and on a phone; the workers page.
 	do("overview shots",
 		chromedp.Navigate(e.ui+"/"),
@@ -266,7 +279,7 @@ func TestBrowser(t *testing.T) {
 	// A viewer sees the same pages without a single action.
 	do("sign out", click(`.who button`))
 	signIn("viewer")
-	for _, p := range []string{"/", "/queues/parked", "/jobs", "/jobs/" + dead, "/dead", "/workers"} {
+	for _, p := range []string{"/", "/queues/parked", "/jobs", "/scheduled", "/jobs/" + dead, "/dead", "/workers"} {
 		do("viewer "+p, chromedp.Navigate(e.ui+p), visible(`main h1`))
 		require.EqualValues(t, 0, eval(`document.querySelectorAll('form[action^="/actions/"]').length`), "%s shows a viewer an action", p)
 		require.EqualValues(t, 0, eval(`document.querySelectorAll('main button').length - document.querySelectorAll('.filters button').length`),

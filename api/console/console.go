@@ -94,6 +94,7 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("GET /jobs", c.page(c.jobsPage))
 	c.mux.HandleFunc("GET /jobs/{id}", c.page(c.jobPage))
 	c.mux.HandleFunc("GET /dead", c.page(c.deadPage))
+	c.mux.HandleFunc("GET /scheduled", c.page(c.scheduledPage))
 	c.mux.HandleFunc("GET /workers", c.page(c.workersPage))
 	for name, act := range c.actions() {
 		c.mux.HandleFunc("POST /actions/"+name, c.action(act))

@@ -37,11 +37,22 @@ type env struct {
 // start runs a jq server with the console on and three tokens: admin, viewer and producer.
 func start(t testing.TB, extraEnv ...string) *env {
 	t.Helper()
+	return startWith(t, nil, extraEnv...)
+}
+
+// startWith is start with the tokens of another env (nil: new ones), so that two servers accept
+// the same credentials.
+func startWith(t testing.TB, tokens map[string]string, extraEnv ...string) *env {
+	t.Helper()
 	e := &env{tokens: map[string]string{}}
 	var entries []string
 	for _, role := range []auth.Role{auth.RoleAdmin, auth.RoleViewer, auth.RoleProducer, auth.RoleWorker} {
-		tok, err := auth.NewToken()
-		require.NoError(t, err)
+		tok := tokens[string(role)]
+		if tok == "" {
+			var err error
+			tok, err = auth.NewToken()
+			require.NoError(t, err)
+		}
 		e.tokens[string(role)] = tok
 		entries = append(entries, auth.TokenEntry{Name: string(role) + "-user", Roles: []auth.Role{role}, SHA256: auth.HashToken(tok)}.String())
 	}
@@ -217,3 +228,10 @@ func (e *env) job(t *testing.T, id string) *jqv1.Job {
 }
 
 func connectReq[T any](m *T) *connect.Request[T] { return connect.NewRequest(m) }
+
+// cookies are the browser's cookies for the console.
+func (b *browser) cookies() []*http.Cookie {
+	u, err := url.Parse(b.base)
+	require.NoError(b.t, err)
+	return b.hc.Jar.Cookies(u)
+}

@@ -5,8 +5,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
@@ -85,7 +87,8 @@ func TestConsole(t *testing.T) {
 		id := e.submit(t, &jqv1.JobSpec{Queue: "pages", Type: "noop", Payload: []byte(`{"n":1}`), Labels: map[string]string{"team": "a"}})
 		for _, role := range []string{"admin", "viewer"} {
 			b := e.signedIn(t, role)
-			for _, p := range []string{"/", "/queues/pages", "/jobs", "/jobs?queue=pages&state=PENDING&label=team%3Da", "/jobs/" + id, "/dead", "/dead?queue=pages", "/workers"} {
+			for _, p := range []string{"/", "/queues/pages", "/jobs", "/jobs?queue=pages&state=PENDING&label=team%3Da", "/jobs/" + id, "/dead", "/dead?queue=pages", "/workers",
+				"/scheduled", "/scheduled?queue=pages&type=noop", "/jobs?type=noop&created_from=2020-01-02T03:04&completed_to=2100-01-01T00:00:00"} {
 				resp, body := b.get(p, nil)
 				require.Equal(t, http.StatusOK, resp.StatusCode, "%s as %s:\n%s", p, role, body)
 				require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
@@ -114,13 +117,16 @@ func TestConsole(t *testing.T) {
 			status int
 			text   string
 		}{
-			"/jobs?id=nope":                              {http.StatusBadRequest, "invalid_argument: job id &#34;nope&#34; is not a UUID"},
-			"/jobs?state=SLEEPING":                       {http.StatusBadRequest, "invalid_argument: state &#34;SLEEPING&#34;"},
-			"/jobs?label=nolabel":                        {http.StatusBadRequest, "invalid_argument: label &#34;nolabel&#34;"},
-			"/jobs?page=garbage":                         {http.StatusBadRequest, "invalid_argument:"},
-			"/queues/no-such-queue":                      {http.StatusNotFound, "not_found:"},
-			"/queues/BAD!":                               {http.StatusBadRequest, "invalid_argument:"},
-			"/jobs/00000000-0000-4000-8000-000000000000": {http.StatusNotFound, "not_found:"},
+			"/jobs?id=nope":                                       {http.StatusBadRequest, "invalid_argument: job id &#34;nope&#34; is not a UUID"},
+			"/jobs?state=SLEEPING":                                {http.StatusBadRequest, "invalid_argument: state &#34;SLEEPING&#34;"},
+			"/jobs?label=nolabel":                                 {http.StatusBadRequest, "invalid_argument: label &#34;nolabel&#34;"},
+			"/jobs?created_from=yesterday":                        {http.StatusBadRequest, "invalid_argument: created from &#34;yesterday&#34;: want a UTC time"},
+			"/jobs?created_from=2026-01-02&created_to=2026-01-01": {http.StatusBadRequest, "created_before 2026-01-01T00:00:00Z is not after"},
+			"/jobs?type=has%20space":                              {http.StatusBadRequest, "type &#34;has space&#34;: want"},
+			"/jobs?page=garbage":                                  {http.StatusBadRequest, "invalid_argument:"},
+			"/queues/no-such-queue":                               {http.StatusNotFound, "not_found:"},
+			"/queues/BAD!":                                        {http.StatusBadRequest, "invalid_argument:"},
+			"/jobs/00000000-0000-4000-8000-000000000000":          {http.StatusNotFound, "not_found:"},
 		} {
 			resp, body := b.get(p, nil)
 			require.Equal(t, want.status, resp.StatusCode, "%s:\n%s", p, body)
@@ -267,6 +273,49 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, "1 dead letters purged", flash)
 		_, err = e.jobs.GetJob(ctx(t), connectReq(&jqv1.GetJobRequest{JobId: other}))
 		require.Error(t, err)
+	})
+
+	t.Run("TypeTimeAndScheduledViews", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "views")
+		b := e.signedIn(t, "admin")
+		b.act("queue-pause", url.Values{"name": {"views"}}) // nothing runs the jobs under the test
+		now := e.submit(t, &jqv1.JobSpec{Queue: "views", Type: "email.send"})
+		report := e.submit(t, &jqv1.JobSpec{Queue: "views", Type: "report.build"})
+		later := e.submit(t, &jqv1.JobSpec{Queue: "views", Type: "email.send", RunAt: timestamppb.New(time.Now().Add(time.Hour))})
+
+		_, body := b.get("/jobs?queue=views&type=email.send", nil)
+		require.Contains(t, body, now[:8])
+		require.Contains(t, body, later[:8])
+		require.NotContains(t, body, report[:8], "another type")
+		future := time.Now().UTC().Add(time.Hour).Format("2006-01-02T15:04")
+		_, body = b.get("/jobs?queue=views&created_from="+future, nil)
+		require.Contains(t, body, "No jobs match.")
+		_, body = b.get("/jobs?queue=views&completed_from=2020-01-01T00:00", nil)
+		require.Contains(t, body, "No jobs match.", "nothing completed")
+
+		_, body = b.get("/scheduled?queue=views", nil)
+		require.Contains(t, body, later[:8], "the scheduled view lists the delayed job")
+		require.NotContains(t, body, now[:8], "and not the due ones")
+		require.Contains(t, body, `aria-current="page">Scheduled`)
+		// The bulk form carries the whole filter: cancelling from the scheduled view takes only the
+		// delayed job, not the due one of the same queue and type.
+		require.Contains(t, body, `name="scheduled" value="1"`)
+		_, flash := b.act("jobs-bulk", url.Values{"op": {"cancel"}, "queue": {"views"}, "type": {"email.send"}, "scheduled": {"1"}})
+		require.Equal(t, "cancel: 1 jobs", flash)
+		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, e.job(t, later).GetState())
+		require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, now).GetState())
+		_, body = b.get("/jobs?queue=views&type=email.send&state=PENDING", nil)
+		require.Contains(t, body, `name="type" value="email.send"`, "the job list's bulk forms carry the type too")
+
+		// The counts say what they are.
+		_, body = b.get("/queues/views", nil)
+		for _, w := range []string{"Throughput", "attempts finished, last minute", "of the attempts finished in the last", "stored"} {
+			require.Contains(t, body, w)
+		}
+		_, body = b.get("/", nil)
+		require.Contains(t, body, `data-rate="0"`)
+		require.Contains(t, body, "beyond that an estimate (≈)")
 	})
 
 	t.Run("JobActionsAndWorkers", func(t *testing.T) {

@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
@@ -125,13 +127,20 @@ type jobFilter struct {
 	Queue string
 	State string // a JobState name without its prefix ("PENDING"); "" any
 	Label string // "k=v[,k=v]"
-	Page  string // the API's page token
+	Type  string
+	// Time bounds as the form sends them: UTC, "2006-01-02T15:04" (datetime-local) or RFC 3339.
+	CreatedFrom, CreatedTo, CompletedFrom, CompletedTo string
+	Scheduled                                          bool   // PENDING and not yet due (/scheduled)
+	Page                                               string // the API's page token
 }
 
 func filterOf(form url.Values) jobFilter {
+	get := func(k string) string { return strings.TrimSpace(form.Get(k)) }
 	return jobFilter{
-		Queue: strings.TrimSpace(form.Get("queue")), State: strings.TrimSpace(form.Get("state")),
-		Label: strings.TrimSpace(form.Get("label")), Page: form.Get("page"),
+		Queue: get("queue"), State: get("state"), Label: get("label"), Type: get("type"),
+		CreatedFrom: get("created_from"), CreatedTo: get("created_to"),
+		CompletedFrom: get("completed_from"), CompletedTo: get("completed_to"),
+		Scheduled: get("scheduled") == "1", Page: form.Get("page"),
 	}
 }
 
@@ -142,21 +151,59 @@ func (f jobFilter) Query() string { return f.query("") }
 // making (url.Values.Encode), so the template may use it as a whole href.
 func (f jobFilter) Link(token string) template.URL { return template.URL("?" + f.query(token)) } //nolint:gosec // encoded here
 
+// Fields are the filter's fields by form name, for the hidden inputs of a bulk action's form: the
+// action must act on exactly what the page lists.
+func (f jobFilter) Fields() map[string]string {
+	m := map[string]string{
+		"queue": f.Queue, "state": f.State, "label": f.Label, "type": f.Type,
+		"created_from": f.CreatedFrom, "created_to": f.CreatedTo,
+		"completed_from": f.CompletedFrom, "completed_to": f.CompletedTo,
+	}
+	if f.Scheduled {
+		m["scheduled"] = "1"
+	}
+	return m
+}
+
+// Narrowed says whether a filter beyond queue and state is set (dead letters are purged by queue
+// only).
+func (f jobFilter) Narrowed() bool {
+	return f.Label != "" || f.Type != "" || f.CreatedFrom != "" || f.CreatedTo != "" || f.CompletedFrom != "" || f.CompletedTo != ""
+}
+
 func (f jobFilter) query(page string) string {
 	v := url.Values{}
-	for k, s := range map[string]string{"queue": f.Queue, "state": f.State, "label": f.Label, "page": page} {
+	for k, s := range f.Fields() {
 		if s != "" {
 			v.Set(k, s)
 		}
+	}
+	if page != "" {
+		v.Set("page", page)
 	}
 	return v.Encode()
 }
 
 var errBadFilter = errors.New("bad filter")
 
+// formTimeLayouts are the time forms a filter accepts, all in UTC unless they say otherwise.
+var formTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339Nano, "2006-01-02"}
+
+func formTime(name, s string) (*timestamppb.Timestamp, error) {
+	if s == "" {
+		return nil, nil
+	}
+	for _, layout := range formTimeLayouts {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return timestamppb.New(t), nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s %q: want a UTC time such as 2026-01-02T15:04", errBadFilter, name, oneLine(s, 40))
+}
+
 // request is the filter as a ListJobs request.
 func (f jobFilter) request(size int32) (*jqv1.ListJobsRequest, error) {
-	req := &jqv1.ListJobsRequest{Queue: f.Queue, PageSize: size, PageToken: f.Page}
+	req := &jqv1.ListJobsRequest{Queue: f.Queue, PageSize: size, PageToken: f.Page, Type: f.Type, Scheduled: f.Scheduled}
 	if f.State != "" {
 		st, ok := jqv1.JobState_value["JOB_STATE_"+strings.ToUpper(f.State)]
 		if !ok || st == 0 {
@@ -174,13 +221,23 @@ func (f jobFilter) request(size int32) (*jqv1.ListJobsRequest, error) {
 			req.Labels[k] = v
 		}
 	}
+	var err error
+	for _, t := range []struct {
+		name, v string
+		dst     **timestamppb.Timestamp
+	}{{"created from", f.CreatedFrom, &req.CreatedAfter}, {"created to", f.CreatedTo, &req.CreatedBefore},
+		{"completed from", f.CompletedFrom, &req.CompletedAfter}, {"completed to", f.CompletedTo, &req.CompletedBefore}} {
+		if *t.dst, err = formTime(t.name, t.v); err != nil {
+			return nil, err
+		}
+	}
 	return req, nil
 }
 
 // States are the states a filter may name.
 var States = []string{"PENDING", "ASSIGNED", "RUNNING", "DONE", "FAILED", "DEAD_LETTERED"}
 
-// listData is a page of jobs (the job list and the dead letters).
+// listData is a page of jobs (the job list, the scheduled jobs and the dead letters).
 type listData struct {
 	Filter jobFilter
 	Queues []string
@@ -189,6 +246,8 @@ type listData struct {
 	Next   string
 	Err    string
 	Dead   bool
+	// Path is the list's page: /jobs, /scheduled or /dead.
+	Path string
 }
 
 func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, u *user) {
@@ -205,17 +264,27 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, u *user) {
 
 func (c *Console) deadPage(w http.ResponseWriter, r *http.Request, u *user) {
 	f := filterOf(r.URL.Query())
-	f.State = "DEAD_LETTERED"
+	f.State, f.Scheduled = "DEAD_LETTERED", false
 	c.list(w, r, u, f, true)
+}
+
+// scheduledPage lists the jobs not due yet: delayed submits and retries waiting for their backoff.
+func (c *Console) scheduledPage(w http.ResponseWriter, r *http.Request, u *user) {
+	f := filterOf(r.URL.Query())
+	f.State, f.Scheduled, f.CompletedFrom, f.CompletedTo = "", true, "", ""
+	c.list(w, r, u, f, false)
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request, u *user, f jobFilter, dead bool) {
 	ctx, cancel := u.ctx(r)
 	defer cancel()
-	d := listData{Filter: f, States: States, Dead: dead}
+	d := listData{Filter: f, States: States, Dead: dead, Path: "/jobs"}
 	name, nav, title := "jobs", "jobs", "Jobs"
-	if dead {
-		name, nav, title = "dead", "dead", "Dead letters"
+	switch {
+	case dead:
+		name, nav, title, d.Path = "dead", "dead", "Dead letters", "/dead"
+	case f.Scheduled:
+		name, nav, title, d.Path = "scheduled", "scheduled", "Scheduled jobs", "/scheduled"
 	}
 	if qs, err := c.api.queues.ListQueues(ctx, connect.NewRequest(&jqv1.ListQueuesRequest{})); err == nil {
 		for _, q := range qs.Msg.GetQueues() {

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // pageNames are the templates in web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "overview", "queue", "jobs", "job", "dead", "workers", "error"}
+var pageNames = []string{"login", "overview", "queue", "jobs", "job", "dead", "scheduled", "workers", "error"}
 
 type pages struct{ byName map[string]*template.Template }
 
@@ -148,12 +149,42 @@ var funcs = template.FuncMap{
 	"breaker": func(s jqv1.CircuitBreakerState) string {
 		return strings.ToLower(strings.TrimPrefix(s.String(), "CIRCUIT_BREAKER_STATE_"))
 	},
-	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
-	"path": url.PathEscape,
-	"rd":   roundDur,
+	"pct":        func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
+	"path":       url.PathEscape,
+	"rd":         roundDur,
+	"done":       doneCount,
+	"throughput": throughput,
+	"minuteFail": minuteFail,
 	"delayed": func(j *jqv1.Job, now time.Time) bool {
 		return j.GetState() == jqv1.JobState_JOB_STATE_PENDING && j.GetNotBefore().AsTime().After(now)
 	},
+}
+
+// doneCount is a queue's DONE count, "≈ n" when the server estimated it (past 10,000 DONE jobs it
+// does not count the history).
+func doneCount(s *jqv1.QueueStats) string {
+	n := strconv.FormatInt(s.GetDone(), 10)
+	if s.GetDoneEstimated() {
+		return "≈ " + n
+	}
+	return n
+}
+
+// throughput is the attempts finished per second over the last minute (the window when shorter).
+func throughput(s *jqv1.QueueStats) float64 {
+	span := min(time.Minute, s.GetWindow().AsDuration())
+	if span <= 0 {
+		return 0
+	}
+	return float64(s.GetFinishedLastMinute()) / span.Seconds()
+}
+
+// minuteFail is the share of the last minute's finished attempts that failed.
+func minuteFail(s *jqv1.QueueStats) float64 {
+	if s.GetFinishedLastMinute() == 0 {
+		return 0
+	}
+	return float64(s.GetFailedLastMinute()) / float64(s.GetFinishedLastMinute())
 }
 
 func stateName(s jqv1.JobState) string { return strings.TrimPrefix(s.String(), "JOB_STATE_") }

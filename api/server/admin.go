@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"math"
+	"slices"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -42,27 +44,25 @@ func (s *adminService) GetStatus(ctx context.Context, _ *connect.Request[jqv1.Ge
 	if !out.Healthy {
 		return connect.NewResponse(out), nil
 	}
-	workers, err := s.store.WorkerList(ctx)
+	// One statement over the live states' partial indexes (the depth gauges' snapshot), whatever
+	// the history holds: the status never counts DONE jobs.
+	snap, err := s.store.DepthSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range workers {
-		if w.Status == queue.WorkerOnline || w.Status == queue.WorkerDraining {
-			out.ActiveWorkers++
+	out.ActiveWorkers = int32(min(snap.ActiveWorkers, math.MaxInt32)) //nolint:gosec // bounded
+	names := slices.Clone(snap.Queues)
+	for q := range snap.Jobs { // jobs of a queue deleted while the snapshot was taken
+		if !slices.Contains(names, q) {
+			names = append(names, q)
 		}
 	}
-	qs, err := s.store.QueueList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, q := range qs {
-		st, err := s.store.QueueStats(ctx, q.Name)
-		if err != nil {
-			return nil, err
-		}
+	slices.Sort(names)
+	for _, q := range names {
+		n := snap.Jobs[q]
 		out.Queues = append(out.Queues, &jqv1.QueueDepth{
-			Queue: q.Name, Pending: st.Pending, Assigned: st.Assigned, Running: st.Running,
-			Failed: st.Failed, DeadLettered: st.DeadLettered,
+			Queue: q, Pending: n[queue.StatePending], Assigned: n[queue.StateAssigned], Running: n[queue.StateRunning],
+			Failed: n[queue.StateFailed], DeadLettered: n[queue.StateDeadLettered],
 		})
 	}
 	return connect.NewResponse(out), nil

@@ -40,17 +40,23 @@ func queueToProto(q *queue.Queue) *jqv1.Queue {
 
 func queueStatsToProto(s *queue.QueueStats) *jqv1.QueueStats {
 	return &jqv1.QueueStats{
-		Queue:             s.Queue,
-		Pending:           s.Pending,
-		Assigned:          s.Assigned,
-		Running:           s.Running,
-		Done:              s.Done,
-		Failed:            s.Failed,
-		DeadLettered:      s.DeadLettered,
-		TotalProcessed:    s.TotalProcessed,
-		AvgProcessingTime: durationpb.New(s.AvgProcessingTime),
-		ErrorRate:         s.ErrorRate,
-		OldestPendingAge:  durationpb.New(s.OldestPendingAge),
+		Queue:              s.Queue,
+		Pending:            s.Pending,
+		Assigned:           s.Assigned,
+		Running:            s.Running,
+		Done:               s.Done,
+		Failed:             s.Failed,
+		DeadLettered:       s.DeadLettered,
+		TotalProcessed:     s.TotalProcessed,
+		AvgProcessingTime:  durationpb.New(s.AvgProcessingTime),
+		ErrorRate:          s.ErrorRate,
+		OldestPendingAge:   durationpb.New(s.OldestPendingAge),
+		DoneEstimated:      s.DoneEstimated,
+		Window:             durationpb.New(s.Window),
+		Finished:           s.Finished,
+		FailedAttempts:     s.FailedAttempts,
+		FinishedLastMinute: s.FinishedLastMinute,
+		FailedLastMinute:   s.FailedLastMinute,
 	}
 }
 

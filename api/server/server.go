@@ -75,6 +75,7 @@ type Reader interface {
 	QueueGet(ctx context.Context, name string) (*queue.Queue, error)
 	QueueList(ctx context.Context) ([]*queue.Queue, error)
 	QueueStats(ctx context.Context, name string) (*queue.QueueStats, error)
+	DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error)
 	JobGet(ctx context.Context, id string) (*queue.Job, error)
 	JobList(ctx context.Context, p store.JobListParams) (store.JobListResult, error)
 	JobEvents(ctx context.Context, id string) ([]queue.Event, error)

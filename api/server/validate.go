@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
@@ -51,7 +52,22 @@ func validJobID(id string) error {
 // listParams converts a ListJobs request. Every state must be a known one: an unknown value (a
 // newer client's, or a typo) would otherwise filter by nothing and list everything.
 func listParams(m *jqv1.ListJobsRequest) (store.JobListParams, error) {
-	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize())}
+	p := store.JobListParams{Queue: m.GetQueue(), Labels: m.GetLabels(), Cursor: m.GetPageToken(), Limit: int(m.GetPageSize()),
+		Type: m.GetType(), Scheduled: m.GetScheduled()}
+	for _, t := range []struct {
+		name string
+		ts   *timestamppb.Timestamp
+		dst  *time.Time
+	}{{"created_after", m.GetCreatedAfter(), &p.CreatedAfter}, {"created_before", m.GetCreatedBefore(), &p.CreatedBefore},
+		{"completed_after", m.GetCompletedAfter(), &p.CompletedAfter}, {"completed_before", m.GetCompletedBefore(), &p.CompletedBefore}} {
+		if t.ts == nil {
+			continue
+		}
+		if err := t.ts.CheckValid(); err != nil {
+			return p, invalid(fmt.Sprintf("%s: %v", t.name, err))
+		}
+		*t.dst = t.ts.AsTime()
+	}
 	switch {
 	case p.Limit == 0:
 		p.Limit = defaultPageSize

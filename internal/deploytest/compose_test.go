@@ -134,6 +134,11 @@ func TestComposeJQServices(t *testing.T) {
 		switch role {
 		case "server":
 			require.NotEmpty(t, *s.Environment["JQ_AUTH_TOKENS"], "%s: auth needs token hashes", name)
+			// The web console, on its own published port per server (sessions are per server).
+			require.Equal(t, "true", *s.Environment["JQ_UI_ENABLED"], name)
+			require.True(t, slices.ContainsFunc(s.Ports, func(p types.ServicePortConfig) bool {
+				return p.Target == 8088 && p.Published != ""
+			}), "%s publishes the console's port 8088", name)
 			require.NotContains(t, s.Environment, "JQ_AUTH_ENABLED", "%s: auth must stay on (auto)", name)
 		default:
 			// Clients present a token from a secret file.

@@ -3,6 +3,7 @@ package deploytest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -148,7 +149,39 @@ func TestHelmManifests(t *testing.T) {
 
 	require.Len(t, objs["PodDisruptionBudget"], 1)
 	require.EqualValues(t, 1, get(t, objs["PodDisruptionBudget"][0], "spec", "minAvailable"))
-	require.Len(t, objs["Service"], 1)
+	// The web console: its port on the server, its env, and a Service of its own that keeps each
+	// client on one replica (sessions are per replica).
+	var ports []string
+	for _, p := range get(t, server, "ports").([]any) {
+		ports = append(ports, fmt.Sprint(get(t, p, "name"), ":", get(t, p, "containerPort")))
+	}
+	require.Contains(t, ports, "ui:8088")
+	serverEnv := map[string]any{}
+	for _, e := range get(t, server, "env").([]any) {
+		serverEnv[get(t, e, "name").(string)] = get(t, e, "value")
+	}
+	require.Equal(t, "true", serverEnv["JQ_UI_ENABLED"])
+	require.Equal(t, "8088", serverEnv["JQ_UI_PORT"])
+	require.Len(t, objs["Service"], 2, "the server's and the console's")
+	var console object
+	for _, svc := range objs["Service"] {
+		if strings.HasSuffix(get(t, svc, "metadata", "name").(string), "-console") {
+			console = svc
+		}
+	}
+	require.NotNil(t, console)
+	require.Equal(t, "ClientIP", get(t, console, "spec", "sessionAffinity"))
+	require.Equal(t, "ui", get(t, console, "spec", "ports", 0, "targetPort"))
+	require.EqualValues(t, 8088, get(t, console, "spec", "ports", 0, "port"))
+	var uiAllowed bool
+	for _, rule := range get(t, objs["NetworkPolicy"][0], "spec", "ingress").([]any) {
+		for _, p := range get(t, rule, "ports").([]any) {
+			if get(t, p, "port") == 8088 {
+				uiAllowed = true
+			}
+		}
+	}
+	require.True(t, uiAllowed, "the server's network policy admits the console's port")
 	require.Len(t, objs["Secret"], 1)
 	require.Len(t, objs["NetworkPolicy"], 2)
 	require.Len(t, objs["ScaledObject"], 1)

@@ -152,7 +152,7 @@ func TestImage(t *testing.T) {
 	require.Contains(t, cfg.Env, "JQ_ROLE=server")
 	require.NotNil(t, cfg.Healthcheck, "HEALTHCHECK missing")
 	require.Equal(t, []string{"CMD", "/jq", "healthcheck"}, cfg.Healthcheck.Test)
-	for _, p := range []string{"50051/tcp", "9090/tcp", "8080/tcp", "9091/tcp", "8081/tcp", "9092/tcp"} {
+	for _, p := range []string{"50051/tcp", "9090/tcp", "8080/tcp", "8088/tcp", "9091/tcp", "8081/tcp", "9092/tcp"} {
 		require.Contains(t, cfg.ExposedPorts, p)
 	}
 	for _, l := range []string{"title", "description", "source", "version", "revision"} {

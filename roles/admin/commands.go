@@ -44,7 +44,7 @@ type JobCmd struct {
 	Status JobStatusCmd `cmd:"" help:"Show a job: state, progress while it runs (what its handler last reported with queue.Progress, at most once a second), payload, result, retries and times."`
 	Cancel JobCancelCmd `cmd:"" help:"Cancel a job (PENDING, ASSIGNED and FAILED are dead-lettered with reason cancelled; RUNNING is asked to stop)."`
 	Retry  JobRetryCmd  `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
-	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue and state; prints a --page-token hint on stderr when more remain."`
+	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue, state, type, labels and time; prints a --page-token hint on stderr when more remain."`
 	Logs   JobLogsCmd   `cmd:"" help:"The job's state transitions in order, with time and reason."`
 	Wait   JobWaitCmd   `cmd:"" help:"Wait until a job ends (DONE or DEAD_LETTERED), without a deadline unless --wait-timeout (e.g. --wait-timeout 5m), following the server's WatchJob stream with a live status line on a terminal: prints its final state; exit 0 when DONE, 1 when dead-lettered (cancelled included) or still running at the deadline, 3 when there is no such job."`
 	Result JobResultCmd `cmd:"" help:"Print a job's result: a success's bytes exactly as reported on stdout (exit 0); a failure's reason and message as one line on stderr (exit 1); one line saying why when there is none: not finished, not kept, consumed or past the queue's result retention (exit 1); exit 3 when there is no such job. -o json prints the whole answer."`
@@ -102,11 +102,19 @@ type JobLogsCmd struct {
 
 // JobListCmd is `job list`.
 type JobListCmd struct {
-	Queue     string `help:"Only this queue."`
-	Status    string `help:"Only these states (comma-separated): PENDING, ASSIGNED, RUNNING, DONE, FAILED, DEAD_LETTERED."`
-	Limit     int    `help:"Jobs per page, 1-1000." default:"20"`
-	PageToken string `help:"Continue after a previous page (printed at its end)."`
-	Payloads  bool   `help:"Include each job's payload and kept result in --output json/yaml (pages of large jobs then hold fewer jobs)."`
+	Queue     string            `help:"Only this queue."`
+	Status    string            `help:"Only these states (comma-separated): PENDING, ASSIGNED, RUNNING, DONE, FAILED, DEAD_LETTERED."`
+	Type      string            `help:"Only jobs of this type."`
+	Label     map[string]string `help:"Only jobs with this label (key=value; repeat for several, all must match)."`
+	Scheduled bool              `help:"Only scheduled jobs: PENDING and not due yet (delayed submits, retries in backoff)."`
+	// Times: RFC 3339, or a duration meaning that long ago (2h).
+	CreatedAfter    string `help:"Only jobs created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (2h)."`
+	CreatedBefore   string `help:"Only jobs created before this time (RFC 3339 or a duration ago)."`
+	CompletedAfter  string `help:"Only jobs completed (DONE or DEAD_LETTERED) at or after this time (RFC 3339 or a duration ago)."`
+	CompletedBefore string `help:"Only jobs completed before this time (RFC 3339 or a duration ago)."`
+	Limit           int    `help:"Jobs per page, 1-1000." default:"20"`
+	PageToken       string `help:"Continue after a previous page (printed at its end)."`
+	Payloads        bool   `help:"Include each job's payload and kept result in --output json/yaml (pages of large jobs then hold fewer jobs)."`
 }
 
 // QueueCmd groups the queue commands.
@@ -114,7 +122,7 @@ type QueueCmd struct {
 	List   QueueListCmd   `cmd:"" help:"List queues."`
 	Create QueueCreateCmd `cmd:"" help:"Create a queue."`
 	Delete QueueDeleteCmd `cmd:"" help:"Delete a queue; refuses a queue that still holds jobs unless --force."`
-	Stats  QueueStatsCmd  `cmd:"" help:"Depth by state, total processed, average processing time, error rate."`
+	Stats  QueueStatsCmd  `cmd:"" help:"Jobs by state (DONE estimated past 10,000), and the last hour's finished attempts, error rate, run time and throughput."`
 	Pause  QueuePauseCmd  `cmd:"" help:"Stop dispatching the queue's jobs (submits are still accepted)."`
 	Resume QueueResumeCmd `cmd:"" help:"Resume dispatching a paused queue."`
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
@@ -262,10 +264,27 @@ func (c *JobListCmd) Run(re *runEnv) error {
 	if err != nil {
 		return err
 	}
-	resp, err := call(re, jqv1connect.JobServiceClient.ListJobs, &jqv1.ListJobsRequest{
+	req := &jqv1.ListJobsRequest{
 		Queue: c.Queue, States: states, PageSize: int32(c.Limit), PageToken: c.PageToken,
 		IncludePayloads: c.Payloads && re.globals.Output != "table", // the table has no payload column
-	})
+		Type:            c.Type, Labels: c.Label, Scheduled: c.Scheduled,
+	}
+	now := time.Now()
+	for _, f := range []struct {
+		flag, arg string
+		dst       **timestamppb.Timestamp
+	}{{"--created-after", c.CreatedAfter, &req.CreatedAfter}, {"--created-before", c.CreatedBefore, &req.CreatedBefore},
+		{"--completed-after", c.CompletedAfter, &req.CompletedAfter}, {"--completed-before", c.CompletedBefore, &req.CompletedBefore}} {
+		if f.arg == "" {
+			continue
+		}
+		at, err := timeArg(f.flag, f.arg, now)
+		if err != nil {
+			return err
+		}
+		*f.dst = timestamppb.New(at)
+	}
+	resp, err := call(re, jqv1connect.JobServiceClient.ListJobs, req)
 	if err != nil {
 		return named(err, "queue", c.Queue)
 	}
@@ -280,6 +299,17 @@ func (c *JobListCmd) Run(re *runEnv) error {
 		fmt.Fprintln(re.Stderr, "payloads and results left out: add --payloads, or see one job with `job status`")
 	}
 	return nil
+}
+
+// timeArg reads a time flag: RFC 3339, or a positive duration meaning that long before now.
+func timeArg(flag, arg string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, arg); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(arg); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usagef("%s %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (2h)", flag, arg)
 }
 
 // parseStates reads --status: state names in any case, with or without the

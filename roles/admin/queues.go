@@ -142,17 +142,31 @@ func (c *QueueStatsCmd) Run(re *runEnv) error {
 		row("PENDING", s.GetPending())
 		row("ASSIGNED", s.GetAssigned())
 		row("RUNNING", s.GetRunning())
-		row("DONE", s.GetDone())
+		done, total := strconv.FormatInt(s.GetDone(), 10), strconv.FormatInt(s.GetTotalProcessed(), 10)
+		if s.GetDoneEstimated() {
+			// Past 10,000 DONE jobs the server estimates instead of counting the history.
+			done, total = "≈ "+done+" (estimated)", "≈ "+total
+		}
+		row("DONE", done)
 		row("FAILED", s.GetFailed())
 		row("DEAD_LETTERED", s.GetDeadLettered())
-		row("TOTAL PROCESSED", s.GetTotalProcessed())
-		row("AVG PROCESSING TIME", duration(s.GetAvgProcessingTime()))
+		row("TOTAL PROCESSED", total+" (DONE + DEAD_LETTERED stored)")
+		window := duration(s.GetWindow())
+		row("RECENT WINDOW", window+" (the figures below, ending now)")
+		row("FINISHED ATTEMPTS", fmt.Sprintf("%d (%d failed)", s.GetFinished(), s.GetFailedAttempts()))
 		rate := fmt.Sprintf("%.1f%%", 100*s.GetErrorRate())
 		if s.GetErrorRate() > 0 {
 			rate = re.paint(colRed, rate)
 		}
 		row("ERROR RATE", rate)
-		row("OLDEST PENDING", duration(s.GetOldestPendingAge()))
+		row("AVG PROCESSING TIME", duration(s.GetAvgProcessingTime())+" (latest successes)")
+		span := min(time.Minute, s.GetWindow().AsDuration())
+		perSec := 0.0
+		if span > 0 {
+			perSec = float64(s.GetFinishedLastMinute()) / span.Seconds()
+		}
+		row("THROUGHPUT", fmt.Sprintf("%.1f attempts/s (last minute, %d failed)", perSec, s.GetFailedLastMinute()))
+		row("OLDEST PENDING", duration(s.GetOldestPendingAge())+" (oldest due job)")
 		return tw.Flush()
 	})
 }

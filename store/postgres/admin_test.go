@@ -16,3 +16,8 @@ func TestAdminStore(t *testing.T) {
 		func(*testing.T) *postgres.Store { return testStore },
 		privateStore)
 }
+
+func TestDepthStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunDepthStore(t, privateStore)
+}

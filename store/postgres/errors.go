@@ -12,6 +12,7 @@ const (
 	codeForeignKeyViolation = "23503"
 	codeCheckViolation      = "23514"
 	codeInvalidText         = "22P02"
+	codeQueryCanceled       = "57014" // statement_timeout, or a cancel request
 )
 
 // pgError returns the server error inside err, if any.

@@ -100,6 +100,13 @@ func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
 	return j, nil
 }
 
+// jobListScanBound is how long a job list whose filters have no index (labels, type, completion
+// time) may search for its page: its statement_timeout. The queue, state and creation-time filters
+// are index ranges and are not bounded. 250 ms keeps a console page within its 200–300 ms at 1M
+// jobs, where a label matching nothing walks the whole newest-first index (300–550 ms); a common
+// label finds its page in a few milliseconds (docs/performance.md).
+const jobListScanBound = 250 * time.Millisecond
+
 // JobList implements store.JobStore. Only the filters in use become SQL predicates, so each shape of
 // query gets a plan that uses its index (jobs_queue_created_idx with a queue, jobs_created_idx
 // without).
@@ -130,6 +137,29 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 		// newest-first index and filters, as a label filter does.
 		where = append(where, "principal = "+arg(p.Principal))
 	}
+	// The type and completion-time filters, like labels and the principal, have no index of their
+	// own: they are checked along the newest-first walk, bounded in time (jobListScanBound).
+	if p.Type != "" {
+		where = append(where, "type = "+arg(p.Type))
+	}
+	if !p.CreatedAfter.IsZero() {
+		where = append(where, "created_at >= "+arg(p.CreatedAfter)+"::timestamptz")
+	}
+	if !p.CreatedBefore.IsZero() {
+		where = append(where, "created_at < "+arg(p.CreatedBefore)+"::timestamptz")
+	}
+	if !p.CompletedAfter.IsZero() {
+		where = append(where, "completed_at >= "+arg(p.CompletedAfter)+"::timestamptz")
+	}
+	if !p.CompletedBefore.IsZero() {
+		// A job completes after it was created: the bound also limits the index walk.
+		b := arg(p.CompletedBefore)
+		where = append(where, "completed_at < "+b+"::timestamptz", "created_at < "+b+"::timestamptz")
+	}
+	if p.Scheduled {
+		// Through jobs_dispatch_idx (PENDING only; not_before INCLUDEd) or the newest-first walk.
+		where = append(where, "state = 'PENDING'", "not_before > now()")
+	}
 	// The cancelled filter tests each named state's jobs, leaving the other states' alone.
 	for _, st := range queue.States() {
 		if c, ok := p.CancelledIn[st]; ok {
@@ -154,7 +184,16 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	// and sort text, not the uuid the cursor compares (and the index holds).
 	q += " ORDER BY jobs.created_at " + dir + ", jobs.id " + dir + " LIMIT " + arg(limit+1)
 
-	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
+	var bound time.Duration
+	if len(p.Labels) > 0 || p.Type != "" || !p.CompletedAfter.IsZero() || !p.CompletedBefore.IsZero() {
+		bound = s.listScanBound
+	}
+	jobs, cut, err := s.jobPageBounded(ctx, bound, limit, p.WithData, p.MaxBytes, q, args...)
+	if isCode(err, codeQueryCanceled) && ctx.Err() == nil {
+		return store.JobListResult{}, fmt.Errorf("%w: the labels, type or completion time filter found no full page "+
+			"within %v (these filters have no index: the server checks job after job, newest first); narrow the "+
+			"listing by queue, state or creation time", queue.ErrLimitReached, bound)
+	}
 	if err != nil {
 		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
 	}

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,6 +23,12 @@ SELECT id::text, payload, result FROM jobs WHERE id = ANY($1::uuid[])`
 // and results are read afterwards, in the same snapshot (a read-only repeatable-read transaction); the rows of the page query never carry them,
 // so what a page holds in memory at once is its metadata plus at most maxBytes (and one job) of data.
 func (s *Store) jobPage(ctx context.Context, candidates int, withData bool, maxBytes int, q string, args ...any) (jobs []*queue.Job, cut bool, err error) {
+	return s.jobPageBounded(ctx, 0, candidates, withData, maxBytes, q, args...)
+}
+
+// jobPageBounded is jobPage with a statement_timeout of bound (0: none) on the page's statements;
+// a statement it stops fails with SQLSTATE 57014 (query_canceled).
+func (s *Store) jobPageBounded(ctx context.Context, bound time.Duration, candidates int, withData bool, maxBytes int, q string, args ...any) (jobs []*queue.Job, cut bool, err error) {
 	page := func(tx querier) error {
 		rows, err := tx.Query(ctx, q, args...)
 		if err != nil {
@@ -52,11 +60,19 @@ func (s *Store) jobPage(ctx context.Context, candidates int, withData bool, maxB
 		}
 		return nil
 	}
-	if !withData {
+	if !withData && bound <= 0 {
 		return jobs, cut, page(s.pool)
 	}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-		func(tx pgx.Tx) error { return page(tx) })
+		func(tx pgx.Tx) error {
+			if bound > 0 {
+				if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)",
+					strconv.FormatInt(bound.Milliseconds(), 10)); err != nil {
+					return err
+				}
+			}
+			return page(tx)
+		})
 	return jobs, cut, err
 }
 

@@ -35,9 +35,12 @@ type Store struct {
 	pool *pgxpool.Pool
 	// dispatch runs JobClaim, JobAssignMany, JobAckMany and JobReportMany (dispatchParams).
 	dispatch *pgxpool.Pool
+	// listScanBound bounds a job list with filters that have no index (jobListScanBound).
+	listScanBound time.Duration
 }
 
 var _ store.Store = (*Store)(nil)
+var _ store.DepthStore = (*Store)(nil)
 
 // New builds the pool and pings the database, so a wrong DSN or an unreachable server fails here
 // rather than on first use.
@@ -83,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: create dispatch pool: %w", err)
 	}
-	s := &Store{pool: pool, dispatch: dispatch}
+	s := &Store{pool: pool, dispatch: dispatch, listScanBound: jobListScanBound}
 	if err := pool.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", err)

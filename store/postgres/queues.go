@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,26 +55,6 @@ WHERE job_id = ANY($1::uuid[]) AND id <= coalesce((SELECT id FROM outbox_cursors
 
 	sqlQueueDelete = `-- name: queue_delete
 DELETE FROM queues WHERE name = $1`
-
-	sqlQueueStats = `-- name: queue_stats
-SELECT s.*
-FROM queues q
-CROSS JOIN LATERAL (
-    SELECT
-        count(*) FILTER (WHERE state = 'PENDING'),
-        count(*) FILTER (WHERE state = 'ASSIGNED'),
-        count(*) FILTER (WHERE state = 'RUNNING'),
-        count(*) FILTER (WHERE state = 'DONE'),
-        count(*) FILTER (WHERE state = 'FAILED'),
-        count(*) FILTER (WHERE state = 'DEAD_LETTERED'),
-        coalesce(avg(extract(epoch FROM completed_at - started_at) * 1000000)
-            FILTER (WHERE state = 'DONE' AND started_at IS NOT NULL), 0)::bigint,
-        coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE state = 'PENDING')) * 1000000,
-            0)::bigint
-    FROM jobs
-    WHERE queue = q.name
-) s
-WHERE q.name = $1`
 )
 
 func queueArgs(q *queue.Queue) []any {
@@ -197,25 +176,4 @@ func (s *Store) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams
 		return nil, fmt.Errorf("postgres: pause queue: %w", err)
 	}
 	return q, nil
-}
-
-// QueueStats implements store.QueueStore.
-func (s *Store) QueueStats(ctx context.Context, name string) (*queue.QueueStats, error) {
-	st := queue.QueueStats{Queue: name}
-	var avgMicros, oldestMicros int64
-	err := s.pool.QueryRow(ctx, sqlQueueStats, name).Scan(&st.Pending, &st.Assigned, &st.Running,
-		&st.Done, &st.Failed, &st.DeadLettered, &avgMicros, &oldestMicros)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: queue stats: %w", err)
-	}
-	st.TotalProcessed = st.Done + st.DeadLettered
-	if st.TotalProcessed > 0 {
-		st.ErrorRate = float64(st.DeadLettered) / float64(st.TotalProcessed)
-	}
-	st.AvgProcessingTime = time.Duration(avgMicros) * time.Microsecond
-	st.OldestPendingAge = max(time.Duration(oldestMicros)*time.Microsecond, 0)
-	return &st, nil
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,72 @@ func runJobQueryTests(t *testing.T, newStore NewStoreFunc) {
 			Labels: map[string]string{"team": "a"},
 			States: []queue.State{queue.StateAssigned},
 		}))
+	})
+
+	t.Run("ListTypeTimeScheduled", func(t *testing.T) {
+		b := setup(t, newStore)
+		mk := func(typ string, runAt time.Time) store.JobInsertParams {
+			p := b.job(typ)
+			p.RunAt = runAt
+			return p
+		}
+		res := b.insert(mk("email.send", time.Time{}), mk("report.build", time.Time{}))
+		// The store's clock decides created_at: bounds are taken from the jobs themselves.
+		first := b.get(res[0].Job.ID)
+		later := b.insert(mk("email.send", time.Now().Add(time.Hour)), mk("email.send", time.Time{}))
+		delayed, done := later[0].Job, b.advance(later[1].Job, queue.StateAssigned, queue.StateRunning, queue.StateDone)
+		done = b.get(done.ID)
+		b.advance(res[1].Job, queue.StateDeadLettered)
+		second := b.get(delayed.ID)
+
+		list := func(p store.JobListParams) []string {
+			p.Queue = b.queue
+			return ids(b.listAll(p))
+		}
+		all := []string{done.ID, delayed.ID, res[1].Job.ID, res[0].Job.ID}
+		require.ElementsMatch(t, all, list(store.JobListParams{}))
+		require.ElementsMatch(t, []string{done.ID, delayed.ID, res[0].Job.ID}, list(store.JobListParams{Type: "email.send"}))
+		require.Equal(t, []string{res[1].Job.ID}, list(store.JobListParams{Type: "report.build"}))
+		require.Empty(t, list(store.JobListParams{Type: "image.resize"}))
+
+		// created_after is inclusive, created_before exclusive.
+		require.NotContains(t, list(store.JobListParams{CreatedAfter: second.CreatedAt}), res[0].Job.ID)
+		require.Contains(t, list(store.JobListParams{CreatedAfter: second.CreatedAt}), delayed.ID)
+		require.ElementsMatch(t, []string{res[0].Job.ID, res[1].Job.ID}, list(store.JobListParams{CreatedBefore: second.CreatedAt}))
+		require.Contains(t, list(store.JobListParams{CreatedAfter: first.CreatedAt, CreatedBefore: first.CreatedAt.Add(time.Microsecond)}), first.ID)
+
+		// Completion times: the DONE job and the dead letter have one, the others never match.
+		require.False(t, done.CompletedAt.IsZero())
+		completed := list(store.JobListParams{CompletedAfter: first.CreatedAt})
+		require.ElementsMatch(t, []string{done.ID, res[1].Job.ID}, completed)
+		require.Equal(t, []string{done.ID}, list(store.JobListParams{
+			CompletedAfter: done.CompletedAt, CompletedBefore: done.CompletedAt.Add(time.Microsecond),
+		}))
+		require.Empty(t, list(store.JobListParams{CompletedBefore: first.CreatedAt}))
+
+		// Scheduled: PENDING and not due yet.
+		require.Equal(t, []string{delayed.ID}, list(store.JobListParams{Scheduled: true}))
+		require.Equal(t, []string{delayed.ID}, list(store.JobListParams{Scheduled: true, States: []queue.State{queue.StatePending}}))
+		require.Equal(t, []string{delayed.ID}, list(store.JobListParams{Scheduled: true, Type: "email.send"}))
+
+		// A page token carries its filters.
+		page, err := b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Type: "email.send", Limit: 1})
+		require.NoError(t, err)
+		require.NotEmpty(t, page.NextCursor)
+		_, err = b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Type: "report.build", Limit: 1, Cursor: page.NextCursor})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, "a token of another type filter")
+		_, err = b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Type: "email.send", Scheduled: true, Limit: 1, Cursor: page.NextCursor})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, "a token of a listing without scheduled")
+
+		for _, p := range []store.JobListParams{
+			{Queue: b.queue, Type: "has space"},
+			{Queue: b.queue, CreatedAfter: second.CreatedAt, CreatedBefore: second.CreatedAt},
+			{Queue: b.queue, CompletedAfter: second.CreatedAt, CompletedBefore: first.CreatedAt},
+			{Queue: b.queue, Scheduled: true, States: []queue.State{queue.StateDone}},
+		} {
+			_, err := b.s.JobList(b.ctx, p)
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
+		}
 	})
 
 	t.Run("ListAcrossQueues", func(t *testing.T) {

@@ -210,7 +210,19 @@ func runQueueTests(t *testing.T, newStore NewStoreFunc) {
 		b := setup(t, newStore)
 		st, err := b.s.QueueStats(b.ctx, b.queue)
 		require.NoError(t, err)
-		require.Equal(t, &queue.QueueStats{Queue: b.queue}, st, "an empty queue")
+		window := st.Window
+		require.Positive(t, window, "the recent figures cover a window")
+		require.LessOrEqual(t, window, queue.RecentWindow)
+		require.Equal(t, &queue.QueueStats{Queue: b.queue, Window: window}, st, "an empty queue")
+
+		// A delayed job is PENDING but not due: it counts, and it is not the oldest due job.
+		delayed := b.job("a")
+		delayed.RunAt = time.Now().Add(time.Hour)
+		b.insertOne(delayed)
+		st, err = b.s.QueueStats(b.ctx, b.queue)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, st.Pending)
+		require.Zero(t, st.OldestPendingAge, "no PENDING job is due")
 
 		res := b.insert(b.job("a"), b.job("a"), b.job("a"), b.job("a"), b.job("a"), b.job("a"))
 		// One job in each state; res[0] stays PENDING.
@@ -218,19 +230,30 @@ func runQueueTests(t *testing.T, newStore NewStoreFunc) {
 		b.advance(res[2].Job, queue.StateAssigned, queue.StateRunning)
 		b.advance(res[3].Job, queue.StateAssigned, queue.StateRunning, queue.StateDone)
 		b.advance(res[4].Job, queue.StateAssigned, queue.StateFailed)
-		b.advance(res[5].Job, queue.StateDeadLettered)
+		b.advance(res[5].Job, queue.StateDeadLettered) // a cancel: no attempt finished
 
 		st, err = b.s.QueueStats(b.ctx, b.queue)
 		require.NoError(t, err)
 		require.Equal(t, b.queue, st.Queue)
+		require.EqualValues(t, 2, st.Pending, "the delayed job and res[0]")
 		for _, s := range queue.States() {
-			require.EqualValues(t, 1, st.Count(s), s)
+			if s != queue.StatePending {
+				require.EqualValues(t, 1, st.Count(s), s)
+			}
 		}
-		require.EqualValues(t, 2, st.TotalProcessed)
+		require.False(t, st.DoneEstimated, "one DONE job is counted, not estimated")
+		require.EqualValues(t, 2, st.TotalProcessed, "DONE + DEAD_LETTERED")
+		// Two attempts finished (the success and the failure), one failed; the cancel is none.
+		require.EqualValues(t, 2, st.Finished)
+		require.EqualValues(t, 1, st.FailedAttempts)
+		require.EqualValues(t, 2, st.FinishedLastMinute)
+		require.EqualValues(t, 1, st.FailedLastMinute)
 		require.InDelta(t, 0.5, st.ErrorRate, 1e-9)
+		require.Positive(t, st.Window)
+		require.Positive(t, st.Throughput())
 		require.GreaterOrEqual(t, st.AvgProcessingTime, time.Duration(0))
 		require.Less(t, st.AvgProcessingTime, time.Minute)
-		require.GreaterOrEqual(t, st.OldestPendingAge, time.Duration(0))
+		require.Positive(t, st.OldestPendingAge, "res[0] is due")
 		require.Less(t, st.OldestPendingAge, time.Minute)
 
 		_, err = b.s.QueueStats(b.ctx, uniqueName("missing"))

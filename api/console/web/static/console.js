@@ -36,26 +36,21 @@
     if (search) { e.preventDefault(); search.focus(); }
   });
 
-  // Sparklines: the overview's rows carry cumulative counts; the rate between two refreshes is a point.
-  const history = new Map(); // queue → [{t, finished, dead}]
+  // Sparklines: each refresh of the overview brings every queue's throughput and failure share over
+  // the last minute (computed by the server from its newest events); each refresh is a point.
+  const history = new Map(); // queue → [{rate, fail}]
   const maxPoints = 60;
   function sample() {
-    const now = performance.now() / 1000;
     for (const row of document.querySelectorAll("tr[data-queue]")) {
       const q = row.dataset.queue;
       const h = history.get(q) || [];
-      h.push({ t: now, finished: Number(row.dataset.finished), dead: Number(row.dataset.dead) });
-      if (h.length > maxPoints + 1) h.shift();
+      h.push({ rate: Number(row.dataset.rate) || 0, fail: Math.min(1, Number(row.dataset.fail) || 0) });
+      if (h.length > maxPoints) h.shift();
       history.set(q, h);
-      const rates = [], fails = [];
-      for (let i = 1; i < h.length; i++) {
-        const dt = h[i].t - h[i - 1].t, df = Math.max(0, h[i].finished - h[i - 1].finished);
-        const dd = Math.max(0, h[i].dead - h[i - 1].dead);
-        rates.push(dt > 0 ? df / dt : 0);
-        fails.push(df > 0 ? Math.min(1, dd / df) : 0);
-      }
-      draw(row, "rate", rates, rates.length ? rates[rates.length - 1].toFixed(1) + "/s" : "");
-      draw(row, "fail", fails, fails.length ? (fails[fails.length - 1] * 100).toFixed(0) + "%" : "", 1);
+      const rates = h.map((p) => p.rate), fails = h.map((p) => p.fail);
+      const r = rates[rates.length - 1];
+      draw(row, "rate", rates, r.toFixed(r >= 10 ? 0 : r >= 1 ? 1 : 2) + "/s");
+      draw(row, "fail", fails, (fails[fails.length - 1] * 100).toFixed(0) + "%", 1);
     }
   }
   function draw(row, kind, values, label, fixedMax) {

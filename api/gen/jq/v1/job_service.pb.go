@@ -9,6 +9,7 @@ package jqv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -423,8 +424,24 @@ type ListJobsRequest struct {
 	// small; GetJob always returns them. With it, pages of large jobs hold
 	// fewer jobs (see ListJobs).
 	IncludePayloads bool `protobuf:"varint,6,opt,name=include_payloads,json=includePayloads,proto3" json:"include_payloads,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Only jobs of this type (exact match). Empty means any type.
+	Type string `protobuf:"bytes,7,opt,name=type,proto3" json:"type,omitempty"`
+	// Only jobs created at or after this time (inclusive).
+	CreatedAfter *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
+	// Only jobs created before this time (exclusive).
+	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
+	// Only jobs completed (DONE or DEAD_LETTERED) at or after this time
+	// (inclusive). Jobs that have not completed never match a completion
+	// filter.
+	CompletedAfter *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=completed_after,json=completedAfter,proto3" json:"completed_after,omitempty"`
+	// Only jobs completed before this time (exclusive).
+	CompletedBefore *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=completed_before,json=completedBefore,proto3" json:"completed_before,omitempty"`
+	// Only scheduled jobs: PENDING and not due before a time still in the
+	// future (a delayed submit or a retry's backoff). With it, states must be
+	// empty or exactly PENDING.
+	Scheduled     bool `protobuf:"varint,12,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListJobsRequest) Reset() {
@@ -495,6 +512,48 @@ func (x *ListJobsRequest) GetLabels() map[string]string {
 func (x *ListJobsRequest) GetIncludePayloads() bool {
 	if x != nil {
 		return x.IncludePayloads
+	}
+	return false
+}
+
+func (x *ListJobsRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ListJobsRequest) GetCreatedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAfter
+	}
+	return nil
+}
+
+func (x *ListJobsRequest) GetCreatedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedBefore
+	}
+	return nil
+}
+
+func (x *ListJobsRequest) GetCompletedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CompletedAfter
+	}
+	return nil
+}
+
+func (x *ListJobsRequest) GetCompletedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CompletedBefore
+	}
+	return nil
+}
+
+func (x *ListJobsRequest) GetScheduled() bool {
+	if x != nil {
+		return x.Scheduled
 	}
 	return false
 }
@@ -970,7 +1029,7 @@ var File_jq_v1_job_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\n" +
-	"\x17jq/v1/job_service.proto\x12\x05jq.v1\x1a\x11jq/v1/event.proto\x1a\x0fjq/v1/job.proto\"(\n" +
+	"\x17jq/v1/job_service.proto\x12\x05jq.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11jq/v1/event.proto\x1a\x0fjq/v1/job.proto\"(\n" +
 	"\x0fWatchJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"0\n" +
 	"\x10WatchJobResponse\x12\x1c\n" +
@@ -989,7 +1048,7 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\".\n" +
 	"\x0eGetJobResponse\x12\x1c\n" +
 	"\x03job\x18\x01 \x01(\v2\n" +
-	".jq.v1.JobR\x03job\"\xae\x02\n" +
+	".jq.v1.JobR\x03job\"\xf0\x04\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12'\n" +
 	"\x06states\x18\x02 \x03(\x0e2\x0f.jq.v1.JobStateR\x06states\x12\x1b\n" +
@@ -997,7 +1056,14 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12:\n" +
 	"\x06labels\x18\x05 \x03(\v2\".jq.v1.ListJobsRequest.LabelsEntryR\x06labels\x12)\n" +
-	"\x10include_payloads\x18\x06 \x01(\bR\x0fincludePayloads\x1a9\n" +
+	"\x10include_payloads\x18\x06 \x01(\bR\x0fincludePayloads\x12\x12\n" +
+	"\x04type\x18\a \x01(\tR\x04type\x12?\n" +
+	"\rcreated_after\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
+	"\x0ecreated_before\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12C\n" +
+	"\x0fcompleted_after\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x0ecompletedAfter\x12E\n" +
+	"\x10completed_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0fcompletedBefore\x12\x1c\n" +
+	"\tscheduled\x18\f \x01(\bR\tscheduled\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Z\n" +
@@ -1076,8 +1142,9 @@ var file_jq_v1_job_service_proto_goTypes = []any{
 	(*Job)(nil),                   // 19: jq.v1.Job
 	(*JobSpec)(nil),               // 20: jq.v1.JobSpec
 	(JobState)(0),                 // 21: jq.v1.JobState
-	(*JobEvent)(nil),              // 22: jq.v1.JobEvent
-	(*JobResult)(nil),             // 23: jq.v1.JobResult
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*JobEvent)(nil),              // 23: jq.v1.JobEvent
+	(*JobResult)(nil),             // 24: jq.v1.JobResult
 }
 var file_jq_v1_job_service_proto_depIdxs = []int32{
 	19, // 0: jq.v1.WatchJobResponse.job:type_name -> jq.v1.Job
@@ -1087,35 +1154,39 @@ var file_jq_v1_job_service_proto_depIdxs = []int32{
 	19, // 4: jq.v1.GetJobResponse.job:type_name -> jq.v1.Job
 	21, // 5: jq.v1.ListJobsRequest.states:type_name -> jq.v1.JobState
 	18, // 6: jq.v1.ListJobsRequest.labels:type_name -> jq.v1.ListJobsRequest.LabelsEntry
-	19, // 7: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
-	19, // 8: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
-	19, // 9: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
-	22, // 10: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
-	23, // 11: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
-	21, // 12: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
-	2,  // 13: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
-	4,  // 14: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
-	6,  // 15: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
-	8,  // 16: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
-	10, // 17: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
-	12, // 18: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
-	14, // 19: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
-	16, // 20: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
-	0,  // 21: jq.v1.JobService.WatchJob:input_type -> jq.v1.WatchJobRequest
-	3,  // 22: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
-	5,  // 23: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
-	7,  // 24: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
-	9,  // 25: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
-	11, // 26: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
-	13, // 27: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
-	15, // 28: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
-	17, // 29: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
-	1,  // 30: jq.v1.JobService.WatchJob:output_type -> jq.v1.WatchJobResponse
-	22, // [22:31] is the sub-list for method output_type
-	13, // [13:22] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	22, // 7: jq.v1.ListJobsRequest.created_after:type_name -> google.protobuf.Timestamp
+	22, // 8: jq.v1.ListJobsRequest.created_before:type_name -> google.protobuf.Timestamp
+	22, // 9: jq.v1.ListJobsRequest.completed_after:type_name -> google.protobuf.Timestamp
+	22, // 10: jq.v1.ListJobsRequest.completed_before:type_name -> google.protobuf.Timestamp
+	19, // 11: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
+	19, // 12: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
+	19, // 13: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
+	23, // 14: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
+	24, // 15: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
+	21, // 16: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
+	2,  // 17: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
+	4,  // 18: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
+	6,  // 19: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
+	8,  // 20: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
+	10, // 21: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
+	12, // 22: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
+	14, // 23: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
+	16, // 24: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
+	0,  // 25: jq.v1.JobService.WatchJob:input_type -> jq.v1.WatchJobRequest
+	3,  // 26: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
+	5,  // 27: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
+	7,  // 28: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
+	9,  // 29: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
+	11, // 30: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
+	13, // 31: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
+	15, // 32: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
+	17, // 33: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
+	1,  // 34: jq.v1.JobService.WatchJob:output_type -> jq.v1.WatchJobResponse
+	26, // [26:35] is the sub-list for method output_type
+	17, // [17:26] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_job_service_proto_init() }

@@ -160,30 +160,49 @@ type QueueStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Queue name.
 	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
-	// Jobs currently PENDING (due or delayed).
+	// Jobs currently PENDING (due or delayed). Exact.
 	Pending int64 `protobuf:"varint,2,opt,name=pending,proto3" json:"pending,omitempty"`
-	// Jobs currently ASSIGNED.
+	// Jobs currently ASSIGNED. Exact.
 	Assigned int64 `protobuf:"varint,3,opt,name=assigned,proto3" json:"assigned,omitempty"`
-	// Jobs currently RUNNING.
+	// Jobs currently RUNNING. Exact.
 	Running int64 `protobuf:"varint,4,opt,name=running,proto3" json:"running,omitempty"`
-	// Jobs in DONE still stored.
+	// Jobs in DONE still stored. Exact up to 10,000; beyond, an estimate
+	// from the database's statistics (done_estimated), at least 10,001.
 	Done int64 `protobuf:"varint,5,opt,name=done,proto3" json:"done,omitempty"`
-	// Jobs currently FAILED (waiting for retry or dead-lettering).
+	// Jobs currently FAILED (waiting for retry or dead-lettering). Exact.
 	Failed int64 `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
-	// Jobs currently DEAD_LETTERED.
+	// Jobs currently DEAD_LETTERED. Exact.
 	DeadLettered int64 `protobuf:"varint,7,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
-	// Attempts that finished, successfully or not, since the queue was
-	// created; each retry counts.
+	// Finished jobs still stored: done + dead_lettered (an estimate when
+	// done_estimated).
 	TotalProcessed int64 `protobuf:"varint,10,opt,name=total_processed,json=totalProcessed,proto3" json:"total_processed,omitempty"`
-	// Mean run time of the attempts that finished in the last hour. Zero when
-	// none did.
+	// Mean run time of the latest successful attempts (up to 200) that
+	// finished in window. Zero when none did.
 	AvgProcessingTime *durationpb.Duration `protobuf:"bytes,11,opt,name=avg_processing_time,json=avgProcessingTime,proto3" json:"avg_processing_time,omitempty"`
-	// Fraction of the attempts finished in the last hour that failed, 0 to 1;
-	// 0 when none finished.
+	// failed_attempts / finished: the share of the attempts finished in window
+	// that failed, 0 to 1; 0 when none finished.
 	ErrorRate float64 `protobuf:"fixed64,12,opt,name=error_rate,json=errorRate,proto3" json:"error_rate,omitempty"`
 	// Age of the oldest due PENDING job (now - max(created_at, not_before)).
 	// Zero when none is due.
 	OldestPendingAge *durationpb.Duration `protobuf:"bytes,13,opt,name=oldest_pending_age,json=oldestPendingAge,proto3" json:"oldest_pending_age,omitempty"`
+	// True when done is an estimate: the queue holds more than 10,000 DONE
+	// jobs, which are not counted one by one (the count would read the whole
+	// history). Displays mark it (the CLI and the console with "≈").
+	DoneEstimated bool `protobuf:"varint,14,opt,name=done_estimated,json=doneEstimated,proto3" json:"done_estimated,omitempty"`
+	// The span the recent figures cover, ending now: the last hour, or less
+	// when the server's newest 20,000 events (of every queue) do not reach
+	// back an hour.
+	Window *durationpb.Duration `protobuf:"bytes,15,opt,name=window,proto3" json:"window,omitempty"`
+	// Attempts of this queue that finished in window, successfully or not;
+	// each retry counts.
+	Finished int64 `protobuf:"varint,16,opt,name=finished,proto3" json:"finished,omitempty"`
+	// Of finished, the attempts that failed (retried or dead-lettered).
+	FailedAttempts int64 `protobuf:"varint,17,opt,name=failed_attempts,json=failedAttempts,proto3" json:"failed_attempts,omitempty"`
+	// Attempts finished in the last minute (in window when it is shorter):
+	// finished_last_minute / min(60 s, window) is the current throughput.
+	FinishedLastMinute int64 `protobuf:"varint,18,opt,name=finished_last_minute,json=finishedLastMinute,proto3" json:"finished_last_minute,omitempty"`
+	// Of finished_last_minute, the attempts that failed.
+	FailedLastMinute int64 `protobuf:"varint,19,opt,name=failed_last_minute,json=failedLastMinute,proto3" json:"failed_last_minute,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -293,6 +312,48 @@ func (x *QueueStats) GetOldestPendingAge() *durationpb.Duration {
 		return x.OldestPendingAge
 	}
 	return nil
+}
+
+func (x *QueueStats) GetDoneEstimated() bool {
+	if x != nil {
+		return x.DoneEstimated
+	}
+	return false
+}
+
+func (x *QueueStats) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *QueueStats) GetFinished() int64 {
+	if x != nil {
+		return x.Finished
+	}
+	return 0
+}
+
+func (x *QueueStats) GetFailedAttempts() int64 {
+	if x != nil {
+		return x.FailedAttempts
+	}
+	return 0
+}
+
+func (x *QueueStats) GetFinishedLastMinute() int64 {
+	if x != nil {
+		return x.FinishedLastMinute
+	}
+	return 0
+}
+
+func (x *QueueStats) GetFailedLastMinute() int64 {
+	if x != nil {
+		return x.FailedLastMinute
+	}
+	return 0
 }
 
 // CreateQueueRequest describes the queue to create.
@@ -1027,7 +1088,7 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1aB\n" +
 	"\x14PriorityWeightsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9f\x03\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x05\n" +
 	"\n" +
 	"QueueStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x18\n" +
@@ -1042,7 +1103,13 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\x13avg_processing_time\x18\v \x01(\v2\x19.google.protobuf.DurationR\x11avgProcessingTime\x12\x1d\n" +
 	"\n" +
 	"error_rate\x18\f \x01(\x01R\terrorRate\x12G\n" +
-	"\x12oldest_pending_age\x18\r \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\"\xea\x03\n" +
+	"\x12oldest_pending_age\x18\r \x01(\v2\x19.google.protobuf.DurationR\x10oldestPendingAge\x12%\n" +
+	"\x0edone_estimated\x18\x0e \x01(\bR\rdoneEstimated\x121\n" +
+	"\x06window\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x06window\x12\x1a\n" +
+	"\bfinished\x18\x10 \x01(\x03R\bfinished\x12'\n" +
+	"\x0ffailed_attempts\x18\x11 \x01(\x03R\x0efailedAttempts\x120\n" +
+	"\x14finished_last_minute\x18\x12 \x01(\x03R\x12finishedLastMinute\x12,\n" +
+	"\x12failed_last_minute\x18\x13 \x01(\x03R\x10failedLastMinute\"\xea\x03\n" +
 	"\x12CreateQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\vmax_retries\x18\x02 \x01(\x05H\x00R\n" +
@@ -1139,36 +1206,37 @@ var file_jq_v1_queue_service_proto_depIdxs = []int32{
 	19, // 6: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
 	18, // 7: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
 	18, // 8: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	18, // 9: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
-	17, // 10: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
-	18, // 11: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
-	18, // 12: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
-	18, // 13: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
-	0,  // 14: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 15: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
-	0,  // 16: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
-	1,  // 17: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
-	0,  // 18: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 19: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
-	2,  // 20: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
-	4,  // 21: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
-	6,  // 22: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
-	8,  // 23: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
-	10, // 24: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
-	12, // 25: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
-	14, // 26: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
-	3,  // 27: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
-	5,  // 28: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
-	7,  // 29: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
-	9,  // 30: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
-	11, // 31: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
-	13, // 32: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
-	15, // 33: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
-	27, // [27:34] is the sub-list for method output_type
-	20, // [20:27] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	18, // 9: jq.v1.QueueStats.window:type_name -> google.protobuf.Duration
+	18, // 10: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
+	17, // 11: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
+	18, // 12: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
+	18, // 13: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
+	18, // 14: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
+	0,  // 15: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 16: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
+	0,  // 17: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
+	1,  // 18: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
+	0,  // 19: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 20: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
+	2,  // 21: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
+	4,  // 22: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
+	6,  // 23: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
+	8,  // 24: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
+	10, // 25: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
+	12, // 26: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
+	14, // 27: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
+	3,  // 28: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
+	5,  // 29: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
+	7,  // 30: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
+	9,  // 31: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
+	11, // 32: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
+	13, // 33: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
+	15, // 34: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_queue_service_proto_init() }

@@ -89,9 +89,17 @@ type JobServiceClient interface {
 	// (server.max_page_bytes, default 4 MiB); it always holds at least one job
 	// when any matches.
 	//
+	// The queue, state and creation-time filters are served by indexes. The
+	// label, type and completion-time filters are checked job by job along the
+	// newest-first order: a page whose jobs are rare may take the server a
+	// bounded time to find (250 ms), after which the call fails with
+	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
+	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
-	// or a page_token used with different filters); NOT_FOUND (queue filter
-	// names a queue that does not exist).
+	// a page_token used with different filters, a time range whose end is not
+	// after its start); NOT_FOUND (queue filter names a queue that does not
+	// exist); RESOURCE_EXHAUSTED (the filtered scan found no full page within
+	// its bound).
 	ListJobs(context.Context, *connect.Request[v1.ListJobsRequest]) (*connect.Response[v1.ListJobsResponse], error)
 	// CancelJob cancels a job (FR-012). PENDING, ASSIGNED and FAILED jobs move
 	// to DEAD_LETTERED with failure_reason "cancelled". For a RUNNING job the
@@ -307,9 +315,17 @@ type JobServiceHandler interface {
 	// (server.max_page_bytes, default 4 MiB); it always holds at least one job
 	// when any matches.
 	//
+	// The queue, state and creation-time filters are served by indexes. The
+	// label, type and completion-time filters are checked job by job along the
+	// newest-first order: a page whose jobs are rare may take the server a
+	// bounded time to find (250 ms), after which the call fails with
+	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
+	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
-	// or a page_token used with different filters); NOT_FOUND (queue filter
-	// names a queue that does not exist).
+	// a page_token used with different filters, a time range whose end is not
+	// after its start); NOT_FOUND (queue filter names a queue that does not
+	// exist); RESOURCE_EXHAUSTED (the filtered scan found no full page within
+	// its bound).
 	ListJobs(context.Context, *connect.Request[v1.ListJobsRequest]) (*connect.Response[v1.ListJobsResponse], error)
 	// CancelJob cancels a job (FR-012). PENDING, ASSIGNED and FAILED jobs move
 	// to DEAD_LETTERED with failure_reason "cancelled". For a RUNNING job the
