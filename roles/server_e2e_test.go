@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -39,7 +40,23 @@ import (
 
 var jqBin string
 
+// parallelTests is this package's default -parallel. Its tests spend their time waiting on other
+// processes (servers, workers, private Postgres and redis-server) and on wall-clock windows, not
+// on this test binary's CPU: at go test's default, GOMAXPROCS (2 on CI's machine), the package
+// took 234 s while all its processes together used about a third of one core. An explicit
+// -parallel wins.
+const parallelTests = 8
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "jq-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
