@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -39,7 +40,25 @@ import (
 
 var jqBin string
 
+// parallelTests is this package's default -parallel. Its tests spend most of their time waiting
+// on other processes (servers, workers, private Postgres and redis-server) and on wall-clock
+// windows: at go test's default, GOMAXPROCS (2 on CI's machine), the package took 234 s alone
+// while the test binary and its jq processes used 82 s of CPU. At 8 the package took 79 s alone,
+// but beside the suite's other packages (task test runs them together) every test took two to
+// three times as long and two throughput-bound tests missed their bounds; 4 keeps that margin.
+// An explicit -parallel wins.
+const parallelTests = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "jq-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -69,8 +69,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		host := hostOf(c.RemoteAddr())
 		if reason := l.take(host); reason != "" {
-			_ = c.Close()
+			// Counted before the close: a peer that sees its connection closed finds the
+			// refusal counted (TestCapsCloseExtraConnections failed the other way round).
 			l.opts.Refused(reason)
+			_ = c.Close()
 			continue
 		}
 		return &conn{Conn: c, release: func() { l.give(host) }}, nil
