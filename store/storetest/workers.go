@@ -84,7 +84,10 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		c, err := b.s.WorkerCounts(b.ctx, owner, ids[0])        // ids[0] re-registering: not counted
 		require.NoError(t, err)
 		require.Equal(t, 1, c.LiveOfPrincipal)
-		require.GreaterOrEqual(t, c.Live, before.Live+1)
+		// The cluster-wide count moves with the other subtests' workers (they register and
+		// deregister concurrently): it holds ids[1] at least. Its exact value against a limit is
+		// RunWorkerLimit's, on a private store.
+		require.GreaterOrEqual(t, c.Live, 1)
 	})
 
 	// Issue 22: one principal cannot own more than MaxOfPrincipal worker ids, concurrent
