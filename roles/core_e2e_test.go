@@ -165,23 +165,28 @@ func TestDispatchOrder(t *testing.T) {
 	}
 	want := slices.Clone(subs)
 	slices.SortStableFunc(want, func(a, b sub) int { return int(b.prio - a.prio) })
-	// One slot runs the jobs one after the other, so they finish in the order they started. A report
-	// batch stamps its jobs with one completed_at (and reconstructs started_at from the handlers'
-	// runtimes, which can invert two sub-millisecond jobs), so jobs of one batch are indistinguishable
-	// to the store: no job may finish in an earlier batch than one that must run before it.
-	finished := map[string]time.Time{}
+	// One slot: the worker claims its next job only when the previous one has been reported, so
+	// the claims (the PENDING→ASSIGNED events, one statement each, stamped with its start) follow
+	// the dispatch order. (The handlers' own start and end times, which a report carries as
+	// durations, are exact to within the calls' latency: two sub-millisecond jobs can swap there.)
+	claimed := map[string]time.Time{}
 	for _, s := range subs {
-		finished[s.id] = c.job(ctx, s.id).GetCompletedAt().AsTime()
+		evs, err := c.client.Jobs.ListJobEvents(ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: s.id}))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(evs.Msg.GetEvents()), 2)
+		e := evs.Msg.GetEvents()[1]
+		require.Equal(t, jqv1.JobState_JOB_STATE_ASSIGNED, e.GetToState())
+		claimed[s.id] = e.GetTimestamp().AsTime()
 	}
-	batches := map[time.Time]bool{}
+	claims := map[time.Time]bool{}
 	for i, before := range want {
-		batches[finished[before.id]] = true
+		claims[claimed[before.id]] = true
 		for _, after := range want[i+1:] {
-			require.False(t, finished[after.id].Before(finished[before.id]),
-				"execution order must be priority desc, then FIFO: %+v finished before %+v", after, before)
+			require.False(t, claimed[after.id].Before(claimed[before.id]),
+				"dispatch order must be priority desc, then FIFO: %+v claimed before %+v", after, before)
 		}
 	}
-	t.Logf("%d jobs finished in %d report batches", len(want), len(batches))
+	t.Logf("%d jobs in %d claims", len(want), len(claims))
 
 	d := c.waitState(ctx, delayed, jqv1.JobState_JOB_STATE_DONE)
 	require.False(t, d.GetStartedAt().AsTime().Before(runAt), "a job ran before its run_at")

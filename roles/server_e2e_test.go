@@ -12,8 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -81,43 +79,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// portsGiven are the ports freePort handed out in this test binary: the
-// kernel may offer a just-closed port again, and two parallel tests (or two
-// ports of one process) must never get the same one.
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
-
+// freePort is a port for a process under test, never the same twice in this test binary.
 func freePort(t *testing.T) int {
 	t.Helper()
-	// Below the kernel's ephemeral range (32768–60999 by default), from which ":0" listeners and
-	// every outgoing connection (to Postgres, Redis, the servers under test) take their ports: a
-	// port picked there can be taken by a client socket before the process under test binds it.
-	const lo, hi = 20000, 32000
-	for range 10000 {
-		port := lo + rand.IntN(hi-lo)
-		portsMu.Lock()
-		given := portsGiven[port]
-		portsMu.Unlock()
-		if given {
-			continue
-		}
-		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port)) // every interface, as the processes bind
-		if err != nil {
-			continue
-		}
-		require.NoError(t, ln.Close())
-		portsMu.Lock()
-		fresh := !portsGiven[port]
-		portsGiven[port] = true
-		portsMu.Unlock()
-		if fresh {
-			return port
-		}
-	}
-	t.Fatal("no free port below the ephemeral range")
-	return 0
+	port, err := testenv.PickPort() // below the kernel's ephemeral range: see there
+	require.NoError(t, err)
+	return port
 }
 
 // jqProcess is a running jq binary whose stdout lines are collected.

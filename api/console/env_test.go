@@ -3,14 +3,12 @@ package console_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/internal/testenv/jqserver"
 )
 
@@ -79,26 +78,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-var (
-	portsMu sync.Mutex
-	ports   = map[int]bool{}
-)
-
 func freePort(t testing.TB) int {
 	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := ln.Addr().(*net.TCPAddr).Port
-		require.NoError(t, ln.Close())
-		portsMu.Lock()
-		fresh := !ports[port]
-		ports[port] = true
-		portsMu.Unlock()
-		if fresh {
-			return port
-		}
-	}
+	port, err := testenv.PickPort() // below the ephemeral range: see there
+	require.NoError(t, err)
+	return port
 }
 
 // browser is an HTTP client with a cookie jar that does not follow redirects, so tests see them.

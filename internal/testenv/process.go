@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -191,15 +190,8 @@ func procStat(pid int) (ppid int, state string, ok bool) {
 	return ppid, f[0], err == nil
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a free TCP port below the ephemeral range (PickPort).
+func freePort() (int, error) { return PickPort() }
 
 // startFresh starts a new server, retrying on a new port when another process grabbed
 // the chosen one between freePort and the server's bind.

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -95,29 +94,14 @@ func ready(url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
-
-// freePort is a loopback port nobody listens on, never the same twice in one test binary.
+// freePort is a port nobody listens on, below the ephemeral range (testenv.PickPort).
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("free port: %v", err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		portsMu.Lock()
-		fresh := !portsGiven[port]
-		portsGiven[port] = true
-		portsMu.Unlock()
-		if fresh {
-			return port
-		}
+	port, err := testenv.PickPort()
+	if err != nil {
+		tb.Fatalf("free port: %v", err)
 	}
+	return port
 }
 
 // logBuffer collects the server's output for failure messages.
