@@ -112,5 +112,9 @@ func (c *Config) validateSchedules(p *checker) {
 		if s.TimeoutS < 0 || s.TimeoutS > 86400 {
 			p.add(key+".timeout_s", "must be 0 (30s) to 86400, got %d", s.TimeoutS)
 		}
+		// As the API refuses a larger payload for a schedule it is given: every fire would submit it.
+		if c.Server.MaxPayloadBytes > 0 && len(s.Payload) > c.Server.MaxPayloadBytes {
+			p.add(key+".payload", "%d bytes: at most server.max_payload_bytes (%d)", len(s.Payload), c.Server.MaxPayloadBytes)
+		}
 	}
 }

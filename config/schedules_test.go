@@ -70,6 +70,9 @@ func TestSchedulesRefused(t *testing.T) {
 		{"schedules[0].type", `[{name: a, cron: "@hourly", queue: q}]`},
 		{"schedules[0].priority", `[{name: a, cron: "@hourly", queue: q, type: t, priority: 12}]`},
 		{"schedules", `[{name: a, cron: "@hourly", queue: q, type: t, colour: blue}]`},
+		{"schedules[0].payload: 40 bytes: at most server.max_payload_bytes (32)",
+			`[{name: a, cron: "@hourly", queue: q, type: t, payload: "0123456789012345678901234567890123456789"}]
+server: {max_payload_bytes: 32}`},
 	} {
 		err := loadErr(t, config.LoadOptions{File: writeConfig(t, "schedules: "+tc.yaml+"\n")})
 		require.Contains(t, err.Error(), tc.want, tc.yaml)
