@@ -197,3 +197,30 @@ func LeanJob(j *queue.Job) *queue.Job {
 	c.Payload, c.Labels, c.TraceContext, c.Result = []byte{}, nil, nil, nil
 	return &c
 }
+
+// Bounded is a worker's report as it is stored, whatever the transport that carried it: the error
+// cut to MaxFailureErrorLen, RetryAfter kept only for a retryable failure and at most
+// MaxRetryAfter, Runtime and StartedAgo within 0..MaxReportedRuntime. (A malformed failure reason
+// is a refusal, not a bound: the transports check ValidFailureReason.)
+func (r JobReportParams) Bounded() JobReportParams {
+	r.JobLease = r.JobLease.Bounded()
+	r.Runtime = boundReported(r.Runtime)
+	if r.Success {
+		r.Error, r.Permanent, r.RetryAfter = "", false, 0
+		return r
+	}
+	r.Error = TrimFailureError(r.Error)
+	if r.Permanent {
+		r.RetryAfter = 0
+	}
+	r.RetryAfter = min(max(r.RetryAfter, 0), MaxRetryAfter)
+	return r
+}
+
+// Bounded is the lease with StartedAgo within 0..MaxReportedRuntime.
+func (l JobLease) Bounded() JobLease {
+	l.StartedAgo = boundReported(l.StartedAgo)
+	return l
+}
+
+func boundReported(d time.Duration) time.Duration { return min(max(d, 0), MaxReportedRuntime) }

@@ -363,3 +363,26 @@ func TestJobTransitionParamsValidate(t *testing.T) {
 	_, err = store.JobTransitionParams{ID: id, From: queue.StateRunning, To: queue.StateFailed, Result: []byte{}}.Validate()
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
 }
+
+// A report is bounded where it is stored, whatever carried it: the error cut, the retry delay kept
+// only for a retryable failure and capped, runtime and start within 0..MaxReportedRuntime.
+func TestJobReportParamsBounded(t *testing.T) {
+	long := strings.Repeat("x", store.MaxFailureErrorLen+100)
+	f := store.JobReportParams{JobLease: store.JobLease{StartedAgo: -time.Second}, Error: long,
+		RetryAfter: 100 * time.Hour, Runtime: 100 * time.Hour}.Bounded()
+	require.Len(t, f.Error, len(store.TrimFailureError(long)))
+	require.Less(t, len(f.Error), len(long))
+	require.Equal(t, store.MaxRetryAfter, f.RetryAfter)
+	require.Equal(t, store.MaxReportedRuntime, f.Runtime)
+	require.Zero(t, f.StartedAgo)
+
+	p := store.JobReportParams{Permanent: true, RetryAfter: time.Minute, Runtime: -time.Second}.Bounded()
+	require.Zero(t, p.RetryAfter, "a permanent failure is not retried")
+	require.Zero(t, p.Runtime)
+
+	s := store.JobReportParams{Success: true, Error: "x", RetryAfter: time.Minute,
+		JobLease: store.JobLease{StartedAgo: 100 * time.Hour}}.Bounded()
+	require.Empty(t, s.Error)
+	require.Zero(t, s.RetryAfter)
+	require.Equal(t, store.MaxReportedRuntime, s.StartedAgo)
+}

@@ -163,22 +163,22 @@ func leases(workerID string, ls []*jqv1.JobLease) ([]store.JobLease, error) {
 	out := make([]store.JobLease, len(ls))
 	for i, l := range ls {
 		out[i] = store.JobLease{ID: l.GetJobId(), Attempt: int(l.GetAttempt()), WorkerID: workerID,
-			StartedAgo: reportedDuration(l.GetStartedAgo())}
+			StartedAgo: durationOf(l.GetStartedAgo())}
 	}
 	return out, nil
 }
 
-// reportedDuration is a worker's duration within 0..store.MaxReportedRuntime (0 when unset or
-// malformed): past the bound it is nonsense, and it only places started_at and completed_at.
-func reportedDuration(d *durationpb.Duration) time.Duration {
+// durationOf is a worker's duration, 0 when unset or malformed; the store bounds what it keeps
+// (store.JobReportParams.Bounded).
+func durationOf(d *durationpb.Duration) time.Duration {
 	if !d.IsValid() {
 		return 0
 	}
-	return min(max(d.AsDuration(), 0), store.MaxReportedRuntime)
+	return d.AsDuration()
 }
 
 // reportParams converts a ReportJobs request. A failure's reason is a short machine word or the
-// request is refused; its error text is cut to store.MaxFailureErrorLen, not refused.
+// request is refused; its error text, runtime and retry delay are bounded by the store, not refused.
 func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
 	ls := make([]*jqv1.JobLease, len(m.GetReports()))
 	for i, r := range m.GetReports() {
@@ -199,10 +199,8 @@ func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
 				return nil, invalid(fmt.Sprintf("reports[%d]: failure.reason %s: at most %d characters of a-z, 0-9 and _ (or empty)",
 					i, queue.Excerpt(o.Failure.GetReason()), store.MaxFailureReasonLen))
 			}
-			p.Error, p.Reason, p.Permanent = store.TrimFailureError(o.Failure.GetError()), o.Failure.GetReason(), o.Failure.GetPermanent()
-			if ra := o.Failure.GetRetryAfter(); ra.IsValid() && !p.Permanent {
-				p.RetryAfter = min(max(ra.AsDuration(), 0), store.MaxRetryAfter)
-			}
+			p.Error, p.Reason, p.Permanent = o.Failure.GetError(), o.Failure.GetReason(), o.Failure.GetPermanent()
+			p.RetryAfter = durationOf(o.Failure.GetRetryAfter())
 		default:
 			return nil, invalid(fmt.Sprintf("reports[%d]: outcome: success or failure required", i))
 		}
@@ -210,7 +208,7 @@ func reportParams(m *jqv1.ReportJobsRequest) ([]store.JobReportParams, error) {
 		if d == nil {
 			d = r.GetFailure().GetRuntime()
 		}
-		p.Runtime = reportedDuration(d)
+		p.Runtime = durationOf(d)
 		reports[i] = p
 	}
 	return reports, nil

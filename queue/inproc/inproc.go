@@ -167,7 +167,7 @@ func (c *Conn) Ack(ctx context.Context, p executor.AckParams) ([]executor.LeaseR
 	return leaseResults(outs), nil
 }
 
-// Report records outcomes, each checked and bounded as ReportJobs does.
+// Report records outcomes, each checked as ReportJobs checks it (the store bounds the rest).
 func (c *Conn) Report(ctx context.Context, p executor.ReportParams) ([]executor.LeaseResult, error) {
 	ls, err := leases(p.WorkerID, len(p.Reports), func(i int) executor.Lease { return p.Reports[i].Lease })
 	if err != nil {
@@ -175,21 +175,12 @@ func (c *Conn) Report(ctx context.Context, p executor.ReportParams) ([]executor.
 	}
 	reports := make([]store.JobReportParams, len(p.Reports))
 	for i, r := range p.Reports {
-		rp := store.JobReportParams{JobLease: ls[i], Success: r.Success}
-		rp.Runtime = min(max(r.Runtime, 0), store.MaxReportedRuntime)
-		if r.Success {
-			rp.Result = r.Result
-		} else {
-			if !store.ValidFailureReason(r.Reason) {
-				return nil, connErr("report jobs", fmt.Errorf("%w: reports[%d]: failure reason %s: at most %d characters of a-z, 0-9 and _ (or empty)",
-					queue.ErrInvalidArgument, i, queue.Excerpt(r.Reason), store.MaxFailureReasonLen))
-			}
-			rp.Error, rp.Reason, rp.Permanent = store.TrimFailureError(r.Error), r.Reason, r.Permanent
-			if !r.Permanent {
-				rp.RetryAfter = min(max(r.RetryAfter, 0), store.MaxRetryAfter)
-			}
+		if !r.Success && !store.ValidFailureReason(r.Reason) {
+			return nil, connErr("report jobs", fmt.Errorf("%w: reports[%d]: failure reason %s: at most %d characters of a-z, 0-9 and _ (or empty)",
+				queue.ErrInvalidArgument, i, queue.Excerpt(r.Reason), store.MaxFailureReasonLen))
 		}
-		reports[i] = rp
+		reports[i] = store.JobReportParams{JobLease: ls[i], Success: r.Success, Result: r.Result, Error: r.Error,
+			Reason: r.Reason, Permanent: r.Permanent, RetryAfter: r.RetryAfter, Runtime: r.Runtime}
 	}
 	outs, err := c.eng.Report(ctx, p.WorkerID, reports)
 	if err != nil {
@@ -268,8 +259,7 @@ func leases(workerID string, n int, at func(int) executor.Lease) ([]store.JobLea
 	out := make([]store.JobLease, n)
 	for i := range n {
 		l := at(i)
-		out[i] = store.JobLease{ID: l.JobID, Attempt: l.Attempt, WorkerID: workerID,
-			StartedAgo: min(max(l.StartedAgo, 0), store.MaxReportedRuntime)}
+		out[i] = store.JobLease{ID: l.JobID, Attempt: l.Attempt, WorkerID: workerID, StartedAgo: l.StartedAgo}
 	}
 	return out, nil
 }

@@ -174,7 +174,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 			ids = append(ids, b.outcomes[i].ID)
 			attempts = append(attempts, int32(l.Attempt)) // Validate bounds it to int32
 			workers = append(workers, l.WorkerID)
-			started = append(started, startedAgoUS(l))
+			started = append(started, l.Bounded().StartedAgo.Microseconds())
 		}
 	}
 	if len(ids) > 0 {
@@ -214,6 +214,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		started   = make([]int64, 0, n)
 	)
 	for i, r := range reports {
+		r = r.Bounded()
 		leases[i] = r.JobLease
 		if !b.add(i, r.JobLease) {
 			continue
@@ -223,8 +224,8 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		workers = append(workers, r.WorkerID)
 		successes = append(successes, r.Success)
 		permanent = append(permanent, !r.Success && r.Permanent)
-		runtimes = append(runtimes, min(max(r.Runtime, 0), store.MaxReportedRuntime).Microseconds())
-		started = append(started, startedAgoUS(r.JobLease))
+		runtimes = append(runtimes, r.Runtime.Microseconds())
+		started = append(started, r.StartedAgo.Microseconds())
 		retryMS = append(retryMS, retryAfterMS(r))
 		if r.Success {
 			results = append(results, r.Result)
@@ -253,11 +254,6 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		}
 	}
 	return b.finish(leases, false), nil
-}
-
-// startedAgoUS is a lease's StartedAgo in microseconds, within 0..store.MaxReportedRuntime.
-func startedAgoUS(l store.JobLease) int64 {
-	return min(max(l.StartedAgo, 0), store.MaxReportedRuntime).Microseconds()
 }
 
 // retryAfterMS is a failure's RetryAfter in whole milliseconds (rounded up, so the retry is never
