@@ -1,7 +1,6 @@
 package server
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/proto"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
@@ -41,15 +41,16 @@ type jobsCarrier interface{ GetJobs() []*jqv1.Job }
 // is a small multiple of them: the rows as read, the encoding (about its size, api/codec) and the
 // copy connect writes from.
 type pageBound struct {
-	page int64 // what a page takes before its size is known
-	sem  *weighted
+	page int64               // what a page takes before its size is known
+	size int64               // the budget
+	sem  *semaphore.Weighted // first come, first served: a large page is not overtaken by small ones
 }
 
 func newPageBound(budget, page int64) *pageBound {
 	if budget < page {
 		budget = page
 	}
-	return &pageBound{page: page, sem: newWeighted(budget)}
+	return &pageBound{page: page, size: budget, sem: semaphore.NewWeighted(budget)}
 }
 
 // interceptor takes a share for each request with include_payloads; pages without payloads are
@@ -64,27 +65,27 @@ func (b *pageBound) interceptor() connect.UnaryInterceptorFunc {
 				return next(ctx, req)
 			}
 			wctx, cancel := context.WithTimeout(ctx, payloadPageWait)
-			err := b.sem.acquire(wctx, b.page)
+			err := b.sem.Acquire(wctx, b.page)
 			cancel()
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return nil, fmt.Errorf("waiting for a turn to build a page with payloads: %w", ctx.Err())
 			case err != nil:
 				return nil, connect.NewError(connect.CodeResourceExhausted,
-					fmt.Errorf("pages with %d MiB of payloads are being sent by this server, the most at once; retry later or list without include_payloads", b.sem.size>>20))
+					fmt.Errorf("pages with %d MiB of payloads are being sent by this server, the most at once; retry later or list without include_payloads", b.size>>20))
 			}
 			resp, err := next(ctx, req)
 			if err != nil || resp == nil {
-				b.sem.release(b.page)
+				b.sem.Release(b.page)
 				return resp, err
 			}
 			keep := b.page
 			if jc, ok := resp.Any().(jobsCarrier); ok {
 				keep = min(keep, dataBytes(jc.GetJobs()))
 			}
-			b.sem.release(b.page - keep)
+			b.sem.Release(b.page - keep)
 			var once sync.Once
-			release := func() { once.Do(func() { b.sem.release(keep) }) }
+			release := func() { once.Do(func() { b.sem.Release(keep) }) }
 			if end, ok := ctx.Value(requestEndKey{}).(*requestEnd); ok {
 				// A writer that cannot take a deadline (an in-process caller's buffer) is not slow.
 				_ = end.rc.SetWriteDeadline(time.Now().Add(payloadPageWriteTimeout))
@@ -142,87 +143,6 @@ func withRequestEnd(next http.Handler) http.Handler {
 	})
 }
 
-// weighted is a semaphore of size units taken in any amounts, first come first served (as
-// golang.org/x/sync/semaphore.Weighted, which jq does not otherwise need).
-type weighted struct {
-	size int64
-
-	mu      sync.Mutex
-	cur     int64
-	waiters list.List // of *waiter
-}
-
-type waiter struct {
-	n     int64
-	ready chan struct{}
-}
-
-func newWeighted(size int64) *weighted { return &weighted{size: size} }
-
-// acquire takes n (at most size) units, waiting for them until ctx ends.
-func (s *weighted) acquire(ctx context.Context, n int64) error {
-	s.mu.Lock()
-	if s.size-s.cur >= n && s.waiters.Len() == 0 {
-		s.cur += n
-		s.mu.Unlock()
-		return nil
-	}
-	w := &waiter{n: n, ready: make(chan struct{})}
-	e := s.waiters.PushBack(w)
-	s.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		s.mu.Lock()
-		select {
-		case <-w.ready: // granted meanwhile: give it back
-			s.cur -= n
-			s.notify()
-		default:
-			front := s.waiters.Front() == e
-			s.waiters.Remove(e)
-			if front { // those behind may fit now
-				s.notify()
-			}
-		}
-		s.mu.Unlock()
-		return ctx.Err()
-	}
-}
-
-// release gives back n units.
-func (s *weighted) release(n int64) {
-	if n <= 0 {
-		return
-	}
-	s.mu.Lock()
-	s.cur -= n
-	if s.cur < 0 {
-		s.mu.Unlock()
-		panic("server: page budget released more than taken")
-	}
-	s.notify()
-	s.mu.Unlock()
-}
-
-// notify grants the waiters at the front that fit, in order (s.mu held).
-func (s *weighted) notify() {
-	for {
-		e := s.waiters.Front()
-		if e == nil {
-			return
-		}
-		w := e.Value.(*waiter)
-		if s.size-s.cur < w.n {
-			return
-		}
-		s.cur += w.n
-		s.waiters.Remove(e)
-		close(w.ready)
-	}
-}
-
 // protoCodec is connect's binary protobuf codec (application/proto, gRPC), registered beside the
 // JSON and MessagePack codecs.
 type protoCodec struct{}
@@ -244,18 +164,4 @@ func (protoCodec) Unmarshal(data []byte, msg any) error {
 		return fmt.Errorf("%T is not a protobuf message", msg)
 	}
 	return proto.Unmarshal(data, m)
-}
-
-// held is the units taken now (tests).
-func (s *weighted) held() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cur
-}
-
-// waiting is the number of waiters (tests).
-func (s *weighted) waiting() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiters.Len()
 }

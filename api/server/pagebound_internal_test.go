@@ -48,40 +48,14 @@ func TestPayloadPagesBounded(t *testing.T) {
 	require.NoError(t, <-plain)
 	require.NoError(t, <-first)
 	// The first page keeps its 400 bytes until its request ends.
-	require.Equal(t, int64(400), b.sem.held())
+	require.Equal(t, int64(400), held(b))
 	short, cancelShort := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancelShort()
-	require.ErrorIs(t, b.sem.acquire(short, page), context.DeadlineExceeded)
+	require.ErrorIs(t, b.sem.Acquire(short, page), context.DeadlineExceeded)
 	endFirst()
-	require.NoError(t, b.sem.acquire(t.Context(), page), "the request's end gives the rest back")
-	b.sem.release(page)
-	require.Zero(t, b.sem.held())
-}
-
-// TestWeightedFirstComeFirstServed: a large waiter is not overtaken by smaller ones behind it,
-// and one that gives up lets those behind it in.
-func TestWeightedFirstComeFirstServed(t *testing.T) {
-	t.Parallel()
-	s := newWeighted(10)
-	require.NoError(t, s.acquire(t.Context(), 6))
-	bigCtx, giveUp := context.WithCancel(t.Context())
-	big := make(chan error, 1)
-	go func() { big <- s.acquire(bigCtx, 10) }()
-	require.Eventually(t, func() bool { return s.waiting() == 1 }, 10*time.Second, time.Millisecond)
-	small := make(chan error, 1)
-	go func() { small <- s.acquire(t.Context(), 2) }()
-	require.Eventually(t, func() bool { return s.waiting() == 2 }, 10*time.Second, time.Millisecond)
-	select {
-	case err := <-small:
-		t.Fatalf("a small acquire overtook the large one waiting before it (%v)", err)
-	default:
-	}
-	giveUp()
-	require.ErrorIs(t, <-big, context.Canceled)
-	require.NoError(t, <-small, "the waiter behind the one that gave up got in")
-	require.Equal(t, int64(8), s.held())
-	s.release(8)
-	require.Zero(t, s.held())
+	require.NoError(t, b.sem.Acquire(t.Context(), page), "the request's end gives the rest back")
+	b.sem.Release(page)
+	require.Zero(t, held(b))
 }
 
 // TestPayloadPageReleasedAtRequestEnd: a page keeps its share until ServeHTTP returns, even when
@@ -97,10 +71,22 @@ func TestPayloadPageReleasedAtRequestEnd(t *testing.T) {
 	srv := withRequestEnd(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		_, err := h(context.WithoutCancel(r.Context()), connect.NewRequest(&jqv1.ListJobsRequest{IncludePayloads: true}))
 		require.NoError(t, err)
-		require.Equal(t, int64(400), b.sem.held(), "kept while the response is written")
+		require.Equal(t, int64(400), held(b), "kept while the response is written")
 		served = true
 	}))
 	srv.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/jq.v1.JobService/ListJobs", nil))
 	require.True(t, served)
-	require.Zero(t, b.sem.held(), "given back when ServeHTTP returned")
+	require.Zero(t, held(b), "given back when ServeHTTP returned")
+}
+
+// held is the units of b's budget taken now, exactly: the largest amount that can still be taken is
+// the rest (no waiter may be queued when it is asked).
+func held(b *pageBound) int64 {
+	for h := int64(0); h <= b.size; h++ {
+		if b.sem.TryAcquire(b.size - h) {
+			b.sem.Release(b.size - h)
+			return h
+		}
+	}
+	return -1
 }
