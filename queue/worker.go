@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,6 +54,21 @@ type Worker struct {
 	// reported them: the server assigns no job of an open queue to it and at most one at a time
 	// of a half-open queue.
 	Breakers []QueueBreaker
+	// Types are the job types the worker handles, sorted (the handlers it registered); empty:
+	// every type. The server assigns it no job of another type (Handles), so a job whose type no
+	// worker of its queue handles waits PENDING instead of failing on the wrong worker.
+	Types []string
+}
+
+// Handles reports whether the worker takes jobs of type typ from queue q now: it is ONLINE, serves
+// q and handles typ (or every type).
+func (w *Worker) Handles(q, typ string) bool {
+	return w.Status == WorkerOnline && slices.Contains(w.Queues, q) && w.HandlesType(typ)
+}
+
+// HandlesType reports whether typ is among the worker's types, or it registered none (every type).
+func (w *Worker) HandlesType(typ string) bool {
+	return len(w.Types) == 0 || slices.Contains(w.Types, typ)
 }
 
 // BreakerState is the state of a worker's circuit breaker for one queue (seed 004).

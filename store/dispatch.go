@@ -36,6 +36,10 @@ type JobClaimParams struct {
 	Queue    string
 	WorkerID string
 	Limit    int // 1..MaxDispatchBatch
+	// Types, when not empty, restricts the claim to jobs of these types (the worker's registered
+	// types, at most MaxWorkerTypes); jobs of other types stay PENDING, in place, for workers that
+	// handle them. Empty: every type.
+	Types []string
 }
 
 // JobLease identifies one attempt of one job held by a worker.
@@ -119,7 +123,8 @@ type DispatchStore interface {
 	// dispatch order (priority DESC, created_at, id: FR-014), skipping rows a concurrent writer holds
 	// (FOR NO KEY UPDATE SKIP LOCKED: claims of several sessions and replicas never wait for each
 	// other and never take the same job), and compare-and-sets them PENDING→ASSIGNED for the worker
-	// with attempt+1 (the fencing token) and their events. A paused queue, or an unknown one, yields
+	// with attempt+1 (the fencing token) and their events. With p.Types it takes only jobs of those
+	// types, in the same order, passing over the others. A paused queue, or an unknown one, yields
 	// none. It returns the assigned jobs (full rows) in dispatch order. Errors: ErrInvalidArgument.
 	JobClaim(ctx context.Context, p JobClaimParams) ([]*queue.Job, error)
 	// JobAckMany moves each lease ASSIGNED→RUNNING (started_at = now) when the

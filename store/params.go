@@ -157,6 +157,9 @@ type WorkerRegisterParams struct {
 	Concurrency int
 	Queues      []string
 	Version     string
+	// Types are the job types the worker handles, at most MaxWorkerTypes distinct valid types;
+	// none: every type. Dispatch hands the worker only jobs of these types (JobClaimParams.Types).
+	Types []string
 	// Principal is the registering caller ("" with authentication off). An id registered by
 	// one principal cannot be registered by another: ErrPermissionDenied.
 	Principal string

@@ -52,6 +52,7 @@ const (
 	MaxVersionLen        = 128
 	MaxWorkerConcurrency = 1024
 	MaxWorkerQueues      = 64
+	MaxWorkerTypes       = 256
 
 	// A failure's reason is a short machine word (error, timeout, output_too_large, ...); its error
 	// text is cut to MaxFailureErrorLen. Both travel in the job's events, so bounding them keeps
@@ -389,7 +390,8 @@ func (p JobTransitionParams) Validate() (id string, err error) {
 
 // Validate checks a registration: the worker id, hostname and version (UTF-8 without control
 // characters, at most MaxHostnameLen and MaxVersionLen bytes; both may be empty), a concurrency of
-// 1..MaxWorkerConcurrency and 1..MaxWorkerQueues distinct valid queue names.
+// 1..MaxWorkerConcurrency, 1..MaxWorkerQueues distinct valid queue names and at most
+// MaxWorkerTypes distinct valid job types.
 func (p WorkerRegisterParams) Validate() error {
 	var errs []error
 	if err := ValidateWorkerID(p.ID); err != nil {
@@ -419,7 +421,29 @@ func (p WorkerRegisterParams) Validate() error {
 		}
 		seen[q] = true
 	}
+	if err := validateWorkerTypes(p.Types); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// validateWorkerTypes checks the job types a worker handles: at most MaxWorkerTypes distinct
+// valid types.
+func validateWorkerTypes(types []string) error {
+	if len(types) > MaxWorkerTypes {
+		return invalid("types: want at most %d, got %d", MaxWorkerTypes, len(types))
+	}
+	seen := make(map[string]bool, len(types))
+	for _, t := range types {
+		if err := ValidateJobType("types", t); err != nil {
+			return err
+		}
+		if seen[t] {
+			return invalid("types: %s is listed twice", queue.Excerpt(t))
+		}
+		seen[t] = true
+	}
+	return nil
 }
 
 // Validate checks a heartbeat.
@@ -484,6 +508,9 @@ func (p JobClaimParams) Validate() error {
 	}
 	if p.Limit < 1 || p.Limit > MaxDispatchBatch {
 		errs = append(errs, invalid("limit %d is outside 1..%d", p.Limit, MaxDispatchBatch))
+	}
+	if err := validateWorkerTypes(p.Types); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

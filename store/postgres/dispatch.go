@@ -112,11 +112,18 @@ SELECT ` + jobColumns + ` FROM updated ORDER BY l_ord`
 // transaction, keeps that version the newest; were it not, the update's re-check of ctid would skip
 // the row (left PENDING), never touch another. It runs on the dispatch pool: its cached generic plan
 // is that index walk on any table (dispatchParams; TestHotPlansOnEmptyTable).
+//
+// $4 is the worker's types ('{}': every type), a filter on the rows the walk reads: the same plan
+// whatever the worker registered, and for '{}' one array length per row. A typed worker's claim
+// walks on past the jobs of other types (they stay in place for their workers), so its cost
+// grows with how many of those are due ahead of its own (docs/architecture.md, "Type-aware
+// dispatch"). type never changes, so the lock's re-check of a row needs no more than this.
 const sqlJobClaim = `-- name: job_claim
 WITH locked AS MATERIALIZED (
     SELECT j.ctid AS l_ctid
     FROM jobs j
     WHERE j.queue = $1 AND j.state = 'PENDING' AND j.not_before <= now()
+      AND (cardinality($4::text[]) = 0 OR j.type = ANY($4::text[]))
       AND NOT EXISTS (SELECT 1 FROM queues WHERE name = $1 AND paused)
     ORDER BY j.priority DESC, j.created_at, j.id
     LIMIT $3
@@ -147,7 +154,11 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := s.dispatch.Query(ctx, sqlJobClaim, p.Queue, p.WorkerID, p.Limit)
+	types := p.Types
+	if types == nil {
+		types = []string{} // not NULL: cardinality(NULL) would match no job
+	}
+	rows, err := s.dispatch.Query(ctx, sqlJobClaim, p.Queue, p.WorkerID, p.Limit, types)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim jobs: %w", err)
 	}

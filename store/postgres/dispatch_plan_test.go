@@ -70,7 +70,7 @@ func TestDispatchPlans(t *testing.T) {
 	repeat := func(v string) string { return "'{" + strings.Repeat(v+",", len(ids)-1) + v + "}'" }
 	for _, stmt := range []string{
 		"PREPARE due(text, integer) AS " + sqlJobDue,
-		"PREPARE claim(text, text, integer) AS " + sqlJobClaim,
+		"PREPARE claim(text, text, integer, text[]) AS " + sqlJobClaim,
 		"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany,
 		"PREPARE ack(uuid[], integer[], text[], bigint[]) AS " + sqlJobAckMany,
 		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[]) AS " + sqlJobReportMany,
@@ -91,13 +91,15 @@ func TestDispatchPlans(t *testing.T) {
 		require.Contains(t, plan, "rows=1000 loops=1", mode)
 
 		// The claim walks the same index in order and stops at its limit (EXPLAIN without ANALYZE:
-		// executing it would assign the jobs).
-		plan = explain(t, "EXPLAIN (COSTS OFF) EXECUTE claim('hot', 'w', 100)")
-		t.Logf("JobClaim, %s:\n%s", mode, plan)
-		require.Contains(t, plan, "Index Scan using jobs_dispatch_idx", mode)
-		require.Contains(t, plan, "LockRows", mode)
-		require.NotContains(t, plan, "Seq Scan on jobs", mode)
-		require.NotContains(t, claimedPart(plan), "Sort", "the index gives the order: %s", mode)
+		// executing it would assign the jobs), for a worker of every type and for a typed one.
+		for _, types := range []string{"'{}'", "'{t,u}'"} {
+			plan = explain(t, "EXPLAIN (COSTS OFF) EXECUTE claim('hot', 'w', 100, "+types+")")
+			t.Logf("JobClaim, types %s, %s:\n%s", types, mode, plan)
+			require.Contains(t, plan, "Index Scan using jobs_dispatch_idx", mode)
+			require.Contains(t, plan, "LockRows", mode)
+			require.NotContains(t, plan, "Seq Scan on jobs", mode)
+			require.NotContains(t, claimedPart(plan), "Sort", "the index gives the order: %s", mode)
+		}
 
 		for name, execute := range map[string]string{
 			"JobAssignMany": "EXECUTE assign('w', " + idArray + ")",
@@ -179,7 +181,7 @@ func TestHotPlansOnEmptyTable(t *testing.T) {
 	}
 	ids := "'{00000000-0000-4000-8000-000000000001,00000000-0000-4000-8000-000000000002}'"
 	args := map[string]string{
-		"job_claim":       "('hot', 'w', 100)",
+		"job_claim":       "('hot', 'w', 100, '{}')",
 		"job_assign_many": "('w', " + ids + ")",
 		"job_ack_many":    "(" + ids + ", '{1,1}', '{w,w}', '{0,0}')",
 		"job_report_many": `(` + ids + `, '{1,1}', '{w,w}', '{true,true}', '{"\\x00","\\x00"}', '{c,c}', '{e,e}', '{r,r}', '{false,false}', '{0,0}', '{0,0}', '{0,0}')`,
@@ -188,8 +190,8 @@ func TestHotPlansOnEmptyTable(t *testing.T) {
 	// The store's statements, twenty times each on the empty table: cached on the dispatch pool's
 	// one connection, generic plans only.
 	none := []string{"00000000-0000-4000-8000-000000000001"}
-	for range 20 {
-		_, err := st.JobClaim(ctx, store.JobClaimParams{Queue: "hot", WorkerID: "w", Limit: 100})
+	for i := range 20 {
+		_, err := st.JobClaim(ctx, store.JobClaimParams{Queue: "hot", WorkerID: "w", Limit: 100, Types: [][]string{nil, {"t"}}[i%2]})
 		require.NoError(t, err)
 		_, err = st.JobAssignMany(ctx, store.JobAssignParams{WorkerID: "w", IDs: none})
 		require.NoError(t, err)
@@ -244,11 +246,14 @@ SELECT gen_random_uuid(), 'hot', 't', 0, 'RUNNING', 3, '\x00', now() FROM genera
 			_, err := main.Exec(ctx, `INSERT INTO jobs (id, queue, type, priority, max_retries, spec_hash, created_at)
 SELECT gen_random_uuid(), 'hot', 't', 0, 3, '\x00', now() FROM generate_series(1, 20000)`)
 			require.NoError(t, err)
-			plan := explain(hot, "EXPLAIN (COSTS OFF) EXECUTE "+name+args[stmt])
-			t.Logf("%s, generic plan made on the empty table, now on 40,000 jobs:\n%s", stmt, plan)
-			require.NotContains(t, plan, "Seq Scan on jobs", stmt)
-			require.Contains(t, plan, "Index Scan using jobs_dispatch_idx", stmt)
-			require.NotContains(t, claimedPart(plan), "Sort", stmt)
+			// One generic plan for every worker, typed or not.
+			for _, a := range []string{args[stmt], "('hot', 'w', 100, '{t}')"} {
+				plan := explain(hot, "EXPLAIN (COSTS OFF) EXECUTE "+name+a)
+				t.Logf("%s%s, generic plan made on the empty table, now on 40,000 jobs:\n%s", stmt, a, plan)
+				require.NotContains(t, plan, "Seq Scan on jobs", stmt)
+				require.Contains(t, plan, "Index Scan using jobs_dispatch_idx", stmt)
+				require.NotContains(t, claimedPart(plan), "Sort", stmt)
+			}
 			continue
 		}
 		plan := explain(hot, "EXPLAIN (COSTS OFF) EXECUTE "+name+args[stmt])

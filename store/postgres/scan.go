@@ -42,7 +42,7 @@ const (
 // workerColumns needs the table alias w: RunningJobs is counted from jobs.
 const workerColumns = `w.id, w.hostname, w.status, w.concurrency, w.queues, w.version,
 	(SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state IN ('ASSIGNED', 'RUNNING'))::int,
-	w.started_at, w.last_heartbeat_at, w.shutdown_requested, w.principal, w.breakers`
+	w.started_at, w.last_heartbeat_at, w.shutdown_requested, w.principal, w.breakers, w.types`
 
 // scanJob reads jobColumns, or jobPageColumns with the two sizes scanned into extra.
 func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
@@ -131,7 +131,7 @@ func scanWorker(row pgx.Row) (*queue.Worker, error) {
 	)
 	var breakers []breakerRow
 	if err := row.Scan(&w.ID, &w.Hostname, &status, &w.Concurrency, &w.Queues, &w.Version,
-		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested, &w.Principal, &breakers); err != nil {
+		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested, &w.Principal, &breakers, &w.Types); err != nil {
 		return nil, err
 	}
 	w.Status = queue.WorkerStatus(status)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,11 +19,11 @@ const (
 	// owner. Owners never change, so the API may cache them.
 	sqlWorkerRegister = `-- name: worker_register
 INSERT INTO workers AS w (id, hostname, status, concurrency, queues, version, started_at,
-                          last_heartbeat_at, updated_at, principal)
-VALUES ($1, $2, 'ONLINE', $3, $4, $5, now(), now(), now(), $6)
+                          last_heartbeat_at, updated_at, principal, types)
+VALUES ($1, $2, 'ONLINE', $3, $4, $5, now(), now(), now(), $6, $8)
 ON CONFLICT (id) DO UPDATE SET
     hostname = excluded.hostname, status = 'ONLINE', concurrency = excluded.concurrency,
-    queues = excluded.queues, version = excluded.version, started_at = now(),
+    queues = excluded.queues, version = excluded.version, types = excluded.types, started_at = now(),
     last_heartbeat_at = now(), updated_at = now(), shutdown_requested = false,
     principal = CASE WHEN w.principal = '' THEN excluded.principal ELSE w.principal END
 WHERE excluded.principal = '' OR w.principal = '' OR w.principal = excluded.principal OR $7
@@ -87,6 +88,8 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 	if queues == nil {
 		queues = []string{}
 	}
+	types := append([]string{}, p.Types...)
+	slices.Sort(types)
 	var w *queue.Worker
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if p.OfflineRetention > 0 {
@@ -120,7 +123,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 			}
 		}
 		var err error
-		w, err = scanWorker(tx.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version, p.Principal, p.AnyOwner))
+		w, err = scanWorker(tx.QueryRow(ctx, sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, queues, p.Version, p.Principal, p.AnyOwner, types))
 		return err
 	})
 	if errors.Is(err, queue.ErrLimitReached) {

@@ -325,6 +325,55 @@ func runJobClaimTests(t *testing.T, newStore NewStoreFunc) {
 		require.Len(t, seen, len(jobs))
 	})
 
+	// A typed claim takes only jobs of its types, in dispatch order, passing over the others, which
+	// stay PENDING and untouched (attempt 0); a claim without types takes every type.
+	t.Run("Types", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		var ps []store.JobInsertParams
+		for i, typ := range []string{"a", "b", "c", "a", "b", "c", "a"} {
+			p := b.job(typ)
+			p.Priority = i % 3
+			ps = append(ps, p)
+		}
+		b.insert(ps...)
+		due := dueIDs(b.due(100))
+		typeOf := map[string]string{}
+		for _, j := range b.listAll(store.JobListParams{Queue: b.queue}) {
+			typeOf[j.ID] = j.Type
+		}
+		inOrder := func(types ...string) []string {
+			var out []string
+			for _, id := range due {
+				if slices.Contains(types, typeOf[id]) {
+					out = append(out, id)
+				}
+			}
+			return out
+		}
+
+		got, err := b.ds.JobClaim(b.ctx, store.JobClaimParams{Queue: b.queue, WorkerID: "wa", Limit: 2, Types: []string{"a"}})
+		require.NoError(t, err)
+		first := ids(got)
+		require.Equal(t, inOrder("a")[:2], first, "the first two a jobs, past the b and c ahead of them")
+		got, err = b.ds.JobClaim(b.ctx, store.JobClaimParams{Queue: b.queue, WorkerID: "wab", Limit: 100, Types: []string{"b", "a", "x"}})
+		require.NoError(t, err)
+		rest := slices.DeleteFunc(inOrder("a", "b"), func(id string) bool { return slices.Contains(first, id) })
+		require.Equal(t, rest, ids(got), "the other a and every b, in dispatch order")
+		for _, j := range got {
+			require.Contains(t, []string{"a", "b"}, j.Type)
+			require.Equal(t, "wab", j.WorkerID)
+		}
+		for _, id := range inOrder("c") {
+			j := b.get(id)
+			require.Equal(t, queue.StatePending, j.State, "a type nobody claimed waits")
+			require.Zero(t, j.Attempt, "and costs no attempt")
+		}
+		got, err = b.ds.JobClaim(b.ctx, store.JobClaimParams{Queue: b.queue, WorkerID: "wx", Limit: 100, Types: []string{"x"}})
+		require.NoError(t, err)
+		require.Empty(t, got)
+		require.Equal(t, inOrder("c"), ids(b.claim("any", 100)), "no types: every type")
+	})
+
 	t.Run("UnknownQueue", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		got, err := b.ds.JobClaim(b.ctx, store.JobClaimParams{Queue: uniqueName("missing"), WorkerID: "w", Limit: 10})
@@ -339,6 +388,9 @@ func runJobClaimTests(t *testing.T, newStore NewStoreFunc) {
 			{Queue: b.queue, WorkerID: "w", Limit: store.MaxDispatchBatch + 1},
 			{Queue: "Not A Queue", WorkerID: "w", Limit: 1},
 			{Queue: b.queue, WorkerID: "", Limit: 1},
+			{Queue: b.queue, WorkerID: "w", Limit: 1, Types: []string{""}},
+			{Queue: b.queue, WorkerID: "w", Limit: 1, Types: []string{"a", "a"}},
+			{Queue: b.queue, WorkerID: "w", Limit: 1, Types: make([]string, store.MaxWorkerTypes+1)},
 		} {
 			_, err := b.ds.JobClaim(b.ctx, p)
 			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)

@@ -83,7 +83,8 @@ func requireAllApplied(out []store.LeaseOutcome, err error) error {
 }
 
 // BenchStatements times each hot statement alone on batches of batchSize jobs (what one worker
-// session or one group commit sends): JobClaim (dispatch's statement), JobDue, JobAssignMany,
+// session or one group commit sends): JobClaim (dispatch's statement; also by a worker that
+// registered its types, every job of one of them), JobDue, JobAssignMany,
 // JobAckMany, JobReportMany after an ack, and JobReportMany straight from ASSIGNED (a short job:
 // the report implies the ack). The jobs each statement needs are made outside the timer. Reported
 // as ns/job. The jobs go to a queue of their own, or to queueName when it is set (a queue holding
@@ -145,17 +146,21 @@ func BenchStatements[S interface {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchSize), "ns/job")
 		})
 	}
-	run("claim", func() func() error {
-		insert() // at least a batch due, whatever a backlog holds
-		return func() error {
-			jobs, err := s.JobClaim(ctx, store.JobClaimParams{Queue: q.Name, WorkerID: worker, Limit: batchSize})
-			if err == nil && len(jobs) != batchSize {
-				err = fmt.Errorf("claimed %d jobs, want %d", len(jobs), batchSize)
+	claim := func(types []string) func() func() error {
+		return func() func() error {
+			insert() // at least a batch due, whatever a backlog holds
+			return func() error {
+				jobs, err := s.JobClaim(ctx, store.JobClaimParams{Queue: q.Name, WorkerID: worker, Limit: batchSize, Types: types})
+				if err == nil && len(jobs) != batchSize {
+					err = fmt.Errorf("claimed %d jobs, want %d", len(jobs), batchSize)
+				}
+				return err
 			}
-			return err
 		}
-	})
-	var due []string // the previous round's jobs, still PENDING: assigned before the next round
+	}
+	run("claim", claim(nil))
+	run("claim_typed", claim([]string{"other", "bench"})) // a worker that registered its types
+	var due []string                                      // the previous round's jobs, still PENDING: assigned before the next round
 	runDue := run
 	if len(queueName) > 0 {
 		runDue = func(string, func() func() error) {} // JobDue's rounds assume no other job is due

@@ -36,6 +36,33 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, w, got)
 	})
 
+	// The types a worker handles are kept sorted and replaced by each registration; none: every type.
+	t.Run("Types", func(t *testing.T) {
+		b := setup(t, newStore)
+		id := uniqueName("w")
+		reg := func(types ...string) *queue.Worker {
+			w, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Concurrency: 1, Queues: []string{b.queue}, Types: types})
+			require.NoError(t, err)
+			got, err := b.s.WorkerGet(b.ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, w.Types, got.Types)
+			return w
+		}
+		w := reg()
+		require.Empty(t, w.Types)
+		require.True(t, w.Handles(b.queue, "anything"))
+		w = reg("greet", "email")
+		require.Equal(t, []string{"email", "greet"}, w.Types)
+		require.True(t, w.Handles(b.queue, "greet"))
+		require.False(t, w.Handles(b.queue, "noop"))
+		require.False(t, w.Handles("other", "greet"))
+		require.Empty(t, reg().Types, "registering again without types takes every type again")
+		for _, bad := range [][]string{{""}, {"a b"}, {"a", "a"}, make([]string, store.MaxWorkerTypes+1)} {
+			_, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Concurrency: 1, Queues: []string{b.queue}, Types: bad})
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%q", bad)
+		}
+	})
+
 	t.Run("Owner", func(t *testing.T) {
 		b := setup(t, newStore)
 		id := uniqueName("w")
