@@ -71,6 +71,36 @@ func (w *Worker) HandlesType(typ string) bool {
 	return len(w.Types) == 0 || slices.Contains(w.Types, typ)
 }
 
+// Waiting explains why due PENDING jobs of these types in queue q are not being taken, from the
+// registered workers: "no connected worker serves queue q" when no ONLINE worker serves q, "no
+// connected worker handles type t" (or "types t, u") for the types none of them handles, "" when
+// every type has a worker. Only ONLINE workers count: a DRAINING one takes no new job.
+func Waiting(q string, types []string, workers []*Worker) string {
+	serves := false
+	var unhandled []string
+	for _, t := range types {
+		handled := false
+		for _, w := range workers {
+			if w.Status == WorkerOnline && slices.Contains(w.Queues, q) {
+				serves = true
+				handled = handled || w.HandlesType(t)
+			}
+		}
+		if !handled && !slices.Contains(unhandled, t) {
+			unhandled = append(unhandled, t)
+		}
+	}
+	switch {
+	case len(unhandled) == 0:
+		return ""
+	case !serves:
+		return "no connected worker serves queue " + q
+	case len(unhandled) == 1:
+		return "no connected worker handles type " + unhandled[0]
+	}
+	return "no connected worker handles types " + strings.Join(unhandled, ", ")
+}
+
 // BreakerState is the state of a worker's circuit breaker for one queue (seed 004).
 type BreakerState string
 

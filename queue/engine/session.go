@@ -23,7 +23,8 @@ type Session struct {
 	e           *Engine
 	workerID    string
 	queues      []string
-	concurrency int // the worker's concurrency plus its prefetch
+	types       []string // the job types the worker handles (none: every type), for the claim
+	concurrency int      // the worker's concurrency plus its prefetch
 
 	mu          sync.Mutex
 	outstanding map[string]string // job id → queue, assigned through this session
@@ -59,7 +60,7 @@ func (e *Engine) OpenSessionPrefetch(w *queue.Worker, capacity, prefetch int) *S
 		capacity = limit
 	}
 	s := &Session{
-		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), concurrency: limit,
+		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), types: slices.Clone(w.Types), concurrency: limit,
 		outstanding: map[string]string{}, carried: limit - capacity, freed: map[string]bool{},
 		intake: intakeOf(w.Queues, w.Breakers), wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
@@ -237,8 +238,8 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 	}
 }
 
-// claim assigns up to free due jobs of the worker's queues, taking them in turn from a rotating
-// first queue: one Postgres statement per queue (store.DispatchStore.JobClaim), then one Redis
+// claim assigns up to free due jobs of the worker's queues and types, taking them in turn from a
+// rotating first queue: one Postgres statement per queue (store.DispatchStore.JobClaim), then one Redis
 // round trip that records them in the worker's in-flight set with their locks. Redis is
 // bookkeeping, not the fence: when it is down the jobs are sent anyway (Postgres assigned them),
 // counted in DirectClaims, and the reaper recovers them from Postgres like any other.
@@ -261,7 +262,7 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		// The claim must reach a known outcome even if the stream goes away meanwhile: jobs it
 		// assigns are this worker's from then on.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
-		jobs, err := s.e.opts.Store.JobClaim(actx, store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize)})
+		jobs, err := s.e.opts.Store.JobClaim(actx, store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize), Types: s.types})
 		cancel()
 		if err != nil {
 			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))

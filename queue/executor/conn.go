@@ -81,6 +81,8 @@ type RegisterParams struct {
 	Concurrency int
 	Queues      []string
 	Labels      map[string]string
+	// Types are the job types the worker handles; none: every type (Options.Types).
+	Types []string
 }
 
 // Registration is the server's answer to Register.

@@ -47,6 +47,11 @@ type Options struct {
 	Concurrency int
 	// Queues to take jobs from (FR-022); at least one.
 	Queues []string
+	// Types are the job types this worker handles, registered with the server, which then hands it
+	// no job of another type: such jobs stay PENDING for a worker that handles them. nil: the
+	// Handler's Types() when it has that method (a *queue.Mux: its registered types, read at every
+	// registration), else every type. A handler that registers no type takes every type.
+	Types []string
 	// Labels shown by ListWorkers.
 	Labels map[string]string
 	// Logger receives the runtime's logs (default: none).

@@ -98,10 +98,22 @@ func (e *Executor) capBackoff(d time.Duration) time.Duration {
 	return d
 }
 
+// types are the job types the worker registers (Options.Types).
+func (e *Executor) types() []string {
+	if e.opts.Types != nil {
+		return e.opts.Types
+	}
+	if h, ok := e.opts.Handler.(interface{ Types() []string }); ok {
+		return h.Types()
+	}
+	return nil
+}
+
 func (e *Executor) register(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
 	defer cancel()
 	sent := time.Now()
+	types := e.types()
 	reg, err := e.conn.Register(cctx, RegisterParams{
 		WorkerID:    e.opts.WorkerID,
 		Hostname:    e.opts.Hostname,
@@ -109,6 +121,7 @@ func (e *Executor) register(ctx context.Context) error {
 		Concurrency: e.opts.Concurrency,
 		Queues:      e.opts.Queues,
 		Labels:      e.opts.Labels,
+		Types:       types,
 	})
 	if err != nil {
 		return err
@@ -128,7 +141,7 @@ func (e *Executor) register(ctx context.Context) error {
 	e.everRegistered.Store(true)
 	signal(e.hbNow) // the first heartbeat at once; it also picks up the server's interval
 	e.log.Info("worker registered",
-		zap.Int("concurrency", e.opts.Concurrency), zap.Strings("queues", e.opts.Queues),
+		zap.Int("concurrency", e.opts.Concurrency), zap.Strings("queues", e.opts.Queues), zap.Strings("types", types),
 		zap.Duration("heartbeat_interval", interval), zap.Duration("heartbeat_timeout", reg.HeartbeatTimeout),
 		zap.Int("held_leases", held))
 	return nil

@@ -57,7 +57,7 @@ func New(o Options) *Conn {
 func (c *Conn) Register(ctx context.Context, p executor.RegisterParams) (executor.Registration, error) {
 	rp := store.WorkerRegisterParams{
 		ID: p.WorkerID, Hostname: p.Hostname, Concurrency: min(p.Concurrency, executor.MaxConcurrency),
-		Queues: p.Queues, Version: p.Version,
+		Queues: p.Queues, Version: p.Version, Types: p.Types,
 	}
 	if err := rp.Validate(); err != nil {
 		return executor.Registration{}, connErr("register worker", err)
