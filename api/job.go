@@ -49,6 +49,7 @@ func JobProto(j *queue.Job) *jqv1.Job {
 	if pr := j.Progress; pr != nil {
 		p.Progress = &jqv1.JobProgress{Percent: int32(pr.Percent), Message: pr.Message, UpdatedAt: Timestamp(pr.UpdatedAt)} //nolint:gosec // 0..100
 	}
+	p.Waiting = j.Waiting
 	return p
 }
 
@@ -99,6 +100,7 @@ func JobFromProto(p *jqv1.Job) *queue.Job {
 	if pr := p.GetProgress(); pr != nil {
 		j.Progress = &queue.JobProgress{Percent: int(pr.GetPercent()), Message: pr.GetMessage(), UpdatedAt: timeOf(pr.GetUpdatedAt())}
 	}
+	j.Waiting = p.GetWaiting()
 	return j
 }
 

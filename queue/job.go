@@ -63,6 +63,9 @@ type Job struct {
 	// Progress is the running attempt's last reported progress (see Progress); nil when there
 	// is none, and in every read but a single job's (GetJob): it is not a column of the job.
 	Progress *JobProgress
+	// Waiting says why a due PENDING job is not being taken (see Waiting); "" when a worker
+	// takes it, and in every read but a single job's (GetJob): it is not a column of the job.
+	Waiting string
 }
 
 // RetriesLeft reports whether an automatic retry is still allowed (FR-033/FR-034).

@@ -29,6 +29,11 @@ type AdminStore interface {
 	// would hand out, paused or not), up to MaxReadyCount: a count that reaches it means "at least".
 	// An unknown queue counts zero.
 	JobCountReady(ctx context.Context, queues []string) (map[string]int64, error)
+	// JobDueTypeList returns the distinct types, sorted, of the queue's first MaxDueTypesScan due
+	// PENDING jobs in dispatch order, leaving out the types in except: what waits for a worker
+	// when the queue's workers handle only except (the status's "waiting"). An unknown queue has
+	// none.
+	JobDueTypeList(ctx context.Context, queueName string, except []string) ([]string, error)
 	// WorkerCountLive counts the workers that are not OFFLINE and whose last heartbeat is at most
 	// heartbeatTimeout old, by the store's clock.
 	WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error)
@@ -37,6 +42,10 @@ type AdminStore interface {
 // MaxReadyCount bounds JobCountReady's count per queue: it walks the dispatch index, and a deep
 // backlog is reported as this many.
 const MaxReadyCount = 100_000
+
+// MaxDueTypesScan bounds JobDueTypeList' walk of the dispatch index: a type first due behind that
+// many jobs of the handled types is not reported.
+const MaxDueTypesScan = 10_000
 
 // Peek limits.
 const (

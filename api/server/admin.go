@@ -58,12 +58,45 @@ func (s *adminService) GetStatus(ctx context.Context, _ *connect.Request[jqv1.Ge
 		}
 	}
 	slices.Sort(names)
+	var workers []*queue.Worker
 	for _, q := range names {
 		n := snap.Jobs[q]
-		out.Queues = append(out.Queues, &jqv1.QueueDepth{
+		d := &jqv1.QueueDepth{
 			Queue: q, Pending: n[queue.StatePending], Assigned: n[queue.StateAssigned], Running: n[queue.StateRunning],
 			Failed: n[queue.StateFailed], DeadLettered: n[queue.StateDeadLettered],
-		})
+		}
+		if d.Pending > 0 {
+			if workers == nil {
+				if workers, err = s.store.WorkerList(ctx); err != nil {
+					return nil, err
+				}
+			}
+			if d.Waiting, err = s.waiting(ctx, q, workers); err != nil {
+				return nil, err
+			}
+		}
+		out.Queues = append(out.Queues, d)
 	}
 	return connect.NewResponse(out), nil
+}
+
+// waiting says why due jobs of queue q are not taken (queue.Waiting). The due jobs' types are read
+// only when every ONLINE worker of q registered job types: one that takes every type takes them
+// all, and with none the queue waits whatever the types.
+func (s *adminService) waiting(ctx context.Context, q string, workers []*queue.Worker) (string, error) {
+	var handled []string
+	for _, w := range workers {
+		if w.Status != queue.WorkerOnline || !slices.Contains(w.Queues, q) {
+			continue
+		}
+		if len(w.Types) == 0 {
+			return "", nil
+		}
+		handled = append(handled, w.Types...)
+	}
+	types, err := s.store.JobDueTypeList(ctx, q, handled)
+	if err != nil {
+		return "", err
+	}
+	return queue.Waiting(q, types, workers), nil
 }

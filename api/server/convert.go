@@ -81,6 +81,7 @@ func workerToProto(w *queue.Worker) *jqv1.Worker {
 		StartedAt:       ts(w.StartedAt),
 		LastHeartbeatAt: ts(w.LastHeartbeatAt),
 		Breakers:        breakersToProto(w.Breakers),
+		Types:           w.Types,
 	}
 }
 

@@ -110,6 +110,14 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 			s.log.Warn("read job progress failed", zap.String("job_id", j.ID), zap.Error(err))
 		}
 	}
+	if j.State == queue.StatePending {
+		// Best effort too: a failed read says nothing rather than failing the job's read.
+		if ws, err := s.store.WorkerList(ctx); err != nil {
+			s.log.Warn("read workers failed", zap.String("job_id", j.ID), zap.Error(err))
+		} else {
+			j.Waiting = queue.Waiting(j.Queue, []string{j.Type}, ws)
+		}
+	}
 	return connect.NewResponse(&jqv1.GetJobResponse{Job: api.JobProto(j)}), nil
 }
 

@@ -83,6 +83,7 @@ type Reader interface {
 	JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error)
 	JobCountDeadLettered(ctx context.Context) (map[string]int64, error)
 	JobCountReady(ctx context.Context, queues []string) (map[string]int64, error)
+	JobDueTypeList(ctx context.Context, queueName string, except []string) ([]string, error)
 	WorkerGet(ctx context.Context, id string) (*queue.Worker, error)
 	WorkerList(ctx context.Context) ([]*queue.Worker, error)
 	WorkerListPage(ctx context.Context, after string, limit int) ([]*queue.Worker, error)

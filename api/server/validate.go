@@ -121,7 +121,7 @@ func queueParams(m *jqv1.CreateQueueRequest) (store.QueueCreateParams, error) {
 func registerParams(m *jqv1.RegisterWorkerRequest) (store.WorkerRegisterParams, error) {
 	p := store.WorkerRegisterParams{
 		ID: m.GetWorkerId(), Hostname: m.GetHostname(), Concurrency: int(m.GetConcurrency()),
-		Queues: m.GetQueues(), Version: m.GetVersion(),
+		Queues: m.GetQueues(), Version: m.GetVersion(), Types: m.GetTypes(),
 	}
 	if err := p.Validate(); err != nil {
 		return p, err

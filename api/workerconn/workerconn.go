@@ -42,6 +42,7 @@ func (r *Conn) Register(ctx context.Context, p executor.RegisterParams) (executo
 		Queues:      p.Queues,
 		Version:     p.Version,
 		Labels:      p.Labels,
+		Types:       p.Types,
 	}))
 	if err != nil {
 		return executor.Registration{}, remoteErr("register worker", err)

@@ -168,15 +168,15 @@ func TestTablesEscapeServerText(t *testing.T) {
 	re := &runEnv{now: time.Now, globals: &Globals{ServerAddr: "h:1"}}
 	job := &jqv1.Job{
 		Id: evil, Queue: evil, Type: evil, WorkerId: evil, LastError: evil, FailureReason: evil,
-		Payload: []byte(evil), State: jqv1.JobState_JOB_STATE_FAILED,
+		Payload: []byte(evil), State: jqv1.JobState_JOB_STATE_FAILED, Waiting: evil,
 		Progress: &jqv1.JobProgress{Message: evil}, // a worker's text, shown by job status
 	}
-	worker := &jqv1.Worker{Id: evil, Hostname: evil, Queues: []string{evil, evil}, Version: evil,
+	worker := &jqv1.Worker{Id: evil, Hostname: evil, Queues: []string{evil, evil}, Version: evil, Types: []string{evil},
 		Breakers: []*jqv1.QueueBreaker{{Queue: evil, State: jqv1.CircuitBreakerState_CIRCUIT_BREAKER_STATE_OPEN}}}
 	status := &jqv1.GetStatusResponse{
 		ServerVersion: evil,
 		Components:    []*jqv1.ComponentHealth{{Name: evil, Detail: evil}},
-		Queues:        []*jqv1.QueueDepth{{Queue: evil}},
+		Queues:        []*jqv1.QueueDepth{{Queue: evil, Waiting: evil}},
 	}
 	event := &jqv1.JobEvent{JobId: evil, Queue: evil, Reason: evil, WorkerId: evil}
 	var out strings.Builder
@@ -212,6 +212,33 @@ func TestWorkersTableBreakers(t *testing.T) {
 	require.Contains(t, lines[0], "BREAKERS")
 	require.True(t, strings.HasSuffix(strings.TrimSpace(lines[1]), "pay:open(62%/40),mail:half-open"), lines[1])
 	require.True(t, strings.HasSuffix(strings.TrimSpace(lines[2]), "-"), "an OFFLINE worker's breakers are history: %s", lines[2])
+}
+
+// Why jobs wait: a WAITING row in job status, a waiting line per queue under status's table, and
+// each worker's types in worker list ("*": every type).
+func TestWaitingAndTypes(t *testing.T) {
+	t.Parallel()
+	re := &runEnv{now: time.Now, globals: &Globals{ServerAddr: "h:1"}}
+	var out strings.Builder
+	require.NoError(t, re.jobTable(&out, &jqv1.Job{Id: "j", State: jqv1.JobState_JOB_STATE_PENDING, Waiting: "no connected worker handles type greet"}))
+	require.Regexp(t, `(?m)^WAITING\s+no connected worker handles type greet$`, out.String())
+	out.Reset()
+	require.NoError(t, re.jobTable(&out, &jqv1.Job{Id: "j", State: jqv1.JobState_JOB_STATE_PENDING}))
+	require.NotContains(t, out.String(), "WAITING")
+
+	out.Reset()
+	require.NoError(t, re.statusTable(&out, &jqv1.GetStatusResponse{Queues: []*jqv1.QueueDepth{
+		{Queue: "default", Pending: 2, Waiting: "no connected worker handles type greet"}, {Queue: "idle"},
+	}}))
+	require.Contains(t, out.String(), "\n! default: waiting: no connected worker handles type greet\n")
+	require.NotContains(t, out.String(), "idle: waiting")
+
+	out.Reset()
+	require.NoError(t, re.workersTable(&out, []*jqv1.Worker{{Id: "w-1", Types: []string{"greet", "mail"}}, {Id: "w-2"}}))
+	lines := strings.Split(out.String(), "\n")
+	require.Contains(t, lines[0], "TYPES")
+	require.Contains(t, lines[1], " greet,mail ")
+	require.Contains(t, lines[2], " * ")
 }
 
 // -o json and -o yaml show payloads and results that are JSON as JSON values; others stay base64.

@@ -39,6 +39,8 @@ func fullJob(t *testing.T) *jqv1.Job {
 			Runtime: durationpb.New(4 * time.Second), CompletedAt: at(9), Type: "success", FinishedAt: at(9), Size: 2},
 		// The server sets progress only while a job runs; here it only has to survive the client.
 		Progress: &jqv1.JobProgress{Percent: 40, Message: "4 of 10", UpdatedAt: at(7)},
+		// Likewise: set only for a PENDING job.
+		Waiting: "no connected worker handles type email.send",
 	}
 	fields := j.ProtoReflect().Descriptor().Fields()
 	for i := range fields.Len() {

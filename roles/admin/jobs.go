@@ -190,6 +190,9 @@ func (re *runEnv) jobTable(w io.Writer, j *jqv1.Job) error {
 	row("QUEUE", cell(j.GetQueue()))
 	row("TYPE", cell(j.GetType()))
 	row("STATUS", re.state(j.GetState()))
+	if j.GetWaiting() != "" {
+		row("WAITING", cell(j.GetWaiting()))
+	}
 	if p := j.GetProgress(); p != nil {
 		row("PROGRESS", fmt.Sprintf("%d%% %s (%s)", p.GetPercent(), dash(p.GetMessage()), re.when(p.GetUpdatedAt())))
 	}

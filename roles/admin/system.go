@@ -91,5 +91,13 @@ func (re *runEnv) statusTable(w io.Writer, st *jqv1.GetStatusResponse) error {
 	for _, q := range st.GetQueues() {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", cell(q.GetQueue()), q.GetPending(), q.GetAssigned(), q.GetRunning(), q.GetFailed(), q.GetDeadLettered())
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, q := range st.GetQueues() {
+		if q.GetWaiting() != "" {
+			fmt.Fprintf(w, "%s %s: waiting: %s\n", re.paint(colYellow, "!"), cell(q.GetQueue()), cell(q.GetWaiting()))
+		}
+	}
+	return nil
 }

@@ -33,10 +33,14 @@ func (c *WorkerListCmd) Run(re *runEnv) error {
 
 func (re *runEnv) workersTable(w io.Writer, workers []*jqv1.Worker) error {
 	tw := newTable(w)
-	fmt.Fprintf(tw, "ID\tHOST\t%s\tCONCURRENCY\tRUNNING\tQUEUES\tVERSION\tLAST HEARTBEAT\tBREAKERS\n", re.header("STATUS"))
+	fmt.Fprintf(tw, "ID\tHOST\t%s\tCONCURRENCY\tRUNNING\tQUEUES\tTYPES\tVERSION\tLAST HEARTBEAT\tBREAKERS\n", re.header("STATUS"))
 	for _, wk := range workers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", cell(wk.GetId()), dash(wk.GetHostname()), re.workerStatus(wk.GetStatus()),
-			wk.GetConcurrency(), wk.GetRunningJobs(), dash(strings.Join(wk.GetQueues(), ",")), dash(wk.GetVersion()),
+		types := "*" // registered none: every type
+		if len(wk.GetTypes()) > 0 {
+			types = cell(strings.Join(wk.GetTypes(), ","))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", cell(wk.GetId()), dash(wk.GetHostname()), re.workerStatus(wk.GetStatus()),
+			wk.GetConcurrency(), wk.GetRunningJobs(), dash(strings.Join(wk.GetQueues(), ",")), types, dash(wk.GetVersion()),
 			re.when(wk.GetLastHeartbeatAt()), breakersCell(wk))
 	}
 	return tw.Flush()

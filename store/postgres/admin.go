@@ -35,6 +35,17 @@ WHERE queue = $1 AND state = 'DEAD_LETTERED'
 ORDER BY jobs.completed_at DESC, jobs.id DESC
 LIMIT $2`
 
+	// Walks jobs_dispatch_idx in its order, as sqlJobDue does, for at most $3 jobs.
+	sqlJobDueTypeList = `-- name: job_due_types
+SELECT DISTINCT type FROM (
+    SELECT j.type FROM jobs j
+    WHERE j.queue = $1 AND j.state = 'PENDING' AND j.not_before <= now()
+    ORDER BY j.priority DESC, j.created_at, j.id
+    LIMIT $3
+) head
+WHERE type <> ALL($2::text[])
+ORDER BY type`
+
 	sqlQueueExists = `-- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)`
 
@@ -205,6 +216,22 @@ func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]
 		return nil, fmt.Errorf("postgres: count ready jobs: %w", err)
 	}
 	return out, nil
+}
+
+// JobDueTypeList implements store.AdminStore.
+func (s *Store) JobDueTypeList(ctx context.Context, queueName string, except []string) ([]string, error) {
+	if except == nil {
+		except = []string{} // not NULL: <> ALL(NULL) would match no type
+	}
+	rows, err := s.pool.Query(ctx, sqlJobDueTypeList, queueName, except, store.MaxDueTypesScan)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: due job types: %w", err)
+	}
+	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: due job types: %w", err)
+	}
+	return types, nil
 }
 
 // WorkerCountLive implements store.AdminStore.

@@ -28,6 +28,7 @@ func RunAdminStore[S interface {
 	t.Run("JobPurgeQueue", func(t *testing.T) { testJobPurgeQueue(t, newStore) })
 	t.Run("JobPurgeInvalid", func(t *testing.T) { testJobPurgeInvalid(t, newStore) })
 	t.Run("JobCountDeadLettered", func(t *testing.T) { testJobCountDeadLettered(t, newStore) })
+	t.Run("JobDueTypeList", func(t *testing.T) { testJobDueTypeList(t, newStore) })
 	t.Run("Isolated", func(t *testing.T) {
 		if newIsolated == nil {
 			t.Skip("no isolated store")
@@ -207,6 +208,28 @@ func testJobCountDeadLettered(t *testing.T, newStore NewStoreFunc) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, counts[b.queue])
 	require.NotContains(t, counts, empty)
+}
+
+// JobDueTypeList names the types of the due PENDING jobs, but those excepted; a delayed job, one
+// assigned and another queue's are not due here.
+func testJobDueTypeList(t *testing.T, newStore NewStoreFunc) {
+	b := setupAdmin(t, newStore)
+	b.insert(b.job("greet"), b.job("noop"), b.job("email"), b.job("greet"))
+	delayed := b.job("later")
+	delayed.RunAt = time.Now().Add(time.Hour)
+	b.insertOne(delayed)
+	b.advance(b.insertOne(b.job("running")), queue.StateAssigned, queue.StateRunning)
+	b.insert(store.JobInsertParams{Queue: b.newQueue(store.QueueCreateParams{}).Name, Type: "elsewhere"})
+
+	got, err := b.a.JobDueTypeList(b.ctx, b.queue, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"email", "greet", "noop"}, got)
+	got, err = b.a.JobDueTypeList(b.ctx, b.queue, []string{"noop", "email"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"greet"}, got)
+	got, err = b.a.JobDueTypeList(b.ctx, uniqueName("missing"), nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
 }
 
 func testJobPurgeAll(t *testing.T, newIsolated NewStoreFunc) {

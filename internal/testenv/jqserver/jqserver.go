@@ -29,6 +29,13 @@ type Server struct {
 // It returns once /readyz answers 200.
 func Start(tb testing.TB, env ...string) *Server {
 	tb.Helper()
+	return StartRole(tb, "server", env...)
+}
+
+// StartRole is Start with another role: "all" runs the built-in worker in the same process too
+// (JQ_WORKER_* settings in env).
+func StartRole(tb testing.TB, role string, env ...string) *Server {
+	tb.Helper()
 	_, prefix := testenv.NewRedis(tb)
 	dsn := testenv.NewDatabase(tb)
 	grpcPort, healthPort, metricsPort := freePort(tb), freePort(tb), freePort(tb)
@@ -42,12 +49,15 @@ func Start(tb testing.TB, env ...string) *Server {
 		"JQ_METRICS_PORT=" + strconv.Itoa(metricsPort),
 		"JQ_LOGGING_LEVEL=warn",
 	}, env...)
+	if role == "all" {
+		environ = append(environ, "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(tb)), "JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(tb)))
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out logBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- roles.Main(ctx, []string{"--role=server"}, environ, roles.IO{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &out})
+		done <- roles.Main(ctx, []string{"--role=" + role}, environ, roles.IO{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &out})
 	}()
 	tb.Cleanup(func() {
 		cancel()

@@ -121,7 +121,14 @@ type QueueDepth struct {
 	// Jobs FAILED.
 	Failed int64 `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
 	// Jobs DEAD_LETTERED.
-	DeadLettered  int64 `protobuf:"varint,6,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
+	DeadLettered int64 `protobuf:"varint,6,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"`
+	// Why due PENDING jobs of the queue are not being taken, when some are
+	// not: "no connected worker serves queue q", or "no connected worker
+	// handles type greet" (types) when the ONLINE workers of the queue all
+	// registered job types and none of them has the type of a due job among
+	// the first 10,000 in dispatch order. Such jobs wait; they are never
+	// assigned to a worker that does not handle them. Empty otherwise.
+	Waiting       string `protobuf:"bytes,7,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -196,6 +203,13 @@ func (x *QueueDepth) GetDeadLettered() int64 {
 		return x.DeadLettered
 	}
 	return 0
+}
+
+func (x *QueueDepth) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
 }
 
 // QueueRuntimeStats are the live Redis-side counters of one queue.
@@ -844,7 +858,7 @@ const file_jq_v1_admin_service_proto_rawDesc = "" +
 	"\ahealthy\x18\x02 \x01(\bR\ahealthy\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\x123\n" +
 	"\alatency\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\alatency\x12\x1a\n" +
-	"\bdegraded\x18\x05 \x01(\bR\bdegraded\"\xaf\x01\n" +
+	"\bdegraded\x18\x05 \x01(\bR\bdegraded\"\xc9\x01\n" +
 	"\n" +
 	"QueueDepth\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x18\n" +
@@ -852,7 +866,8 @@ const file_jq_v1_admin_service_proto_rawDesc = "" +
 	"\bassigned\x18\x03 \x01(\x03R\bassigned\x12\x18\n" +
 	"\arunning\x18\x04 \x01(\x03R\arunning\x12\x16\n" +
 	"\x06failed\x18\x05 \x01(\x03R\x06failed\x12#\n" +
-	"\rdead_lettered\x18\x06 \x01(\x03R\fdeadLettered\"\x80\x01\n" +
+	"\rdead_lettered\x18\x06 \x01(\x03R\fdeadLettered\x12\x18\n" +
+	"\awaiting\x18\a \x01(\tR\awaiting\"\x80\x01\n" +
 	"\x11QueueRuntimeStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x14\n" +
 	"\x05ready\x18\x02 \x01(\x03R\x05ready\x12\x1a\n" +

@@ -372,7 +372,14 @@ type Job struct {
 	// (WorkerService.ReportProgress): set by GetJob only, and only while the
 	// job is ASSIGNED or RUNNING and that attempt reported any. Absent from
 	// ListJobs, PeekQueue and assignments.
-	Progress      *JobProgress `protobuf:"bytes,51,opt,name=progress,proto3" json:"progress,omitempty"`
+	Progress *JobProgress `protobuf:"bytes,51,opt,name=progress,proto3" json:"progress,omitempty"`
+	// Why a PENDING job will not be taken when it is due, e.g. "no connected
+	// worker handles type greet" (the ONLINE workers of its queue all
+	// registered job types, none of them this one: see
+	// RegisterWorkerRequest.types) or "no connected worker serves queue
+	// default". Set by GetJob only; empty when an ONLINE worker of the queue
+	// handles the job's type, and in any other state.
+	Waiting       string `protobuf:"bytes,52,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -587,6 +594,13 @@ func (x *Job) GetProgress() *JobProgress {
 		return x.Progress
 	}
 	return nil
+}
+
+func (x *Job) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
 }
 
 // JobProgress is how far a running attempt got, as its handler reported.
@@ -838,7 +852,7 @@ const file_jq_v1_job_proto_rawDesc = "" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0e\n" +
-	"\f_max_retries\"\xae\t\n" +
+	"\f_max_retries\"\xc8\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x12\n" +
@@ -874,7 +888,8 @@ const file_jq_v1_job_proto_rawDesc = "" +
 	"started_at\x18* \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12=\n" +
 	"\fcompleted_at\x18+ \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12(\n" +
 	"\x06result\x182 \x01(\v2\x10.jq.v1.JobResultR\x06result\x12.\n" +
-	"\bprogress\x183 \x01(\v2\x12.jq.v1.JobProgressR\bprogress\x1a9\n" +
+	"\bprogress\x183 \x01(\v2\x12.jq.v1.JobProgressR\bprogress\x12\x18\n" +
+	"\awaiting\x184 \x01(\tR\awaiting\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +

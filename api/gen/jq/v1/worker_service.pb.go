@@ -223,7 +223,10 @@ type Worker struct {
 	// The worker's circuit breakers that are not closed, as its last
 	// heartbeat reported them (empty: every queue closed, or a worker without
 	// breakers).
-	Breakers      []*QueueBreaker `protobuf:"bytes,12,rep,name=breakers,proto3" json:"breakers,omitempty"`
+	Breakers []*QueueBreaker `protobuf:"bytes,12,rep,name=breakers,proto3" json:"breakers,omitempty"`
+	// Job types the worker registered, sorted: it is assigned only jobs of
+	// these types. Empty: every type.
+	Types         []string `protobuf:"bytes,13,rep,name=types,proto3" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +334,13 @@ func (x *Worker) GetLastHeartbeatAt() *timestamppb.Timestamp {
 func (x *Worker) GetBreakers() []*QueueBreaker {
 	if x != nil {
 		return x.Breakers
+	}
+	return nil
+}
+
+func (x *Worker) GetTypes() []string {
+	if x != nil {
+		return x.Types
 	}
 	return nil
 }
@@ -902,7 +912,14 @@ type RegisterWorkerRequest struct {
 	// Version of the worker software. Informational.
 	Version string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
 	// Free-form labels shown by ListWorkers; same limits as job labels.
-	Labels        map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Job types the worker handles (its registered handlers), at most 256
+	// distinct types, each a valid job type. The server assigns it only jobs
+	// of these types; a job whose type no ONLINE worker of its queue handles
+	// stays PENDING (GetJob's Job.waiting says why) instead of failing on a
+	// worker that cannot run it. Empty: every type (workers that do not send
+	// the field, and catch-all workers).
+	Types         []string `protobuf:"bytes,7,rep,name=types,proto3" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -975,6 +992,13 @@ func (x *RegisterWorkerRequest) GetVersion() string {
 func (x *RegisterWorkerRequest) GetLabels() map[string]string {
 	if x != nil {
 		return x.Labels
+	}
+	return nil
+}
+
+func (x *RegisterWorkerRequest) GetTypes() []string {
+	if x != nil {
+		return x.Types
 	}
 	return nil
 }
@@ -2047,7 +2071,7 @@ var File_jq_v1_worker_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1ajq/v1/worker_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fjq/v1/job.proto\"\xfa\x03\n" +
+	"\x1ajq/v1/worker_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fjq/v1/job.proto\"\x90\x04\n" +
 	"\x06Worker\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12+\n" +
@@ -2061,7 +2085,8 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"started_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12F\n" +
 	"\x11last_heartbeat_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x12/\n" +
-	"\bbreakers\x18\f \x03(\v2\x13.jq.v1.QueueBreakerR\bbreakers\x1a9\n" +
+	"\bbreakers\x18\f \x03(\v2\x13.jq.v1.QueueBreakerR\bbreakers\x12\x14\n" +
+	"\x05types\x18\r \x03(\tR\x05types\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x01\n" +
@@ -2106,14 +2131,15 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\tpermanent\x18\x03 \x01(\bR\tpermanent\x123\n" +
 	"\aruntime\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\aruntime\x12:\n" +
 	"\vretry_after\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"retryAfter\"\xa1\x02\n" +
+	"retryAfter\"\xb7\x02\n" +
 	"\x15RegisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12 \n" +
 	"\vconcurrency\x18\x03 \x01(\x05R\vconcurrency\x12\x16\n" +
 	"\x06queues\x18\x04 \x03(\tR\x06queues\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12@\n" +
-	"\x06labels\x18\x06 \x03(\v2(.jq.v1.RegisterWorkerRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x06 \x03(\v2(.jq.v1.RegisterWorkerRequest.LabelsEntryR\x06labels\x12\x14\n" +
+	"\x05types\x18\a \x03(\tR\x05types\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x01\n" +

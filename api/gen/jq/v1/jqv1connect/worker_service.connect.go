@@ -67,12 +67,15 @@ const (
 type WorkerServiceClient interface {
 	// RegisterWorker announces a worker and its capacity (FR-018). The
 	// worker becomes ONLINE. Registering a known id again replaces its
-	// hostname, concurrency, queues, version and labels and brings an OFFLINE
+	// hostname, concurrency, queues, types, version and labels and brings an OFFLINE
 	// worker back; leases it still holds stay valid (a job left RUNNING by a
 	// crashed process of the same id fails by its execution timeout).
 	//
+	// A worker that lists its job types (types) is assigned only jobs of those
+	// types: type-aware dispatch.
+	//
 	// Errors: INVALID_ARGUMENT (bad id, concurrency out of range, no queues,
-	// bad queue name).
+	// bad queue name, bad or repeated type).
 	RegisterWorker(context.Context, *connect.Request[v1.RegisterWorkerRequest]) (*connect.Response[v1.RegisterWorkerResponse], error)
 	// Heartbeat tells the server the worker is alive (FR-019) and which leases
 	// it holds, and returns the operator's command and the jobs to cancel. A
@@ -89,7 +92,8 @@ type WorkerServiceClient interface {
 	// sent. The server respects the worker's capacity (I7): it never has more
 	// than `capacity` assignments outstanding on the stream, where an
 	// assignment stops counting once its job is reported (or failed by the
-	// server); only jobs of the worker's queues are sent (FR-022), and none
+	// server); only jobs of the worker's queues are sent (FR-022), only of its
+	// registered types when it registered any, and none
 	// once it is DRAINING (FR-023), at which point the server ends the stream
 	// with OK. A response without an assignment is a keepalive and is
 	// ignored. One stream per worker: opening a new one ends the previous one
@@ -302,12 +306,15 @@ func (c *workerServiceClient) ShutdownWorker(ctx context.Context, req *connect.R
 type WorkerServiceHandler interface {
 	// RegisterWorker announces a worker and its capacity (FR-018). The
 	// worker becomes ONLINE. Registering a known id again replaces its
-	// hostname, concurrency, queues, version and labels and brings an OFFLINE
+	// hostname, concurrency, queues, types, version and labels and brings an OFFLINE
 	// worker back; leases it still holds stay valid (a job left RUNNING by a
 	// crashed process of the same id fails by its execution timeout).
 	//
+	// A worker that lists its job types (types) is assigned only jobs of those
+	// types: type-aware dispatch.
+	//
 	// Errors: INVALID_ARGUMENT (bad id, concurrency out of range, no queues,
-	// bad queue name).
+	// bad queue name, bad or repeated type).
 	RegisterWorker(context.Context, *connect.Request[v1.RegisterWorkerRequest]) (*connect.Response[v1.RegisterWorkerResponse], error)
 	// Heartbeat tells the server the worker is alive (FR-019) and which leases
 	// it holds, and returns the operator's command and the jobs to cancel. A
@@ -324,7 +331,8 @@ type WorkerServiceHandler interface {
 	// sent. The server respects the worker's capacity (I7): it never has more
 	// than `capacity` assignments outstanding on the stream, where an
 	// assignment stops counting once its job is reported (or failed by the
-	// server); only jobs of the worker's queues are sent (FR-022), and none
+	// server); only jobs of the worker's queues are sent (FR-022), only of its
+	// registered types when it registered any, and none
 	// once it is DRAINING (FR-023), at which point the server ends the stream
 	// with OK. A response without an assignment is a keepalive and is
 	// ignored. One stream per worker: opening a new one ends the previous one
