@@ -417,6 +417,26 @@ func TestAdminWorkersE2E(t *testing.T) {
 	a.fails(3, `worker "nope" not found`, "worker", "shutdown", "nope")
 }
 
+// Type-aware dispatch (issue 27, item 5) through the binary: a stock worker registers its built-in
+// types, so a job of another type waits PENDING with no attempt — never dead-lettered as unknown —
+// while the worker runs the jobs behind it, and job status, status and worker list say why.
+func TestAdminTypeAwareE2E(t *testing.T) {
+	t.Parallel()
+	c, a := newAdminE2E(t)
+	c.startFastWorker("w-builtin", "default")
+	greet := a.submit("--type", "greet", "--payload", `{"name":"Ada"}`)
+	noop := a.submit("--type", "noop", "--payload", "{}")
+	a.waitState(noop, "DONE") // the worker's claims passed over the greet job ahead of it
+
+	job := requireFields(t, a.json([]string{"job"}, "job", "status", greet)["job"], jobFields)
+	require.Equal(t, "JOB_STATE_PENDING", job["state"])
+	require.EqualValues(t, 0, jsonNum(t, job["attempt"]))
+	require.Equal(t, "no connected worker handles type greet", job["waiting"])
+	require.Regexp(t, `(?m)^WAITING +no connected worker handles type greet$`, a.ok("job", "status", greet))
+	require.Contains(t, a.ok("status"), "default: waiting: no connected worker handles type greet\n")
+	require.Regexp(t, `(?m)^w-builtin .* exec,file,http,noop,sleep,synthetic `, a.ok("worker", "list"))
+}
+
 // Every command answers --help, without a server.
 func TestAdminHelpE2E(t *testing.T) {
 	t.Parallel()
