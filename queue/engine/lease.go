@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -51,9 +50,6 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 			}
 		}
 	}
-	// The worker has finished these attempts: their slots are free now, not only once the batch
-	// holding the reports is written, so the session claims the next jobs while that write runs.
-	early := e.reportsArrived(workerID, reports)
 	out, err := e.reports.do(ctx, reports)
 	if err != nil {
 		return nil, err
@@ -64,7 +60,7 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 	e.observeLeases(out, true)
 	// An applied report ends the attempt; a stale one names an attempt that
 	// is no longer this worker's. Either way the slot is free again.
-	e.releaseAfter(ctx, workerID, out, true, func(o store.LeaseOutcome) bool { return o.Err == nil || isStale(o.Err) }, early)
+	e.release(ctx, workerID, out, true, func(o store.LeaseOutcome) bool { return o.Err == nil || isStale(o.Err) })
 	for i, o := range out {
 		if o.Err == nil && !reports[i].Success {
 			e.WakeReaper() // the retry sweep decides: PENDING after backoff, or dead-lettered
@@ -161,18 +157,7 @@ func flushConcat[T any](ctx context.Context, reqs [][]T, id func(T) string, writ
 // release frees the session slots and the in-flight entries (with their
 // locks) of the outcomes ended says are over for this worker.
 func (e *Engine) release(ctx context.Context, workerID string, outs []store.LeaseOutcome, reported bool, ended func(store.LeaseOutcome) bool) {
-	e.releaseAfter(ctx, workerID, outs, reported, ended, nil)
-}
-
-// releaseAfter is release for outcomes some of whose slots were already freed when their
-// reports arrived (early: job id → queue, from reportsArrived): those only lose their in-flight
-// entries.
-func (e *Engine) releaseAfter(ctx context.Context, workerID string, outs []store.LeaseOutcome, reported bool,
-	ended func(store.LeaseOutcome) bool, early map[string]string) {
-	over := e.removeInflight(ctx, workerID, outs, ended, early)
-	if len(early) > 0 {
-		over = slices.DeleteFunc(over, func(id string) bool { _, freed := early[id]; return freed })
-	}
+	over := e.removeInflight(ctx, workerID, outs, ended)
 	e.mu.Lock()
 	s := e.sessions[workerID]
 	e.mu.Unlock()
@@ -181,27 +166,10 @@ func (e *Engine) releaseAfter(ctx context.Context, workerID string, outs []store
 	}
 }
 
-// reportsArrived frees the session slots of the reported attempts this worker's session here
-// handed out, and returns their queues by job id.
-func (e *Engine) reportsArrived(workerID string, reports []store.JobReportParams) map[string]string {
-	e.mu.Lock()
-	s := e.sessions[workerID]
-	e.mu.Unlock()
-	if s == nil {
-		return nil
-	}
-	ids := make([]string, len(reports))
-	for i, r := range reports {
-		ids[i] = r.ID
-	}
-	return s.finished(ids)
-}
-
 // removeInflight removes the in-flight entries (with their locks) of the
 // outcomes ended selects and returns their job ids. The session slots stay
 // taken.
-func (e *Engine) removeInflight(ctx context.Context, workerID string, outs []store.LeaseOutcome, ended func(store.LeaseOutcome) bool,
-	known map[string]string) []string {
+func (e *Engine) removeInflight(ctx context.Context, workerID string, outs []store.LeaseOutcome, ended func(store.LeaseOutcome) bool) []string {
 	e.mu.Lock()
 	s := e.sessions[workerID]
 	e.mu.Unlock()
@@ -216,8 +184,6 @@ func (e *Engine) removeInflight(ctx context.Context, workerID string, outs []sto
 		q := ""
 		if o.Job != nil {
 			q = o.Job.Queue
-		} else if kq, ok := known[o.ID]; ok {
-			q = kq
 		} else if s != nil {
 			q, _ = s.queueOf(o.ID)
 		}

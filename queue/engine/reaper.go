@@ -196,7 +196,7 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 			// (ignoring cancellation), or the assignment is still on its way. The slot comes back
 			// with the worker's report — refused as stale, it still frees the slot — or with a new
 			// stream; freeing it now would send the worker more jobs than its concurrency.
-			e.removeInflight(ctx, w, os, all, nil)
+			e.removeInflight(ctx, w, os, all)
 		}
 		for q, n := range failedByQueue {
 			e.opts.Observer.Failed(q, n)

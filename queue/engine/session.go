@@ -196,40 +196,6 @@ func (s *Session) released(ids []string, reported bool) {
 	}
 }
 
-// finished frees at once the slots of attempts this session handed out whose reports have
-// arrived (the worker has finished them), before the reports are written, and wakes the session;
-// it returns the queues of the attempts it freed, by job id. The write's outcome then frees
-// nothing more for them (Engine.releaseAfter). An id the session did not hand out — an attempt
-// carried from an earlier session, or one that is not this worker's — waits for its outcome.
-func (s *Session) finished(ids []string) map[string]string {
-	s.mu.Lock()
-	var freed map[string]string
-	for _, id := range ids {
-		q, ok := s.outstanding[id]
-		if !ok {
-			continue
-		}
-		if freed == nil {
-			freed = make(map[string]string, len(ids))
-		}
-		delete(s.outstanding, id)
-		freed[id] = q
-		// A repeated report of it (a retry after a lost answer) must not free a carried slot.
-		if len(s.freed) >= maxFreedMemory {
-			clear(s.freed)
-		}
-		s.freed[id] = true
-	}
-	s.mu.Unlock()
-	if len(freed) > 0 {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
-	}
-	return freed
-}
-
 // Next blocks until it has assigned at least one job to this worker and
 // returns the assigned jobs (state ASSIGNED, attempt = the fencing token), or
 // until ctx ends or the session is replaced or closed.
