@@ -70,11 +70,15 @@ func roleFromArgs(args []string, getenv func(string) string) (Name, error) {
 }
 
 // adminCommands are the top-level commands of --role=admin: a command line that starts with one
-// (and says no --role) is an admin command line.
-var adminCommands = map[string]bool{
-	"job": true, "queue": true, "worker": true, "status": true, "version": true, "stats": true, "peek": true,
-	"purge-dlq": true, "bench": true, "events": true, "token": true,
-}
+// (and says no --role) is an admin command line. Read from the grammar (admin.Commands), so a new
+// command is one at once: a hand-kept list once missed `schedule`.
+var adminCommands = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range operatorCommands() {
+		m[c.name] = true
+	}
+	return m
+}()
 
 // valueFlags are the global flags (of every role, and the admin role's) that take their value as
 // the next argument when written without "=".

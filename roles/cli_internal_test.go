@@ -1,0 +1,27 @@
+package roles
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Every top-level command of the admin grammar implies --role=admin when no role is given (a
+// hand-kept list once left `jq schedule list` "unknown command").
+func TestEveryOperatorCommandImpliesAdmin(t *testing.T) {
+	t.Parallel()
+	none := func(string) string { return "" }
+	cmds := operatorCommands()
+	require.NotEmpty(t, cmds)
+	for _, c := range cmds {
+		role, err := roleFromArgs([]string{c.name, "list"}, none)
+		require.NoError(t, err)
+		require.Equal(t, Admin, role, "jq %s …", c.name)
+	}
+	role, err := roleFromArgs([]string{"schedule", "list"}, none)
+	require.NoError(t, err)
+	require.Equal(t, Admin, role)
+	role, err = roleFromArgs([]string{"--config", "x.yaml"}, none)
+	require.NoError(t, err)
+	require.Equal(t, All, role, "no command: all")
+}
