@@ -80,12 +80,15 @@ var adminCommands = func() map[string]bool {
 	return m
 }()
 
-// valueFlags are the global flags (of every role, and the admin role's) that take their value as
-// the next argument when written without "=".
+// valueFlags are the flags (global ones, the admin role's and the other roles' own) that take their
+// value as the next argument when written without "=": `jq --role=all --scan-dir ./data` has no
+// first argument, ./data is a directory, not a filter for the JSON processor.
 var valueFlags = map[string]bool{
 	"--role": true, "--config": true, "--log-level": true, "--log-format": true, "--server-addr": true,
 	"--tls-cert": true, "--tls-key": true, "--tls-ca": true, "--token": true, "--token-file": true,
 	"--output": true, "-o": true, "--timeout": true,
+	"--grpc-port": true, "--metrics-port": true, "--health-port": true, "--worker-id": true, "--concurrency": true,
+	"--queues": true, "--worker-metrics-port": true, "--worker-health-port": true, "--scan-dir": true, "--queue": true,
 }
 
 // firstArg is the first argument that is not a flag (or a flag's separate value), "" if none.

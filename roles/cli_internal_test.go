@@ -25,3 +25,12 @@ func TestEveryOperatorCommandImpliesAdmin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, All, role, "no command: all")
 }
+
+// A role flag's value is not the command line's first argument: `jq --role=all --scan-dir ./data`
+// (docs/producer.md) is not a filter for the JSON processor.
+func TestFlagValuesAreNotTheFirstArgument(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, firstArg([]string{"--role=all", "--scan-dir", "./data"}))
+	require.Empty(t, firstArg([]string{"--role=worker", "--concurrency", "8", "--queues", "default"}))
+	require.Equal(t, ".", firstArg([]string{"--config", "x.yaml", "."}))
+}
