@@ -49,10 +49,11 @@ func roleFromArgs(args []string, getenv func(string) string) (Name, error) {
 			continue
 		}
 		if a == "--role" {
-			if i+1 >= len(args) {
+			rest := args[i+1:]
+			if len(rest) == 0 {
 				return "", fmt.Errorf("--role needs a value (server, worker, producer, admin or all)")
 			}
-			val, found = args[i+1], true
+			val, found = rest[0], true
 			i++
 		}
 	}

@@ -268,7 +268,7 @@ func TestDocsShellBlocksE2E(t *testing.T) {
 		self, err := os.Executable()
 		require.NoError(t, err)
 		script := fmt.Sprintf("#!/bin/sh\n%s=1 exec %q \"$@\"\n", grpcurlEnv, self)
-		require.NoError(t, os.WriteFile(filepath.Join(bin, "grpcurl"), []byte(script), 0o755)) //nolint:gosec // a test helper script
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "grpcurl"), []byte(script), 0o755))
 	}
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
@@ -446,8 +446,7 @@ func runWithin(c *exec.Cmd, d time.Duration) ([]byte, error) {
 		return out.Bytes(), err
 	case <-time.After(d):
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		<-done
-		return out.Bytes(), fmt.Errorf("still running after %s", d)
+		return out.Bytes(), fmt.Errorf("still running after %s (%w)", d, <-done)
 	}
 }
 
@@ -501,7 +500,7 @@ func (p *docPage) start(dir string, environ []string, cmd, name string) *docProc
 			t.Fatalf("%s exited:\n%s", cmd, dp.output())
 		default:
 		}
-		resp, err := http.Get(url) //nolint:noctx // a probe with the client's default, bounded by Eventually
+		resp, err := http.Get(url)
 		if err != nil {
 			return err
 		}

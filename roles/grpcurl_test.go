@@ -61,10 +61,12 @@ func grpcurlMain(args []string, stdout, stderr io.Writer) int {
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	hdr := metadata.MD{}
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ":")
-		ctx = metadata.AppendToOutgoingContext(ctx, strings.TrimSpace(k), strings.TrimSpace(v))
+		hdr.Append(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
+	ctx = metadata.NewOutgoingContext(ctx, hdr)
 	what := "list"
 	if fs.NArg() == 2 {
 		what = fs.Arg(1)

@@ -43,7 +43,7 @@ func (c *EventsTailCmd) followWatch(re *runEnv, out *eventPrinter) (bool, error)
 		}
 		switch {
 		case re.ctx.Err() != nil:
-			return true, nil
+			return true, nil //nolint:nilerr // Ctrl-C ends the stream, and the tail with success
 		case !opened && connect.CodeOf(err) == connect.CodeUnimplemented:
 			return false, nil
 		case !opened:
