@@ -35,6 +35,7 @@ var policy = map[string][]Role{
 	jqv1connect.JobServiceListJobEventsProcedure:   jobReader,
 	jqv1connect.JobServiceGetJobResultProcedure:    jobReader,
 	jqv1connect.JobServiceWatchJobProcedure:        jobReader,
+	jqv1connect.JobServiceWatchEventsProcedure:     jobReader,
 	jqv1connect.JobServiceCancelJobProcedure:       producers,
 	jqv1connect.JobServiceRetryJobProcedure:        admins,
 	jqv1connect.QueueServiceCreateQueueProcedure:   admins,

@@ -52,6 +52,8 @@ const (
 	JobServiceGetJobResultProcedure = "/jq.v1.JobService/GetJobResult"
 	// JobServiceWatchJobProcedure is the fully-qualified name of the JobService's WatchJob RPC.
 	JobServiceWatchJobProcedure = "/jq.v1.JobService/WatchJob"
+	// JobServiceWatchEventsProcedure is the fully-qualified name of the JobService's WatchEvents RPC.
+	JobServiceWatchEventsProcedure = "/jq.v1.JobService/WatchEvents"
 )
 
 // JobServiceClient is a client for the jq.v1.JobService service.
@@ -152,6 +154,21 @@ type JobServiceClient interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job); UNAVAILABLE (the server is shutting down).
 	WatchJob(context.Context, *connect.Request[v1.WatchJobRequest]) (*connect.ServerStreamForClient[v1.WatchJobResponse], error)
+	// WatchEvents streams the lifecycle events of a queue's jobs (every
+	// queue's when queue is empty) from the moment it opens, in the order they
+	// were recorded (seq order per job), each once. The first message carries
+	// no events: the stream is open, and every event after it is sent. The
+	// server reads the recorded events after its cursor when its own engine
+	// changes a job and at least every second (changes by the reaper or by
+	// another replica), and sends an event only once no transaction that
+	// started before it may still commit an earlier one. It is authorized like
+	// ListJobs: a producer sees the events of its own jobs. A stream that ends
+	// with UNAVAILABLE (the replica is shutting down) may be opened again; the
+	// events in between are not sent.
+	//
+	// Errors: INVALID_ARGUMENT (queue is not a valid name); NOT_FOUND (no such
+	// queue); UNAVAILABLE (the server is shutting down).
+	WatchEvents(context.Context, *connect.Request[v1.WatchEventsRequest]) (*connect.ServerStreamForClient[v1.WatchEventsResponse], error)
 }
 
 // NewJobServiceClient constructs a client for the jq.v1.JobService service. By default, it uses the
@@ -219,6 +236,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("WatchJob")),
 			connect.WithClientOptions(opts...),
 		),
+		watchEvents: connect.NewClient[v1.WatchEventsRequest, v1.WatchEventsResponse](
+			httpClient,
+			baseURL+JobServiceWatchEventsProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("WatchEvents")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -233,6 +256,7 @@ type jobServiceClient struct {
 	listJobEvents *connect.Client[v1.ListJobEventsRequest, v1.ListJobEventsResponse]
 	getJobResult  *connect.Client[v1.GetJobResultRequest, v1.GetJobResultResponse]
 	watchJob      *connect.Client[v1.WatchJobRequest, v1.WatchJobResponse]
+	watchEvents   *connect.Client[v1.WatchEventsRequest, v1.WatchEventsResponse]
 }
 
 // SubmitJob calls jq.v1.JobService.SubmitJob.
@@ -278,6 +302,11 @@ func (c *jobServiceClient) GetJobResult(ctx context.Context, req *connect.Reques
 // WatchJob calls jq.v1.JobService.WatchJob.
 func (c *jobServiceClient) WatchJob(ctx context.Context, req *connect.Request[v1.WatchJobRequest]) (*connect.ServerStreamForClient[v1.WatchJobResponse], error) {
 	return c.watchJob.CallServerStream(ctx, req)
+}
+
+// WatchEvents calls jq.v1.JobService.WatchEvents.
+func (c *jobServiceClient) WatchEvents(ctx context.Context, req *connect.Request[v1.WatchEventsRequest]) (*connect.ServerStreamForClient[v1.WatchEventsResponse], error) {
+	return c.watchEvents.CallServerStream(ctx, req)
 }
 
 // JobServiceHandler is an implementation of the jq.v1.JobService service.
@@ -378,6 +407,21 @@ type JobServiceHandler interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job); UNAVAILABLE (the server is shutting down).
 	WatchJob(context.Context, *connect.Request[v1.WatchJobRequest], *connect.ServerStream[v1.WatchJobResponse]) error
+	// WatchEvents streams the lifecycle events of a queue's jobs (every
+	// queue's when queue is empty) from the moment it opens, in the order they
+	// were recorded (seq order per job), each once. The first message carries
+	// no events: the stream is open, and every event after it is sent. The
+	// server reads the recorded events after its cursor when its own engine
+	// changes a job and at least every second (changes by the reaper or by
+	// another replica), and sends an event only once no transaction that
+	// started before it may still commit an earlier one. It is authorized like
+	// ListJobs: a producer sees the events of its own jobs. A stream that ends
+	// with UNAVAILABLE (the replica is shutting down) may be opened again; the
+	// events in between are not sent.
+	//
+	// Errors: INVALID_ARGUMENT (queue is not a valid name); NOT_FOUND (no such
+	// queue); UNAVAILABLE (the server is shutting down).
+	WatchEvents(context.Context, *connect.Request[v1.WatchEventsRequest], *connect.ServerStream[v1.WatchEventsResponse]) error
 }
 
 // NewJobServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -441,6 +485,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("WatchJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceWatchEventsHandler := connect.NewServerStreamHandler(
+		JobServiceWatchEventsProcedure,
+		svc.WatchEvents,
+		connect.WithSchema(jobServiceMethods.ByName("WatchEvents")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/jq.v1.JobService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case JobServiceSubmitJobProcedure:
@@ -461,6 +511,8 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceGetJobResultHandler.ServeHTTP(w, r)
 		case JobServiceWatchJobProcedure:
 			jobServiceWatchJobHandler.ServeHTTP(w, r)
+		case JobServiceWatchEventsProcedure:
+			jobServiceWatchEventsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -504,4 +556,8 @@ func (UnimplementedJobServiceHandler) GetJobResult(context.Context, *connect.Req
 
 func (UnimplementedJobServiceHandler) WatchJob(context.Context, *connect.Request[v1.WatchJobRequest], *connect.ServerStream[v1.WatchJobResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.WatchJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) WatchEvents(context.Context, *connect.Request[v1.WatchEventsRequest], *connect.ServerStream[v1.WatchEventsResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.WatchEvents is not implemented"))
 }
