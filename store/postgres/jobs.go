@@ -207,6 +207,13 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	if err != nil {
 		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
 	}
+	if len(jobs) == 0 && p.Queue != "" {
+		// An empty page of a queue that does not exist is a mistake to report, not "no jobs" (a
+		// probe by the primary key, only when the page is empty).
+		if err := s.queueMustExist(ctx, p.Queue); err != nil {
+			return store.JobListResult{}, err
+		}
+	}
 	var res store.JobListResult
 	if cut || len(jobs) > limit {
 		jobs = jobs[:min(len(jobs), limit)]
