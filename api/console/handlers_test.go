@@ -338,6 +338,60 @@ func TestConsole(t *testing.T) {
 		require.Error(t, err)
 	})
 
+	t.Run("EveryActionIsRefusedToAViewer", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "refused-q")
+		id := e.submit(t, &jqv1.JobSpec{Queue: "refused-q", Type: "noop"})
+		b := e.signedIn(t, "viewer")
+		for action, form := range map[string]url.Values{
+			"queue-pause":     {"name": {"refused-q"}},
+			"queue-resume":    {"name": {"refused-q"}},
+			"queue-delete":    {"name": {"refused-q"}, "force": {"yes"}},
+			"job-retry":       {"id": {id}},
+			"job-cancel":      {"id": {id}},
+			"job-delete":      {"id": {id}},
+			"jobs-bulk":       {"op": {"cancel"}, "queue": {"refused-q"}},
+			"dead-purge":      {"queue": {"refused-q"}},
+			"worker-drain":    {"id": {"w-any"}},
+			"worker-shutdown": {"id": {"w-any"}},
+		} {
+			status, flash := b.act(action, form)
+			require.Equal(t, http.StatusSeeOther, status, action)
+			require.Contains(t, flash, "permission_denied: token:viewer-user (roles viewer) may not call", action)
+		}
+		require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, id).GetState(), "nothing changed")
+		require.False(t, e.queue(t, "refused-q").GetPaused())
+	})
+
+	t.Run("WorkersPageEscapesAndActs", func(t *testing.T) {
+		t.Parallel()
+		const host = `<script>alert("host")</script>`
+		reg, err := e.workers.RegisterWorker(ctx(t), connectReq(&jqv1.RegisterWorkerRequest{
+			WorkerId: "w-console-hostile", Hostname: host, Concurrency: 2, Queues: []string{"default"}, Version: `<b>1</b>`,
+		}))
+		require.NoError(t, err)
+		wid := reg.Msg.GetWorker().GetId()
+		_, body := e.signedIn(t, "viewer").get("/workers", nil)
+		require.Contains(t, body, "&lt;script&gt;alert(&#34;host&#34;)&lt;/script&gt;")
+		require.NotContains(t, body, "<script>alert", "the hostname renders as text")
+		require.NotContains(t, body, "<b>1</b>")
+		require.NotContains(t, body, `action="/actions/worker-`, "a viewer sees no worker action")
+		b := e.signedIn(t, "admin")
+		_, body = b.get("/workers", nil)
+		require.Contains(t, body, `action="/actions/worker-drain"`)
+		_, flash := b.act("worker-drain", url.Values{"id": {wid}})
+		require.Equal(t, "worker "+wid+": drain requested", flash)
+		_, flash = b.act("worker-shutdown", url.Values{"id": {wid}})
+		require.Equal(t, "worker "+wid+": shutdown requested", flash)
+		ws, err := e.workers.ListWorkers(ctx(t), connectReq(&jqv1.ListWorkersRequest{}))
+		require.NoError(t, err)
+		for _, w := range ws.Msg.GetWorkers() {
+			if w.GetId() == wid {
+				require.Equal(t, jqv1.WorkerStatus_WORKER_STATUS_DRAINING, w.GetStatus())
+			}
+		}
+	})
+
 	t.Run("TypeTimeAndScheduledViews", func(t *testing.T) {
 		t.Parallel()
 		e.createQueue(t, "views")
