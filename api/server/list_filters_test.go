@@ -90,4 +90,12 @@ func TestListJobsTypeTimeScheduled(t *testing.T) {
 	require.EqualValues(t, 2, depth.GetPending())
 	require.Zero(t, depth.GetRunning())
 	require.Positive(t, status.Msg.GetActiveWorkers())
+
+	// Without the depth (the console's overview): the same health and workers, no queues.
+	lean, err := b.cl.Admin.GetStatus(b.ctx, connect.NewRequest(&jqv1.GetStatusRequest{OmitQueueDepth: true}))
+	require.NoError(t, err)
+	require.Empty(t, lean.Msg.GetQueues())
+	require.Positive(t, lean.Msg.GetActiveWorkers(), "this test's worker at least (other tests share the store)")
+	require.Equal(t, status.Msg.GetHealthy(), lean.Msg.GetHealthy())
+	require.Len(t, lean.Msg.GetComponents(), len(status.Msg.GetComponents()))
 }
