@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // order. StreamJobs, WatchJob and WatchEvents are the streaming RPCs (server streaming).
 var wantServices = map[string][]string{
 	"jq.v1.JobService": {
-		"SubmitJob", "SubmitJobs", "GetJob", "ListJobs", "CancelJob", "RetryJob",
+		"SubmitJob", "SubmitJobs", "GetJob", "ListJobs", "CancelJob", "RetryJob", "DeleteJob",
 		"ListJobEvents", "GetJobResult", "WatchJob", "WatchEvents",
 	},
 	"jq.v1.QueueService": {

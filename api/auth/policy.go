@@ -38,6 +38,7 @@ var policy = map[string][]Role{
 	jqv1connect.JobServiceWatchEventsProcedure:     jobReader,
 	jqv1connect.JobServiceCancelJobProcedure:       producers,
 	jqv1connect.JobServiceRetryJobProcedure:        admins,
+	jqv1connect.JobServiceDeleteJobProcedure:       admins,
 	jqv1connect.QueueServiceCreateQueueProcedure:   admins,
 	jqv1connect.QueueServiceDeleteQueueProcedure:   admins,
 	jqv1connect.QueueServicePauseQueueProcedure:    admins,

@@ -902,6 +902,98 @@ func (x *RetryJobResponse) GetJob() *Job {
 	return nil
 }
 
+// DeleteJobRequest names the job to delete.
+type DeleteJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Job id (UUID v4) of a DONE or DEAD_LETTERED job. Required.
+	JobId         string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteJobRequest) Reset() {
+	*x = DeleteJobRequest{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteJobRequest) ProtoMessage() {}
+
+func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
+func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DeleteJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+// DeleteJobResponse carries the deleted job.
+type DeleteJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job as it was when it was deleted, without payload and result.
+	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteJobResponse) Reset() {
+	*x = DeleteJobResponse{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteJobResponse) ProtoMessage() {}
+
+func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
+func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DeleteJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 // ListJobEventsRequest names the job whose events to list.
 type ListJobEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -913,7 +1005,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	mi := &file_jq_v1_job_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1017,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	mi := &file_jq_v1_job_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1030,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{16}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListJobEventsRequest) GetJobId() string {
@@ -959,7 +1051,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	mi := &file_jq_v1_job_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1063,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	mi := &file_jq_v1_job_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1076,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{17}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -1008,7 +1100,7 @@ type GetJobResultRequest struct {
 
 func (x *GetJobResultRequest) Reset() {
 	*x = GetJobResultRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[18]
+	mi := &file_jq_v1_job_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1112,7 @@ func (x *GetJobResultRequest) String() string {
 func (*GetJobResultRequest) ProtoMessage() {}
 
 func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[18]
+	mi := &file_jq_v1_job_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1125,7 @@ func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultRequest.ProtoReflect.Descriptor instead.
 func (*GetJobResultRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{18}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetJobResultRequest) GetJobId() string {
@@ -1068,7 +1160,7 @@ type GetJobResultResponse struct {
 
 func (x *GetJobResultResponse) Reset() {
 	*x = GetJobResultResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[19]
+	mi := &file_jq_v1_job_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1172,7 @@ func (x *GetJobResultResponse) String() string {
 func (*GetJobResultResponse) ProtoMessage() {}
 
 func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[19]
+	mi := &file_jq_v1_job_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1185,7 @@ func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResultResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{19}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetJobResultResponse) GetFound() bool {
@@ -1177,6 +1269,11 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"0\n" +
 	"\x10RetryJobResponse\x12\x1c\n" +
 	"\x03job\x18\x01 \x01(\v2\n" +
+	".jq.v1.JobR\x03job\")\n" +
+	"\x10DeleteJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"1\n" +
+	"\x11DeleteJobResponse\x12\x1c\n" +
+	"\x03job\x18\x01 \x01(\v2\n" +
 	".jq.v1.JobR\x03job\"-\n" +
 	"\x14ListJobEventsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"@\n" +
@@ -1188,7 +1285,7 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x14GetJobResultResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12(\n" +
 	"\x06result\x18\x02 \x01(\v2\x10.jq.v1.JobResultR\x06result\x12%\n" +
-	"\x05state\x18\x03 \x01(\x0e2\x0f.jq.v1.JobStateR\x05state2\x9c\x05\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x0f.jq.v1.JobStateR\x05state2\xdc\x05\n" +
 	"\n" +
 	"JobService\x12>\n" +
 	"\tSubmitJob\x12\x17.jq.v1.SubmitJobRequest\x1a\x18.jq.v1.SubmitJobResponse\x12A\n" +
@@ -1197,7 +1294,8 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x06GetJob\x12\x14.jq.v1.GetJobRequest\x1a\x15.jq.v1.GetJobResponse\x12;\n" +
 	"\bListJobs\x12\x16.jq.v1.ListJobsRequest\x1a\x17.jq.v1.ListJobsResponse\x12>\n" +
 	"\tCancelJob\x12\x17.jq.v1.CancelJobRequest\x1a\x18.jq.v1.CancelJobResponse\x12;\n" +
-	"\bRetryJob\x12\x16.jq.v1.RetryJobRequest\x1a\x17.jq.v1.RetryJobResponse\x12J\n" +
+	"\bRetryJob\x12\x16.jq.v1.RetryJobRequest\x1a\x17.jq.v1.RetryJobResponse\x12>\n" +
+	"\tDeleteJob\x12\x17.jq.v1.DeleteJobRequest\x1a\x18.jq.v1.DeleteJobResponse\x12J\n" +
 	"\rListJobEvents\x12\x1b.jq.v1.ListJobEventsRequest\x1a\x1c.jq.v1.ListJobEventsResponse\x12G\n" +
 	"\fGetJobResult\x12\x1a.jq.v1.GetJobResultRequest\x1a\x1b.jq.v1.GetJobResultResponse\x12=\n" +
 	"\bWatchJob\x12\x16.jq.v1.WatchJobRequest\x1a\x17.jq.v1.WatchJobResponse0\x01\x12F\n" +
@@ -1215,7 +1313,7 @@ func file_jq_v1_job_service_proto_rawDescGZIP() []byte {
 	return file_jq_v1_job_service_proto_rawDescData
 }
 
-var file_jq_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_jq_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_jq_v1_job_service_proto_goTypes = []any{
 	(*WatchEventsRequest)(nil),    // 0: jq.v1.WatchEventsRequest
 	(*WatchEventsResponse)(nil),   // 1: jq.v1.WatchEventsResponse
@@ -1233,62 +1331,67 @@ var file_jq_v1_job_service_proto_goTypes = []any{
 	(*CancelJobResponse)(nil),     // 13: jq.v1.CancelJobResponse
 	(*RetryJobRequest)(nil),       // 14: jq.v1.RetryJobRequest
 	(*RetryJobResponse)(nil),      // 15: jq.v1.RetryJobResponse
-	(*ListJobEventsRequest)(nil),  // 16: jq.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil), // 17: jq.v1.ListJobEventsResponse
-	(*GetJobResultRequest)(nil),   // 18: jq.v1.GetJobResultRequest
-	(*GetJobResultResponse)(nil),  // 19: jq.v1.GetJobResultResponse
-	nil,                           // 20: jq.v1.ListJobsRequest.LabelsEntry
-	(*JobEvent)(nil),              // 21: jq.v1.JobEvent
-	(*Job)(nil),                   // 22: jq.v1.Job
-	(*JobSpec)(nil),               // 23: jq.v1.JobSpec
-	(JobState)(0),                 // 24: jq.v1.JobState
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
-	(*JobResult)(nil),             // 26: jq.v1.JobResult
+	(*DeleteJobRequest)(nil),      // 16: jq.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),     // 17: jq.v1.DeleteJobResponse
+	(*ListJobEventsRequest)(nil),  // 18: jq.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil), // 19: jq.v1.ListJobEventsResponse
+	(*GetJobResultRequest)(nil),   // 20: jq.v1.GetJobResultRequest
+	(*GetJobResultResponse)(nil),  // 21: jq.v1.GetJobResultResponse
+	nil,                           // 22: jq.v1.ListJobsRequest.LabelsEntry
+	(*JobEvent)(nil),              // 23: jq.v1.JobEvent
+	(*Job)(nil),                   // 24: jq.v1.Job
+	(*JobSpec)(nil),               // 25: jq.v1.JobSpec
+	(JobState)(0),                 // 26: jq.v1.JobState
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*JobResult)(nil),             // 28: jq.v1.JobResult
 }
 var file_jq_v1_job_service_proto_depIdxs = []int32{
-	21, // 0: jq.v1.WatchEventsResponse.events:type_name -> jq.v1.JobEvent
-	22, // 1: jq.v1.WatchJobResponse.job:type_name -> jq.v1.Job
-	23, // 2: jq.v1.SubmitJobRequest.job:type_name -> jq.v1.JobSpec
-	23, // 3: jq.v1.SubmitJobsRequest.jobs:type_name -> jq.v1.JobSpec
+	23, // 0: jq.v1.WatchEventsResponse.events:type_name -> jq.v1.JobEvent
+	24, // 1: jq.v1.WatchJobResponse.job:type_name -> jq.v1.Job
+	25, // 2: jq.v1.SubmitJobRequest.job:type_name -> jq.v1.JobSpec
+	25, // 3: jq.v1.SubmitJobsRequest.jobs:type_name -> jq.v1.JobSpec
 	5,  // 4: jq.v1.SubmitJobsResponse.results:type_name -> jq.v1.SubmitJobResponse
-	22, // 5: jq.v1.GetJobResponse.job:type_name -> jq.v1.Job
-	24, // 6: jq.v1.ListJobsRequest.states:type_name -> jq.v1.JobState
-	20, // 7: jq.v1.ListJobsRequest.labels:type_name -> jq.v1.ListJobsRequest.LabelsEntry
-	25, // 8: jq.v1.ListJobsRequest.created_after:type_name -> google.protobuf.Timestamp
-	25, // 9: jq.v1.ListJobsRequest.created_before:type_name -> google.protobuf.Timestamp
-	25, // 10: jq.v1.ListJobsRequest.completed_after:type_name -> google.protobuf.Timestamp
-	25, // 11: jq.v1.ListJobsRequest.completed_before:type_name -> google.protobuf.Timestamp
-	22, // 12: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
-	22, // 13: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
-	22, // 14: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
-	21, // 15: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
-	26, // 16: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
-	24, // 17: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
-	4,  // 18: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
-	6,  // 19: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
-	8,  // 20: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
-	10, // 21: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
-	12, // 22: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
-	14, // 23: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
-	16, // 24: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
-	18, // 25: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
-	2,  // 26: jq.v1.JobService.WatchJob:input_type -> jq.v1.WatchJobRequest
-	0,  // 27: jq.v1.JobService.WatchEvents:input_type -> jq.v1.WatchEventsRequest
-	5,  // 28: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
-	7,  // 29: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
-	9,  // 30: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
-	11, // 31: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
-	13, // 32: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
-	15, // 33: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
-	17, // 34: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
-	19, // 35: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
-	3,  // 36: jq.v1.JobService.WatchJob:output_type -> jq.v1.WatchJobResponse
-	1,  // 37: jq.v1.JobService.WatchEvents:output_type -> jq.v1.WatchEventsResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	24, // 5: jq.v1.GetJobResponse.job:type_name -> jq.v1.Job
+	26, // 6: jq.v1.ListJobsRequest.states:type_name -> jq.v1.JobState
+	22, // 7: jq.v1.ListJobsRequest.labels:type_name -> jq.v1.ListJobsRequest.LabelsEntry
+	27, // 8: jq.v1.ListJobsRequest.created_after:type_name -> google.protobuf.Timestamp
+	27, // 9: jq.v1.ListJobsRequest.created_before:type_name -> google.protobuf.Timestamp
+	27, // 10: jq.v1.ListJobsRequest.completed_after:type_name -> google.protobuf.Timestamp
+	27, // 11: jq.v1.ListJobsRequest.completed_before:type_name -> google.protobuf.Timestamp
+	24, // 12: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
+	24, // 13: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
+	24, // 14: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
+	24, // 15: jq.v1.DeleteJobResponse.job:type_name -> jq.v1.Job
+	23, // 16: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
+	28, // 17: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
+	26, // 18: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
+	4,  // 19: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
+	6,  // 20: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
+	8,  // 21: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
+	10, // 22: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
+	12, // 23: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
+	14, // 24: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
+	16, // 25: jq.v1.JobService.DeleteJob:input_type -> jq.v1.DeleteJobRequest
+	18, // 26: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
+	20, // 27: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
+	2,  // 28: jq.v1.JobService.WatchJob:input_type -> jq.v1.WatchJobRequest
+	0,  // 29: jq.v1.JobService.WatchEvents:input_type -> jq.v1.WatchEventsRequest
+	5,  // 30: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
+	7,  // 31: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
+	9,  // 32: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
+	11, // 33: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
+	13, // 34: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
+	15, // 35: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
+	17, // 36: jq.v1.JobService.DeleteJob:output_type -> jq.v1.DeleteJobResponse
+	19, // 37: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
+	21, // 38: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
+	3,  // 39: jq.v1.JobService.WatchJob:output_type -> jq.v1.WatchJobResponse
+	1,  // 40: jq.v1.JobService.WatchEvents:output_type -> jq.v1.WatchEventsResponse
+	30, // [30:41] is the sub-list for method output_type
+	19, // [19:30] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_job_service_proto_init() }
@@ -1304,7 +1407,7 @@ func file_jq_v1_job_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_job_service_proto_rawDesc), len(file_jq_v1_job_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

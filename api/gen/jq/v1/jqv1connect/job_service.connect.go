@@ -45,6 +45,8 @@ const (
 	JobServiceCancelJobProcedure = "/jq.v1.JobService/CancelJob"
 	// JobServiceRetryJobProcedure is the fully-qualified name of the JobService's RetryJob RPC.
 	JobServiceRetryJobProcedure = "/jq.v1.JobService/RetryJob"
+	// JobServiceDeleteJobProcedure is the fully-qualified name of the JobService's DeleteJob RPC.
+	JobServiceDeleteJobProcedure = "/jq.v1.JobService/DeleteJob"
 	// JobServiceListJobEventsProcedure is the fully-qualified name of the JobService's ListJobEvents
 	// RPC.
 	JobServiceListJobEventsProcedure = "/jq.v1.JobService/ListJobEvents"
@@ -94,7 +96,7 @@ type JobServiceClient interface {
 	// The queue, state and creation-time filters are served by indexes. The
 	// label, type and completion-time filters are checked job by job along the
 	// newest-first order: a page whose jobs are rare may take the server a
-	// bounded time to find (250 ms), after which the call fails with
+	// bounded time to find (150 ms), after which the call fails with
 	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
@@ -121,6 +123,18 @@ type JobServiceClient interface {
 	// or its queue was deleted); FAILED_PRECONDITION (job is in any other
 	// state).
 	RetryJob(context.Context, *connect.Request[v1.RetryJobRequest]) (*connect.Response[v1.RetryJobResponse], error)
+	// DeleteJob permanently deletes a finished job — DONE or DEAD_LETTERED
+	// (cancelled jobs are DEAD_LETTERED) — with its result and its events, and
+	// returns its record as it was. A job in any other state could still be
+	// dispatched, reported or retried: cancel it first. No event is written for
+	// the deletion. Admins only (like RetryJob and PurgeDeadLetters). To delete
+	// many jobs by a filter, list them (ListJobs) and delete each; the console's
+	// bulk delete does so, skipping jobs that are not finished.
+	//
+	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
+	// job); FAILED_PRECONDITION (job is PENDING, ASSIGNED, RUNNING or FAILED:
+	// cancel it first).
+	DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error)
 	// ListJobEvents returns every recorded state transition of a job in order
 	// (seq ascending), the job's log (FR-031).
 	//
@@ -218,6 +232,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("RetryJob")),
 			connect.WithClientOptions(opts...),
 		),
+		deleteJob: connect.NewClient[v1.DeleteJobRequest, v1.DeleteJobResponse](
+			httpClient,
+			baseURL+JobServiceDeleteJobProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("DeleteJob")),
+			connect.WithClientOptions(opts...),
+		),
 		listJobEvents: connect.NewClient[v1.ListJobEventsRequest, v1.ListJobEventsResponse](
 			httpClient,
 			baseURL+JobServiceListJobEventsProcedure,
@@ -253,6 +273,7 @@ type jobServiceClient struct {
 	listJobs      *connect.Client[v1.ListJobsRequest, v1.ListJobsResponse]
 	cancelJob     *connect.Client[v1.CancelJobRequest, v1.CancelJobResponse]
 	retryJob      *connect.Client[v1.RetryJobRequest, v1.RetryJobResponse]
+	deleteJob     *connect.Client[v1.DeleteJobRequest, v1.DeleteJobResponse]
 	listJobEvents *connect.Client[v1.ListJobEventsRequest, v1.ListJobEventsResponse]
 	getJobResult  *connect.Client[v1.GetJobResultRequest, v1.GetJobResultResponse]
 	watchJob      *connect.Client[v1.WatchJobRequest, v1.WatchJobResponse]
@@ -287,6 +308,11 @@ func (c *jobServiceClient) CancelJob(ctx context.Context, req *connect.Request[v
 // RetryJob calls jq.v1.JobService.RetryJob.
 func (c *jobServiceClient) RetryJob(ctx context.Context, req *connect.Request[v1.RetryJobRequest]) (*connect.Response[v1.RetryJobResponse], error) {
 	return c.retryJob.CallUnary(ctx, req)
+}
+
+// DeleteJob calls jq.v1.JobService.DeleteJob.
+func (c *jobServiceClient) DeleteJob(ctx context.Context, req *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error) {
+	return c.deleteJob.CallUnary(ctx, req)
 }
 
 // ListJobEvents calls jq.v1.JobService.ListJobEvents.
@@ -347,7 +373,7 @@ type JobServiceHandler interface {
 	// The queue, state and creation-time filters are served by indexes. The
 	// label, type and completion-time filters are checked job by job along the
 	// newest-first order: a page whose jobs are rare may take the server a
-	// bounded time to find (250 ms), after which the call fails with
+	// bounded time to find (150 ms), after which the call fails with
 	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
@@ -374,6 +400,18 @@ type JobServiceHandler interface {
 	// or its queue was deleted); FAILED_PRECONDITION (job is in any other
 	// state).
 	RetryJob(context.Context, *connect.Request[v1.RetryJobRequest]) (*connect.Response[v1.RetryJobResponse], error)
+	// DeleteJob permanently deletes a finished job — DONE or DEAD_LETTERED
+	// (cancelled jobs are DEAD_LETTERED) — with its result and its events, and
+	// returns its record as it was. A job in any other state could still be
+	// dispatched, reported or retried: cancel it first. No event is written for
+	// the deletion. Admins only (like RetryJob and PurgeDeadLetters). To delete
+	// many jobs by a filter, list them (ListJobs) and delete each; the console's
+	// bulk delete does so, skipping jobs that are not finished.
+	//
+	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
+	// job); FAILED_PRECONDITION (job is PENDING, ASSIGNED, RUNNING or FAILED:
+	// cancel it first).
+	DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error)
 	// ListJobEvents returns every recorded state transition of a job in order
 	// (seq ascending), the job's log (FR-031).
 	//
@@ -467,6 +505,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("RetryJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceDeleteJobHandler := connect.NewUnaryHandler(
+		JobServiceDeleteJobProcedure,
+		svc.DeleteJob,
+		connect.WithSchema(jobServiceMethods.ByName("DeleteJob")),
+		connect.WithHandlerOptions(opts...),
+	)
 	jobServiceListJobEventsHandler := connect.NewUnaryHandler(
 		JobServiceListJobEventsProcedure,
 		svc.ListJobEvents,
@@ -505,6 +549,8 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceCancelJobHandler.ServeHTTP(w, r)
 		case JobServiceRetryJobProcedure:
 			jobServiceRetryJobHandler.ServeHTTP(w, r)
+		case JobServiceDeleteJobProcedure:
+			jobServiceDeleteJobHandler.ServeHTTP(w, r)
 		case JobServiceListJobEventsProcedure:
 			jobServiceListJobEventsHandler.ServeHTTP(w, r)
 		case JobServiceGetJobResultProcedure:
@@ -544,6 +590,10 @@ func (UnimplementedJobServiceHandler) CancelJob(context.Context, *connect.Reques
 
 func (UnimplementedJobServiceHandler) RetryJob(context.Context, *connect.Request[v1.RetryJobRequest]) (*connect.Response[v1.RetryJobResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.RetryJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.DeleteJob is not implemented"))
 }
 
 func (UnimplementedJobServiceHandler) ListJobEvents(context.Context, *connect.Request[v1.ListJobEventsRequest]) (*connect.Response[v1.ListJobEventsResponse], error) {
