@@ -25,11 +25,11 @@ func TestMain(m *testing.M) {
 }
 
 // The services and RPCs other packages are written against, in declaration
-// order. StreamJobs and WatchJob are the streaming RPCs (server streaming).
+// order. StreamJobs, WatchJob and WatchEvents are the streaming RPCs (server streaming).
 var wantServices = map[string][]string{
 	"jq.v1.JobService": {
-		"SubmitJob", "SubmitJobs", "GetJob", "ListJobs", "CancelJob", "RetryJob",
-		"ListJobEvents", "GetJobResult", "WatchJob",
+		"SubmitJob", "SubmitJobs", "GetJob", "ListJobs", "CancelJob", "RetryJob", "DeleteJob",
+		"ListJobEvents", "GetJobResult", "WatchJob", "WatchEvents",
 	},
 	"jq.v1.QueueService": {
 		"CreateQueue", "DeleteQueue", "ListQueues", "GetQueue", "GetQueueStats",
@@ -48,7 +48,9 @@ var wantServices = map[string][]string{
 	},
 }
 
-var serverStreamingRPCs = map[string]bool{"jq.v1.WorkerService.StreamJobs": true, "jq.v1.JobService.WatchJob": true}
+var serverStreamingRPCs = map[string]bool{
+	"jq.v1.WorkerService.StreamJobs": true, "jq.v1.JobService.WatchJob": true, "jq.v1.JobService.WatchEvents": true,
+}
 
 func TestServices(t *testing.T) {
 	t.Parallel()

@@ -243,6 +243,29 @@ func TestAgainstServer(t *testing.T) {
 		job, err = c.Wait(ctx, sub.ID) // due at once now
 		require.NoError(t, err)
 		require.Equal(t, queue.StateDone, job.State)
+
+		job, err = c.Delete(ctx, sub.ID) // DONE: finished, so it may go
+		require.NoError(t, err)
+		require.Equal(t, queue.StateDone, job.State, "the job as it was")
+		_, err = c.Get(ctx, sub.ID)
+		require.ErrorIs(t, err, queue.ErrJobNotFound)
+		_, err = c.Delete(ctx, sub.ID)
+		require.ErrorIs(t, err, queue.ErrJobNotFound)
+	})
+
+	t.Run("DeleteRefusesALiveJob", func(t *testing.T) {
+		sub, err := c.Submit(ctx, client.Job{Queue: "default", Type: "add", Payload: addArgs{}}, client.RunAt(time.Now().Add(time.Hour)))
+		require.NoError(t, err)
+		_, err = c.Delete(ctx, sub.ID) // PENDING: cancel it first
+		require.ErrorIs(t, err, queue.ErrIllegalTransition)
+		require.ErrorContains(t, err, "cancel it first")
+		var e *client.Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, "delete job", e.Op)
+		_, err = c.Cancel(ctx, sub.ID)
+		require.NoError(t, err)
+		_, err = c.Delete(ctx, sub.ID)
+		require.NoError(t, err)
 	})
 
 	t.Run("Errors", func(t *testing.T) {

@@ -56,7 +56,8 @@ var (
 	opResult = meaning{"get job result", queue.ErrJobNotFound, nil}
 	opCancel = meaning{"cancel job", queue.ErrJobNotFound, queue.ErrIllegalTransition}
 	// RetryJob's NOT_FOUND is also "its queue was deleted"; the job is what the caller named.
-	opRetry = meaning{"retry job", queue.ErrJobNotFound, queue.ErrIllegalTransition}
+	opRetry  = meaning{"retry job", queue.ErrJobNotFound, queue.ErrIllegalTransition}
+	opDelete = meaning{"delete job", queue.ErrJobNotFound, queue.ErrIllegalTransition}
 )
 
 // callError is the reverse of the server's error mapping (api/server/errors.go): the connect

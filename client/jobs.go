@@ -173,3 +173,14 @@ func (c *Client) Retry(ctx context.Context, id string) (*queue.Job, error) {
 	}
 	return api.JobFromProto(resp.Msg.GetJob()), nil
 }
+
+// Delete permanently deletes a finished job (DONE or DEAD_LETTERED) with its result and its
+// events, and returns it as it was (without payload and result). Deleting a job in any other state
+// is an error wrapping [queue.ErrIllegalTransition]: cancel it first. It needs the admin role.
+func (c *Client) Delete(ctx context.Context, id string) (*queue.Job, error) {
+	resp, err := c.api.Jobs.DeleteJob(ctx, connect.NewRequest(&jqv1.DeleteJobRequest{JobId: id}))
+	if err != nil {
+		return nil, callError(opDelete, err)
+	}
+	return api.JobFromProto(resp.Msg.GetJob()), nil
+}

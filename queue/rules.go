@@ -135,6 +135,18 @@ func ManualRetry(s State, ttl time.Duration, now time.Time) (Decision, error) {
 		ExpiresAt: PendingExpiry(now, ttl), ResetRetries: true}, nil
 }
 
+// Delete decides whether an operator may delete a job in state s (DeleteJob): only a job no
+// automatic process will touch again, DONE or DEAD_LETTERED (a cancelled job is DEAD_LETTERED).
+// A PENDING, ASSIGNED, RUNNING or FAILED job could still be dispatched, reported or retried while
+// its row vanished: it must be cancelled first (ErrIllegalTransition, saying so).
+func Delete(s State) error {
+	if s.Terminal() {
+		return nil
+	}
+	return fmt.Errorf("%w: only a DONE or DEAD_LETTERED job can be deleted, this one is %s: cancel it first",
+		ErrIllegalTransition, stateName(s))
+}
+
 // Deadlines are the limits the reaper enforces on jobs that a worker holds.
 type Deadlines struct {
 	// Assignment is how long an ASSIGNED job may wait for its worker's ack (FR-016).

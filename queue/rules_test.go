@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,6 +105,21 @@ func TestManualRetry(t *testing.T) {
 		want := Decision{From: s, To: StatePending, Reason: ReasonManualRetry, NotBefore: t0, ExpiresAt: t0.Add(time.Minute), ResetRetries: true}
 		if err != nil || d != want {
 			t.Errorf("ManualRetry(%s) = %+v, %v; want %+v", s, d, err, want)
+		}
+	}
+}
+
+func TestDelete(t *testing.T) {
+	for _, s := range States() {
+		err := Delete(s)
+		if s == StateDone || s == StateDeadLettered {
+			if err != nil {
+				t.Errorf("Delete(%s) = %v, want nil", s, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrIllegalTransition) || !strings.Contains(err.Error(), "cancel it first") {
+			t.Errorf("Delete(%s) = %v, want ErrIllegalTransition saying to cancel first", s, err)
 		}
 	}
 }

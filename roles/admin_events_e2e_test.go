@@ -2,8 +2,10 @@ package roles_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -67,4 +69,73 @@ func TestAdminEventsTailPostgresE2E(t *testing.T) {
 		t.Fatal("events tail did not stop on Ctrl-C")
 	}
 	a.fails(3, "not found", "events", "tail", "--job", "00000000-0000-4000-8000-000000000000")
+}
+
+// `events tail --queue` streams: the server's WatchEvents sends each event as its engine records
+// it. With a poll interval of an hour the tail still shows a job's whole life at once, and the
+// server served it with the stream and the event feed — never the job listing polling used.
+func TestAdminEventsTailStreamsE2E(t *testing.T) {
+	t.Parallel()
+	c, a := newAdminE2E(t)
+	a.ok("queue", "create", "stream")
+	c.startFastWorker("w-stream", "stream")
+
+	cmd := exec.Command(jqBin, "--role=admin", "--server-addr", a.addr, "events", "tail", "--queue", "stream",
+		"--interval", "1h") // the table: -o json says nothing on stderr
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if !strings.Contains(stderr.String(), "following the events of queue stream") {
+			return fmt.Errorf("the stream is not open yet: %q", stderr.String())
+		}
+		return nil
+	})
+	id := a.submit("--queue", "stream", "--payload", "{}")
+	want := []string{"-→PENDING", "PENDING→ASSIGNED", "ASSIGNED→RUNNING", "RUNNING→DONE"}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		if len(lines) < 2 {
+			return errors.New("nothing printed yet")
+		}
+		var got []string
+		for _, l := range lines[1:] { // after the header: time, job, queue, from→to, …
+			f := strings.Fields(l)
+			require.GreaterOrEqual(t, len(f), 4, l)
+			require.Equal(t, id, f[1], l)
+			got = append(got, f[3])
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("events so far: %v", got)
+		}
+		return nil
+	})
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	select {
+	case err := <-done:
+		require.NoError(t, err, "Ctrl-C is exit 0")
+	case <-time.After(10 * time.Second):
+		t.Fatal("events tail did not stop on Ctrl-C")
+	}
+
+	// The server's own account: the stream (counted when it ends) and the feed's statement, no
+	// listing.
+	testenv.Eventually(t, 10*time.Second, func() error {
+		m := scrapeValues(t, c.servers[0].metricsPort)
+		var watched, listed, fed bool
+		for k := range m {
+			watched = watched || strings.HasPrefix(k, `jq_grpc_request_duration_seconds_count{method="/jq.v1.JobService/WatchEvents"`)
+			listed = listed || strings.HasPrefix(k, `jq_grpc_request_duration_seconds_count{method="/jq.v1.JobService/ListJobs"`)
+			fed = fed || strings.HasPrefix(k, `jq_db_query_duration_seconds_count{query_name="events_feed_read"`)
+		}
+		require.False(t, listed, "events tail --queue listed jobs: it polled")
+		if !watched || !fed {
+			return fmt.Errorf("WatchEvents counted %v, events_feed_read counted %v", watched, fed)
+		}
+		return nil
+	})
+	a.fails(3, "not found", "events", "tail", "--queue", "nosuchqueue")
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // job result (seed 001): a kept success's bytes on stdout (exit 0), consumed once; no result kept,
-// consumed, not finished, a failure: one line on stderr (exit 1); an unknown job: exit 3.
+// consumed, not finished, a failure: one line on stderr (exit 1); an unknown job: exit 3. On a
+// terminal a result that does not end its line gets a newline; a pipe gets the bytes exactly.
 func TestAdminJobResultE2E(t *testing.T) {
 	t.Parallel()
 	c, a := newAdminE2E(t)
@@ -19,7 +20,9 @@ func TestAdminJobResultE2E(t *testing.T) {
 
 	kept := a.submit("--queue", "results", "--type", "sleep", "--payload", `{"ms":1}`, "--keep-result")
 	a.waitState(kept, "DONE")
-	require.JSONEq(t, `{"slept_ms":1}`, a.ok("job", "result", kept), "the result's bytes, as reported")
+	require.Equal(t, `{"slept_ms":1}`, a.ok("job", "result", kept), "the result's bytes, as reported, nothing added")
+	require.Equal(t, "{\"slept_ms\":1}\r\n", a.onTerminal("job", "result", kept),
+		"on a terminal the line ends, so the prompt starts on a line of its own")
 	m := a.json([]string{"found", "result", "state"}, "job", "result", kept)
 	res := requireFields(t, m["result"], []string{"type", "data", "checksum_sha256", "finished_at", "size"})
 	require.Equal(t, "success", res["type"])

@@ -49,10 +49,11 @@ func roleFromArgs(args []string, getenv func(string) string) (Name, error) {
 			continue
 		}
 		if a == "--role" {
-			if i+1 >= len(args) {
+			rest := args[i+1:]
+			if len(rest) == 0 {
 				return "", fmt.Errorf("--role needs a value (server, worker, producer, admin or all)")
 			}
-			val, found = args[i+1], true
+			val, found = rest[0], true
 			i++
 		}
 	}
@@ -70,18 +71,25 @@ func roleFromArgs(args []string, getenv func(string) string) (Name, error) {
 }
 
 // adminCommands are the top-level commands of --role=admin: a command line that starts with one
-// (and says no --role) is an admin command line.
-var adminCommands = map[string]bool{
-	"job": true, "queue": true, "worker": true, "status": true, "version": true, "stats": true, "peek": true,
-	"purge-dlq": true, "bench": true, "events": true, "token": true,
-}
+// (and says no --role) is an admin command line. Read from the grammar (admin.Commands), so a new
+// command is one at once: a hand-kept list once missed `schedule`.
+var adminCommands = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range operatorCommands() {
+		m[c.name] = true
+	}
+	return m
+}()
 
-// valueFlags are the global flags (of every role, and the admin role's) that take their value as
-// the next argument when written without "=".
+// valueFlags are the flags (global ones, the admin role's and the other roles' own) that take their
+// value as the next argument when written without "=": `jq --role=all --scan-dir ./data` has no
+// first argument, ./data is a directory, not a filter for the JSON processor.
 var valueFlags = map[string]bool{
 	"--role": true, "--config": true, "--log-level": true, "--log-format": true, "--server-addr": true,
 	"--tls-cert": true, "--tls-key": true, "--tls-ca": true, "--token": true, "--token-file": true,
 	"--output": true, "-o": true, "--timeout": true,
+	"--grpc-port": true, "--metrics-port": true, "--health-port": true, "--worker-id": true, "--concurrency": true,
+	"--queues": true, "--worker-metrics-port": true, "--worker-health-port": true, "--scan-dir": true, "--queue": true,
 }
 
 // firstArg is the first argument that is not a flag (or a flag's separate value), "" if none.

@@ -48,6 +48,9 @@ var jqBin string
 const parallelTests = 4
 
 func TestMain(m *testing.M) {
+	if os.Getenv(grpcurlEnv) == "1" { // the docs test's grpcurl, when none is installed
+		os.Exit(grpcurlMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })

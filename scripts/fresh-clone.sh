@@ -7,6 +7,11 @@
 #
 # --cold uses an empty Go build cache (the module cache stays: downloads depend on the network, not
 # on jq), as on a machine that never built jq.
+#
+# jq gets ports and a Redis key prefix of its own, unless the caller sets them (JQ_GRPC_PORT,
+# JQ_HEALTH_PORT, JQ_METRICS_PORT, JQ_WORKER_HEALTH_PORT, JQ_WORKER_METRICS_PORT, JQ_UI_PORT,
+# JQ_REDIS_KEY_PREFIX; internal/deploytest's TestFreshClone does), and the database
+# JQ_TEST_DATABASE_URL (default: jq_fresh_clone, created when missing).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cold=0
@@ -44,13 +49,17 @@ go tool -modfile=tools/go.mod task build >/dev/null
 done_step build
 
 port=$((20000 + RANDOM % 20000))
+export JQ_GRPC_PORT=${JQ_GRPC_PORT:-$port} JQ_HEALTH_PORT=${JQ_HEALTH_PORT:-$((port + 1))} \
+	JQ_WORKER_HEALTH_PORT=${JQ_WORKER_HEALTH_PORT:-$((port + 2))} JQ_WORKER_METRICS_PORT=${JQ_WORKER_METRICS_PORT:-$((port + 3))} \
+	JQ_METRICS_PORT=${JQ_METRICS_PORT:-$((port + 4))} JQ_UI_PORT=${JQ_UI_PORT:-$((port + 5))} \
+	JQ_REDIS_KEY_PREFIX=${JQ_REDIS_KEY_PREFIX:-fresh$port}
+port=$JQ_GRPC_PORT
 # A database of its own (services.sh creates it), so the run never shares the suite's.
 export JQ_TEST_DATABASE_URL=${JQ_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/jq_fresh_clone?sslmode=disable}
 step "jq --role=all on 127.0.0.1:$port, then job submit --wait"
-# The run command's services, with ports of its own so it never meets another jq on this machine.
-scripts/services.sh run -- env JQ_GRPC_PORT="$port" JQ_METRICS_PORT=$((port + 4)) JQ_HEALTH_PORT=$((port + 1)) \
-	JQ_WORKER_HEALTH_PORT=$((port + 2)) JQ_WORKER_METRICS_PORT=$((port + 3)) JQ_REDIS_KEY_PREFIX="fresh$port" \
-	bin/jq --role=all --config examples/config.yaml >"$work/jq.log" 2>&1 &
+# What `go tool -modfile=tools/go.mod task run` runs once bin/jq is built: the run command's services
+# (the ones that answer, else private ones), then jq --role=all with the example configuration.
+scripts/services.sh run -- bin/jq --role=all --config examples/config.yaml >"$work/jq.log" 2>&1 &
 jq_pid=$!
 bin/jq job submit --server-addr "127.0.0.1:$port" --wait --wait-timeout 2m --timeout 1s >/dev/null 2>"$work/submit.err" ||
 	{

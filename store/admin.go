@@ -8,7 +8,8 @@ import (
 )
 
 // AdminStore holds the reads and the clean-up behind the operator's admin commands (seed 004's
-// stats, peek and purge-dlq; FR-035). None of them changes a job's state.
+// stats, peek and purge-dlq; FR-035) and the deletion of finished jobs. None of them changes a job's
+// state.
 type AdminStore interface {
 	// JobPeek returns up to p.Limit jobs of one queue without changing or locking them: the due
 	// PENDING jobs in dispatch order (priority DESC, created_at, id — the scheduler's order, whether
@@ -23,6 +24,13 @@ type AdminStore interface {
 	// holds many row locks; a job retried meanwhile (no longer DEAD_LETTERED) is kept. Errors:
 	// ErrInvalidArgument (queue name), ErrQueueNotFound.
 	JobPurgeDeadLetters(ctx context.Context, p JobPurgeDeadLettersParams) (deleted int64, err error)
+	// JobDelete permanently deletes one finished job (DONE or DEAD_LETTERED), with its result and
+	// its published events (an unpublished event stays until the relay has published it and
+	// retention removes it), with a compare-and-set on p.State: a job no longer in that state is
+	// kept. Errors: ErrIllegalTransition (p.State is not DONE or DEAD_LETTERED; checked before any
+	// I/O), ErrInvalidArgument (malformed id), ErrJobNotFound, ErrStaleAttempt (the job exists but
+	// is no longer in p.State; nothing was deleted).
+	JobDelete(ctx context.Context, p JobDeleteParams) error
 	// JobCountDeadLettered counts the DEAD_LETTERED jobs of every queue that has any.
 	JobCountDeadLettered(ctx context.Context) (map[string]int64, error)
 	// JobCountReady counts, for each of the queues, its due PENDING jobs (what the next claims
@@ -75,6 +83,12 @@ type JobPeekResult struct {
 // JobPurgeDeadLettersParams selects the dead letters to delete.
 type JobPurgeDeadLettersParams struct {
 	Queue string // "": every queue
+}
+
+// JobDeleteParams names the job JobDelete deletes and the state it was decided on.
+type JobDeleteParams struct {
+	ID    string
+	State queue.State // DONE or DEAD_LETTERED: the job is deleted only while it is still in it
 }
 
 // DispatchCounts are the sizes of one queue's Redis dispatch structures.

@@ -58,7 +58,8 @@ type JobStore interface {
 	// JobGet returns one job. Errors: ErrJobNotFound; ErrInvalidArgument for a malformed id.
 	JobGet(ctx context.Context, id string) (*queue.Job, error)
 	// JobList returns a page of jobs, newest first (created_at DESC, id DESC) or, with p.Ascending,
-	// oldest first (created_at ASC, id ASC), and the cursor of the next page ("" after the last). Errors: ErrInvalidArgument (bad filter or cursor).
+	// oldest first (created_at ASC, id ASC), and the cursor of the next page ("" after the last).
+	// Errors: ErrInvalidArgument (bad filter or cursor), ErrQueueNotFound (p.Queue names no queue).
 	JobList(ctx context.Context, p JobListParams) (JobListResult, error)
 	// JobTransition moves a job from p.From to p.To with a compare-and-set on its state (and attempt,
 	// unless p.Attempt is AnyAttempt) and records the event in the same transaction. Errors:

@@ -354,6 +354,15 @@ func (p JobPurgeDeadLettersParams) Validate() error {
 	return queue.ValidateQueueName(p.Queue)
 }
 
+// Validate checks p — first that its state may be deleted (ErrIllegalTransition, before any I/O),
+// then the id — and returns the canonical job id.
+func (p JobDeleteParams) Validate() (id string, err error) {
+	if err := queue.Delete(p.State); err != nil {
+		return "", err
+	}
+	return ParseJobID(p.ID)
+}
+
 // Validate checks a transition request: first the transition table (ErrIllegalTransition, before
 // any I/O), then the arguments. It returns the canonical job id.
 func (p JobTransitionParams) Validate() (id string, err error) {

@@ -21,6 +21,7 @@ var procedures = map[string]string{
 	"DeleteQueue":      jqv1connect.QueueServiceDeleteQueueProcedure,
 	"RetryJob":         jqv1connect.JobServiceRetryJobProcedure,
 	"CancelJob":        jqv1connect.JobServiceCancelJobProcedure,
+	"DeleteJob":        jqv1connect.JobServiceDeleteJobProcedure,
 	"PurgeDeadLetters": jqv1connect.AdminServicePurgeDeadLettersProcedure,
 	"DrainWorker":      jqv1connect.WorkerServiceDrainWorkerProcedure,
 	"ShutdownWorker":   jqv1connect.WorkerServiceShutdownWorkerProcedure,
@@ -39,6 +40,7 @@ func (c *Console) actions() map[string]actionFunc {
 		"queue-delete":    c.queueAction("delete"),
 		"job-retry":       c.jobAction("retry"),
 		"job-cancel":      c.jobAction("cancel"),
+		"job-delete":      c.jobAction("delete"),
 		"jobs-bulk":       c.bulk,
 		"dead-purge":      c.purge,
 		"worker-drain":    c.workerAction("drain"),
@@ -131,13 +133,21 @@ func (c *Console) jobAction(op string) actionFunc {
 			if err == nil && resp.Msg.GetCancelRequested() {
 				msg = "job " + id + " is RUNNING: its worker was asked to stop it"
 			}
+		case "delete":
+			_, err = c.api.jobs.DeleteJob(ctx, connect.NewRequest(&jqv1.DeleteJobRequest{JobId: id}))
+			msg = "job " + id + " deleted"
+			if err == nil {
+				to = back(r, "/jobs") // its own page is gone
+			}
 		}
 		c.logAction(u, "job_"+op, id, err)
 		c.done(w, r, to, err, msg)
 	}
 }
 
-// bulk retries or cancels every job the filter matches, up to maxBulk, one RPC per job.
+// bulk retries, cancels or deletes every job the filter matches, up to maxBulk, one RPC per job.
+// A delete skips, and counts, the jobs that are not finished (DONE or DEAD_LETTERED): they must be
+// cancelled first; so does it a job that moved out of a finished state since it was listed.
 func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 	op := r.PostFormValue("op")
 	f := filterOf(r.PostForm)
@@ -150,8 +160,8 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 		c.done(w, r, to, errNotConfirmed, "")
 		return
 	}
-	if op != "retry" && op != "cancel" {
-		c.done(w, r, to, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("bulk action %q: want retry or cancel", oneLine(op, 40))), "")
+	if op != "retry" && op != "cancel" && op != "delete" {
+		c.done(w, r, to, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("bulk action %q: want retry, cancel or delete", oneLine(op, 40))), "")
 		return
 	}
 	req, err := f.request(pageSize)
@@ -166,7 +176,8 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 	// Collect first, act after: acting while paging would move jobs out of the filter under the
 	// cursor (a retried dead letter leaves DEAD_LETTERED).
 	var ids []string
-	for len(ids) < maxBulk {
+	skipped := 0
+	for len(ids)+skipped < maxBulk {
 		ctx, cancel := u.ctx(r)
 		resp, err := c.api.jobs.ListJobs(ctx, connect.NewRequest(req))
 		cancel()
@@ -175,7 +186,11 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 			return
 		}
 		for _, j := range resp.Msg.GetJobs() {
-			if len(ids) < maxBulk {
+			switch {
+			case len(ids)+skipped >= maxBulk:
+			case op == "delete" && !terminal(j.GetState()):
+				skipped++
+			default:
 				ids = append(ids, j.GetId())
 			}
 		}
@@ -188,12 +203,19 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 	for _, id := range ids {
 		ctx, cancel := u.ctx(r)
 		var err error
-		if op == "retry" {
+		switch op {
+		case "retry":
 			_, err = c.api.jobs.RetryJob(ctx, connect.NewRequest(&jqv1.RetryJobRequest{JobId: id}))
-		} else {
+		case "cancel":
 			_, err = c.api.jobs.CancelJob(ctx, connect.NewRequest(&jqv1.CancelJobRequest{JobId: id}))
+		default:
+			_, err = c.api.jobs.DeleteJob(ctx, connect.NewRequest(&jqv1.DeleteJobRequest{JobId: id}))
 		}
 		cancel()
+		if op == "delete" && connect.CodeOf(err) == connect.CodeFailedPrecondition {
+			skipped++ // no longer finished: retried since it was listed
+			continue
+		}
 		if err != nil {
 			failed++
 			if firstErr == nil {
@@ -207,11 +229,15 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 		n++
 	}
 	c.logAction(u, "jobs_bulk_"+op, f.Query(), firstErr)
+	skip := ""
+	if skipped > 0 {
+		skip = fmt.Sprintf("; %d skipped: not DONE or DEAD_LETTERED (cancel them first)", skipped)
+	}
 	if firstErr != nil {
-		c.done(w, r, to, fmt.Errorf("%s: %d of %d jobs done, %d failed; first error: %s", op, n, len(ids), failed, errorLine(firstErr)), "")
+		c.done(w, r, to, fmt.Errorf("%s: %d of %d jobs done, %d failed%s; first error: %s", op, n, len(ids), failed, skip, errorLine(firstErr)), "")
 		return
 	}
-	c.done(w, r, to, nil, fmt.Sprintf("%s: %d jobs", op, n))
+	c.done(w, r, to, nil, fmt.Sprintf("%s: %d jobs%s", op, n, skip))
 }
 
 // purge deletes the dead letters of one queue, or of every queue.

@@ -257,6 +257,23 @@ func TestBrowser(t *testing.T) {
 	require.Contains(t, eval(`location.search`), "type=report.build")
 	require.EqualValues(t, 1, eval(`document.querySelectorAll('#live tbody a[href^="/jobs/"]').length`), "only the delayed job")
 
+	// Delete a finished job from its page, through the dialog: back on the job list.
+	gone := e.submit(t, &jqv1.JobSpec{Queue: "parked", Type: "noop"})
+	_, err = e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: gone}))
+	require.NoError(t, err)
+	do("delete a job",
+		chromedp.Navigate(e.ui+"/jobs/"+gone),
+		visible(`form[action="/actions/job-delete"] button`),
+		click(`form[action="/actions/job-delete"] button`),
+		visible(`#confirm-ok`),
+		click(`#confirm-ok`),
+		visible(`.flash.ok`),
+	)
+	require.Equal(t, "job "+gone+" deleted", text(`.flash.ok`))
+	require.Equal(t, "/jobs", eval(`location.pathname`))
+	_, err = e.jobs.GetJob(ctx(t), connectReq(&jqv1.GetJobRequest{JobId: gone}))
+	require.Error(t, err, "deleted")
+
 	// The overview at 1280 px, in dark mode and on a phone; the workers page.
 	do("overview shots",
 		chromedp.Navigate(e.ui+"/"),

@@ -127,6 +127,9 @@ func TestConsole(t *testing.T) {
 			"/queues/no-such-queue":                               {http.StatusNotFound, "not_found:"},
 			"/queues/BAD!":                                        {http.StatusBadRequest, "invalid_argument:"},
 			"/jobs/00000000-0000-4000-8000-000000000000":          {http.StatusNotFound, "not_found:"},
+			"/jobs?queue=no-such-queue":                           {http.StatusNotFound, "not_found: queue not found: &#34;no-such-queue&#34;"},
+			"/dead?queue=no-such-queue&type=t":                    {http.StatusNotFound, "not_found: queue not found: &#34;no-such-queue&#34;"},
+			"/scheduled?queue=no-such-queue":                      {http.StatusNotFound, "not_found: queue not found: &#34;no-such-queue&#34;"},
 		} {
 			resp, body := b.get(p, nil)
 			require.Equal(t, want.status, resp.StatusCode, "%s:\n%s", p, body)
@@ -156,6 +159,12 @@ func TestConsole(t *testing.T) {
 		_, flash = b.act("dead-purge", url.Values{"queue": {"viewer-q"}})
 		require.Contains(t, flash, "permission_denied")
 		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, e.job(t, id).GetState())
+		_, flash = b.act("job-delete", url.Values{"id": {id}})
+		require.Contains(t, flash, "permission_denied: token:viewer-user (roles viewer) may not call jq.v1.JobService/DeleteJob")
+		_, flash = b.act("jobs-bulk", url.Values{"op": {"delete"}, "queue": {"viewer-q"}})
+		require.Contains(t, flash, "permission_denied")
+		require.Contains(t, flash, "delete: 0 of 1 jobs done, 1 failed")
+		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, e.job(t, id).GetState(), "nothing was deleted")
 	})
 
 	t.Run("AdminSeesButtons", func(t *testing.T) {
@@ -167,6 +176,15 @@ func TestConsole(t *testing.T) {
 		_, body = b.get("/dead", nil)
 		require.Contains(t, body, `action="/actions/dead-purge"`)
 		require.Contains(t, body, `action="/actions/jobs-bulk"`)
+		require.NotContains(t, body, `name="op" value="delete"`, "unfiltered dead letters are purged")
+		_, body = b.get("/dead?type=noop", nil)
+		require.NotContains(t, body, `action="/actions/dead-purge"`, "purge cannot take a type filter")
+		require.Contains(t, body, `name="op" value="delete"`, "the filtered dead letters are deleted in bulk instead")
+		for p, want := range map[string]bool{"/jobs": true, "/jobs?state=DONE": true, "/jobs?state=DEAD_LETTERED": true,
+			"/jobs?state=PENDING": false, "/jobs?state=RUNNING": false, "/jobs?state=FAILED": false} {
+			_, body = b.get(p, nil)
+			require.Equal(t, want, strings.Contains(body, `name="op" value="delete"`), "bulk delete on %s", p)
+		}
 	})
 
 	t.Run("ActionsNeedCSRFSameOriginAndConfirmation", func(t *testing.T) {
@@ -273,6 +291,105 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, "1 dead letters purged", flash)
 		_, err = e.jobs.GetJob(ctx(t), connectReq(&jqv1.GetJobRequest{JobId: other}))
 		require.Error(t, err)
+	})
+
+	t.Run("DeleteInBulkSkipsLiveJobs", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "del-q")
+		b := e.signedIn(t, "admin")
+		b.act("queue-pause", url.Values{"name": {"del-q"}}) // nothing runs the jobs under the test
+		var dead []string
+		for range 2 {
+			id := e.submit(t, &jqv1.JobSpec{Queue: "del-q", Type: "noop", Labels: map[string]string{"batch": "d1"}})
+			_, err := e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: id}))
+			require.NoError(t, err)
+			dead = append(dead, id)
+		}
+		live := e.submit(t, &jqv1.JobSpec{Queue: "del-q", Type: "noop", Labels: map[string]string{"batch": "d1"}})
+		otherBatch := e.submit(t, &jqv1.JobSpec{Queue: "del-q", Type: "noop", Labels: map[string]string{"batch": "d2"}})
+		_, err := e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: otherBatch}))
+		require.NoError(t, err)
+
+		_, flash := b.act("jobs-bulk", url.Values{"op": {"delete"}, "queue": {"del-q"}, "label": {"batch=d1"}})
+		require.Equal(t, "delete: 2 jobs; 1 skipped: not DONE or DEAD_LETTERED (cancel them first)", flash)
+		for _, id := range dead {
+			_, err := e.jobs.GetJob(ctx(t), connectReq(&jqv1.GetJobRequest{JobId: id}))
+			require.Error(t, err, "deleted")
+		}
+		require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, live).GetState(), "a live job is skipped")
+		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, e.job(t, otherBatch).GetState(), "outside the filter")
+		_, flash = b.act("jobs-bulk", url.Values{"op": {"explode"}, "queue": {"del-q"}})
+		require.Equal(t, `invalid_argument: bulk action &#34;explode&#34;: want retry, cancel or delete`, flash)
+
+		// One job from its page: a live job has no button, and a forged form is refused by the API.
+		_, body := b.get("/jobs/"+live, nil)
+		require.NotContains(t, body, `action="/actions/job-delete"`)
+		_, flash = b.act("job-delete", url.Values{"id": {live}})
+		require.Contains(t, flash, "failed_precondition: job "+live+": illegal state transition: only a DONE or DEAD_LETTERED job can be deleted, this one is PENDING: cancel it first")
+		require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, live).GetState())
+		_, body = b.get("/jobs/"+otherBatch, nil)
+		require.Contains(t, body, `action="/actions/job-delete"`)
+		form := url.Values{"id": {otherBatch}, "csrf": {b.csrf()}, "confirmed": {"yes"}}
+		resp, _ := b.post("/actions/job-delete", form, nil)
+		require.Equal(t, "/jobs", resp.Header.Get("Location"), "back to the list: the job's page is gone")
+		_, page := b.get("/jobs", nil)
+		require.Equal(t, "job "+otherBatch+" deleted", flashOf(page))
+		_, err = e.jobs.GetJob(ctx(t), connectReq(&jqv1.GetJobRequest{JobId: otherBatch}))
+		require.Error(t, err)
+	})
+
+	t.Run("EveryActionIsRefusedToAViewer", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "refused-q")
+		id := e.submit(t, &jqv1.JobSpec{Queue: "refused-q", Type: "noop"})
+		b := e.signedIn(t, "viewer")
+		for action, form := range map[string]url.Values{
+			"queue-pause":     {"name": {"refused-q"}},
+			"queue-resume":    {"name": {"refused-q"}},
+			"queue-delete":    {"name": {"refused-q"}, "force": {"yes"}},
+			"job-retry":       {"id": {id}},
+			"job-cancel":      {"id": {id}},
+			"job-delete":      {"id": {id}},
+			"jobs-bulk":       {"op": {"cancel"}, "queue": {"refused-q"}},
+			"dead-purge":      {"queue": {"refused-q"}},
+			"worker-drain":    {"id": {"w-any"}},
+			"worker-shutdown": {"id": {"w-any"}},
+		} {
+			status, flash := b.act(action, form)
+			require.Equal(t, http.StatusSeeOther, status, action)
+			require.Contains(t, flash, "permission_denied: token:viewer-user (roles viewer) may not call", action)
+		}
+		require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, id).GetState(), "nothing changed")
+		require.False(t, e.queue(t, "refused-q").GetPaused())
+	})
+
+	t.Run("WorkersPageEscapesAndActs", func(t *testing.T) {
+		t.Parallel()
+		const host = `<script>alert("host")</script>`
+		reg, err := e.workers.RegisterWorker(ctx(t), connectReq(&jqv1.RegisterWorkerRequest{
+			WorkerId: "w-console-hostile", Hostname: host, Concurrency: 2, Queues: []string{"default"}, Version: `<b>1</b>`,
+		}))
+		require.NoError(t, err)
+		wid := reg.Msg.GetWorker().GetId()
+		_, body := e.signedIn(t, "viewer").get("/workers", nil)
+		require.Contains(t, body, "&lt;script&gt;alert(&#34;host&#34;)&lt;/script&gt;")
+		require.NotContains(t, body, "<script>alert", "the hostname renders as text")
+		require.NotContains(t, body, "<b>1</b>")
+		require.NotContains(t, body, `action="/actions/worker-`, "a viewer sees no worker action")
+		b := e.signedIn(t, "admin")
+		_, body = b.get("/workers", nil)
+		require.Contains(t, body, `action="/actions/worker-drain"`)
+		_, flash := b.act("worker-drain", url.Values{"id": {wid}})
+		require.Equal(t, "worker "+wid+": drain requested", flash)
+		_, flash = b.act("worker-shutdown", url.Values{"id": {wid}})
+		require.Equal(t, "worker "+wid+": shutdown requested", flash)
+		ws, err := e.workers.ListWorkers(ctx(t), connectReq(&jqv1.ListWorkersRequest{}))
+		require.NoError(t, err)
+		for _, w := range ws.Msg.GetWorkers() {
+			if w.GetId() == wid {
+				require.Equal(t, jqv1.WorkerStatus_WORKER_STATUS_DRAINING, w.GetStatus())
+			}
+		}
 	})
 
 	t.Run("TypeTimeAndScheduledViews", func(t *testing.T) {

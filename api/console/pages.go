@@ -43,7 +43,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, u *user) {
 	var d overviewData
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		st, err := c.api.admin.GetStatus(ctx, connect.NewRequest(&jqv1.GetStatusRequest{}))
+		// Without the depth of every queue: the rows below count each queue with GetQueueStats.
+		st, err := c.api.admin.GetStatus(ctx, connect.NewRequest(&jqv1.GetStatusRequest{OmitQueueDepth: true}))
 		if err != nil {
 			d.StatusErr = errorLine(err)
 			return

@@ -53,6 +53,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.JobServiceListJobEventsProcedure:       {"producer", "viewer", "admin"},
 	jqv1connect.JobServiceGetJobResultProcedure:        {"producer", "viewer", "admin"},
 	jqv1connect.JobServiceWatchJobProcedure:            {"producer", "viewer", "admin"},
+	jqv1connect.JobServiceWatchEventsProcedure:         {"producer", "viewer", "admin"},
 	jqv1connect.JobServiceCancelJobProcedure:           {"producer", "admin"},
 	jqv1connect.JobServiceRetryJobProcedure:            {"admin"},
 	jqv1connect.QueueServiceCreateQueueProcedure:       {"admin"},
@@ -259,6 +260,18 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		jqv1connect.JobServiceWatchJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			// The paused queue keeps the job PENDING: the stream's first message is the answer.
 			st, err := cl.Jobs.WatchJob(ctx, connect.NewRequest(&jqv1.WatchJobRequest{JobId: f.job.ID}))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = st.Close() }()
+			if st.Receive() {
+				return nil
+			}
+			return st.Err()
+		},
+		jqv1connect.JobServiceWatchEventsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			// The first message says the stream is open.
+			st, err := cl.Jobs.WatchEvents(ctx, connect.NewRequest(&jqv1.WatchEventsRequest{Queue: f.queue}))
 			if err != nil {
 				return err
 			}

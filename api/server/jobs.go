@@ -69,6 +69,20 @@ func (s *jobService) RetryJob(ctx context.Context, req *connect.Request[jqv1.Ret
 	return connect.NewResponse(&jqv1.RetryJobResponse{Job: api.JobProto(j)}), nil
 }
 
+// DeleteJob deletes a DONE or DEAD_LETTERED job with its history (admins only, by the policy).
+func (s *jobService) DeleteJob(ctx context.Context, req *connect.Request[jqv1.DeleteJobRequest]) (*connect.Response[jqv1.DeleteJobResponse], error) {
+	if err := validJobID(req.Msg.GetJobId()); err != nil {
+		return nil, err
+	}
+	j, err := s.engine.JobDelete(ctx, req.Msg.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	out := api.JobProto(j)
+	out.Payload, out.Result = nil, nil
+	return connect.NewResponse(&jqv1.DeleteJobResponse{Job: out}), nil
+}
+
 // GetJobResult answers seed 001's result of a job: a success while a DONE job's result bytes are
 // retained (keep_result, not yet consumed nor past its queue's result_retention), a failure for a
 // FAILED or DEAD_LETTERED job; found = false otherwise, which is not an error. The stored checksum

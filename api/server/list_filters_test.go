@@ -50,6 +50,15 @@ func TestListJobsTypeTimeScheduled(t *testing.T) {
 		requireCode(t, connect.CodeInvalidArgument, err, name)
 	}
 
+	// A queue that does not exist is NOT_FOUND, one line naming it; an existing queue's empty
+	// listing is an empty page.
+	_, err := b.cl.Jobs.ListJobs(b.ctx, connect.NewRequest(&jqv1.ListJobsRequest{Queue: "no-such-queue", Type: "email.send"}))
+	requireCode(t, connect.CodeNotFound, err, "missing queue")
+	var ce *connect.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, `queue not found: "no-such-queue"`, ce.Message())
+	require.Empty(t, list(&jqv1.ListJobsRequest{Type: "none"}))
+
 	// A failure reported for a job never acked: one event row records both its transitions
 	// (ASSIGNED → RUNNING → FAILED); it is one finished attempt, a failed one.
 	b.finish(b.lease(worker, b.insert(store.JobInsertParams{Queue: b.queue, Type: "report.build"}), false), false, nil)
@@ -81,4 +90,12 @@ func TestListJobsTypeTimeScheduled(t *testing.T) {
 	require.EqualValues(t, 2, depth.GetPending())
 	require.Zero(t, depth.GetRunning())
 	require.Positive(t, status.Msg.GetActiveWorkers())
+
+	// Without the depth (the console's overview): the same health and workers, no queues.
+	lean, err := b.cl.Admin.GetStatus(b.ctx, connect.NewRequest(&jqv1.GetStatusRequest{OmitQueueDepth: true}))
+	require.NoError(t, err)
+	require.Empty(t, lean.Msg.GetQueues())
+	require.Positive(t, lean.Msg.GetActiveWorkers(), "this test's worker at least (other tests share the store)")
+	require.Equal(t, status.Msg.GetHealthy(), lean.Msg.GetHealthy())
+	require.Len(t, lean.Msg.GetComponents(), len(status.Msg.GetComponents()))
 }

@@ -79,6 +79,7 @@ type Reader interface {
 	JobGet(ctx context.Context, id string) (*queue.Job, error)
 	JobList(ctx context.Context, p store.JobListParams) (store.JobListResult, error)
 	JobEvents(ctx context.Context, id string) ([]queue.Event, error)
+	EventsRead(ctx context.Context, p store.EventsReadParams) (store.EventsReadResult, error)
 	JobProgressGet(ctx context.Context, id string) (*queue.JobProgress, error)
 	JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error)
 	JobCountDeadLettered(ctx context.Context) (map[string]int64, error)

@@ -19,14 +19,16 @@ import (
 // sweep, another replica's commits).
 const watchReread = time.Second
 
-// watchHub wakes the WatchJob streams of a job when the engine changes it.
+// watchHub wakes the WatchJob streams of a job when the engine changes it, and the WatchEvents
+// streams when it changes any job.
 type watchHub struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
+	any  map[chan struct{}]struct{}
 }
 
 func newWatchHub(e *engine.Engine) *watchHub {
-	h := &watchHub{subs: map[string]map[chan struct{}]struct{}{}}
+	h := &watchHub{subs: map[string]map[chan struct{}]struct{}{}, any: map[chan struct{}]struct{}{}}
 	if e != nil {
 		e.OnJobChange(h.notify)
 	}
@@ -39,10 +41,30 @@ func (h *watchHub) notify(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range h.subs[id] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+		wakeUp(ch)
+	}
+	for ch := range h.any {
+		wakeUp(ch)
+	}
+}
+
+func wakeUp(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// subscribeAll wakes the returned channel whenever the engine changes a job.
+func (h *watchHub) subscribeAll() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.any[ch] = struct{}{}
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.any, ch)
 	}
 }
 

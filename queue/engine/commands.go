@@ -60,6 +60,24 @@ func (e *Engine) JobRetry(ctx context.Context, id string) (*queue.Job, error) {
 	})
 }
 
+// JobDelete deletes a finished job (DONE or DEAD_LETTERED, queue.Delete) with its result and its
+// published events, and returns it as it was. A job that could still move (PENDING, ASSIGNED,
+// RUNNING, FAILED) must be cancelled first. Errors: ErrJobNotFound, ErrInvalidArgument,
+// ErrIllegalTransition.
+func (e *Engine) JobDelete(ctx context.Context, id string) (*queue.Job, error) {
+	return e.jobCommand(ctx, id, func(j *queue.Job) (*queue.Job, error) {
+		if err := queue.Delete(j.State); err != nil {
+			return nil, fmt.Errorf("job %s: %w", j.ID, err)
+		}
+		if err := e.opts.Store.JobDelete(ctx, store.JobDeleteParams{ID: j.ID, State: j.State}); err != nil {
+			return nil, err
+		}
+		return j, nil
+	}, func(j *queue.Job) {
+		e.log.Info("job deleted", zap.String("job_id", j.ID), zap.String("queue", j.Queue), zap.String("state", string(j.State)))
+	})
+}
+
 // jobCommand reads the job, lets decide write, and decides again while the write loses its
 // compare-and-set; done observes the job as the command left it.
 func (e *Engine) jobCommand(ctx context.Context, id string, decide func(*queue.Job) (*queue.Job, error), done func(*queue.Job)) (*queue.Job, error) {

@@ -128,6 +128,38 @@ func TestCommandsCheckEveryEdge(t *testing.T) {
 	require.ErrorIs(t, err, queue.ErrJobNotFound)
 }
 
+// TestJobDelete: only a DONE or DEAD_LETTERED job is deleted, with its history; every other state
+// is refused with ErrIllegalTransition (cancel first) and changes nothing.
+func TestJobDelete(t *testing.T) {
+	t.Parallel()
+	c := newCmdEnv(t, engine.Options{})
+	for _, from := range queue.States() {
+		t.Run(string(from), func(t *testing.T) {
+			j := c.inState(from)
+			before := c.events(j.ID)
+			got, err := c.eng.JobDelete(c.ctx, j.ID)
+			if !from.Terminal() {
+				require.ErrorIs(t, err, queue.ErrIllegalTransition)
+				require.ErrorContains(t, err, "cancel it first")
+				now, err := c.st.JobGet(c.ctx, j.ID)
+				require.NoError(t, err)
+				require.Equal(t, from, now.State, "a refused delete changes nothing")
+				require.Equal(t, before, c.events(j.ID))
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, j.ID, got.ID)
+			require.Equal(t, from, got.State, "the job as it was")
+			_, err = c.st.JobGet(c.ctx, j.ID)
+			require.ErrorIs(t, err, queue.ErrJobNotFound)
+			_, err = c.eng.JobDelete(c.ctx, j.ID)
+			require.ErrorIs(t, err, queue.ErrJobNotFound, "deleted once")
+		})
+	}
+	_, err := c.eng.JobDelete(c.ctx, "not-a-uuid")
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+}
+
 // TestRetryUsesTheEnginesClock: a manual retry is due at the engine's now, with the TTL restarted
 // from it (queue.ManualRetry), not at the database's.
 func TestRetryUsesTheEnginesClock(t *testing.T) {

@@ -233,8 +233,8 @@ type EventsCmd struct {
 type EventsTailCmd struct {
 	Queue    string        `help:"Only this queue."`
 	Job      string        `help:"Only this job; its history so far is printed first."`
-	Source   string        `help:"Where to read: auto (Kafka when the server reports it enabled, else Postgres), kafka (brokers and topic from this process's kafka.* configuration, e.g. JQ_KAFKA_BROKERS) or postgres (polls the API)." enum:"auto,kafka,postgres" default:"auto"`
-	Interval time.Duration `help:"Postgres source: how often to poll the API." default:"1s"`
+	Source   string        `help:"Where to read: auto (Kafka when the server reports it enabled, else Postgres), kafka (brokers and topic from this process's kafka.* configuration, e.g. JQ_KAFKA_BROKERS) or postgres (the server's event stream through the API)." enum:"auto,kafka,postgres" default:"auto"`
+	Interval time.Duration `help:"Postgres source: how often to poll one job (--job) or a server without an event stream, or to reopen a broken stream." default:"1s"`
 
 	// OpenKafka opens the Kafka reader (store/kafka, set by roles/wire.go: this package talks to
 	// Kafka only through it). Nil: the Kafka source is unavailable.

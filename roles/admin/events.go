@@ -39,14 +39,15 @@ from now on is shown, in order per job; the brokers, topic, TLS and SASL setting
 process's kafka.* configuration (--config, JQ_KAFKA_BROKERS, ...). It joins no consumer group and
 commits nothing. An event the relay published twice (after a crash) is shown once.
 
-From Postgres (--source postgres, or auto with Kafka off) the API is polled every --interval. There
-is no event feed in the API, so the tail watches jobs: the newest 1,000 jobs (of --queue) and the
-newest 1,000 jobs being worked on (ASSIGNED, RUNNING or FAILED), fetching the events of each job
-whose update time moved. Limits: a job outside both windows is invisible until it is assigned
-again (an old PENDING job expiring or cancelled is missed; the events it had meanwhile are shown
-late, when it is assigned); at high rates events arrive late and a poll costs one call per
-changed job. Enable Kafka to follow everything. With --job only that job is polled, exactly, and the
-tail ends (exit 0) after the event that moves the job to DONE or DEAD_LETTERED.`
+From Postgres (--source postgres, or auto with Kafka off) the server streams every event recorded
+from now on (of --queue, or of every queue) as it records it (WatchEvents): at once for the
+transitions its own engine makes, within a second for the others (the reaper, other replicas). If
+the stream breaks (a server restart) it is opened again every --interval; the events recorded
+meanwhile are not shown. With --job that job is followed exactly (its whole history first), and the
+tail ends (exit 0) after the event that moves the job to DONE or DEAD_LETTERED.
+
+A server without WatchEvents (an older jq) is polled every --interval instead: the tail then
+watches the newest 1,000 jobs and the newest 1,000 being worked on, and misses a job outside both.`
 }
 
 // Run follows events until ctx ends (Ctrl-C), which is success.

@@ -14,10 +14,17 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// followPostgres polls the API for new events every --interval (see Help for what it can see).
-// The first poll's failure ends the command (a missing job or queue is exit 3); later ones are
-// reported once on stderr and retried, so a server restart does not end the tail.
+// followPostgres follows the events recorded in Postgres: those of a queue (or of all) from the
+// server's WatchEvents stream; those of one job (--job), or of a queue from a server without that
+// stream, by polling the API every --interval (see Help for what polling can see). The first
+// poll's failure ends the command (a missing job or queue is exit 3); later ones are reported once
+// on stderr and retried, so a server restart does not end the tail.
 func (c *EventsTailCmd) followPostgres(re *runEnv, out *eventPrinter) error {
+	if c.Job == "" {
+		if streamed, err := c.followWatch(re, out); streamed {
+			return err
+		}
+	}
 	cl, err := re.Client()
 	if err != nil {
 		return err

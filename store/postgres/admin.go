@@ -74,6 +74,10 @@ WHERE id IN (
 ) AND state = 'DEAD_LETTERED'
 RETURNING id::text`
 
+	// One finished job, by its primary key, while still in the state the engine decided on.
+	sqlJobDelete = `-- name: job_delete
+DELETE FROM jobs WHERE id = $1 AND state = $2`
+
 	// An index-only scan of jobs_dead_lettered_idx.
 	sqlJobCountDeadLettered = `-- name: job_count_dead_lettered
 SELECT queue, count(*) FROM jobs WHERE state = 'DEAD_LETTERED' GROUP BY queue`
@@ -174,6 +178,45 @@ func (s *Store) purgeBatch(ctx context.Context, queueName string, cutoff time.Ti
 		return 0, err
 	}
 	return n, nil
+}
+
+// JobDelete implements store.AdminStore. As a purge batch: the job's published events go in the
+// same transaction, after the job's delete, whose row lock waited for any change in flight.
+func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
+	id, err := p.Validate()
+	if err != nil {
+		return err
+	}
+	var deleted bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, sqlJobDelete, id, string(p.State))
+		if err != nil {
+			return fmt.Errorf("postgres: delete job: %w", err)
+		}
+		if deleted = tag.RowsAffected() == 1; !deleted {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, sqlDeleteJobEvents, []string{id}); err != nil {
+			return fmt.Errorf("postgres: delete job's events: %w", err)
+		}
+		return nil
+	})
+	if err != nil || deleted {
+		return err
+	}
+	// Nothing matched: tell a missing job from a lost compare-and-set.
+	var (
+		state   string
+		attempt int
+	)
+	err = s.pool.QueryRow(ctx, sqlJobStateAttempt, id).Scan(&state, &attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: delete job: %w", err)
+	}
+	return fmt.Errorf("%w: job %s is %s, expected %s", queue.ErrStaleAttempt, id, state, p.State)
 }
 
 // JobCountDeadLettered implements store.AdminStore.

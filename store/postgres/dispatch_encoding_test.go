@@ -84,7 +84,7 @@ FROM input`
 				ids[i], attempts[i], workers[i], successes[i] = it.ID, int32(it.Attempt), it.Worker, it.Success
 				results[i], checksums[i], errs[i], reasons[i] = it.Result, it.Checksum, it.Error, it.Reason
 			}
-			return sql, []any{ids, attempts, workers, successes, results, checksums, errs, reasons, make([]bool, n), make([]int64, n), make([]int64, n), make([]int64, n)}
+			return sql, []any{ids, attempts, workers, successes, results, checksums, errs, reasons, make([]bool, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]string, n)}
 		})
 	})
 	b.Run("report/json", func(b *testing.B) {

@@ -73,7 +73,7 @@ func TestDispatchPlans(t *testing.T) {
 		"PREPARE claim(text, text, integer, text[]) AS " + sqlJobClaim,
 		"PREPARE assign(text, uuid[]) AS " + sqlJobAssignMany,
 		"PREPARE ack(uuid[], integer[], text[], bigint[]) AS " + sqlJobAckMany,
-		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[]) AS " + sqlJobReportMany,
+		"PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[], text[]) AS " + sqlJobReportMany,
 	} {
 		_, err := conn.Exec(ctx, stmt)
 		require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestDispatchPlans(t *testing.T) {
 			"JobAssignMany": "EXECUTE assign('w', " + idArray + ")",
 			"JobAckMany":    "EXECUTE ack(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ", " + repeat("0") + ")",
 			"JobReportMany": "EXECUTE report(" + idArray + ", " + repeat("1") + ", " + repeat("w") + ", " +
-				repeat("true") + ", " + repeat(`\\x00`) + ", " + repeat("c") + ", " + repeat("e") + ", " + repeat("r") + ", " + repeat("false") + ", " + repeat("0") + ", " + repeat("0") + ", " + repeat("0") + ")",
+				repeat("true") + ", " + repeat(`\\x00`) + ", " + repeat("c") + ", " + repeat("e") + ", " + repeat("r") + ", " + repeat("false") + ", " + repeat("0") + ", " + repeat("0") + ", " + repeat("0") + ", " + repeat("RUNNING") + ")",
 		} {
 			plan := explain(t, "EXPLAIN (COSTS OFF) "+execute)
 			t.Logf("%s, %s:\n%s", name, mode, plan)
@@ -184,7 +184,7 @@ func TestHotPlansOnEmptyTable(t *testing.T) {
 		"job_claim":       "('hot', 'w', 100, '{}')",
 		"job_assign_many": "('w', " + ids + ")",
 		"job_ack_many":    "(" + ids + ", '{1,1}', '{w,w}', '{0,0}')",
-		"job_report_many": `(` + ids + `, '{1,1}', '{w,w}', '{true,true}', '{"\\x00","\\x00"}', '{c,c}', '{e,e}', '{r,r}', '{false,false}', '{0,0}', '{0,0}', '{0,0}')`,
+		"job_report_many": `(` + ids + `, '{1,1}', '{w,w}', '{true,true}', '{"\\x00","\\x00"}', '{c,c}', '{e,e}', '{r,r}', '{false,false}', '{0,0}', '{0,0}', '{0,0}', '{ASSIGNED,ASSIGNED}')`,
 	}
 
 	// The store's statements, twenty times each on the empty table: cached on the dispatch pool's
@@ -227,7 +227,7 @@ func TestHotPlansOnEmptyTable(t *testing.T) {
 	defer main.Release()
 	_, err = main.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
 	require.NoError(t, err)
-	_, err = main.Exec(ctx, "PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[]) AS "+sqlJobReportMany)
+	_, err = main.Exec(ctx, "PREPARE report(uuid[], integer[], text[], boolean[], bytea[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[], text[]) AS "+sqlJobReportMany)
 	require.NoError(t, err)
 	_, err = main.Exec(ctx, "EXECUTE report"+args["job_report_many"])
 	require.NoError(t, err)

@@ -72,7 +72,30 @@ events AS (
 )
 -- Only what the database decided: the rest of each job is what the caller sent (insertedJob).
 SELECT id::text, max_retries, ttl_ms, not_before, expires_at, created_at FROM inserted`
+)
 
+// sqlJobInsertManyUnkeyed is sqlJobInsertMany for a batch without idempotency keys: nothing can
+// conflict, so no ON CONFLICT — whose speculative insertion costs a WAL record and a buffer lock
+// per row even when the arbiter index's predicate excludes the row (issue 21: 8.07 → 7.08 WAL
+// records per job in batches of 1,000) — and no lock order to keep (ORDER BY).
+var sqlJobInsertManyUnkeyed = "-- name: job_insert_many_unkeyed\n" + unkeyed(sqlJobInsertMany)
+
+// unkeyed drops the name line, the ORDER BY and the ON CONFLICT clause of sqlJobInsertMany.
+func unkeyed(sql string) string {
+	_, body, _ := strings.Cut(sql, "\n")
+	for _, clause := range []string{
+		"    ORDER BY queue, idempotency_key, ord\n",
+		"    ON CONFLICT (queue, idempotency_key) WHERE idempotency_key <> '' DO NOTHING\n",
+	} {
+		if !strings.Contains(body, clause) {
+			panic("postgres: sqlJobInsertMany lost the clause " + clause)
+		}
+		body = strings.Replace(body, clause, "", 1)
+	}
+	return body
+}
+
+const (
 	sqlJobByIdempotencyKey = `-- name: job_by_idempotency_key
 SELECT spec_hash, ` + jobColumns + `
 FROM jobs
@@ -133,6 +156,10 @@ type querier interface {
 }
 
 func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]store.JobInsertResult, error) {
+	sql := sqlJobInsertMany
+	if !anyIdempotencyKey(ps) {
+		sql = sqlJobInsertManyUnkeyed
+	}
 
 	n := len(ps)
 	var (
@@ -197,7 +224,7 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 		principals[i] = p.Principal
 	}
 
-	rows, err := tx.Query(ctx, sqlJobInsertMany, ids, queues, types, payloads, priorities, maxRetries,
+	rows, err := tx.Query(ctx, sql, ids, queues, types, payloads, priorities, maxRetries,
 		ttls, timeouts, runAts, keys, hashes, labels, keepResults, traceContext, principals)
 	if err != nil {
 		return nil, translateInsertError(err)

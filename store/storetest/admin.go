@@ -29,6 +29,8 @@ func RunAdminStore[S interface {
 	t.Run("JobPurgeInvalid", func(t *testing.T) { testJobPurgeInvalid(t, newStore) })
 	t.Run("JobCountDeadLettered", func(t *testing.T) { testJobCountDeadLettered(t, newStore) })
 	t.Run("JobDueTypeList", func(t *testing.T) { testJobDueTypeList(t, newStore) })
+	t.Run("JobDelete", func(t *testing.T) { testJobDelete(t, newStore) })
+	t.Run("JobDeleteRefused", func(t *testing.T) { testJobDeleteRefused(t, newStore) })
 	t.Run("Isolated", func(t *testing.T) {
 		if newIsolated == nil {
 			t.Skip("no isolated store")
@@ -196,6 +198,49 @@ func testJobPurgeInvalid(t *testing.T, newStore NewStoreFunc) {
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
 	_, err = b.a.JobPurgeDeadLetters(b.ctx, store.JobPurgeDeadLettersParams{Queue: uniqueName("missing")})
 	require.ErrorIs(t, err, queue.ErrQueueNotFound)
+}
+
+func testJobDelete(t *testing.T, newStore NewStoreFunc) {
+	b := setupAdmin(t, newStore)
+	done := b.advance(b.insertOne(b.job("t")), queue.StateAssigned, queue.StateRunning, queue.StateDone)
+	dead := b.dead("")
+	kept := b.advance(b.insertOne(b.job("t")), queue.StateAssigned, queue.StateRunning, queue.StateDone)
+	for _, j := range []*queue.Job{done, dead} {
+		require.NoError(t, b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: j.ID, State: j.State}))
+		b.requireGone(j.ID)
+	}
+	require.Equal(t, queue.StateDone, b.get(kept.ID).State, "only the named job is deleted")
+	require.NotEmpty(t, b.events(kept.ID))
+	err := b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: done.ID, State: queue.StateDone})
+	require.ErrorIs(t, err, queue.ErrJobNotFound, "deleted once")
+	// Once its jobs are deleted, a queue is empty and can be deleted without force.
+	require.NoError(t, b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: kept.ID, State: queue.StateDone}))
+	_, err = b.s.QueueDelete(b.ctx, store.QueueDeleteParams{Name: b.queue})
+	require.NoError(t, err)
+}
+
+func testJobDeleteRefused(t *testing.T, newStore NewStoreFunc) {
+	b := setupAdmin(t, newStore)
+	pending := b.insertOne(b.job("t"))
+	// Only a finished state may be named, whatever the job's: refused before any I/O.
+	for _, st := range []queue.State{queue.StatePending, queue.StateAssigned, queue.StateRunning, queue.StateFailed, ""} {
+		err := b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: pending.ID, State: st})
+		require.ErrorIs(t, err, queue.ErrIllegalTransition, "state %q", st)
+	}
+	// A job that is not (or no longer) in the decided state is kept: the compare-and-set lost.
+	err := b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: pending.ID, State: queue.StateDone})
+	require.ErrorIs(t, err, queue.ErrStaleAttempt)
+	retried := b.move(b.dead(""), queue.StatePending, store.JobTransitionParams{Reason: "manual_retry", ResetRetries: true})
+	err = b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: retried.ID, State: queue.StateDeadLettered})
+	require.ErrorIs(t, err, queue.ErrStaleAttempt)
+	for _, j := range []*queue.Job{pending, retried} {
+		require.Equal(t, queue.StatePending, b.get(j.ID).State)
+		require.NotEmpty(t, b.events(j.ID))
+	}
+	err = b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: "not-a-uuid", State: queue.StateDone})
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	err = b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: "6f1c1c5e-8f5a-4c3e-9d61-3f8e2b7a1c00", State: queue.StateDone})
+	require.ErrorIs(t, err, queue.ErrJobNotFound)
 }
 
 func testJobCountDeadLettered(t *testing.T, newStore NewStoreFunc) {

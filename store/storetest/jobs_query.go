@@ -336,8 +336,18 @@ func runJobQueryTests(t *testing.T, newStore NewStoreFunc) {
 			_, err := b.s.JobList(b.ctx, p)
 			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
 		}
-		// An unknown queue is an empty list, not an error.
-		page, err := b.s.JobList(b.ctx, store.JobListParams{Queue: uniqueName("missing")})
+		// An unknown queue is an error, whatever the other filters; an existing queue without
+		// matching jobs is an empty list.
+		missing := uniqueName("missing")
+		for _, p := range []store.JobListParams{
+			{Queue: missing},
+			{Queue: missing, States: []queue.State{queue.StateDone}, Labels: map[string]string{"k": "v"}, Type: "t"},
+		} {
+			_, err := b.s.JobList(b.ctx, p)
+			require.ErrorIs(t, err, queue.ErrQueueNotFound, "%+v", p)
+			require.ErrorContains(t, err, missing)
+		}
+		page, err := b.s.JobList(b.ctx, store.JobListParams{Queue: b.queue, Type: "none"})
 		require.NoError(t, err)
 		require.Empty(t, page.Jobs)
 		require.Empty(t, page.NextCursor)

@@ -286,11 +286,16 @@ func (x *QueueRuntimeStats) GetDeadLettered() int64 {
 	return 0
 }
 
-// GetStatusRequest has no parameters.
+// GetStatusRequest selects what the status includes.
 type GetStatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Leave out queues (the per-queue depth) and the statement that counts
+	// it, for a caller that reads each queue's counts itself with
+	// GetQueueStats (the web console's overview): health, version and
+	// active_workers are still set.
+	OmitQueueDepth bool `protobuf:"varint,1,opt,name=omit_queue_depth,json=omitQueueDepth,proto3" json:"omit_queue_depth,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetStatusRequest) Reset() {
@@ -323,6 +328,13 @@ func (*GetStatusRequest) Descriptor() ([]byte, []int) {
 	return file_jq_v1_admin_service_proto_rawDescGZIP(), []int{3}
 }
 
+func (x *GetStatusRequest) GetOmitQueueDepth() bool {
+	if x != nil {
+		return x.OmitQueueDepth
+	}
+	return false
+}
+
 // GetStatusResponse is the system status.
 type GetStatusResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -335,7 +347,8 @@ type GetStatusResponse struct {
 	Components []*ComponentHealth `protobuf:"bytes,3,rep,name=components,proto3" json:"components,omitempty"`
 	// Workers currently ONLINE or DRAINING.
 	ActiveWorkers int32 `protobuf:"varint,4,opt,name=active_workers,json=activeWorkers,proto3" json:"active_workers,omitempty"`
-	// Depth of every queue, ordered by queue name.
+	// Depth of every queue, ordered by queue name; empty with
+	// omit_queue_depth.
 	Queues        []*QueueDepth `protobuf:"bytes,5,rep,name=queues,proto3" json:"queues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -872,8 +885,9 @@ const file_jq_v1_admin_service_proto_rawDesc = "" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x14\n" +
 	"\x05ready\x18\x02 \x01(\x03R\x05ready\x12\x1a\n" +
 	"\binflight\x18\x03 \x01(\x03R\binflight\x12#\n" +
-	"\rdead_lettered\x18\x04 \x01(\x03R\fdeadLettered\"\x12\n" +
-	"\x10GetStatusRequest\"\xde\x01\n" +
+	"\rdead_lettered\x18\x04 \x01(\x03R\fdeadLettered\"<\n" +
+	"\x10GetStatusRequest\x12(\n" +
+	"\x10omit_queue_depth\x18\x01 \x01(\bR\x0eomitQueueDepth\"\xde\x01\n" +
 	"\x11GetStatusResponse\x12%\n" +
 	"\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x12\x18\n" +
 	"\ahealthy\x18\x02 \x01(\bR\ahealthy\x126\n" +

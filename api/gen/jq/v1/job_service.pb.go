@@ -22,6 +22,98 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WatchEventsRequest selects the events to stream.
+type WatchEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Queue whose jobs' events to stream; empty: every queue.
+	Queue         string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEventsRequest) Reset() {
+	*x = WatchEventsRequest{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEventsRequest) ProtoMessage() {}
+
+func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
+func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchEventsRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+// WatchEventsResponse is a batch of events, in the order they were recorded.
+type WatchEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events; empty in the first message.
+	Events        []*JobEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEventsResponse) Reset() {
+	*x = WatchEventsResponse{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEventsResponse) ProtoMessage() {}
+
+func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
+func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WatchEventsResponse) GetEvents() []*JobEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 // WatchJobRequest names the job to watch.
 type WatchJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -33,7 +125,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	mi := &file_jq_v1_job_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +137,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[0]
+	mi := &file_jq_v1_job_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +150,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{0}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *WatchJobRequest) GetJobId() string {
@@ -79,7 +171,7 @@ type WatchJobResponse struct {
 
 func (x *WatchJobResponse) Reset() {
 	*x = WatchJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	mi := &file_jq_v1_job_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -91,7 +183,7 @@ func (x *WatchJobResponse) String() string {
 func (*WatchJobResponse) ProtoMessage() {}
 
 func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[1]
+	mi := &file_jq_v1_job_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -104,7 +196,7 @@ func (x *WatchJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{1}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WatchJobResponse) GetJob() *Job {
@@ -125,7 +217,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[2]
+	mi := &file_jq_v1_job_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -137,7 +229,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[2]
+	mi := &file_jq_v1_job_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -150,7 +242,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{2}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubmitJobRequest) GetJob() *JobSpec {
@@ -175,7 +267,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[3]
+	mi := &file_jq_v1_job_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -187,7 +279,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[3]
+	mi := &file_jq_v1_job_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -200,7 +292,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{3}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitJobResponse) GetJobId() string {
@@ -228,7 +320,7 @@ type SubmitJobsRequest struct {
 
 func (x *SubmitJobsRequest) Reset() {
 	*x = SubmitJobsRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[4]
+	mi := &file_jq_v1_job_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +332,7 @@ func (x *SubmitJobsRequest) String() string {
 func (*SubmitJobsRequest) ProtoMessage() {}
 
 func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[4]
+	mi := &file_jq_v1_job_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +345,7 @@ func (x *SubmitJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{4}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitJobsRequest) GetJobs() []*JobSpec {
@@ -274,7 +366,7 @@ type SubmitJobsResponse struct {
 
 func (x *SubmitJobsResponse) Reset() {
 	*x = SubmitJobsResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[5]
+	mi := &file_jq_v1_job_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +378,7 @@ func (x *SubmitJobsResponse) String() string {
 func (*SubmitJobsResponse) ProtoMessage() {}
 
 func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[5]
+	mi := &file_jq_v1_job_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +391,7 @@ func (x *SubmitJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{5}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitJobsResponse) GetResults() []*SubmitJobResponse {
@@ -320,7 +412,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[6]
+	mi := &file_jq_v1_job_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -332,7 +424,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[6]
+	mi := &file_jq_v1_job_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -345,7 +437,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{6}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetJobRequest) GetJobId() string {
@@ -366,7 +458,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[7]
+	mi := &file_jq_v1_job_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +470,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[7]
+	mi := &file_jq_v1_job_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +483,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{7}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -446,7 +538,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[8]
+	mi := &file_jq_v1_job_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +550,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[8]
+	mi := &file_jq_v1_job_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +563,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{8}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListJobsRequest) GetQueue() string {
@@ -573,7 +665,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[9]
+	mi := &file_jq_v1_job_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +677,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[9]
+	mi := &file_jq_v1_job_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +690,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{9}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -626,7 +718,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[10]
+	mi := &file_jq_v1_job_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -638,7 +730,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[10]
+	mi := &file_jq_v1_job_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -651,7 +743,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{10}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -676,7 +768,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[11]
+	mi := &file_jq_v1_job_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +780,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[11]
+	mi := &file_jq_v1_job_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +793,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{11}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelJobResponse) GetJob() *Job {
@@ -729,7 +821,7 @@ type RetryJobRequest struct {
 
 func (x *RetryJobRequest) Reset() {
 	*x = RetryJobRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[12]
+	mi := &file_jq_v1_job_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +833,7 @@ func (x *RetryJobRequest) String() string {
 func (*RetryJobRequest) ProtoMessage() {}
 
 func (x *RetryJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[12]
+	mi := &file_jq_v1_job_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +846,7 @@ func (x *RetryJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryJobRequest.ProtoReflect.Descriptor instead.
 func (*RetryJobRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{12}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RetryJobRequest) GetJobId() string {
@@ -775,7 +867,7 @@ type RetryJobResponse struct {
 
 func (x *RetryJobResponse) Reset() {
 	*x = RetryJobResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[13]
+	mi := &file_jq_v1_job_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +879,7 @@ func (x *RetryJobResponse) String() string {
 func (*RetryJobResponse) ProtoMessage() {}
 
 func (x *RetryJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[13]
+	mi := &file_jq_v1_job_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,10 +892,102 @@ func (x *RetryJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryJobResponse.ProtoReflect.Descriptor instead.
 func (*RetryJobResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{13}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetryJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+// DeleteJobRequest names the job to delete.
+type DeleteJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Job id (UUID v4) of a DONE or DEAD_LETTERED job. Required.
+	JobId         string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteJobRequest) Reset() {
+	*x = DeleteJobRequest{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteJobRequest) ProtoMessage() {}
+
+func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
+func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DeleteJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+// DeleteJobResponse carries the deleted job.
+type DeleteJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job as it was when it was deleted, without payload and result.
+	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteJobResponse) Reset() {
+	*x = DeleteJobResponse{}
+	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteJobResponse) ProtoMessage() {}
+
+func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
+func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DeleteJobResponse) GetJob() *Job {
 	if x != nil {
 		return x.Job
 	}
@@ -821,7 +1005,7 @@ type ListJobEventsRequest struct {
 
 func (x *ListJobEventsRequest) Reset() {
 	*x = ListJobEventsRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[14]
+	mi := &file_jq_v1_job_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1017,7 @@ func (x *ListJobEventsRequest) String() string {
 func (*ListJobEventsRequest) ProtoMessage() {}
 
 func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[14]
+	mi := &file_jq_v1_job_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1030,7 @@ func (x *ListJobEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobEventsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{14}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListJobEventsRequest) GetJobId() string {
@@ -867,7 +1051,7 @@ type ListJobEventsResponse struct {
 
 func (x *ListJobEventsResponse) Reset() {
 	*x = ListJobEventsResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[15]
+	mi := &file_jq_v1_job_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +1063,7 @@ func (x *ListJobEventsResponse) String() string {
 func (*ListJobEventsResponse) ProtoMessage() {}
 
 func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[15]
+	mi := &file_jq_v1_job_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +1076,7 @@ func (x *ListJobEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobEventsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{15}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListJobEventsResponse) GetEvents() []*JobEvent {
@@ -916,7 +1100,7 @@ type GetJobResultRequest struct {
 
 func (x *GetJobResultRequest) Reset() {
 	*x = GetJobResultRequest{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	mi := &file_jq_v1_job_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1112,7 @@ func (x *GetJobResultRequest) String() string {
 func (*GetJobResultRequest) ProtoMessage() {}
 
 func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[16]
+	mi := &file_jq_v1_job_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1125,7 @@ func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultRequest.ProtoReflect.Descriptor instead.
 func (*GetJobResultRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{16}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetJobResultRequest) GetJobId() string {
@@ -976,7 +1160,7 @@ type GetJobResultResponse struct {
 
 func (x *GetJobResultResponse) Reset() {
 	*x = GetJobResultResponse{}
-	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	mi := &file_jq_v1_job_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1172,7 @@ func (x *GetJobResultResponse) String() string {
 func (*GetJobResultResponse) ProtoMessage() {}
 
 func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_job_service_proto_msgTypes[17]
+	mi := &file_jq_v1_job_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1185,7 @@ func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResultResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{17}
+	return file_jq_v1_job_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetJobResultResponse) GetFound() bool {
@@ -1029,7 +1213,11 @@ var File_jq_v1_job_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\n" +
-	"\x17jq/v1/job_service.proto\x12\x05jq.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11jq/v1/event.proto\x1a\x0fjq/v1/job.proto\"(\n" +
+	"\x17jq/v1/job_service.proto\x12\x05jq.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11jq/v1/event.proto\x1a\x0fjq/v1/job.proto\"*\n" +
+	"\x12WatchEventsRequest\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\">\n" +
+	"\x13WatchEventsResponse\x12'\n" +
+	"\x06events\x18\x01 \x03(\v2\x0f.jq.v1.JobEventR\x06events\"(\n" +
 	"\x0fWatchJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"0\n" +
 	"\x10WatchJobResponse\x12\x1c\n" +
@@ -1081,6 +1269,11 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"0\n" +
 	"\x10RetryJobResponse\x12\x1c\n" +
 	"\x03job\x18\x01 \x01(\v2\n" +
+	".jq.v1.JobR\x03job\")\n" +
+	"\x10DeleteJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"1\n" +
+	"\x11DeleteJobResponse\x12\x1c\n" +
+	"\x03job\x18\x01 \x01(\v2\n" +
 	".jq.v1.JobR\x03job\"-\n" +
 	"\x14ListJobEventsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"@\n" +
@@ -1092,7 +1285,7 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x14GetJobResultResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12(\n" +
 	"\x06result\x18\x02 \x01(\v2\x10.jq.v1.JobResultR\x06result\x12%\n" +
-	"\x05state\x18\x03 \x01(\x0e2\x0f.jq.v1.JobStateR\x05state2\xd4\x04\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x0f.jq.v1.JobStateR\x05state2\xdc\x05\n" +
 	"\n" +
 	"JobService\x12>\n" +
 	"\tSubmitJob\x12\x17.jq.v1.SubmitJobRequest\x1a\x18.jq.v1.SubmitJobResponse\x12A\n" +
@@ -1101,10 +1294,12 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x06GetJob\x12\x14.jq.v1.GetJobRequest\x1a\x15.jq.v1.GetJobResponse\x12;\n" +
 	"\bListJobs\x12\x16.jq.v1.ListJobsRequest\x1a\x17.jq.v1.ListJobsResponse\x12>\n" +
 	"\tCancelJob\x12\x17.jq.v1.CancelJobRequest\x1a\x18.jq.v1.CancelJobResponse\x12;\n" +
-	"\bRetryJob\x12\x16.jq.v1.RetryJobRequest\x1a\x17.jq.v1.RetryJobResponse\x12J\n" +
+	"\bRetryJob\x12\x16.jq.v1.RetryJobRequest\x1a\x17.jq.v1.RetryJobResponse\x12>\n" +
+	"\tDeleteJob\x12\x17.jq.v1.DeleteJobRequest\x1a\x18.jq.v1.DeleteJobResponse\x12J\n" +
 	"\rListJobEvents\x12\x1b.jq.v1.ListJobEventsRequest\x1a\x1c.jq.v1.ListJobEventsResponse\x12G\n" +
 	"\fGetJobResult\x12\x1a.jq.v1.GetJobResultRequest\x1a\x1b.jq.v1.GetJobResultResponse\x12=\n" +
-	"\bWatchJob\x12\x16.jq.v1.WatchJobRequest\x1a\x17.jq.v1.WatchJobResponse0\x01B)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
+	"\bWatchJob\x12\x16.jq.v1.WatchJobRequest\x1a\x17.jq.v1.WatchJobResponse0\x01\x12F\n" +
+	"\vWatchEvents\x12\x19.jq.v1.WatchEventsRequest\x1a\x1a.jq.v1.WatchEventsResponse0\x01B)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
 
 var (
 	file_jq_v1_job_service_proto_rawDescOnce sync.Once
@@ -1118,75 +1313,85 @@ func file_jq_v1_job_service_proto_rawDescGZIP() []byte {
 	return file_jq_v1_job_service_proto_rawDescData
 }
 
-var file_jq_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_jq_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_jq_v1_job_service_proto_goTypes = []any{
-	(*WatchJobRequest)(nil),       // 0: jq.v1.WatchJobRequest
-	(*WatchJobResponse)(nil),      // 1: jq.v1.WatchJobResponse
-	(*SubmitJobRequest)(nil),      // 2: jq.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),     // 3: jq.v1.SubmitJobResponse
-	(*SubmitJobsRequest)(nil),     // 4: jq.v1.SubmitJobsRequest
-	(*SubmitJobsResponse)(nil),    // 5: jq.v1.SubmitJobsResponse
-	(*GetJobRequest)(nil),         // 6: jq.v1.GetJobRequest
-	(*GetJobResponse)(nil),        // 7: jq.v1.GetJobResponse
-	(*ListJobsRequest)(nil),       // 8: jq.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),      // 9: jq.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),      // 10: jq.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),     // 11: jq.v1.CancelJobResponse
-	(*RetryJobRequest)(nil),       // 12: jq.v1.RetryJobRequest
-	(*RetryJobResponse)(nil),      // 13: jq.v1.RetryJobResponse
-	(*ListJobEventsRequest)(nil),  // 14: jq.v1.ListJobEventsRequest
-	(*ListJobEventsResponse)(nil), // 15: jq.v1.ListJobEventsResponse
-	(*GetJobResultRequest)(nil),   // 16: jq.v1.GetJobResultRequest
-	(*GetJobResultResponse)(nil),  // 17: jq.v1.GetJobResultResponse
-	nil,                           // 18: jq.v1.ListJobsRequest.LabelsEntry
-	(*Job)(nil),                   // 19: jq.v1.Job
-	(*JobSpec)(nil),               // 20: jq.v1.JobSpec
-	(JobState)(0),                 // 21: jq.v1.JobState
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*WatchEventsRequest)(nil),    // 0: jq.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),   // 1: jq.v1.WatchEventsResponse
+	(*WatchJobRequest)(nil),       // 2: jq.v1.WatchJobRequest
+	(*WatchJobResponse)(nil),      // 3: jq.v1.WatchJobResponse
+	(*SubmitJobRequest)(nil),      // 4: jq.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),     // 5: jq.v1.SubmitJobResponse
+	(*SubmitJobsRequest)(nil),     // 6: jq.v1.SubmitJobsRequest
+	(*SubmitJobsResponse)(nil),    // 7: jq.v1.SubmitJobsResponse
+	(*GetJobRequest)(nil),         // 8: jq.v1.GetJobRequest
+	(*GetJobResponse)(nil),        // 9: jq.v1.GetJobResponse
+	(*ListJobsRequest)(nil),       // 10: jq.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),      // 11: jq.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),      // 12: jq.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),     // 13: jq.v1.CancelJobResponse
+	(*RetryJobRequest)(nil),       // 14: jq.v1.RetryJobRequest
+	(*RetryJobResponse)(nil),      // 15: jq.v1.RetryJobResponse
+	(*DeleteJobRequest)(nil),      // 16: jq.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),     // 17: jq.v1.DeleteJobResponse
+	(*ListJobEventsRequest)(nil),  // 18: jq.v1.ListJobEventsRequest
+	(*ListJobEventsResponse)(nil), // 19: jq.v1.ListJobEventsResponse
+	(*GetJobResultRequest)(nil),   // 20: jq.v1.GetJobResultRequest
+	(*GetJobResultResponse)(nil),  // 21: jq.v1.GetJobResultResponse
+	nil,                           // 22: jq.v1.ListJobsRequest.LabelsEntry
 	(*JobEvent)(nil),              // 23: jq.v1.JobEvent
-	(*JobResult)(nil),             // 24: jq.v1.JobResult
+	(*Job)(nil),                   // 24: jq.v1.Job
+	(*JobSpec)(nil),               // 25: jq.v1.JobSpec
+	(JobState)(0),                 // 26: jq.v1.JobState
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*JobResult)(nil),             // 28: jq.v1.JobResult
 }
 var file_jq_v1_job_service_proto_depIdxs = []int32{
-	19, // 0: jq.v1.WatchJobResponse.job:type_name -> jq.v1.Job
-	20, // 1: jq.v1.SubmitJobRequest.job:type_name -> jq.v1.JobSpec
-	20, // 2: jq.v1.SubmitJobsRequest.jobs:type_name -> jq.v1.JobSpec
-	3,  // 3: jq.v1.SubmitJobsResponse.results:type_name -> jq.v1.SubmitJobResponse
-	19, // 4: jq.v1.GetJobResponse.job:type_name -> jq.v1.Job
-	21, // 5: jq.v1.ListJobsRequest.states:type_name -> jq.v1.JobState
-	18, // 6: jq.v1.ListJobsRequest.labels:type_name -> jq.v1.ListJobsRequest.LabelsEntry
-	22, // 7: jq.v1.ListJobsRequest.created_after:type_name -> google.protobuf.Timestamp
-	22, // 8: jq.v1.ListJobsRequest.created_before:type_name -> google.protobuf.Timestamp
-	22, // 9: jq.v1.ListJobsRequest.completed_after:type_name -> google.protobuf.Timestamp
-	22, // 10: jq.v1.ListJobsRequest.completed_before:type_name -> google.protobuf.Timestamp
-	19, // 11: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
-	19, // 12: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
-	19, // 13: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
-	23, // 14: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
-	24, // 15: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
-	21, // 16: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
-	2,  // 17: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
-	4,  // 18: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
-	6,  // 19: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
-	8,  // 20: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
-	10, // 21: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
-	12, // 22: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
-	14, // 23: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
-	16, // 24: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
-	0,  // 25: jq.v1.JobService.WatchJob:input_type -> jq.v1.WatchJobRequest
-	3,  // 26: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
-	5,  // 27: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
-	7,  // 28: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
-	9,  // 29: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
-	11, // 30: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
-	13, // 31: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
-	15, // 32: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
-	17, // 33: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
-	1,  // 34: jq.v1.JobService.WatchJob:output_type -> jq.v1.WatchJobResponse
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	23, // 0: jq.v1.WatchEventsResponse.events:type_name -> jq.v1.JobEvent
+	24, // 1: jq.v1.WatchJobResponse.job:type_name -> jq.v1.Job
+	25, // 2: jq.v1.SubmitJobRequest.job:type_name -> jq.v1.JobSpec
+	25, // 3: jq.v1.SubmitJobsRequest.jobs:type_name -> jq.v1.JobSpec
+	5,  // 4: jq.v1.SubmitJobsResponse.results:type_name -> jq.v1.SubmitJobResponse
+	24, // 5: jq.v1.GetJobResponse.job:type_name -> jq.v1.Job
+	26, // 6: jq.v1.ListJobsRequest.states:type_name -> jq.v1.JobState
+	22, // 7: jq.v1.ListJobsRequest.labels:type_name -> jq.v1.ListJobsRequest.LabelsEntry
+	27, // 8: jq.v1.ListJobsRequest.created_after:type_name -> google.protobuf.Timestamp
+	27, // 9: jq.v1.ListJobsRequest.created_before:type_name -> google.protobuf.Timestamp
+	27, // 10: jq.v1.ListJobsRequest.completed_after:type_name -> google.protobuf.Timestamp
+	27, // 11: jq.v1.ListJobsRequest.completed_before:type_name -> google.protobuf.Timestamp
+	24, // 12: jq.v1.ListJobsResponse.jobs:type_name -> jq.v1.Job
+	24, // 13: jq.v1.CancelJobResponse.job:type_name -> jq.v1.Job
+	24, // 14: jq.v1.RetryJobResponse.job:type_name -> jq.v1.Job
+	24, // 15: jq.v1.DeleteJobResponse.job:type_name -> jq.v1.Job
+	23, // 16: jq.v1.ListJobEventsResponse.events:type_name -> jq.v1.JobEvent
+	28, // 17: jq.v1.GetJobResultResponse.result:type_name -> jq.v1.JobResult
+	26, // 18: jq.v1.GetJobResultResponse.state:type_name -> jq.v1.JobState
+	4,  // 19: jq.v1.JobService.SubmitJob:input_type -> jq.v1.SubmitJobRequest
+	6,  // 20: jq.v1.JobService.SubmitJobs:input_type -> jq.v1.SubmitJobsRequest
+	8,  // 21: jq.v1.JobService.GetJob:input_type -> jq.v1.GetJobRequest
+	10, // 22: jq.v1.JobService.ListJobs:input_type -> jq.v1.ListJobsRequest
+	12, // 23: jq.v1.JobService.CancelJob:input_type -> jq.v1.CancelJobRequest
+	14, // 24: jq.v1.JobService.RetryJob:input_type -> jq.v1.RetryJobRequest
+	16, // 25: jq.v1.JobService.DeleteJob:input_type -> jq.v1.DeleteJobRequest
+	18, // 26: jq.v1.JobService.ListJobEvents:input_type -> jq.v1.ListJobEventsRequest
+	20, // 27: jq.v1.JobService.GetJobResult:input_type -> jq.v1.GetJobResultRequest
+	2,  // 28: jq.v1.JobService.WatchJob:input_type -> jq.v1.WatchJobRequest
+	0,  // 29: jq.v1.JobService.WatchEvents:input_type -> jq.v1.WatchEventsRequest
+	5,  // 30: jq.v1.JobService.SubmitJob:output_type -> jq.v1.SubmitJobResponse
+	7,  // 31: jq.v1.JobService.SubmitJobs:output_type -> jq.v1.SubmitJobsResponse
+	9,  // 32: jq.v1.JobService.GetJob:output_type -> jq.v1.GetJobResponse
+	11, // 33: jq.v1.JobService.ListJobs:output_type -> jq.v1.ListJobsResponse
+	13, // 34: jq.v1.JobService.CancelJob:output_type -> jq.v1.CancelJobResponse
+	15, // 35: jq.v1.JobService.RetryJob:output_type -> jq.v1.RetryJobResponse
+	17, // 36: jq.v1.JobService.DeleteJob:output_type -> jq.v1.DeleteJobResponse
+	19, // 37: jq.v1.JobService.ListJobEvents:output_type -> jq.v1.ListJobEventsResponse
+	21, // 38: jq.v1.JobService.GetJobResult:output_type -> jq.v1.GetJobResultResponse
+	3,  // 39: jq.v1.JobService.WatchJob:output_type -> jq.v1.WatchJobResponse
+	1,  // 40: jq.v1.JobService.WatchEvents:output_type -> jq.v1.WatchEventsResponse
+	30, // [30:41] is the sub-list for method output_type
+	19, // [19:30] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_job_service_proto_init() }
@@ -1202,7 +1407,7 @@ func file_jq_v1_job_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_job_service_proto_rawDesc), len(file_jq_v1_job_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

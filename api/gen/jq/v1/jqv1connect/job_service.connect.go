@@ -45,6 +45,8 @@ const (
 	JobServiceCancelJobProcedure = "/jq.v1.JobService/CancelJob"
 	// JobServiceRetryJobProcedure is the fully-qualified name of the JobService's RetryJob RPC.
 	JobServiceRetryJobProcedure = "/jq.v1.JobService/RetryJob"
+	// JobServiceDeleteJobProcedure is the fully-qualified name of the JobService's DeleteJob RPC.
+	JobServiceDeleteJobProcedure = "/jq.v1.JobService/DeleteJob"
 	// JobServiceListJobEventsProcedure is the fully-qualified name of the JobService's ListJobEvents
 	// RPC.
 	JobServiceListJobEventsProcedure = "/jq.v1.JobService/ListJobEvents"
@@ -52,6 +54,8 @@ const (
 	JobServiceGetJobResultProcedure = "/jq.v1.JobService/GetJobResult"
 	// JobServiceWatchJobProcedure is the fully-qualified name of the JobService's WatchJob RPC.
 	JobServiceWatchJobProcedure = "/jq.v1.JobService/WatchJob"
+	// JobServiceWatchEventsProcedure is the fully-qualified name of the JobService's WatchEvents RPC.
+	JobServiceWatchEventsProcedure = "/jq.v1.JobService/WatchEvents"
 )
 
 // JobServiceClient is a client for the jq.v1.JobService service.
@@ -92,7 +96,7 @@ type JobServiceClient interface {
 	// The queue, state and creation-time filters are served by indexes. The
 	// label, type and completion-time filters are checked job by job along the
 	// newest-first order: a page whose jobs are rare may take the server a
-	// bounded time to find (250 ms), after which the call fails with
+	// bounded time to find (150 ms), after which the call fails with
 	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
@@ -119,6 +123,18 @@ type JobServiceClient interface {
 	// or its queue was deleted); FAILED_PRECONDITION (job is in any other
 	// state).
 	RetryJob(context.Context, *connect.Request[v1.RetryJobRequest]) (*connect.Response[v1.RetryJobResponse], error)
+	// DeleteJob permanently deletes a finished job — DONE or DEAD_LETTERED
+	// (cancelled jobs are DEAD_LETTERED) — with its result and its events, and
+	// returns its record as it was. A job in any other state could still be
+	// dispatched, reported or retried: cancel it first. No event is written for
+	// the deletion. Admins only (like RetryJob and PurgeDeadLetters). To delete
+	// many jobs by a filter, list them (ListJobs) and delete each; the console's
+	// bulk delete does so, skipping jobs that are not finished.
+	//
+	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
+	// job); FAILED_PRECONDITION (job is PENDING, ASSIGNED, RUNNING or FAILED:
+	// cancel it first).
+	DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error)
 	// ListJobEvents returns every recorded state transition of a job in order
 	// (seq ascending), the job's log (FR-031).
 	//
@@ -152,6 +168,21 @@ type JobServiceClient interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job); UNAVAILABLE (the server is shutting down).
 	WatchJob(context.Context, *connect.Request[v1.WatchJobRequest]) (*connect.ServerStreamForClient[v1.WatchJobResponse], error)
+	// WatchEvents streams the lifecycle events of a queue's jobs (every
+	// queue's when queue is empty) from the moment it opens, in the order they
+	// were recorded (seq order per job), each once. The first message carries
+	// no events: the stream is open, and every event after it is sent. The
+	// server reads the recorded events after its cursor when its own engine
+	// changes a job and at least every second (changes by the reaper or by
+	// another replica), and sends an event only once no transaction that
+	// started before it may still commit an earlier one. It is authorized like
+	// ListJobs: a producer sees the events of its own jobs. A stream that ends
+	// with UNAVAILABLE (the replica is shutting down) may be opened again; the
+	// events in between are not sent.
+	//
+	// Errors: INVALID_ARGUMENT (queue is not a valid name); NOT_FOUND (no such
+	// queue); UNAVAILABLE (the server is shutting down).
+	WatchEvents(context.Context, *connect.Request[v1.WatchEventsRequest]) (*connect.ServerStreamForClient[v1.WatchEventsResponse], error)
 }
 
 // NewJobServiceClient constructs a client for the jq.v1.JobService service. By default, it uses the
@@ -201,6 +232,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("RetryJob")),
 			connect.WithClientOptions(opts...),
 		),
+		deleteJob: connect.NewClient[v1.DeleteJobRequest, v1.DeleteJobResponse](
+			httpClient,
+			baseURL+JobServiceDeleteJobProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("DeleteJob")),
+			connect.WithClientOptions(opts...),
+		),
 		listJobEvents: connect.NewClient[v1.ListJobEventsRequest, v1.ListJobEventsResponse](
 			httpClient,
 			baseURL+JobServiceListJobEventsProcedure,
@@ -219,6 +256,12 @@ func NewJobServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...
 			connect.WithSchema(jobServiceMethods.ByName("WatchJob")),
 			connect.WithClientOptions(opts...),
 		),
+		watchEvents: connect.NewClient[v1.WatchEventsRequest, v1.WatchEventsResponse](
+			httpClient,
+			baseURL+JobServiceWatchEventsProcedure,
+			connect.WithSchema(jobServiceMethods.ByName("WatchEvents")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -230,9 +273,11 @@ type jobServiceClient struct {
 	listJobs      *connect.Client[v1.ListJobsRequest, v1.ListJobsResponse]
 	cancelJob     *connect.Client[v1.CancelJobRequest, v1.CancelJobResponse]
 	retryJob      *connect.Client[v1.RetryJobRequest, v1.RetryJobResponse]
+	deleteJob     *connect.Client[v1.DeleteJobRequest, v1.DeleteJobResponse]
 	listJobEvents *connect.Client[v1.ListJobEventsRequest, v1.ListJobEventsResponse]
 	getJobResult  *connect.Client[v1.GetJobResultRequest, v1.GetJobResultResponse]
 	watchJob      *connect.Client[v1.WatchJobRequest, v1.WatchJobResponse]
+	watchEvents   *connect.Client[v1.WatchEventsRequest, v1.WatchEventsResponse]
 }
 
 // SubmitJob calls jq.v1.JobService.SubmitJob.
@@ -265,6 +310,11 @@ func (c *jobServiceClient) RetryJob(ctx context.Context, req *connect.Request[v1
 	return c.retryJob.CallUnary(ctx, req)
 }
 
+// DeleteJob calls jq.v1.JobService.DeleteJob.
+func (c *jobServiceClient) DeleteJob(ctx context.Context, req *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error) {
+	return c.deleteJob.CallUnary(ctx, req)
+}
+
 // ListJobEvents calls jq.v1.JobService.ListJobEvents.
 func (c *jobServiceClient) ListJobEvents(ctx context.Context, req *connect.Request[v1.ListJobEventsRequest]) (*connect.Response[v1.ListJobEventsResponse], error) {
 	return c.listJobEvents.CallUnary(ctx, req)
@@ -278,6 +328,11 @@ func (c *jobServiceClient) GetJobResult(ctx context.Context, req *connect.Reques
 // WatchJob calls jq.v1.JobService.WatchJob.
 func (c *jobServiceClient) WatchJob(ctx context.Context, req *connect.Request[v1.WatchJobRequest]) (*connect.ServerStreamForClient[v1.WatchJobResponse], error) {
 	return c.watchJob.CallServerStream(ctx, req)
+}
+
+// WatchEvents calls jq.v1.JobService.WatchEvents.
+func (c *jobServiceClient) WatchEvents(ctx context.Context, req *connect.Request[v1.WatchEventsRequest]) (*connect.ServerStreamForClient[v1.WatchEventsResponse], error) {
+	return c.watchEvents.CallServerStream(ctx, req)
 }
 
 // JobServiceHandler is an implementation of the jq.v1.JobService service.
@@ -318,7 +373,7 @@ type JobServiceHandler interface {
 	// The queue, state and creation-time filters are served by indexes. The
 	// label, type and completion-time filters are checked job by job along the
 	// newest-first order: a page whose jobs are rare may take the server a
-	// bounded time to find (250 ms), after which the call fails with
+	// bounded time to find (150 ms), after which the call fails with
 	// RESOURCE_EXHAUSTED and a message that says to narrow the listing.
 	//
 	// Errors: INVALID_ARGUMENT (page_size out of range, malformed page_token,
@@ -345,6 +400,18 @@ type JobServiceHandler interface {
 	// or its queue was deleted); FAILED_PRECONDITION (job is in any other
 	// state).
 	RetryJob(context.Context, *connect.Request[v1.RetryJobRequest]) (*connect.Response[v1.RetryJobResponse], error)
+	// DeleteJob permanently deletes a finished job — DONE or DEAD_LETTERED
+	// (cancelled jobs are DEAD_LETTERED) — with its result and its events, and
+	// returns its record as it was. A job in any other state could still be
+	// dispatched, reported or retried: cancel it first. No event is written for
+	// the deletion. Admins only (like RetryJob and PurgeDeadLetters). To delete
+	// many jobs by a filter, list them (ListJobs) and delete each; the console's
+	// bulk delete does so, skipping jobs that are not finished.
+	//
+	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
+	// job); FAILED_PRECONDITION (job is PENDING, ASSIGNED, RUNNING or FAILED:
+	// cancel it first).
+	DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error)
 	// ListJobEvents returns every recorded state transition of a job in order
 	// (seq ascending), the job's log (FR-031).
 	//
@@ -378,6 +445,21 @@ type JobServiceHandler interface {
 	// Errors: INVALID_ARGUMENT (job_id is not a UUID); NOT_FOUND (no such
 	// job); UNAVAILABLE (the server is shutting down).
 	WatchJob(context.Context, *connect.Request[v1.WatchJobRequest], *connect.ServerStream[v1.WatchJobResponse]) error
+	// WatchEvents streams the lifecycle events of a queue's jobs (every
+	// queue's when queue is empty) from the moment it opens, in the order they
+	// were recorded (seq order per job), each once. The first message carries
+	// no events: the stream is open, and every event after it is sent. The
+	// server reads the recorded events after its cursor when its own engine
+	// changes a job and at least every second (changes by the reaper or by
+	// another replica), and sends an event only once no transaction that
+	// started before it may still commit an earlier one. It is authorized like
+	// ListJobs: a producer sees the events of its own jobs. A stream that ends
+	// with UNAVAILABLE (the replica is shutting down) may be opened again; the
+	// events in between are not sent.
+	//
+	// Errors: INVALID_ARGUMENT (queue is not a valid name); NOT_FOUND (no such
+	// queue); UNAVAILABLE (the server is shutting down).
+	WatchEvents(context.Context, *connect.Request[v1.WatchEventsRequest], *connect.ServerStream[v1.WatchEventsResponse]) error
 }
 
 // NewJobServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -423,6 +505,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("RetryJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceDeleteJobHandler := connect.NewUnaryHandler(
+		JobServiceDeleteJobProcedure,
+		svc.DeleteJob,
+		connect.WithSchema(jobServiceMethods.ByName("DeleteJob")),
+		connect.WithHandlerOptions(opts...),
+	)
 	jobServiceListJobEventsHandler := connect.NewUnaryHandler(
 		JobServiceListJobEventsProcedure,
 		svc.ListJobEvents,
@@ -441,6 +529,12 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 		connect.WithSchema(jobServiceMethods.ByName("WatchJob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	jobServiceWatchEventsHandler := connect.NewServerStreamHandler(
+		JobServiceWatchEventsProcedure,
+		svc.WatchEvents,
+		connect.WithSchema(jobServiceMethods.ByName("WatchEvents")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/jq.v1.JobService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case JobServiceSubmitJobProcedure:
@@ -455,12 +549,16 @@ func NewJobServiceHandler(svc JobServiceHandler, opts ...connect.HandlerOption) 
 			jobServiceCancelJobHandler.ServeHTTP(w, r)
 		case JobServiceRetryJobProcedure:
 			jobServiceRetryJobHandler.ServeHTTP(w, r)
+		case JobServiceDeleteJobProcedure:
+			jobServiceDeleteJobHandler.ServeHTTP(w, r)
 		case JobServiceListJobEventsProcedure:
 			jobServiceListJobEventsHandler.ServeHTTP(w, r)
 		case JobServiceGetJobResultProcedure:
 			jobServiceGetJobResultHandler.ServeHTTP(w, r)
 		case JobServiceWatchJobProcedure:
 			jobServiceWatchJobHandler.ServeHTTP(w, r)
+		case JobServiceWatchEventsProcedure:
+			jobServiceWatchEventsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -494,6 +592,10 @@ func (UnimplementedJobServiceHandler) RetryJob(context.Context, *connect.Request
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.RetryJob is not implemented"))
 }
 
+func (UnimplementedJobServiceHandler) DeleteJob(context.Context, *connect.Request[v1.DeleteJobRequest]) (*connect.Response[v1.DeleteJobResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.DeleteJob is not implemented"))
+}
+
 func (UnimplementedJobServiceHandler) ListJobEvents(context.Context, *connect.Request[v1.ListJobEventsRequest]) (*connect.Response[v1.ListJobEventsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.ListJobEvents is not implemented"))
 }
@@ -504,4 +606,8 @@ func (UnimplementedJobServiceHandler) GetJobResult(context.Context, *connect.Req
 
 func (UnimplementedJobServiceHandler) WatchJob(context.Context, *connect.Request[v1.WatchJobRequest], *connect.ServerStream[v1.WatchJobResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.WatchJob is not implemented"))
+}
+
+func (UnimplementedJobServiceHandler) WatchEvents(context.Context, *connect.Request[v1.WatchEventsRequest], *connect.ServerStream[v1.WatchEventsResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.JobService.WatchEvents is not implemented"))
 }

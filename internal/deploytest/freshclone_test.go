@@ -1,0 +1,59 @@
+package deploytest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/internal/testenv"
+)
+
+// freshCloneStep is one timed line of scripts/fresh-clone.sh.
+var freshCloneStep = regexp.MustCompile(`(?m)^fresh-clone: (.+?)\s+([0-9.]+) s$`)
+
+// TestFreshClone runs scripts/fresh-clone.sh, issue 27's acceptance: clone this repository (its
+// HEAD: what is committed), build it with the README's command, start jq --role=all as `task run`
+// does, wait for the first job to be DONE with the admin CLI, and log each step's wall time. Go
+// may not download anything (GOPROXY=off): the build uses the module cache the suite fills anyway
+// (the main module's, and tools/go.mod's for task, which lint and the Helm test use too). The
+// database, Redis prefix and ports are the test's own.
+func TestFreshClone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("clones and builds jq (a minute or more on a cold build cache): not with -short")
+	}
+	t.Parallel()
+	root := repoRoot(t)
+	_, prefix := testenv.NewRedis(t)
+	env := append(os.Environ(),
+		"GOPROXY=off", "TMPDIR="+t.TempDir(),
+		"JQ_TEST_DATABASE_URL="+testenv.NewDatabase(t), "JQ_TEST_REDIS_ADDR="+testenv.RedisAddr(),
+		"JQ_REDIS_KEY_PREFIX="+prefix)
+	for _, v := range []string{"JQ_GRPC_PORT", "JQ_HEALTH_PORT", "JQ_METRICS_PORT", "JQ_WORKER_HEALTH_PORT",
+		"JQ_WORKER_METRICS_PORT", "JQ_UI_PORT"} {
+		port, err := testenv.PickPort()
+		require.NoError(t, err)
+		env = append(env, v+"="+strconv.Itoa(port))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "scripts/fresh-clone.sh", root)
+	cmd.Dir, cmd.Env = root, env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "scripts/fresh-clone.sh:\n%s", out)
+	steps := map[string]float64{}
+	for _, m := range freshCloneStep.FindAllStringSubmatch(string(out), -1) {
+		s, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(t, err)
+		steps[m[1]] = s
+		t.Logf("%-28s %6.1f s", m[1], s)
+	}
+	for _, step := range []string{"clone", "build", "start + first DONE", "total (clone -> first DONE)"} {
+		require.Contains(t, steps, step, "scripts/fresh-clone.sh did not time %q:\n%s", step, out)
+	}
+}
