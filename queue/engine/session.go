@@ -275,6 +275,9 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 			s.outstanding[j.ID] = q
 		}
 		s.mu.Unlock()
+		for _, j := range jobs {
+			s.e.jobChanged(j.ID)
+		}
 		s.recordInflight(ctx, q, jobs)
 		s.e.opts.Observer.SchedulerCycle(time.Since(claimStart))
 		s.e.traceAssigned(ctx, claimStart, s.workerID, jobs)

@@ -84,6 +84,7 @@ func (e *Engine) afterInsert(_ context.Context, res []store.JobInsertResult) {
 	for _, r := range res {
 		if r.Job != nil && !r.Existing {
 			queues[r.Job.Queue]++
+			e.jobChanged(r.Job.ID)
 		}
 	}
 	for q, n := range queues {

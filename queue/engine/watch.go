@@ -10,9 +10,10 @@ type changeHooks struct {
 	fns []func(jobID string)
 }
 
-// OnJobChange registers f to hear the ids of the jobs this replica moves: acks (RUNNING),
-// reports (DONE, FAILED, dead-lettered), an operator's cancel and retry. Transitions made by the
-// reaper, the retry sweep or another replica are not heard; a watcher re-reads on a timer for those.
+// OnJobChange registers f to hear the ids of the jobs this replica moves: submits (PENDING),
+// claims (ASSIGNED), acks (RUNNING), reports (DONE, FAILED, dead-lettered), an operator's cancel
+// and retry. Transitions made by the reaper, the retry sweep or another replica are not heard; a
+// watcher re-reads on a timer for those.
 func (e *Engine) OnJobChange(f func(jobID string)) {
 	e.changes.mu.Lock()
 	defer e.changes.mu.Unlock()
