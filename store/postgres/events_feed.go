@@ -90,12 +90,8 @@ func (s *Store) feedRead(ctx context.Context, res *store.EventsReadResult, p sto
 		&e.WorkerID, &e.Attempt, &e.At, &via}, func() error {
 		n++
 		e.From, e.To, e.At = queue.State(from), queue.State(to), e.At.UTC()
-		if via != nil {
-			// Two transitions in one row (migration 000014), as the outbox relay expands them.
-			first := e
-			first.Seq, first.To, first.Reason, first.Error, first.At = e.Seq-1, queue.StateRunning, store.ReasonImplicitAck, "", via.UTC()
+		if first, two := splitTransitions(&e, via); two {
 			res.Events = append(res.Events, first)
-			e.From = queue.StateRunning
 		}
 		res.Events = append(res.Events, e)
 		return nil

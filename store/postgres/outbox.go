@@ -163,12 +163,10 @@ func (s *Store) claimTo(ctx context.Context, p store.EventsClaimParams, cursor i
 		if len(trace) > 0 {
 			e.TraceContext = trace
 		}
-		if via != nil {
-			// Two transitions in one row: the start first (seq n-1), then the outcome from RUNNING.
+		if start, two := splitTransitions(&e.Event, via); two {
 			first := e
-			first.Seq, first.To, first.Reason, first.Error, first.At = e.Seq-1, queue.StateRunning, store.ReasonImplicitAck, "", via.UTC()
+			first.Event = start
 			c.Events = append(c.Events, first)
-			e.From = queue.StateRunning
 		}
 		c.Events = append(c.Events, e)
 		trace = nil
@@ -223,4 +221,18 @@ func (s *Store) OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error) 
 	}
 	b.OldestAge = max(0, time.Duration(ageUS)*time.Microsecond)
 	return b, nil
+}
+
+// splitTransitions reads a job_events row holding two transitions (via_at set, migration 000014):
+// it returns the first — the start, seq n-1, ASSIGNED→RUNNING at via, reason implicit_ack — and
+// turns e into the second, the outcome from RUNNING. A row with one transition (via nil) is left
+// as it is (false).
+func splitTransitions(e *queue.Event, via *time.Time) (queue.Event, bool) {
+	if via == nil {
+		return queue.Event{}, false
+	}
+	first := *e
+	first.Seq, first.To, first.Reason, first.Error, first.At = e.Seq-1, queue.StateRunning, store.ReasonImplicitAck, "", via.UTC()
+	e.From = queue.StateRunning
+	return first, true
 }
