@@ -45,7 +45,7 @@ done_step clone
 cd "$work/jq"
 
 step "go tool -modfile=tools/go.mod task build"
-go tool -modfile=tools/go.mod task build >/dev/null
+NO_COLOR=1 go tool -modfile=tools/go.mod task build >/dev/null
 done_step build
 
 port=$((20000 + RANDOM % 20000))

@@ -15,7 +15,9 @@ import (
 )
 
 // freshCloneStep is one timed line of scripts/fresh-clone.sh.
-var freshCloneStep = regexp.MustCompile(`(?m)^fresh-clone: (.+?)\s+([0-9.]+) s$`)
+// A line may start after an ANSI reset: task colours its own lines when CI is set, and the reset
+// of its last one lands at the start of the script's next.
+var freshCloneStep = regexp.MustCompile(`(?m)^(?:\x1b\[[0-9;]*m)*fresh-clone: (.+?)\s+([0-9.]+) s$`)
 
 // TestFreshClone runs scripts/fresh-clone.sh, issue 27's acceptance: clone this repository (its
 // HEAD: what is committed), build it with the README's command, start jq --role=all as `task run`
