@@ -77,7 +77,8 @@ type Auth struct {
 	// unlimited).
 	RefusalRatePerSource float64 `koanf:"refusal_rate_per_source"`
 	// MaxWorkersPerPrincipal bounds the live (not OFFLINE) workers one principal registers;
-	// MaxStreamsPerPrincipal the assignment streams it holds open on one server.
+	// MaxStreamsPerPrincipal the assignment streams it holds open on one server (and, counted apart,
+	// its watch streams: WatchJob, WatchEvents).
 	MaxWorkersPerPrincipal int `koanf:"max_workers_per_principal"`
 	MaxStreamsPerPrincipal int `koanf:"max_streams_per_principal"`
 }
@@ -166,7 +167,7 @@ type Server struct {
 	OfflineWorkerRetentionS int `koanf:"offline_worker_retention_s"`
 	ShutdownGraceS          int `koanf:"shutdown_grace_s"`
 	// MaxWorkers bounds the live workers registered in the cluster; MaxStreams the assignment
-	// streams open on one server.
+	// streams open on one server (and, counted apart, the watch streams: WatchJob, WatchEvents).
 	MaxWorkers      int  `koanf:"max_workers"`
 	MaxStreams      int  `koanf:"max_streams"`
 	MaxPayloadBytes int  `koanf:"max_payload_bytes"`

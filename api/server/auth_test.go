@@ -641,3 +641,65 @@ func TestWorkerAndStreamLimits(t *testing.T) {
 	require.Equal(t, 1.0, counterValue(t, reg, "jq_api_limited_total", auth.ReasonWorkerLimit))
 	require.GreaterOrEqual(t, counterValue(t, reg, "jq_api_limited_total", auth.ReasonStreamLimit), 1.0)
 }
+
+// TestWatchStreamLimits: WatchJob and WatchEvents streams are held open and re-read the store, so
+// a principal past auth.max_streams_per_principal gets RESOURCE_EXHAUSTED for one more (counted
+// apart from assignment streams), and a closed stream frees its slot.
+func TestWatchStreamLimits(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, eng := runEngine(ctx, t, engine.Options{})
+
+	tok, err := auth.NewToken()
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	refused := telemetry.NewAuthMetrics(reg)
+	a, err := auth.New(auth.Options{Denied: refused,
+		Tokens: []auth.TokenEntry{{Name: "v", Roles: []auth.Role{auth.RoleViewer}, SHA256: auth.HashToken(tok)}}})
+	require.NoError(t, err)
+	addr := serveAddr(t, apiserver.Options{Store: st, Engine: eng, Log: zaptest.NewLogger(t), Auth: a, Refused: refused,
+		Limits: apiserver.Limits{MaxStreams: 100, MaxStreamsPerPrincipal: 2}})
+	cl, err := rpcclient.New(rpcclient.Options{Addr: addr, Token: tok})
+	require.NoError(t, err)
+	defer cl.Close()
+
+	watchEvents := func(ctx context.Context) (*connect.ServerStreamForClient[jqv1.WatchEventsResponse], error) {
+		s, err := cl.Jobs.WatchEvents(ctx, connect.NewRequest(&jqv1.WatchEventsRequest{}))
+		if err != nil {
+			return nil, err
+		}
+		if !s.Receive() {
+			return nil, s.Err()
+		}
+		return s, nil
+	}
+	sctx, closeFirst := context.WithCancel(ctx)
+	first, err := watchEvents(sctx)
+	require.NoError(t, err)
+	second, err := watchEvents(ctx)
+	require.NoError(t, err)
+	defer func() { _ = second.Close() }()
+	_, err = watchEvents(ctx)
+	requireCode(t, connect.CodeResourceExhausted, err)
+	require.Contains(t, err.Error(), "watch streams")
+	require.Contains(t, err.Error(), "auth.max_streams_per_principal")
+
+	// WatchJob counts against the same bound (its job need not exist: the slot is taken first).
+	wj, err := cl.Jobs.WatchJob(ctx, connect.NewRequest(&jqv1.WatchJobRequest{JobId: "00000000-0000-4000-8000-000000000001"}))
+	require.NoError(t, err)
+	require.False(t, wj.Receive())
+	requireCode(t, connect.CodeResourceExhausted, wj.Err())
+	_ = wj.Close()
+
+	closeFirst()
+	_ = first.Close()
+	testenv.Eventually(t, 10*time.Second, func() error {
+		s, err := watchEvents(ctx)
+		if err == nil {
+			_ = s.Close()
+		}
+		return err
+	})
+	require.GreaterOrEqual(t, counterValue(t, reg, "jq_api_limited_total", auth.ReasonStreamLimit), 2.0)
+}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/internal/jobtrace"
 	"github.com/jq-dev/jq/queue"
@@ -22,6 +23,20 @@ type jobService struct {
 	log    *zap.Logger
 	trace  submitTracer
 	watch  *watchHub // watch.go
+	// watchers bounds the WatchJob and WatchEvents streams open here (server.max_streams,
+	// auth.max_streams_per_principal); refused counts a refusal.
+	watchers *streamCounter
+	refused  func(reason string)
+}
+
+// openWatch takes a watch stream's slot, or refuses with RESOURCE_EXHAUSTED: a stream is held
+// open and re-reads the store every second and at every change, so their number is bounded.
+func (s *jobService) openWatch(ctx context.Context) (release func(), err error) {
+	release, err = s.watchers.open(auth.Owner(ctx), s.limits)
+	if err != nil {
+		s.refused(auth.ReasonStreamLimit)
+	}
+	return release, err
 }
 
 // logSubmitted writes the debug line of one accepted job (never its payload).

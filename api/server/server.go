@@ -35,7 +35,7 @@ type Limits struct {
 	MaxPageBytes int
 	// MaxWorkers bounds the live workers in the cluster, MaxWorkersPerPrincipal those of one
 	// principal; MaxStreams the assignment streams open on this server, MaxStreamsPerPrincipal
-	// those of one principal.
+	// those of one principal — and, counted apart, the watch streams (WatchJob, WatchEvents).
 	MaxWorkers             int
 	MaxWorkersPerPrincipal int
 	MaxStreams             int
@@ -175,7 +175,8 @@ func New(opts Options) http.Handler {
 	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
-	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine)}
+	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine),
+		watchers: newStreamCounter("watch"), refused: refusedFunc(opts)}
 	mux.Handle(jqv1connect.NewJobServiceHandler(jobs, hopts...))
 	// Seed 003's public API: a facade over the same job paths, behind the same interceptors.
 	tqQueue := opts.TaskQueueQueue
@@ -189,7 +190,7 @@ func New(opts Options) http.Handler {
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
 		store: opts.Store, engine: opts.Engine, log: opts.Log,
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
-		limits: opts.Limits, refused: refusedFunc(opts), streams: newStreamCounter(),
+		limits: opts.Limits, refused: refusedFunc(opts), streams: newStreamCounter("assignment"),
 	}, hopts...))
 	mux.Handle(jqv1connect.NewAdminServiceHandler(&adminService{store: opts.Store, version: opts.Version, status: opts.Status,
 		adminOps: adminOps{store: opts.Store, engine: opts.Engine, counter: opts.Counter, heartbeatTimeout: opts.Workers.HeartbeatTimeout,

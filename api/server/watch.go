@@ -92,6 +92,11 @@ var errWatchShutdown = connect.NewError(connect.CodeUnavailable, errors.New("the
 
 // WatchJob streams the job at every change of state or attempt until it ends.
 func (s *jobService) WatchJob(ctx context.Context, req *connect.Request[jqv1.WatchJobRequest], stream *connect.ServerStream[jqv1.WatchJobResponse]) error {
+	release, err := s.openWatch(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	id := req.Msg.GetJobId()
 	// Subscribed before the first read, so no change between the read and the wait is missed.
 	wake, unsubscribe := s.watch.subscribe(id)

@@ -33,6 +33,11 @@ func (s *jobService) WatchEvents(ctx context.Context, req *connect.Request[jqv1.
 			return err
 		}
 	}
+	release, err := s.openWatch(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Subscribed before the first read: no change between the read and the wait is missed.
 	wake, unsubscribe := s.watch.subscribeAll()
 	defer unsubscribe()

@@ -72,14 +72,19 @@ func (s *workerService) checkRegistration(ctx context.Context, id string, queues
 	return nil
 }
 
-// streamCounter counts the assignment streams open on this server, in all and per principal.
+// streamCounter counts the long-lived streams of one kind open on this server (what: "assignment"
+// for StreamJobs, "watch" for WatchJob and WatchEvents), in all and per principal; each kind is
+// held to server.max_streams and auth.max_streams_per_principal on its own.
 type streamCounter struct {
+	what  string
 	mu    sync.Mutex
 	total int
 	by    map[string]int
 }
 
-func newStreamCounter() *streamCounter { return &streamCounter{by: map[string]int{}} }
+func newStreamCounter(what string) *streamCounter {
+	return &streamCounter{what: what, by: map[string]int{}}
+}
 
 // open takes a slot for one stream of principal (""; authentication off) or refuses.
 func (c *streamCounter) open(principal string, limits Limits) (release func(), err error) {
@@ -87,12 +92,12 @@ func (c *streamCounter) open(principal string, limits Limits) (release func(), e
 	defer c.mu.Unlock()
 	if limits.MaxStreams > 0 && c.total >= limits.MaxStreams {
 		return nil, connect.NewError(connect.CodeResourceExhausted,
-			fmt.Errorf("%d assignment streams are open on this server, the most allowed (server.max_streams)", c.total))
+			fmt.Errorf("%d %s streams are open on this server, the most allowed (server.max_streams)", c.total, c.what))
 	}
 	if principal != "" && limits.MaxStreamsPerPrincipal > 0 && c.by[principal] >= limits.MaxStreamsPerPrincipal {
 		return nil, connect.NewError(connect.CodeResourceExhausted,
-			fmt.Errorf("%s has %d assignment streams open on this server, the most allowed (auth.max_streams_per_principal)",
-				principal, c.by[principal]))
+			fmt.Errorf("%s has %d %s streams open on this server, the most allowed (auth.max_streams_per_principal)",
+				principal, c.by[principal], c.what))
 	}
 	c.total++
 	c.by[principal]++
