@@ -16,8 +16,11 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
@@ -56,6 +59,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.JobServiceWatchEventsProcedure:         {"producer", "viewer", "admin"},
 	jqv1connect.JobServiceCancelJobProcedure:           {"producer", "admin"},
 	jqv1connect.JobServiceRetryJobProcedure:            {"admin"},
+	jqv1connect.JobServiceDeleteJobProcedure:           {"admin"},
 	jqv1connect.QueueServiceCreateQueueProcedure:       {"admin"},
 	jqv1connect.QueueServiceDeleteQueueProcedure:       {"admin"},
 	jqv1connect.QueueServicePauseQueueProcedure:        {"admin"},
@@ -299,6 +303,10 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		},
 		jqv1connect.JobServiceRetryJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Jobs.RetryJob(ctx, connect.NewRequest(&jqv1.RetryJobRequest{JobId: f.dead.ID}))
+			return err
+		},
+		jqv1connect.JobServiceDeleteJobProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Jobs.DeleteJob(ctx, connect.NewRequest(&jqv1.DeleteJobRequest{JobId: f.dead.ID}))
 			return err
 		},
 		jqv1connect.QueueServiceCreateQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
@@ -702,4 +710,26 @@ func TestWatchStreamLimits(t *testing.T) {
 		return err
 	})
 	require.GreaterOrEqual(t, counterValue(t, reg, "jq_api_limited_total", auth.ReasonStreamLimit), 2.0)
+}
+
+// TestWantRolesCoverEveryProcedure: every jq.v1 RPC is in the matrix above, so a new RPC cannot
+// go untested for its refusals.
+func TestWantRolesCoverEveryProcedure(t *testing.T) {
+	n := 0
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if fd.Package() != "jq.v1" {
+			return true
+		}
+		for i := range fd.Services().Len() {
+			sd := fd.Services().Get(i)
+			for j := range sd.Methods().Len() {
+				proc := "/" + string(sd.FullName()) + "/" + string(sd.Methods().Get(j).Name())
+				_, ok := wantRoles[proc]
+				assert.True(t, ok, "%s has no line in wantRoles", proc)
+				n++
+			}
+		}
+		return true
+	})
+	require.Positive(t, n)
 }
