@@ -1,5 +1,6 @@
 // Package memory holds the in-process backends of jq's embedded mode (jq --role=all on an embedded
-// store, without Redis): Dispatcher, the store.Dispatcher that store/redis implements for a fleet.
+// store, without Redis): Dispatcher, the store.Dispatcher that store/redis implements for a fleet,
+// and Notifier, the store.Notifier that Postgres LISTEN/NOTIFY implements for several replicas.
 //
 // They serve one process only: every scheduler, session and reaper that uses them must run in the
 // process that holds them. Like Redis, they are not the truth: the store decides every job's state
@@ -25,4 +26,11 @@
 // an expired lock is dropped when it is next looked at, and a sweep, run when the lock table has
 // doubled since the previous one, drops the rest (amortised O(1) per lock written). In-flight
 // entries never expire on their own, as in Redis: those of a dead worker wait for the reaper.
+//
+// # Notifications
+//
+// Notify never blocks: each Listen call has a bounded buffer, and a notification that finds it full
+// is dropped. That merges it into the wake-ups already pending for that listener, which is all the
+// engine needs: any notification wakes its scheduler, whatever the queue, and the scheduler ticks
+// anyway.
 package memory

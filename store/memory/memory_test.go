@@ -19,7 +19,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-var _ store.Dispatcher = (*memory.Dispatcher)(nil)
+var (
+	_ store.Dispatcher = (*memory.Dispatcher)(nil)
+	_ store.Notifier   = (*memory.Notifier)(nil)
+)
 
 // newDispatcher returns a fresh Dispatcher on the real clock, closed when the test ends.
 func newDispatcher(t *testing.T) store.Dispatcher {
