@@ -70,7 +70,7 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ = store.ReasonCancelled // store.Store is asserted once the base store lands
+var _ store.Store = (*Store)(nil)
 
 // ErrInUse is returned by New when another process holds the database.
 var ErrInUse = errors.New("sqlite: the database is in use by another jq process")

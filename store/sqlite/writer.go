@@ -133,7 +133,7 @@ func (w *writer) commit(group []*writeReq) {
 			errs[i] = fmt.Errorf("sqlite: savepoint: %w", err)
 			continue
 		}
-		tx := &wtx{ctx: r.ctx, w: w, now: w.now().UTC()}
+		tx := &wtx{ctx: r.ctx, w: w, now: w.now().UTC().Truncate(time.Microsecond)}
 		errs[i] = r.fn(tx)
 		if errs[i] != nil {
 			if _, err := w.conn.ExecContext(ctx, "ROLLBACK TO w"); err != nil {

@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+const (
+	sqlQueueInsert = `
+INSERT INTO queues (name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms,
+                    result_retention_ms, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)`
+
+	sqlQueueCreate = sqlQueueInsert + ` RETURNING ` + queueColumns
+
+	sqlQueueEnsure = sqlQueueInsert + ` ON CONFLICT (name) DO NOTHING RETURNING ` + queueColumns
+
+	sqlQueueGet = `SELECT ` + queueColumns + ` FROM queues WHERE name = ?1`
+
+	sqlQueueList = `SELECT ` + queueColumns + ` FROM queues ORDER BY name`
+
+	sqlQueueSetPaused = `UPDATE queues SET paused = ?2, updated_at = ?3 WHERE name = ?1 RETURNING ` + queueColumns
+
+	sqlQueueHasJobs = `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = ?1)`
+
+	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = ?1 RETURNING id`
+
+	// Only published events go (at or below the relay's cursor): an unpublished one is still owed
+	// to Kafka; the relay publishes it and the retention pass deletes it later.
+	sqlDeleteJobEvents = `
+DELETE FROM job_events
+WHERE job_id = ?1 AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
+
+	sqlQueueDelete = `DELETE FROM queues WHERE name = ?1`
+)
+
+func queueArgs(q *queue.Queue, now int64) []any {
+	weights := map[int]int{}
+	for k, v := range q.PriorityWeights {
+		weights[k] = v
+	}
+	return []any{q.Name, q.MaxRetries, toMillis(q.TTL), jsonText(weights), toMillis(q.BackoffBase),
+		toMillis(q.BackoffMax), toMillis(q.ResultRetention), now}
+}
+
+// QueueCreate implements store.QueueStore.
+func (s *Store) QueueCreate(ctx context.Context, p store.QueueCreateParams) (*queue.Queue, error) {
+	q, err := p.Queue()
+	if err != nil {
+		return nil, err
+	}
+	var created *queue.Queue
+	err = s.write(ctx, func(tx *wtx) error {
+		var err error
+		created, err = scanQueue(tx.queryRow(sqlQueueCreate, queueArgs(q, us(tx.now))...))
+		return err
+	})
+	if isUnique(err) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrQueueExists, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: create queue: %w", err)
+	}
+	return created, nil
+}
+
+// QueueEnsure implements store.QueueStore.
+func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*queue.Queue, bool, error) {
+	q, err := p.Queue()
+	if err != nil {
+		return nil, false, err
+	}
+	var (
+		got     *queue.Queue
+		created bool
+	)
+	err = s.write(ctx, func(tx *wtx) error {
+		var err error
+		got, err = scanQueue(tx.queryRow(sqlQueueEnsure, queueArgs(q, us(tx.now))...))
+		if err == nil {
+			created = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		got, err = scanQueue(tx.queryRow(sqlQueueGet, p.Name))
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: ensure queue: %w", err)
+	}
+	return got, created, nil
+}
+
+// QueueGet implements store.QueueStore.
+func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error) {
+	q, err := scanQueue(s.queryRow(ctx, sqlQueueGet, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get queue: %w", err)
+	}
+	return q, nil
+}
+
+// QueueList implements store.QueueStore.
+func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
+	rows, err := s.query(ctx, sqlQueueList)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list queues: %w", err)
+	}
+	qs, err := collect(rows, scanQueue)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list queues: %w", err)
+	}
+	return qs, nil
+}
+
+// QueueDelete implements store.QueueStore.
+func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int64, error) {
+	var deleted int64
+	err := s.write(ctx, func(tx *wtx) error {
+		if _, err := scanQueue(tx.queryRow(sqlQueueGet, p.Name)); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
+			}
+			return fmt.Errorf("sqlite: delete queue: %w", err)
+		}
+		if !p.Force {
+			var hasJobs bool
+			if err := tx.queryRow(sqlQueueHasJobs, p.Name).Scan(&hasJobs); err != nil {
+				return fmt.Errorf("sqlite: delete queue: %w", err)
+			}
+			if hasJobs {
+				return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
+			}
+		}
+		rows, err := tx.query(sqlQueueDeleteJobs, p.Name)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
+		}
+		ids, err := collect(rows, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
+		}
+		deleted = int64(len(ids))
+		for _, id := range ids {
+			if _, err := tx.exec(sqlDeleteJobEvents, id); err != nil {
+				return fmt.Errorf("sqlite: delete queue job events: %w", err)
+			}
+		}
+		if _, err := tx.exec(sqlQueueDelete, p.Name); err != nil {
+			return fmt.Errorf("sqlite: delete queue: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return deleted, nil
+}
+
+// QueueSetPaused implements store.QueueStore.
+func (s *Store) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams) (*queue.Queue, error) {
+	var q *queue.Queue
+	err := s.write(ctx, func(tx *wtx) error {
+		var err error
+		q, err = scanQueue(tx.queryRow(sqlQueueSetPaused, p.Name, p.Paused, us(tx.now)))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: pause queue: %w", err)
+	}
+	return q, nil
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
