@@ -15,10 +15,10 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// downConn is a server that never answers a registration; the call that makes calls attempts
-// ends the session loop's context.
+// downConn is a server that never answers a registration; its ends-th Register call cancels
+// the session loop's context.
 type downConn struct {
-	Conn // the session loop calls only Register before a registration succeeds
+	Conn   // the session loop calls only Register before a registration succeeds
 	calls  atomic.Int32
 	ends   int32
 	cancel context.CancelFunc
