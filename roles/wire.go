@@ -139,8 +139,19 @@ func serverRedis(ctx context.Context, p *process) (part, error) {
 	redis.SetLogger(redisLogger{p.srvLog.Named("redis")})
 	rdb := newRedis(p.cfg)
 	rdb.AddHook(redisstore.NewHook(telemetry.NewRedisMetrics(p.reg)))
-	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: p.cfg.Redis.KeyPrefix})
+	disp, err := redisstore.Open(redisstore.Config{Client: rdb, KeyPrefix: p.cfg.Redis.KeyPrefix})
 	if err != nil {
+		_ = rdb.Close()
+		return part{}, err
+	}
+	switch err := disp.Prepare(ctx); {
+	case err == nil:
+	case ctx.Err() == nil && redisstore.Unreachable(err):
+		// Redis is not the system of record: the server dispatches from Postgres without it and
+		// /readyz says degraded until it answers, as for an outage that begins later.
+		p.srvLog.Warn("redis unreachable at start; dispatch continues from postgres",
+			zap.String("redis_addr", p.cfg.Redis.Addr), zap.Error(err))
+	default:
 		_ = rdb.Close()
 		return part{}, err // says "redis: …"
 	}
