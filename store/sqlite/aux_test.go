@@ -12,6 +12,7 @@ var (
 	_ store.OutboxStore    = (*sqlite.Store)(nil)
 	_ store.RetentionStore = (*sqlite.Store)(nil)
 	_ store.EventFeed      = (*sqlite.Store)(nil)
+	_ store.ScheduleStore  = (*sqlite.Store)(nil)
 )
 
 func privateStore(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) }
@@ -33,4 +34,9 @@ func TestRetentionStore(t *testing.T) {
 func TestEventFeed(t *testing.T) {
 	t.Parallel()
 	storetest.RunEventFeed(t, sharedStore)
+}
+
+func TestScheduleStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunScheduleStore(t, sharedStore)
 }
