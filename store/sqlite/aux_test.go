@@ -13,6 +13,8 @@ var (
 	_ store.RetentionStore = (*sqlite.Store)(nil)
 	_ store.EventFeed      = (*sqlite.Store)(nil)
 	_ store.ScheduleStore  = (*sqlite.Store)(nil)
+	_ store.AdminStore     = (*sqlite.Store)(nil)
+	_ store.DepthStore     = (*sqlite.Store)(nil)
 )
 
 func privateStore(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) }
@@ -39,4 +41,14 @@ func TestEventFeed(t *testing.T) {
 func TestScheduleStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunScheduleStore(t, sharedStore)
+}
+
+func TestAdminStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunAdminStore(t, sharedStore, privateStore)
+}
+
+func TestDepthStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunDepthStore(t, privateStore)
 }
