@@ -14,11 +14,25 @@ import (
 	"github.com/jq-dev/jq/store/storetest"
 )
 
-var _ store.DispatchStore = (*sqlite.Store)(nil)
+var (
+	_ store.DispatchStore = (*sqlite.Store)(nil)
+	_ store.RecoveryStore = (*sqlite.Store)(nil)
+	_ store.OperatorStore = (*sqlite.Store)(nil)
+)
 
 func TestDispatchStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunDispatchStore(t, newStore)
+}
+
+// The reaper's statements act on every worker and job of the database: a private one.
+func TestRecoveryStore(t *testing.T) {
+	storetest.RunRecoveryStore(t, func(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) })
+}
+
+func TestOperatorStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunOperatorStore(t, newStore)
 }
 
 // benchStore is a store of the benchmark's own, closed when it ends.
