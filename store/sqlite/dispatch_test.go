@@ -18,6 +18,7 @@ var (
 	_ store.DispatchStore = (*sqlite.Store)(nil)
 	_ store.RecoveryStore = (*sqlite.Store)(nil)
 	_ store.OperatorStore = (*sqlite.Store)(nil)
+	_ store.ProgressStore = (*sqlite.Store)(nil)
 )
 
 func TestDispatchStore(t *testing.T) {
@@ -33,6 +34,11 @@ func TestRecoveryStore(t *testing.T) {
 func TestOperatorStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunOperatorStore(t, newStore)
+}
+
+func TestProgressStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunProgressStore(t, newStore)
 }
 
 // benchStore is a store of the benchmark's own, closed when it ends.
