@@ -1,0 +1,310 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// The lease statements: acks and reports. A batch is one write; each lease is one compare-and-set
+// on (state, attempt, worker_id) by id (the primary key), RETURNING the job after the write without
+// payload, labels, trace context and result (leanJobColumns: the outcome's job), and its event. The
+// writer being the only one, what a read in the write sees is what the update will find: a report
+// reads the few columns it decides on, then writes; no lock order, no retry round.
+const (
+	// started_at is the ack's time minus how long before the call the handler started, never
+	// before the assignment (updated_at while ASSIGNED); SET expressions read the row as it was.
+	sqlJobAck = `
+UPDATE jobs SET
+    state      = 'RUNNING',
+    started_at = max(?2 - ?3, updated_at),
+    event_seq  = event_seq + 1,
+    updated_at = ?2
+WHERE id = ?1 AND state = 'ASSIGNED' AND attempt = ?4 AND worker_id = ?5
+RETURNING ` + leanJobColumns + `, event_seq`
+
+	sqlLeanJob = `SELECT ` + leanJobColumns + ` FROM jobs WHERE id = ?1`
+
+	// What a report decides on: the state it leaves and the lease, and the times that bound the
+	// start (see reportTimes). A start time of 0 is none (NULL), on the way back too (nullif).
+	sqlJobReportRead = `
+SELECT state, attempt, worker_id, updated_at, coalesce(started_at, 0), keep_result FROM jobs WHERE id = ?1`
+
+	// A success stores its bytes only for a job submitted with keep_result (seed 001: otherwise the
+	// result is not used and is dropped at once; ?3 is then NULL); its checksum and size are stored
+	// either way. ?8 is the state left: ASSIGNED (event_seq advances by two, the implied ack's
+	// number and the outcome's) or RUNNING.
+	sqlJobReportDone = `
+UPDATE jobs SET
+    state           = 'DONE',
+    started_at      = nullif(?1, 0),
+    completed_at    = ?2,
+    result          = ?3,
+    result_checksum = ?4,
+    result_size     = ?5,
+    no_retry        = 0,
+    retry_after_ms  = 0,
+    event_seq       = event_seq + CASE WHEN ?8 = 'ASSIGNED' THEN 2 ELSE 1 END,
+    updated_at      = ?6
+WHERE id = ?7 AND state = ?8 AND attempt = ?9 AND worker_id = ?10
+RETURNING ` + leanJobColumns + `, event_seq`
+
+	// A failure keeps the result columns and completed_at (FAILED is not completed: a retry may
+	// follow); an empty error keeps the last one.
+	sqlJobReportFailed = `
+UPDATE jobs SET
+    state          = 'FAILED',
+    started_at     = nullif(?1, 0),
+    failure_reason = ?2,
+    last_error     = CASE WHEN ?3 <> '' THEN ?3 ELSE last_error END,
+    no_retry       = ?4,
+    retry_after_ms = ?5,
+    event_seq      = event_seq + CASE WHEN ?8 = 'ASSIGNED' THEN 2 ELSE 1 END,
+    updated_at     = ?6
+WHERE id = ?7 AND state = ?8 AND attempt = ?9 AND worker_id = ?10
+RETURNING ` + leanJobColumns + `, event_seq`
+)
+
+// JobAckMany implements store.DispatchStore.
+func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]store.LeaseOutcome, error) {
+	if err := store.ValidateDispatchBatch(len(leases)); err != nil {
+		return nil, err
+	}
+	b := newLeaseBatch(len(leases))
+	for i, l := range leases {
+		b.add(i, l)
+	}
+	if len(b.sent) > 0 {
+		err := s.write(ctx, func(tx *wtx) error {
+			now := us(tx.now)
+			for _, i := range b.sent {
+				if err := ackLease(tx, &b.outcomes[i], leases[i].Bounded(), now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
+		}
+	}
+	return b.finish(leases, true), nil
+}
+
+// ackLease applies one ack to o (whose ID is canonical). The same lease acked again (a retry after
+// a lost answer: already RUNNING at that attempt for that worker) succeeds with no second event.
+func ackLease(tx *wtx, o *store.LeaseOutcome, l store.JobLease, now int64) error {
+	var seq int64
+	j, err := scanJob(tx.queryRow(sqlJobAck, o.ID, now, l.StartedAgo.Microseconds(), l.Attempt, l.WorkerID), &seq)
+	if err == nil {
+		o.Job, o.Started = j, true
+		return leaseEvent(tx, j, seq, queue.StateAssigned, store.ReasonAcked, "", us(j.StartedAt), nil)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	j, err = scanJob(tx.queryRow(sqlLeanJob, o.ID))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		o.Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, o.ID)
+	case err != nil:
+		return err
+	case j.State == queue.StateRunning && j.Attempt == l.Attempt && j.WorkerID == l.WorkerID:
+		o.Job = j
+	default:
+		o.Err = staleLease(j.ID, string(j.State), j.Attempt, j.WorkerID, l, queue.StateAssigned)
+	}
+	return nil
+}
+
+// JobReportMany implements store.DispatchStore. The result checksum is computed here
+// (queue.Checksum). Error and Reason are stored with NUL bytes and invalid UTF-8 replaced by U+FFFD.
+func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportParams) ([]store.LeaseOutcome, error) {
+	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
+		return nil, err
+	}
+	b := newLeaseBatch(len(reports))
+	leases := make([]store.JobLease, len(reports))
+	bounded := make([]store.JobReportParams, len(reports))
+	for i, r := range reports {
+		bounded[i] = r.Bounded()
+		leases[i] = bounded[i].JobLease
+		b.add(i, leases[i])
+	}
+	if len(b.sent) > 0 {
+		err := s.write(ctx, func(tx *wtx) error {
+			now := us(tx.now)
+			for _, i := range b.sent {
+				if err := reportLease(tx, &b.outcomes[i], bounded[i], now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: report jobs: %w", err)
+		}
+	}
+	return b.finish(leases, false), nil
+}
+
+// reportLease applies one report to o (whose ID is canonical). A report for a job still ASSIGNED
+// at that attempt implies its ack: the job goes ASSIGNED→RUNNING→outcome, one event row for both.
+func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, now int64) error {
+	var (
+		state, worker        string
+		attempt              int
+		updatedAt, startedAt int64
+		keep                 bool
+	)
+	err := tx.queryRow(sqlJobReportRead, o.ID).Scan(&state, &attempt, &worker, &updatedAt, &startedAt, &keep)
+	if errors.Is(err, sql.ErrNoRows) {
+		o.Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, o.ID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	from := queue.State(state)
+	if attempt != r.Attempt || worker != r.WorkerID || (from != queue.StateAssigned && from != queue.StateRunning) {
+		o.Err = staleLease(o.ID, state, attempt, worker, r.JobLease, queue.StateAssigned, queue.StateRunning)
+		return nil
+	}
+	started, finished := reportTimes(from, r, now, updatedAt, startedAt)
+	var (
+		seq    int64
+		j      *queue.Job
+		reason string
+		errMsg string
+	)
+	if r.Success {
+		var result any // NULL: not kept
+		if keep {
+			result = r.Result
+			if r.Result == nil {
+				result = []byte{} // an empty kept result is a result: '' and never NULL
+			}
+		}
+		j, err = scanJob(tx.queryRow(sqlJobReportDone, started, finished, result, storedChecksum(r.Result),
+			len(r.Result), now, o.ID, state, attempt, worker), &seq)
+		reason = store.ReasonSucceeded
+	} else {
+		reason = r.Reason
+		if reason == "" {
+			reason = store.DefaultFailureReason
+		}
+		reason, errMsg = storableText(reason), storableText(r.Error)
+		j, err = scanJob(tx.queryRow(sqlJobReportFailed, started, reason, errMsg, r.Permanent, retryAfterMS(r),
+			now, o.ID, state, attempt, worker), &seq)
+	}
+	if err != nil {
+		return err // no row is impossible: nothing wrote the job since the read
+	}
+	o.Job, o.Started = j, from == queue.StateAssigned
+	var viaAt any
+	if from == queue.StateAssigned {
+		viaAt = started
+	}
+	return leaseEvent(tx, j, seq, from, reason, errMsg, finished, viaAt)
+}
+
+// reportTimes are the reported attempt's start and end (microseconds), the handler's whatever the
+// batching: the start is the report's time minus how long before the call the handler started (for
+// a job still ASSIGNED from a worker that does not say, its runtime), not before the assignment
+// (updated_at while ASSIGNED) or the ack's estimate (started_at while RUNNING: a prefetched job is
+// acked before its handler starts); the end is that start plus the runtime, not after now. As
+// Postgres's reportStartedAt.
+func reportTimes(from queue.State, r store.JobReportParams, now, updatedAt, startedAt int64) (started, finished int64) {
+	ago, runtime := r.StartedAgo.Microseconds(), r.Runtime.Microseconds()
+	switch {
+	case from == queue.StateAssigned:
+		started = max(now-max(ago, runtime), updatedAt)
+	case ago > 0:
+		started = max(now-ago, startedAt)
+	default:
+		started = startedAt
+	}
+	if started == 0 { // no start known (a RUNNING row without one): the end is now, as least() with NULL
+		return 0, now
+	}
+	return started, min(started+runtime, now)
+}
+
+// retryAfterMS is a failure's RetryAfter in whole milliseconds (rounded up, so the retry is never
+// earlier than asked), within 0..store.MaxRetryAfter; 0 for a success or a permanent failure.
+func retryAfterMS(r store.JobReportParams) int64 {
+	if r.Success || r.Permanent || r.RetryAfter <= 0 {
+		return 0
+	}
+	return toMillis(min(r.RetryAfter, store.MaxRetryAfter))
+}
+
+// staleLease is the outcome error of a lease its job no longer holds.
+func staleLease(id, state string, attempt int, worker string, l store.JobLease, in ...queue.State) error {
+	return fmt.Errorf("%w: job %s is %s at attempt %d held by %q; the lease is attempt %d held by %q in %v",
+		queue.ErrStaleAttempt, id, state, attempt, worker, l.Attempt, l.WorkerID, in)
+}
+
+// leaseBatch turns a batch of leases into one outcome per lease. Only the first occurrence of a
+// job id is applied; later ones are settled by finish.
+type leaseBatch struct {
+	outcomes []store.LeaseOutcome
+	sent     []int          // the indexes of the leases applied, in batch order
+	first    map[string]int // job id → index of its first valid lease
+	repeats  map[int]int    // index of a repeated lease → index of the first
+}
+
+func newLeaseBatch(n int) *leaseBatch {
+	return &leaseBatch{
+		outcomes: make([]store.LeaseOutcome, n),
+		sent:     make([]int, 0, n),
+		first:    make(map[string]int, n),
+	}
+}
+
+// add records lease i and reports whether it is to be applied.
+func (b *leaseBatch) add(i int, l store.JobLease) bool {
+	b.outcomes[i].ID = l.ID
+	id, err := l.Validate()
+	if err != nil {
+		b.outcomes[i].Err = err
+		return false
+	}
+	b.outcomes[i].ID = id
+	if f, dup := b.first[id]; dup {
+		if b.repeats == nil {
+			b.repeats = map[int]int{}
+		}
+		b.repeats[i] = f
+		return false
+	}
+	b.first[id] = i
+	b.sent = append(b.sent, i)
+	return true
+}
+
+// finish settles repeated leases: the first occurrence of a job id in a batch is the one applied.
+// With idempotent (acks), a repeat of the identical lease (same attempt, same worker — e.g. a
+// worker's retried ack merged into one batch with the call it retries) gets the first occurrence's
+// outcome, so a retry never turns a success into a refusal. Any other repeat, and every repeated
+// report (which may say something different), is stale (or not found, like the first).
+func (b *leaseBatch) finish(leases []store.JobLease, idempotent bool) []store.LeaseOutcome {
+	for i, f := range b.repeats {
+		if idempotent && leases[i].Attempt == leases[f].Attempt && leases[i].WorkerID == leases[f].WorkerID {
+			// Started stays false: the first occurrence carries the start.
+			b.outcomes[i].Job, b.outcomes[i].Err = b.outcomes[f].Job, b.outcomes[f].Err
+			continue
+		}
+		if errors.Is(b.outcomes[f].Err, queue.ErrJobNotFound) {
+			b.outcomes[i].Err = b.outcomes[f].Err
+			continue
+		}
+		b.outcomes[i].Err = fmt.Errorf("%w: job %s repeats item %d of the batch", queue.ErrStaleAttempt,
+			b.outcomes[i].ID, f)
+	}
+	return b.outcomes
+}
