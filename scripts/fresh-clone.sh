@@ -14,7 +14,7 @@
 # on jq), as on a machine that never built jq.
 #
 # jq gets ports of its own, unless the caller sets them (JQ_GRPC_PORT, JQ_HEALTH_PORT,
-# JQ_METRICS_PORT, JQ_WORKER_HEALTH_PORT, JQ_WORKER_METRICS_PORT, JQ_UI_PORT; internal/deploytest's
+# JQ_METRICS_PORT, FRESH_WORKER_HEALTH_PORT, FRESH_WORKER_METRICS_PORT, JQ_UI_PORT; internal/deploytest's
 # TestFreshClone does).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,11 +54,11 @@ done_step build
 
 port=$((20000 + RANDOM % 20000))
 export JQ_GRPC_PORT=${JQ_GRPC_PORT:-$port} JQ_HEALTH_PORT=${JQ_HEALTH_PORT:-$((port + 1))} \
-	JQ_WORKER_HEALTH_PORT=${JQ_WORKER_HEALTH_PORT:-$((port + 2))} JQ_WORKER_METRICS_PORT=${JQ_WORKER_METRICS_PORT:-$((port + 3))} \
+	FRESH_WORKER_HEALTH_PORT=${FRESH_WORKER_HEALTH_PORT:-$((port + 2))} FRESH_WORKER_METRICS_PORT=${FRESH_WORKER_METRICS_PORT:-$((port + 3))} \
 	JQ_METRICS_PORT=${JQ_METRICS_PORT:-$((port + 4))} JQ_UI_PORT=${JQ_UI_PORT:-$((port + 5))}
 # Nothing of the caller's may point jq at a database: `task run` on a fresh machine has none.
 unset JQ_DB_URL JQ_STORE_DRIVER JQ_CONFIG
-export JQ_WORK=$work
+export FRESH_WORK=$work
 
 # run.sh is what happens after the build, in one shell so that it can run in a network namespace.
 cat >"$work/run.sh" <<'RUN'
@@ -72,12 +72,12 @@ jq_pid=''
 trap '[[ -z $jq_pid ]] || kill -KILL "$jq_pid" 2>/dev/null || true' EXIT
 start_jq() {
 	# What `go tool -modfile=tools/go.mod task run` runs once bin/jq is built.
-	bin/jq --role=all --config examples/config.yaml >>"$JQ_WORK/jq.log" 2>>"$JQ_WORK/jq.err" &
+	bin/jq --role=all --config examples/config.yaml >>"$FRESH_WORK/jq.log" 2>>"$FRESH_WORK/jq.err" &
 	jq_pid=$!
 	local t=$(now) deadline=$((SECONDS + 60))
 	until bin/jq --role=all healthcheck >/dev/null 2>&1; do
 		if ((SECONDS >= deadline)) || ! kill -0 "$jq_pid" 2>/dev/null; then
-			cat "$JQ_WORK/jq.err" "$JQ_WORK/jq.log" >&2
+			cat "$FRESH_WORK/jq.err" "$FRESH_WORK/jq.log" >&2
 			exit 1
 		fi
 		sleep 0.05
@@ -85,9 +85,9 @@ start_jq() {
 	line "$1" "$t"
 }
 start_jq "start (ready)"
-grep -q '^jq is ready: embedded store' "$JQ_WORK/jq.err" || { echo "fresh-clone: no start banner naming the embedded store" >&2; cat "$JQ_WORK/jq.err" >&2; exit 1; }
+grep -q '^jq is ready: embedded store' "$FRESH_WORK/jq.err" || { echo "fresh-clone: no start banner naming the embedded store" >&2; cat "$FRESH_WORK/jq.err" >&2; exit 1; }
 t=$(now)
-id=$(bin/jq job submit --server-addr "127.0.0.1:$JQ_GRPC_PORT" --wait --wait-timeout 2m)
+id=$(bin/jq job submit --server-addr "127.0.0.1:$JQ_GRPC_PORT" --wait --wait-timeout 2m | cut -f1)
 line "first DONE" "$t"
 # A crash loses nothing accepted: kill -9, start again, the job is still there and DONE.
 kill -KILL "$jq_pid"
@@ -95,7 +95,7 @@ wait "$jq_pid" 2>/dev/null || true
 jq_pid=''
 start_jq "restart after kill -9"
 state=$(bin/jq job status "$id" --server-addr "127.0.0.1:$JQ_GRPC_PORT" --output json | tr -d ' \n' | grep -o '"state":"[A-Z_]*"' | head -1)
-[[ $state == '"state":"DONE"' ]] || { echo "fresh-clone: job $id after the restart: $state" >&2; exit 1; }
+[[ $state == '"state":"JOB_STATE_DONE"' ]] || { echo "fresh-clone: job $id after the restart: $state" >&2; exit 1; }
 RUN
 if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
 	echo "fresh-clone: isolated network yes"
