@@ -14,7 +14,7 @@
 # on jq), as on a machine that never built jq.
 #
 # jq gets ports of its own, unless the caller sets them (JQ_GRPC_PORT, JQ_HEALTH_PORT,
-# JQ_METRICS_PORT, FRESH_WORKER_HEALTH_PORT, FRESH_WORKER_METRICS_PORT, JQ_UI_PORT; internal/deploytest's
+# JQ_METRICS_PORT, JQ_WORKER_HEALTH_PORT, JQ_WORKER_METRICS_PORT, JQ_UI_PORT; internal/deploytest's
 # TestFreshClone does).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +54,7 @@ done_step build
 
 port=$((20000 + RANDOM % 20000))
 export JQ_GRPC_PORT=${JQ_GRPC_PORT:-$port} JQ_HEALTH_PORT=${JQ_HEALTH_PORT:-$((port + 1))} \
-	FRESH_WORKER_HEALTH_PORT=${FRESH_WORKER_HEALTH_PORT:-$((port + 2))} FRESH_WORKER_METRICS_PORT=${FRESH_WORKER_METRICS_PORT:-$((port + 3))} \
+	JQ_WORKER_HEALTH_PORT=${JQ_WORKER_HEALTH_PORT:-$((port + 2))} JQ_WORKER_METRICS_PORT=${JQ_WORKER_METRICS_PORT:-$((port + 3))} \
 	JQ_METRICS_PORT=${JQ_METRICS_PORT:-$((port + 4))} JQ_UI_PORT=${JQ_UI_PORT:-$((port + 5))}
 # Nothing of the caller's may point jq at a database: `task run` on a fresh machine has none.
 unset JQ_DB_URL JQ_STORE_DRIVER JQ_CONFIG
