@@ -58,7 +58,7 @@ WHERE id IN (
     ORDER BY completed_at
     LIMIT ?3
 )
-RETURNING id`
+RETURNING id, n`
 
 	// One batch of a purge of every queue, in the index's order.
 	sqlJobPurgeAll = `-- name: job_purge_all
@@ -68,15 +68,15 @@ WHERE id IN (
     WHERE state = 'DEAD_LETTERED' AND completed_at <= ?1
     LIMIT ?2
 )
-RETURNING id`
+RETURNING id, n`
 
-	// The published events of deleted jobs (?1, a JSON array of ids): at or below the relay's
+	// The published events of deleted jobs (?1, a JSON array of their n): at or below the relay's
 	// cursor. An unpublished one is still owed to Kafka (I8): the relay publishes it (the job being
 	// gone does not matter) and the retention pass deletes it later. The same rule as a forced
 	// queue delete.
 	sqlDeletePublishedEvents = `-- name: delete_published_events
 DELETE FROM job_events
-WHERE job_id IN (SELECT value FROM json_each(?1))
+WHERE job_n IN (SELECT value FROM json_each(?1))
   AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
 
 	// The progress rows of deleted jobs (?1, a JSON array of ids); the maintenance pass would
@@ -86,7 +86,7 @@ DELETE FROM job_progress WHERE job_id IN (SELECT value FROM json_each(?1))`
 
 	// One finished job, by its primary key, while still in the state the engine decided on.
 	sqlJobDelete = `-- name: job_delete
-DELETE FROM jobs WHERE id = ?1 AND state = ?2`
+DELETE FROM jobs WHERE id = ?1 AND state = ?2 RETURNING n`
 
 	sqlJobStateOf = `-- name: job_state_of
 SELECT state FROM jobs WHERE id = ?1`
@@ -162,7 +162,13 @@ func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLet
 	}
 }
 
-func purgeDeadBatch(tx *wtx, queueName string, cutoff int64) ([]string, error) {
+// deletedJob is a job a write deleted: its id and its n (its events' key).
+type deletedJob struct {
+	id string
+	n  int64
+}
+
+func purgeDeadBatch(tx *wtx, queueName string, cutoff int64) ([]deletedJob, error) {
 	var (
 		rows *sql.Rows
 		err  error
@@ -176,27 +182,31 @@ func purgeDeadBatch(tx *wtx, queueName string, cutoff int64) ([]string, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []string
+	var jobs []deletedJob
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var j deletedJob
+		if err := rows.Scan(&j.id, &j.n); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		jobs = append(jobs, j)
 	}
-	return ids, rows.Err()
+	return jobs, rows.Err()
 }
 
 // deleteJobsRest deletes what belongs to deleted jobs: their published events and progress rows.
-func deleteJobsRest(tx *wtx, ids []string) error {
-	if len(ids) == 0 {
+func deleteJobsRest(tx *wtx, jobs []deletedJob) error {
+	if len(jobs) == 0 {
 		return nil
 	}
-	list := listText(ids)
-	if _, err := tx.exec(sqlDeletePublishedEvents, list); err != nil {
+	ids := make([]string, len(jobs))
+	ns := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i], ns[i] = j.id, j.n
+	}
+	if _, err := tx.exec(sqlDeletePublishedEvents, jsonText(ns)); err != nil {
 		return fmt.Errorf("events: %w", err)
 	}
-	if _, err := tx.exec(sqlDeleteJobsProgress, list); err != nil {
+	if _, err := tx.exec(sqlDeleteJobsProgress, listText(ids)); err != nil {
 		return fmt.Errorf("progress: %w", err)
 	}
 	return nil
@@ -213,18 +223,15 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	var state string // the job's state when the compare-and-set lost
 	err = s.write(ctx, func(tx *wtx) error {
 		state = ""
-		res, err := tx.exec(sqlJobDelete, id, string(p.State))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
+		var n int64
+		err := tx.queryRow(sqlJobDelete, id, string(p.State)).Scan(&n)
+		if errors.Is(err, sql.ErrNoRows) {
 			return tx.queryRow(sqlJobStateOf, id).Scan(&state)
 		}
-		return deleteJobsRest(tx, []string{id})
+		if err != nil {
+			return err
+		}
+		return deleteJobsRest(tx, []deletedJob{{id: id, n: n}})
 	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
