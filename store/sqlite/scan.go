@@ -98,6 +98,14 @@ func (c jsonCol) Scan(src any) error {
 	case nil:
 		return nil
 	case string:
+		if b == "{}" || b == "[]" {
+			// The common case (no labels, no trace context, no breakers): no decoder run. A
+			// slice target still gets its empty, non-nil value.
+			if l, ok := c.v.(*[]string); ok {
+				*l = []string{}
+			}
+			return nil
+		}
 		return json.Unmarshal([]byte(b), c.v)
 	case []byte:
 		return json.Unmarshal(b, c.v)
