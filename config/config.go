@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 type Config struct {
 	GRPC      GRPC      `koanf:"grpc"`
 	Server    Server    `koanf:"server"`
+	Store     Store     `koanf:"store"`
 	DB        DB        `koanf:"db"`
 	Redis     Redis     `koanf:"redis"`
 	Kafka     Kafka     `koanf:"kafka"`
@@ -196,6 +198,31 @@ func (s Server) EventRetention() time.Duration { return time.Duration(s.EventRet
 
 // DB is the PostgreSQL connection. When URL is set it wins over the discrete
 // fields (see DSN).
+// Store selects the system of record (docs/embedded.md).
+type Store struct {
+	// Driver is auto, sqlite or postgres. sqlite is the embedded store: one database file in
+	// DataDir, in-process dispatch, nothing to install; one server process per database (its
+	// workers may be remote). postgres (with Redis for dispatch) serves any number of replicas.
+	// auto: sqlite for --role=all when no database is configured (every db.* key at its
+	// default), postgres otherwise.
+	Driver string `koanf:"driver"`
+	// DataDir holds the embedded store's database, jq.db, and its lock file.
+	DataDir string `koanf:"data_dir"`
+	// Synchronous is the embedded store's durability: NORMAL (a crash of the process loses no
+	// commit; a power loss may lose the last ones) or FULL (every commit reaches the disk).
+	Synchronous string `koanf:"synchronous"`
+}
+
+// Store drivers.
+const (
+	StoreAuto     = "auto"
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// SQLitePath is the embedded store's database file.
+func (s Store) SQLitePath() string { return filepath.Join(s.DataDir, "jq.db") }
+
 type DB struct {
 	URL              string `koanf:"url" secret:"url"`
 	Host             string `koanf:"host"`
@@ -586,6 +613,7 @@ func Default() Config {
 			EventRetentionH:         168,
 			ScheduleMisfireGraceS:   60,
 		},
+		Store: Store{Driver: StoreAuto, DataDir: "jq-data", Synchronous: "NORMAL"},
 		DB: DB{
 			Host:             "localhost",
 			Port:             5432,

@@ -105,7 +105,10 @@ func (c *Config) problems() []error {
 		p.atMost("server.max_result_bytes", c.Server.MaxResultBytes, "grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
 	}
 
-	c.validateDB(&p)
+	c.validateStore(&p)
+	if c.Store.Driver != StoreSQLite {
+		c.validateDB(&p)
+	}
 	c.validateSchedules(&p)
 
 	p.hostPort("redis.addr", c.Redis.Addr)
@@ -179,6 +182,14 @@ func (c *Config) validateAuth(p *checker) {
 	p.positive("server.max_streams", c.Server.MaxStreams)
 	if c.Token != "" && c.TokenFile != "" {
 		p.add("token_file", "set token or token_file, not both")
+	}
+}
+
+func (c *Config) validateStore(p *checker) {
+	p.oneOf("store.driver", c.Store.Driver, []string{StoreAuto, StoreSQLite, StorePostgres})
+	p.oneOf("store.synchronous", c.Store.Synchronous, []string{"NORMAL", "FULL"})
+	if c.Store.Driver != StorePostgres {
+		p.required("store.data_dir", c.Store.DataDir, "for the embedded store")
 	}
 }
 

@@ -136,16 +136,18 @@ func (g *globalFlags) overrides(m map[string]any) {
 
 // serverFlags are seed 002's jq-server flags.
 type serverFlags struct {
-	GRPCPort    *int `name:"grpc-port" help:"API listen port: gRPC, gRPC-Web and Connect on one port (grpc.port, default 50051)." placeholder:"PORT"`
-	MetricsPort *int `help:"Prometheus /metrics port of the server (metrics.port, default 9090), on metrics.host (JQ_METRICS_HOST, default 127.0.0.1)." placeholder:"PORT"`
-	HealthPort  *int `help:"/healthz and /readyz port of the server (health.port, default 8080), on health.host (JQ_HEALTH_HOST, default 127.0.0.1)." placeholder:"PORT"`
-	DryRun      bool `help:"Validate the configuration, check that Postgres, Redis and Kafka are reachable, print a summary and exit (0 when all pass, 1 otherwise)."`
+	GRPCPort    *int    `name:"grpc-port" help:"API listen port: gRPC, gRPC-Web and Connect on one port (grpc.port, default 50051)." placeholder:"PORT"`
+	MetricsPort *int    `help:"Prometheus /metrics port of the server (metrics.port, default 9090), on metrics.host (JQ_METRICS_HOST, default 127.0.0.1)." placeholder:"PORT"`
+	HealthPort  *int    `help:"/healthz and /readyz port of the server (health.port, default 8080), on health.host (JQ_HEALTH_HOST, default 127.0.0.1)." placeholder:"PORT"`
+	DryRun      bool    `help:"Validate the configuration, check that Postgres, Redis and Kafka are reachable, print a summary and exit (0 when all pass, 1 otherwise)."`
+	DataDir     *string `help:"Directory of the embedded store (store.data_dir, default jq-data): its database jq.db. Used when store.driver is sqlite, or auto in --role=all with no database configured." placeholder:"DIR" type:"path"`
 }
 
 func (s *serverFlags) overrides(m map[string]any) {
 	setIf(m, "grpc.port", s.GRPCPort)
 	setIf(m, "metrics.port", s.MetricsPort)
 	setIf(m, "health.port", s.HealthPort)
+	setIf(m, "store.data_dir", s.DataDir)
 	if s.DryRun {
 		m["server.dry_run"] = true
 	}

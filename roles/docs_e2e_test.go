@@ -101,6 +101,10 @@ var docBlocks = map[string]docRun{
 	"docs/deploy.md: kubectl create secret generic jq-secrets \\": {skip: "needs a Kubernetes cluster and a registry; " +
 		"internal/deploytest renders and lints the chart (`task deploy:check`)"},
 
+	// docs/embedded.md
+	"docs/embedded.md: go tool -modfile=tools/go.mod task run": {skip: "`task run` (build, then jq --role=all " +
+		"until Ctrl-C) is what TestFreshClone runs (scripts/fresh-clone.sh), on the embedded store, in a network namespace"},
+
 	// docs/evaluation.md
 	"docs/evaluation.md: go tool -modfile=tools/go.mod task eval": {skip: "the topology evaluation: real processes " +
 		"under load for minutes on both cores (`task eval`, not part of the suite)"},

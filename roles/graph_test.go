@@ -26,7 +26,7 @@ func names(rows []row) []component {
 // The real table: each role's components in start order (they stop in reverse).
 func TestRoleTableOrder(t *testing.T) {
 	t.Parallel()
-	server := []component{"tracing", "auth", "postgres", "redis", "health", "metrics", "migrate", "relay", "background", "engine", "schedules", "api", "console"}
+	server := []component{"tracing", "auth", "store", "dispatch", "health", "metrics", "migrate", "relay", "background", "engine", "schedules", "api", "console", "banner"}
 	cfg, withScan, noMetrics := config.Default(), config.Default(), config.Default()
 	withScan.Producer.ScanDir = "/in"
 	noMetrics.Metrics.Enabled = false

@@ -24,6 +24,21 @@ func localDefaults(role Name, cfg *config.Config) {
 	}
 }
 
+// storeDefaults resolves store.driver auto: the embedded store for --role=all when no database is
+// configured (every db.* key at its default), Postgres otherwise. The worker, producer and admin
+// roles open no store, so theirs stays as written.
+func storeDefaults(role Name, cfg *config.Config) {
+	if cfg.Store.Driver != config.StoreAuto {
+		return
+	}
+	switch {
+	case role == All && cfg.DB == config.Default().DB:
+		cfg.Store.Driver = config.StoreSQLite
+	case role == All || role == Server:
+		cfg.Store.Driver = config.StorePostgres
+	}
+}
+
 // production reports whether the role runs in production: one of the listeners it opens is on a
 // non-loopback address ("" is every interface), or, for a worker, the server it works for is. The admin role opens none. Secrets in the config
 // file are refused then (FR-045), and only warned about in local development.

@@ -44,16 +44,18 @@ var roleTable = []row{
 	{role: Server, name: "tracing", build: serverTracing},
 	// Before any connection: an unsafe or broken auth configuration stops the server at once.
 	{role: Server, name: "auth", build: serverAuth},
-	{role: Server, name: "postgres", after: []component{"auth"}, build: serverPostgres},
-	{role: Server, name: "redis", after: []component{"auth"}, build: serverRedis},
+	// The system of record (store.driver: Postgres, or the embedded SQLite file) and dispatch
+	// (Redis beside Postgres, in-process beside SQLite).
+	{role: Server, name: "store", after: []component{"auth"}, build: serverStoreOpen},
+	{role: Server, name: "dispatch", needs: []component{"store"}, build: serverDispatch},
 	// /healthz and /readyz answer from before the migration until the engine and the loops have stopped.
-	{role: Server, name: "health", needs: []component{"postgres", "redis"}, build: serverHealth},
+	{role: Server, name: "health", needs: []component{"store", "dispatch"}, build: serverHealth},
 	{role: Server, name: "metrics", skip: metricsOff, build: serverMetrics},
-	{role: Server, name: "migrate", needs: []component{"postgres"}, build: serverMigrate},
+	{role: Server, name: "migrate", needs: []component{"store"}, build: serverMigrate},
 	// The engine writes events until it stops; the relay then finishes its batch in flight.
 	{role: Server, name: "relay", needs: []component{"migrate"}, build: serverRelay},
 	{role: Server, name: "background", needs: []component{"migrate"}, build: serverBackground},
-	{role: Server, name: "engine", needs: []component{"tracing", "migrate", "redis", "relay"}, build: serverEngine},
+	{role: Server, name: "engine", needs: []component{"tracing", "migrate", "dispatch", "relay"}, build: serverEngine},
 	// The periodic jobs: the configured schedules reconciled at start, then the fire loop, which
 	// submits through the engine (docs/schedules.md).
 	{role: Server, name: "schedules", needs: []component{"engine"}, build: serverSchedules},
@@ -61,6 +63,8 @@ var roleTable = []row{
 	{role: Server, name: "api", needs: []component{"tracing", "auth", "health", "engine", "schedules"}, build: serverAPI},
 	// The web console calls the API's handler in-process; it stops before the API.
 	{role: Server, name: "console", needs: []component{"api"}, skip: consoleOff, build: serverConsole},
+	// Once the server listens (and in --role=all its worker runs): where it is, and what to paste.
+	{role: Server, name: "banner", after: []component{"api", "console", "metrics"}, build: serverBanner},
 	// In --role=all the worker drains its jobs (reporting to the API) before the server stops.
 	{role: Worker, name: "worker", after: []component{"api"}, build: workerPart},
 	// A producer with producer.once submits its scan and ends; the others go on.
@@ -138,6 +142,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		return ExitError
 	}
 	localDefaults(role, cfg)
+	storeDefaults(role, cfg)
 	if cfg.UI.Enabled == config.UIAuto && role != All { // the web console: auto serves it in --role=all only
 		cfg.UI.Enabled = config.UIOff
 	}
@@ -182,7 +187,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		return dryRun(ctx, cfg, stdio.Stdout)
 	}
 
-	if err := run(ctx, role, cfg, log); err != nil {
+	if err := run(ctx, role, cfg, log, stdio.Stderr); err != nil {
 		// One line on stderr for the person who started it; the same as a log record for the
 		// collector of the logs, unless they go to the same terminal.
 		if !term.IsTerminal(stdio.Stdout) {
@@ -202,13 +207,15 @@ func serviceName(r Name) string {
 }
 
 // run starts the role's components and stops them in reverse (runGraph).
-func run(ctx context.Context, role Name, cfg *config.Config, log *zap.Logger) error {
+func run(ctx context.Context, role Name, cfg *config.Config, log *zap.Logger, banner io.Writer) error {
 	rows, err := plan(roleTable, role, cfg)
 	if err != nil {
 		return err
 	}
 	lc := &lifecycle{}
-	return runGraph(ctx, rows, newProcess(ctx, cfg, log, lc), lc, log)
+	p := newProcess(ctx, cfg, log, lc)
+	p.banner = banner
+	return runGraph(ctx, rows, p, lc, log)
 }
 
 // envLookup reads from the environ slice given to Main, not from os.Getenv,

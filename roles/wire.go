@@ -1,7 +1,7 @@
 package roles
 
 // wire.go is the only file in jq that imports concrete backends (Postgres,
-// Redis, Kafka). Everything else sees the interfaces in store/.
+// SQLite, Redis, the in-process dispatcher, Kafka). Everything else sees the interfaces in store/.
 
 import (
 	"context"
@@ -45,9 +45,12 @@ import (
 	"github.com/jq-dev/jq/roles/serverrole"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/roles/worker"
+	"github.com/jq-dev/jq/store"
 	kafkastore "github.com/jq-dev/jq/store/kafka"
+	"github.com/jq-dev/jq/store/memory"
 	"github.com/jq-dev/jq/store/postgres"
 	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/sqlite"
 )
 
 // process is what one process's components share: the configuration, the logger, the signal
@@ -69,17 +72,21 @@ type process struct {
 	jobMetrics *telemetry.JobMetrics // jq_job_total…: the engine's observer, the depth gauges' queues
 	listeners  *telemetry.Listeners  // jq_listener_connections_…: every listener of the server
 
-	tr         *telemetry.Tracing     // tracing
-	authn      *auth.Authenticator    // auth (nil: authentication off)
-	st         *postgres.Store        // postgres
-	rdb        *redis.Client          // redis
-	disp       *redisstore.Dispatcher // redis
-	checks     []health.Check         // health
-	healthAddr string                 // health
-	accept     *serverrole.APIAccept  // health: /readyz's view of the API listener, set by api
-	eng        *engine.Engine         // engine
-	sched      *engine.Schedules      // schedules
-	api        *serverrole.Listener   // api: the console serves beside it
+	tr         *telemetry.Tracing    // tracing
+	authn      *auth.Authenticator   // auth (nil: authentication off)
+	st         serverStore           // store
+	pg         *postgres.Store       // store: st when the driver is postgres, else nil
+	rdb        *redis.Client         // dispatch: nil on the embedded store
+	disp       dispatcher            // dispatch
+	checks     []health.Check        // health
+	healthAddr string                // health
+	accept     *serverrole.APIAccept // health: /readyz's view of the API listener, set by api
+	eng        *engine.Engine        // engine
+	sched      *engine.Schedules     // schedules
+	api        *serverrole.Listener  // api: the console serves beside it
+	metrics    string                // metrics: its address ("" when off)
+	consoleURL string                // console: its address ("" when off)
+	banner     io.Writer             // where the start banner goes (stderr; nil: none)
 }
 
 func newProcess(ctx context.Context, cfg *config.Config, log *zap.Logger, lc *lifecycle) *process {
@@ -121,7 +128,43 @@ func serverAuth(_ context.Context, p *process) (part, error) {
 	return part{}, err
 }
 
-func serverPostgres(ctx context.Context, p *process) (part, error) {
+// serverStore is what the server's components need of the system of record: the Postgres store
+// and the embedded one (store/sqlite) both pass the same contract suites (store/storetest).
+type serverStore interface {
+	engine.Store
+	store.OutboxStore
+	store.RetentionStore
+	store.EventFeed
+	store.ScheduleStore
+	store.DepthStore
+}
+
+// dispatcher is the dispatch side: Redis (store/redis) beside Postgres, in-process (store/memory)
+// beside the embedded store.
+type dispatcher interface {
+	store.Dispatcher
+	Counts(ctx context.Context, queues []string) ([]store.DispatchCounts, error)
+}
+
+var (
+	_ serverStore = (*postgres.Store)(nil)
+	_ serverStore = (*sqlite.Store)(nil)
+)
+
+// serverStoreOpen opens the store.driver's store: Postgres, or the embedded SQLite database in
+// store.data_dir (one process holds it: a second one is refused with a clear error).
+func serverStoreOpen(ctx context.Context, p *process) (part, error) {
+	if p.cfg.Store.Driver == config.StoreSQLite {
+		path := p.cfg.Store.SQLitePath()
+		st, err := sqlite.New(ctx, sqlite.Config{Path: path, Synchronous: p.cfg.Store.Synchronous})
+		if err != nil {
+			return part{}, fmt.Errorf("embedded store %s: %w", path, err)
+		}
+		p.srvLog.Info("embedded store: jobs are kept in this file; for several server replicas use Postgres (store.driver: postgres, db.url)",
+			zap.String("path", st.Path()))
+		p.st = st
+		return part{close: st.Close}, nil
+	}
 	st, err := postgres.New(ctx, postgres.Config{
 		DSN:            p.cfg.DB.DSN(),
 		MaxConns:       int32(p.cfg.DB.PoolSize), //nolint:gosec // validated 1..10000
@@ -131,16 +174,42 @@ func serverPostgres(ctx context.Context, p *process) (part, error) {
 	if err != nil {
 		return part{}, err // says "postgres: …"
 	}
-	p.st = st
+	p.st, p.pg = st, st
 	return part{close: st.Close}, nil
 }
 
-func serverRedis(ctx context.Context, p *process) (part, error) {
+// notifier wakes the other replicas' schedulers: Postgres's LISTEN/NOTIFY; none on the embedded
+// store, which one process serves (the engine wakes its own scheduler).
+func (p *process) notifier() store.Notifier {
+	if p.pg == nil {
+		return nil
+	}
+	return p.pg
+}
+
+// serverDispatch builds the dispatcher: in-process beside the embedded store, Redis otherwise.
+func serverDispatch(ctx context.Context, p *process) (part, error) {
+	if p.pg == nil {
+		d := memory.NewDispatcher(memory.DispatcherConfig{})
+		p.disp = d
+		return part{close: func() { _ = d.Close() }}, nil
+	}
 	redis.SetLogger(redisLogger{p.srvLog.Named("redis")})
 	rdb := newRedis(p.cfg)
 	rdb.AddHook(redisstore.NewHook(telemetry.NewRedisMetrics(p.reg)))
-	disp, err := redisstore.New(ctx, redisstore.Config{Client: rdb, KeyPrefix: p.cfg.Redis.KeyPrefix})
+	disp, err := redisstore.Open(redisstore.Config{Client: rdb, KeyPrefix: p.cfg.Redis.KeyPrefix})
 	if err != nil {
+		_ = rdb.Close()
+		return part{}, err
+	}
+	switch err := disp.Prepare(ctx); {
+	case err == nil:
+	case ctx.Err() == nil && redisstore.Unreachable(err):
+		// Redis is not the system of record: the server dispatches from Postgres without it and
+		// /readyz says degraded until it answers, as for an outage that begins later.
+		p.srvLog.Warn("redis unreachable at start; dispatch continues from postgres",
+			zap.String("redis_addr", p.cfg.Redis.Addr), zap.Error(err))
+	default:
 		_ = rdb.Close()
 		return part{}, err // says "redis: …"
 	}
@@ -149,7 +218,7 @@ func serverRedis(ctx context.Context, p *process) (part, error) {
 }
 
 func serverHealth(_ context.Context, p *process) (part, error) {
-	p.checks = dependencyChecks(p.cfg, p.st, p.rdb)
+	p.checks = dependencyChecks(p.cfg, p.st, p.pg, p.rdb)
 	p.accept = &serverrole.APIAccept{}
 	l, err := serverrole.NewHealth(p.cfg, p.checks, p.accept, p.stopping, p.listeners, p.srvLog)
 	if err != nil {
@@ -164,12 +233,17 @@ func serverMetrics(_ context.Context, p *process) (part, error) {
 	if err != nil {
 		return part{}, err
 	}
+	p.metrics = l.Addr()
 	return part{run: l.Run}, nil
 }
 
 func serverMigrate(ctx context.Context, p *process) (part, error) {
-	dsn := p.cfg.DB.DSN()
-	return part{}, serverrole.Prepare(ctx, func(ctx context.Context) error { return migrations.Up(ctx, dsn) }, p.st, p.srvLog)
+	migrate := func(context.Context) error { return nil } // the embedded store applies its schema when it opens
+	if p.pg != nil {
+		dsn := p.cfg.DB.DSN()
+		migrate = func(ctx context.Context) error { return migrations.Up(ctx, dsn) }
+	}
+	return part{}, serverrole.Prepare(ctx, migrate, p.st, p.srvLog)
 }
 
 func serverRelay(_ context.Context, p *process) (part, error) {
@@ -218,7 +292,7 @@ func serverEngine(_ context.Context, p *process) (part, error) {
 		Observer:          p.jobMetrics,
 		Store:             p.st,
 		Dispatcher:        p.disp,
-		Notifier:          p.st,
+		Notifier:          p.notifier(),
 		Log:               p.srvLog.Named("engine"),
 		SchedulerInterval: cfg.Scheduler.Interval(),
 		BatchSize:         cfg.Scheduler.BatchSize,
@@ -270,7 +344,45 @@ func serverConsole(_ context.Context, p *process) (part, error) {
 	if err != nil || l == nil {
 		return part{}, err
 	}
+	p.consoleURL = l.Addr()
 	return part{run: l.Run}, nil
+}
+
+// serverBanner prints, once everything is listening, where the server is and a command to paste:
+// the person who just started jq learns what to do next without reading the JSON log (stdout).
+func serverBanner(_ context.Context, p *process) (part, error) {
+	if p.banner == nil || p.api == nil {
+		return part{}, nil
+	}
+	where := "postgres + redis"
+	if p.pg == nil {
+		where = "embedded store " + p.cfg.Store.SQLitePath() + " (for several server replicas: store.driver postgres, db.url; docs/embedded.md)"
+	}
+	scheme := "http"
+	if p.cfg.GRPC.TLS.Enabled {
+		scheme = "https"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "jq is ready: %s\n", where)
+	fmt.Fprintf(&b, "  API      %s://%s  (gRPC, gRPC-Web, Connect)\n", scheme, p.api.Addr())
+	if p.consoleURL != "" {
+		fmt.Fprintf(&b, "  console  %s://%s/\n", scheme, p.consoleURL)
+	}
+	if p.metrics != "" {
+		fmt.Fprintf(&b, "  metrics  http://%s/metrics\n", p.metrics)
+	}
+	fmt.Fprintf(&b, "  health   http://%s/readyz\n", p.healthAddr)
+	self, err := os.Executable()
+	if err != nil {
+		self = "jq"
+	}
+	submit := self + " job submit --wait"
+	if p.api.Addr() != "127.0.0.1:50051" && p.api.Addr() != "localhost:50051" {
+		submit = self + " --server-addr " + p.api.Addr() + " job submit --wait"
+	}
+	fmt.Fprintf(&b, "Submit a job and wait for it:\n  %s\n", submit)
+	_, _ = io.WriteString(p.banner, b.String())
+	return part{}, nil
 }
 
 func workerPart(ctx context.Context, p *process) (part, error) {
@@ -313,7 +425,7 @@ func openEventTail(ctx context.Context, k config.Kafka) (admin.EventStream, erro
 }
 
 // buildRelay wires the outbox relay to Kafka; with kafka.enabled false there is none (nil, nil).
-func buildRelay(cfg *config.Config, st *postgres.Store, log *zap.Logger) (*outbox.Relay, *kafkastore.Sink, error) {
+func buildRelay(cfg *config.Config, st store.OutboxStore, log *zap.Logger) (*outbox.Relay, *kafkastore.Sink, error) {
 	k := cfg.Kafka
 	if !k.Enabled {
 		log.Info("kafka disabled: job events stay in postgres and are not relayed", zap.String("setting", "kafka.enabled"))
@@ -478,7 +590,9 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ 
 	}
 	deps := producer.Deps{Config: &pc, Log: log, Jobs: cl.Jobs, Progress: terminal(os.Stderr), Tracer: tr.Tracer()}
 	var rdb *redis.Client
-	if pc.RateLimitPerSec > 0 {
+	// On the embedded store (--role=all, one process) there is no Redis: the producer limits its
+	// own rate, as one that cannot reach Redis does.
+	if pc.RateLimitPerSec > 0 && cfg.Store.Driver != config.StoreSQLite {
 		rdb = newRedis(cfg)
 		prefix := cfg.Redis.KeyPrefix
 		if prefix == "" {
@@ -635,11 +749,17 @@ func newRedis(cfg *config.Config) *redis.Client {
 // not: while it is down the server dispatches straight from Postgres
 // (docs/architecture.md), so the server stays ready and reports redis
 // "degraded". Without Kafka events wait in the outbox.
-func dependencyChecks(cfg *config.Config, st *postgres.Store, rdb *redis.Client) []health.Check {
-	checks := []health.Check{
-		{Name: "postgres", Critical: true, Probe: st.Ping},
-		{Name: "migrations", Critical: true, Probe: func(ctx context.Context) error { return schemaCurrent(ctx, st) }},
-		{Name: "redis", Probe: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+//
+// On the embedded store the one check is the database file's (sqlite, critical): its schema is
+// applied when it opens, and dispatch is in-process.
+func dependencyChecks(cfg *config.Config, st serverStore, pg *postgres.Store, rdb *redis.Client) []health.Check {
+	checks := []health.Check{{Name: "sqlite", Critical: true, Probe: st.Ping}}
+	if pg != nil {
+		checks = []health.Check{
+			{Name: "postgres", Critical: true, Probe: pg.Ping},
+			{Name: "migrations", Critical: true, Probe: func(ctx context.Context) error { return schemaCurrent(ctx, pg) }},
+			{Name: "redis", Probe: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		}
 	}
 	if cfg.Kafka.Enabled {
 		checks = append(checks, health.Check{Name: "kafka", Probe: func(ctx context.Context) error {
@@ -698,19 +818,32 @@ func kafkaPing(ctx context.Context, brokers []string) error {
 func dryRun(ctx context.Context, cfg *config.Config, out io.Writer) int {
 	timeout := cfg.DB.ConnectTimeout()
 	checks := []health.Check{{Name: "config", Critical: true, Probe: func(context.Context) error { return nil }}}
-	checks = append(checks, health.Check{Name: "postgres", Critical: true, Probe: func(ctx context.Context) error {
-		st, err := postgres.New(ctx, postgres.Config{DSN: cfg.DB.DSN(), MaxConns: 1, ConnectTimeout: timeout})
-		if err != nil {
-			return err
-		}
-		st.Close()
-		return nil
-	}})
-	rdb := newRedis(cfg)
-	defer func() { _ = rdb.Close() }()
-	checks = append(checks, health.Check{Name: "redis", Critical: true, Probe: func(ctx context.Context) error {
-		return rdb.Ping(ctx).Err()
-	}})
+	if cfg.Store.Driver == config.StoreSQLite {
+		// Opens (creating) the database and releases it: a data directory that cannot be written,
+		// or a database another jq holds, fails here.
+		checks = append(checks, health.Check{Name: "sqlite", Critical: true, Probe: func(ctx context.Context) error {
+			st, err := sqlite.New(ctx, sqlite.Config{Path: cfg.Store.SQLitePath(), Synchronous: cfg.Store.Synchronous})
+			if err != nil {
+				return err
+			}
+			st.Close()
+			return nil
+		}})
+	} else {
+		checks = append(checks, health.Check{Name: "postgres", Critical: true, Probe: func(ctx context.Context) error {
+			st, err := postgres.New(ctx, postgres.Config{DSN: cfg.DB.DSN(), MaxConns: 1, ConnectTimeout: timeout})
+			if err != nil {
+				return err
+			}
+			st.Close()
+			return nil
+		}})
+		rdb := newRedis(cfg)
+		defer func() { _ = rdb.Close() }()
+		checks = append(checks, health.Check{Name: "redis", Critical: true, Probe: func(ctx context.Context) error {
+			return rdb.Ping(ctx).Err()
+		}})
+	}
 	if cfg.Kafka.Enabled {
 		checks = append(checks, health.Check{Name: "kafka", Critical: true, Probe: func(ctx context.Context) error {
 			return kafkaPing(ctx, cfg.Kafka.Brokers)
@@ -719,6 +852,7 @@ func dryRun(ctx context.Context, cfg *config.Config, out io.Writer) int {
 	res := health.Run(ctx, max(timeout, 3*time.Second), checks)
 	target := map[string]string{
 		"config":   "valid",
+		"sqlite":   cfg.Store.SQLitePath(),
 		"postgres": redactDSN(cfg),
 		"redis":    cfg.Redis.Addr,
 		"kafka":    strings.Join(cfg.Kafka.Brokers, ","),
@@ -733,7 +867,7 @@ func dryRun(ctx context.Context, cfg *config.Config, out io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, target[r.Name], result, r.Latency.Round(time.Millisecond), oneLine(r.Detail))
 	}
 	if !cfg.Kafka.Enabled {
-		fmt.Fprintln(tw, "kafka\t-\tskipped\t-\tkafka.enabled is false: events stay in Postgres")
+		fmt.Fprintln(tw, "kafka\t-\tskipped\t-\tkafka.enabled is false: events stay in the store")
 	}
 	_ = tw.Flush()
 	if !health.AllHealthy(res) {

@@ -10,9 +10,9 @@
 # --test-tools also installs kcat (Debian) when missing: the outbox end-to-end test uses it as an
 # independent Kafka client. Only the test tasks ask for it; `task run` installs nothing for tests.
 #
-# Inputs:
-#   JQ_TEST_DATABASE_URL  default postgres://postgres@127.0.0.1:5432/test?sslmode=disable
-#   JQ_TEST_REDIS_ADDR    default 127.0.0.1:6379
+# Inputs (the test variable, else jq's own, else the default):
+#   JQ_TEST_DATABASE_URL, JQ_DB_URL     default postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+#   JQ_TEST_REDIS_ADDR,   JQ_REDIS_ADDR default 127.0.0.1:6379
 # Exported to the command:
 #   JQ_TEST_DATABASE_URL, JQ_DB_URL       the PostgreSQL DSN actually in use
 #   JQ_TEST_REDIS_ADDR,   JQ_REDIS_ADDR   the Redis host:port actually in use
@@ -261,10 +261,27 @@ pg_client() {
 	fi
 }
 
+# libpq_query QUERY: QUERY ("?a=b&c=d" or "") without the parameters that only pgx (jq's driver)
+# knows: psql refuses a URL with pool_max_conns and the like.
+libpq_query() {
+	local kv out='' params=()
+	IFS='&' read -ra params <<<"${1#\?}"
+	for kv in "${params[@]}"; do
+		case ${kv%%=*} in
+		'' | pool_* | statement_cache_capacity | description_cache_capacity | default_query_exec_mode) ;;
+		*) out+=${out:+&}$kv ;;
+		esac
+	done
+	if [[ -n $out ]]; then
+		printf '?%s' "$out"
+	fi
+}
+
 # ensure_database BASE_URL DB QUERY: create DB on a running server when it does not exist (a fresh
 # Postgres has only `postgres`), so the default URL works without a manual createdb.
 ensure_database() {
-	local base=$1 db=$2 query=$3 psql
+	local base=$1 db=$2 query psql
+	query=$(libpq_query "$3")
 	[[ $db != postgres && $db != template1 ]] || return 0
 	psql=$(pg_client psql)
 	if [[ -z $psql ]]; then
@@ -351,12 +368,14 @@ main() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 
-	local db_url=${JQ_TEST_DATABASE_URL:-$DEFAULT_DATABASE_URL}
-	local redis_addr=${JQ_TEST_REDIS_ADDR:-$DEFAULT_REDIS_ADDR}
+	# jq's own variables count too: `JQ_DB_URL=… services.sh run -- bin/jq` must run jq against
+	# that database (created when missing), not the tests' default.
+	local db_url=${JQ_TEST_DATABASE_URL:-${JQ_DB_URL:-$DEFAULT_DATABASE_URL}}
+	local redis_addr=${JQ_TEST_REDIS_ADDR:-${JQ_REDIS_ADDR:-$DEFAULT_REDIS_ADDR}}
 
 	# postgres[ql]://[user[:password]@][host][:port][/dbname][?params]
 	local re='^(postgres(ql)?://)(([^@/]*)@)?([^:/?]*)(:([0-9]+))?(/([^?]*))?(\?.*)?$'
-	[[ $db_url =~ $re ]] || die "JQ_TEST_DATABASE_URL is not a postgres:// URL: $db_url"
+	[[ $db_url =~ $re ]] || die "JQ_TEST_DATABASE_URL / JQ_DB_URL is not a postgres:// URL: $db_url"
 	local scheme=${BASH_REMATCH[1]} userinfo=${BASH_REMATCH[4]} pg_host=${BASH_REMATCH[5]:-127.0.0.1}
 	local pg_port=${BASH_REMATCH[7]:-5432} pg_db=${BASH_REMATCH[9]:-} query=${BASH_REMATCH[10]:-}
 	local pg_user=${userinfo%%:*}
@@ -364,7 +383,7 @@ main() {
 	pg_db=${pg_db:-$pg_user}
 
 	local redis_host=${redis_addr%:*} redis_port=${redis_addr##*:}
-	[[ $redis_port =~ ^[0-9]+$ && -n $redis_host ]] || die "JQ_TEST_REDIS_ADDR is not host:port: $redis_addr"
+	[[ $redis_port =~ ^[0-9]+$ && -n $redis_host ]] || die "JQ_TEST_REDIS_ADDR / JQ_REDIS_ADDR is not host:port: $redis_addr"
 
 	if postgres_up "$pg_host" "$pg_port" "$pg_user"; then
 		echo "services: postgres $pg_host:$pg_port (already running)" >&2

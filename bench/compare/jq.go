@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"slices"
@@ -20,6 +21,11 @@ import (
 type jqSystem struct {
 	cfg      *config
 	allInOne bool
+	// embedded: jq --role=all on its embedded store (store.driver sqlite) in a fresh data directory
+	// of each run: no Postgres, no Redis. Its figures are read from the SQLite file (read-only).
+	embedded bool
+	dataDir  string
+	lite     *sql.DB
 	seq      int
 
 	prefix string // Redis key prefix of this run, so nothing of an earlier run is read
@@ -30,15 +36,21 @@ type jqSystem struct {
 
 func newJQRemote(cfg *config) *jqSystem { return &jqSystem{cfg: cfg} }
 func newJQAll(cfg *config) *jqSystem    { return &jqSystem{cfg: cfg, allInOne: true} }
+func newJQEmbedded(cfg *config) *jqSystem {
+	return &jqSystem{cfg: cfg, allInOne: true, embedded: true}
+}
 
 func (j *jqSystem) Name() string {
+	if j.embedded {
+		return "jq-embedded"
+	}
 	if j.allInOne {
 		return "jq-all"
 	}
 	return "jq-remote"
 }
 
-func (j *jqSystem) UsesPostgres() bool { return true }
+func (j *jqSystem) UsesPostgres() bool { return !j.embedded }
 
 func (j *jqSystem) Processes() map[string]int {
 	m := make(map[string]int, len(j.procs))
@@ -60,6 +72,15 @@ const (
 )
 
 func (j *jqSystem) env() []string {
+	if j.embedded {
+		return []string{
+			"JQ_STORE_DRIVER=sqlite",
+			"JQ_STORE_DATA_DIR=" + j.dataDir,
+			"JQ_LOGGING_LEVEL=warn",
+			"JQ_GRPC_HOST=127.0.0.1",
+			"JQ_UI_ENABLED=false",
+		}
+	}
 	return []string{
 		"JQ_DB_URL=" + databaseURL(j.cfg.pgBase, j.cfg.jqDB),
 		"JQ_REDIS_ADDR=" + j.cfg.redisAddr,
@@ -71,6 +92,15 @@ func (j *jqSystem) env() []string {
 }
 
 func (j *jqSystem) Prepare(ctx context.Context) error {
+	if j.embedded {
+		d, err := os.MkdirTemp(j.cfg.logDir, "jq-embedded-")
+		if err != nil {
+			return err
+		}
+		j.dataDir = d
+		j.client, err = client.New(client.Options{Addr: "127.0.0.1:" + strconv.Itoa(j.port(portGRPC))})
+		return err
+	}
 	if err := freshDatabase(ctx, j.cfg.pgBase, j.cfg.jqDB); err != nil {
 		return err
 	}
@@ -162,15 +192,24 @@ func (j *jqSystem) InsertOne(ctx context.Context) error {
 }
 
 func (j *jqSystem) Completed(ctx context.Context) (int, error) {
+	if j.embedded {
+		return j.liteInt(ctx, `SELECT count(*) FROM jobs WHERE state = 'DONE'`)
+	}
 	return queryInt(ctx, j.pool, `SELECT count(*) FROM jobs WHERE state = 'DONE'`)
 }
 
 func (j *jqSystem) Unfinished(ctx context.Context) (int, error) {
+	if j.embedded {
+		return j.liteInt(ctx, `SELECT count(*) FROM jobs WHERE state IN ('PENDING', 'ASSIGNED', 'RUNNING')`)
+	}
 	return queryInt(ctx, j.pool, `SELECT count(*) FROM jobs WHERE state IN ('PENDING', 'ASSIGNED', 'RUNNING')`)
 }
 
-// Timings reads jq's own stamps, all Postgres now(): started_at − created_at, completed_at.
+// Timings reads jq's own stamps, all the server's clock: started_at − created_at, completed_at.
 func (j *jqSystem) Timings(ctx context.Context, from, to time.Time) (timings, error) {
+	if j.embedded {
+		return j.liteTimings(ctx, from, to)
+	}
 	return pgTimings(ctx, j.pool, `SELECT started_at, completed_at, created_at FROM jobs WHERE state = 'DONE'`, from, to)
 }
 
@@ -195,6 +234,14 @@ func (j *jqSystem) Stop(ctx context.Context) error {
 	if j.pool != nil {
 		j.pool.Close()
 		j.pool = nil
+	}
+	if j.lite != nil {
+		_ = j.lite.Close()
+		j.lite = nil
+	}
+	if j.dataDir != "" {
+		_ = os.RemoveAll(j.dataDir)
+		j.dataDir = ""
 	}
 	if j.prefix != "" {
 		if derr := deleteKeys(ctx, j.cfg.redisAddr, j.prefix); derr != nil && err == nil {

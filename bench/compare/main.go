@@ -59,7 +59,7 @@ func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	c := &config{}
 	var systems, wls string
-	fs.StringVar(&systems, "systems", "river,asynq,jq-remote,jq-all", "comma-separated systems")
+	fs.StringVar(&systems, "systems", "river,asynq,jq-remote,jq-all", "comma-separated systems (also jq-embedded: jq --role=all on its embedded store)")
 	fs.StringVar(&wls, "workloads", "batch,drain,rate1000,rate5000,submit", "comma-separated workloads")
 	fs.IntVar(&c.runs, "runs", 3, "runs of each workload on each system; the median run is reported")
 	fs.StringVar(&c.output, "o", "markdown", "output: markdown or json")
@@ -91,7 +91,7 @@ func parseFlags(args []string) (*config, error) {
 	}
 	c.systems, c.workloads = split(systems), split(wls)
 	for _, s := range c.systems {
-		if !slices.Contains([]string{"river", "asynq", "jq-remote", "jq-all"}, s) {
+		if !slices.Contains([]string{"river", "asynq", "jq-remote", "jq-all", "jq-embedded"}, s) {
 			return nil, fmt.Errorf("unknown system %q", s)
 		}
 	}
@@ -124,13 +124,15 @@ func newSystem(cfg *config, name string) system {
 		return newAsynq(cfg)
 	case "jq-remote":
 		return newJQRemote(cfg)
+	case "jq-embedded":
+		return newJQEmbedded(cfg)
 	default:
 		return newJQAll(cfg)
 	}
 }
 
 func run(ctx context.Context, cfg *config) error {
-	if slices.Contains(cfg.systems, "jq-remote") || slices.Contains(cfg.systems, "jq-all") {
+	if slices.ContainsFunc(cfg.systems, func(s string) bool { return strings.HasPrefix(s, "jq-") }) {
 		abs, err := filepath.Abs(cfg.jqBin)
 		if err != nil {
 			return err

@@ -76,7 +76,7 @@ func buildReport(cfg *config, all []result, started time.Time) report {
 			rep.Median[s+"/"+w] = ok[(len(ok)-1)/2]
 		}
 	}
-	for _, s := range []string{"jq-remote", "jq-all"} {
+	for _, s := range []string{"jq-remote", "jq-all", "jq-embedded"} {
 		for _, w := range rep.Workloads {
 			j, jok := rep.Median[s+"/"+w]
 			r, rok := rep.Median["river/"+w]
@@ -143,7 +143,7 @@ func writeMarkdown(out io.Writer, rep report) {
 		}
 		fmt.Fprintln(out)
 	}
-	for _, s := range []string{"jq-remote", "jq-all"} {
+	for _, s := range []string{"jq-remote", "jq-all", "jq-embedded"} {
 		if !slices.Contains(rep.Systems, s) || !slices.Contains(rep.Systems, "river") {
 			continue
 		}

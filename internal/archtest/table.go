@@ -31,13 +31,14 @@ type Row struct {
 	Planned bool
 }
 
-// Drivers are the clients of Postgres, Redis and Kafka and the migration runner: only the backends,
+// Drivers are the clients of Postgres, SQLite, Redis and Kafka and the migration runner: only the backends,
 // roles/wire.go and test infrastructure use them.
 var Drivers = []string{
 	"github.com/jackc/pgx",
 	"github.com/redis/go-redis",
 	"github.com/segmentio/kafka-go",
 	"github.com/golang-migrate/migrate",
+	"modernc.org/sqlite",
 }
 
 // Backends are the concrete store implementations: in package roles only wire.go imports them.
@@ -54,6 +55,7 @@ var (
 	goredis = "github.com/redis/go-redis"
 	kafkago = "github.com/segmentio/kafka-go"
 	migrate = "github.com/golang-migrate/migrate"
+	msqlite = "modernc.org/sqlite"
 	// leaf utilities that any layer above the domain may use.
 	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/term"}
 	// apiClientSide is what talks to a server: the conversions, the generated stubs, the transport.
@@ -81,7 +83,8 @@ var Table = []Row{
 	{Pkgs: []string{"store/postgres"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{pgx}},
 	{Pkgs: []string{"store/redis"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{goredis}},
 	{Pkgs: []string{"store/kafka"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{kafkago}},
-	{Pkgs: []string{"store/sqlite", "store/memory"}, May: []string{"store", "queue"}, Planned: true},
+	{Pkgs: []string{"store/sqlite"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{msqlite}},
+	{Pkgs: []string{"store/memory"}, May: []string{"store", "queue"}, Third: stdOnly},
 	{Pkgs: []string{"migrations"}, Third: stdOnly, Drivers: []string{pgx, migrate}},
 	{Pkgs: []string{"store/storetest"}, May: []string{"store", "queue", "internal/testenv"}},
 

@@ -310,6 +310,13 @@ func (e *Engine) redisUp() {
 	}
 }
 
+// redisKnownDown: the last in-flight record failed, and the outage is logged.
+func (e *Engine) redisKnownDown() bool {
+	e.redisMu.Lock()
+	defer e.redisMu.Unlock()
+	return e.redisFailing
+}
+
 // DirectClaims is how many jobs were assigned without an in-flight record because
 // Redis was unreachable.
 func (e *Engine) DirectClaims() int64 { return e.directClaims.Load() }

@@ -193,8 +193,13 @@ func (e *Engine) removeInflight(ctx context.Context, workerID string, outs []sto
 	}
 	for q, ids := range byQueue {
 		if err := e.opts.Dispatcher.InflightRemove(ctx, store.InflightParams{Queue: q, WorkerID: workerID, IDs: ids}); err != nil {
-			// The reaper clears orphaned in-flight entries.
-			e.log.Warn("remove in-flight entries failed", zap.String("queue", q), zap.String("worker_id", workerID), zap.Error(err))
+			// The reaper clears orphaned in-flight entries. During an outage already logged
+			// (redisDown) every finished job would repeat the warning.
+			lvl := zap.WarnLevel
+			if e.redisKnownDown() {
+				lvl = zap.DebugLevel
+			}
+			e.log.Log(lvl, "remove in-flight entries failed", zap.String("queue", q), zap.String("worker_id", workerID), zap.Error(err))
 		}
 	}
 	return over

@@ -31,6 +31,11 @@ const (
 	MaxConcurrency           = 1024 // the API's limit
 )
 
+// registerStartGrace is how long after its start a worker that has never registered retries
+// quietly (debug level): about what a server started at the same time needs to migrate a fresh
+// database and listen, on a busy machine.
+const registerStartGrace = 15 * time.Second
+
 // Options configure an Executor. Zero durations take the defaults above.
 type Options struct {
 	// Conn reaches the server. Required.
@@ -156,6 +161,8 @@ type Executor struct {
 
 	slots chan struct{} // the concurrency semaphore: one token per running job
 	epoch time.Time     // the monotonic origin of task.startedAt
+	// registerGrace: failed first registrations within this time of the start log at debug level.
+	registerGrace time.Duration
 
 	mu           sync.Mutex
 	tasks        map[string]*task // held leases by job id
@@ -259,6 +266,7 @@ func New(opts Options) (*Executor, error) {
 		renewed:     make(chan struct{}, 1),
 		shutdownReq: make(chan struct{}),
 	}
+	e.registerGrace = registerStartGrace
 	if opts.CircuitBreaker.Enabled {
 		e.opts.CircuitBreaker.setDefaults()
 		e.breakers = make(map[string]*breaker, len(opts.Queues))

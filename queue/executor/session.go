@@ -22,7 +22,8 @@ var errStreamReset = errors.New("stream reset by the worker")
 // server refuses as invalid or not allowed.
 func (e *Executor) sessionLoop(ctx context.Context) error {
 	bo := newBackoff(e.opts.MinBackoff, e.opts.MaxBackoff)
-	failures := 0
+	started := time.Now()
+	failures, warned := 0, false
 	for ctx.Err() == nil {
 		if e.draining.Load() {
 			<-ctx.Done() // no undrain: the stream stays closed until the worker stops
@@ -38,20 +39,24 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 				}
 				failures++
 				d := e.capBackoff(bo.next())
-				// One failed attempt is normal when worker and server start together (--role=all,
-				// a deployment rolling out); a second one in a row is worth a warning.
+				// One failed attempt is normal when the server restarts, and so are those of the
+				// start-up grace when worker and server start together (`jq --role=server &
+				// jq --role=worker`, a deployment rolling out): the server migrates before it
+				// listens. Past that a failure is worth a warning, then every tenth.
+				quiet := failures == 1 || (!e.everRegistered.Load() && time.Since(started) < e.registerGrace)
 				switch {
-				case failures == 1:
+				case quiet:
 					e.log.Debug("cannot register with the server; retrying",
 						zap.Int("attempts", failures), zap.Duration("backoff", d), zap.Error(err))
-				case failures == 2 || failures%10 == 0:
+				case !warned || failures%10 == 0:
+					warned = true
 					e.log.Warn("cannot register with the server; retrying",
 						zap.Int("attempts", failures), zap.Duration("backoff", d), zap.Error(err))
 				}
 				ctxtime.Sleep(ctx, d)
 				continue
 			}
-			failures = 0
+			failures, warned = 0, false
 		}
 
 		sctx, cancel := context.WithCancel(ctx)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -37,6 +40,21 @@ var _ store.Dispatcher = (*Dispatcher)(nil)
 // New checks cfg, pings the server and loads the scripts, so an unreachable
 // or script-less server fails here rather than on the first dispatch.
 func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
+	d, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Prepare(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Open checks cfg and returns a Dispatcher without contacting the server: for a
+// caller that can run while Redis is down (the server dispatches from Postgres
+// then) and calls Prepare itself. The scripts need no Prepare to work: each call
+// falls back to EVAL when the server does not have them.
+func Open(cfg Config) (*Dispatcher, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("redis: config: Client is nil")
 	}
@@ -47,16 +65,41 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("redis: config: key prefix %q must not contain '{' or '}'", prefix)
 	}
-	d := &Dispatcher{client: cfg.Client, keys: keys{prefix: prefix}}
+	return &Dispatcher{client: cfg.Client, keys: keys{prefix: prefix}}, nil
+}
+
+// Prepare pings the server and loads the scripts. Unreachable tells an outage
+// (worth waiting out) from a server that refuses this client.
+func (d *Dispatcher) Prepare(ctx context.Context) error {
 	if err := d.Ping(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range allScripts {
 		if err := s.Load(ctx, d.client).Err(); err != nil {
-			return nil, wrap(ctx, "load scripts", err)
+			return wrap(ctx, "load scripts", err)
 		}
 	}
-	return d, nil
+	return nil
+}
+
+// Unreachable reports whether err, from Prepare or any other call, says that
+// Redis could not be reached or is not serving yet (refused, reset, timed out,
+// unknown host; LOADING, MASTERDOWN, CLUSTERDOWN, TRYAGAIN) rather than that
+// the configuration is wrong or a reachable server refused the client
+// (authentication, an unknown command): the first passes, the others need an
+// operator.
+func Unreachable(err error) bool {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, goredis.ErrPoolTimeout):
+		return true
+	}
+	return goredis.IsLoadingError(err) || goredis.IsMasterDownError(err) ||
+		goredis.IsClusterDownError(err) || goredis.IsTryAgainError(err)
 }
 
 // Ping checks the connection.

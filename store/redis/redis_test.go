@@ -93,6 +93,42 @@ func TestNewFailsWhenRedisIsDown(t *testing.T) {
 	require.ErrorContains(t, err, "redis: ping")
 }
 
+// Open contacts nothing: a server down at start makes Prepare fail with an error Unreachable
+// accepts, and once the server is up the Dispatcher works without Prepare (the scripts by EVAL).
+// A server that refuses the client is not Unreachable: that needs an operator.
+func TestOpenWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	srv := testenv.StartRedis(t)
+	client := privateClient(t, srv)
+	srv.Stop()
+	_, err := redis.Open(redis.Config{Client: client, KeyPrefix: "a{b}"})
+	require.ErrorContains(t, err, "must not contain")
+	require.False(t, redis.Unreachable(err))
+
+	d, err := redis.Open(redis.Config{Client: client})
+	require.NoError(t, err)
+	err = d.Prepare(ctx)
+	require.ErrorContains(t, err, "redis: ping")
+	require.True(t, redis.Unreachable(err), "%v", err)
+
+	srv.Start()
+	ids := dueIDs(3)
+	require.NoError(t, d.InflightAdd(ctx, store.InflightAddParams{Queue: "q", WorkerID: "w", IDs: ids, LockTTL: time.Minute}))
+	got, err := d.InflightList(ctx, "q", "w")
+	require.NoError(t, err)
+	require.ElementsMatch(t, ids, got)
+	require.NoError(t, d.Prepare(ctx))
+
+	refused := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), Username: "jq-no-such-user", Password: "x", ContextTimeoutEnabled: true})
+	t.Cleanup(func() { require.NoError(t, refused.Close()) })
+	d, err = redis.Open(redis.Config{Client: refused})
+	require.NoError(t, err)
+	err = d.Prepare(ctx)
+	require.Error(t, err)
+	require.False(t, redis.Unreachable(err), "%v", err)
+}
+
 // The scripts are loaded by New and run by EVALSHA; a server that has lost them (SCRIPT FLUSH,
 // restart, failover) gets them again by EVAL. Done on a private server: flushing the shared one
 // would pull scripts from under other tests.

@@ -79,9 +79,9 @@ RETURNING ` + jobColumns + `, event_seq`
 	// from ASSIGNED to the outcome at seq, standing for ASSIGNED→RUNNING at seq-1 (at via_at, reason
 	// implicit_ack) and RUNNING→outcome at seq (the view job_transitions expands it), as in Postgres.
 	sqlLeaseEvent = `
-INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
+INSERT INTO job_events (job_id, job_n, seq, queue, type, from_state, to_state, reason, error, worker_id,
                         attempt, created_at, via_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`
+VALUES (?1, (SELECT n FROM jobs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`
 )
 
 // JobDue implements store.DispatchStore. An unknown queue has no due jobs (an empty result, not

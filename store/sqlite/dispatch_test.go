@@ -64,3 +64,7 @@ func BenchmarkDispatchPath(b *testing.B) {
 func BenchmarkStatements(b *testing.B) {
 	storetest.BenchStatements(b, benchStore(b), 100)
 }
+
+func TestResultStore(t *testing.T) {
+	storetest.RunResultStore(t, func(t *testing.T) *sqlite.Store { return newStore(t) })
+}

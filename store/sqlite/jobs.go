@@ -16,7 +16,7 @@ const (
 
 	// job_transitions: one row per transition, a combined row's first one included.
 	sqlJobEvents = `SELECT ` + eventColumns + ` FROM job_transitions
-WHERE job_id = ?1 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)
+WHERE job_n = (SELECT n FROM jobs WHERE id = ?1)
 ORDER BY seq`
 
 	sqlJobExists = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`
@@ -57,9 +57,9 @@ WHERE id = ?1 AND state = ?2 AND (?4 < 0 OR attempt = ?4)
 RETURNING ` + jobColumns + `, event_seq`
 
 	sqlTransitionEvent = `
-INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
+INSERT INTO job_events (job_id, job_n, seq, queue, type, from_state, to_state, reason, error, worker_id,
                         attempt, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`
+VALUES (?1, (SELECT n FROM jobs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`
 )
 
 // JobGet implements store.JobStore.

@@ -25,8 +25,8 @@ INSERT INTO jobs (id, queue, type, payload, priority, state, max_retries, ttl_ms
 VALUES (?1, ?2, ?3, ?4, ?5, 'PENDING', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)`
 
 	sqlSubmittedEvent = `
-INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, attempt, created_at)
-VALUES (?1, 1, ?2, ?3, NULL, 'PENDING', 'submitted', 0, ?4)`
+INSERT INTO job_events (job_id, job_n, seq, queue, type, from_state, to_state, reason, attempt, created_at)
+VALUES (?1, last_insert_rowid(), 1, ?2, ?3, NULL, 'PENDING', 'submitted', 0, ?4)` // right after the job's insert
 
 	sqlJobByIdempotencyKey = `SELECT spec_hash, ` + jobColumns + ` FROM jobs WHERE queue = ?1 AND idempotency_key = ?2`
 )

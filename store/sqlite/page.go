@@ -124,7 +124,7 @@ func readJobData(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) error {
 			id              string
 			payload, result []byte
 		)
-		if err := rows.Scan(&id, &payload, &result); err != nil {
+		if err := rows.Scan(&id, &payload, blob{&result}); err != nil {
 			return fmt.Errorf("read job data: %w", err)
 		}
 		if j := byID[id]; j != nil {

@@ -28,13 +28,13 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)`
 
 	sqlQueueHasJobs = `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = ?1)`
 
-	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = ?1 RETURNING id`
+	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = ?1 RETURNING n`
 
 	// Only published events go (at or below the relay's cursor): an unpublished one is still owed
 	// to Kafka; the relay publishes it and the retention pass deletes it later.
 	sqlDeleteJobEvents = `
 DELETE FROM job_events
-WHERE job_id = ?1 AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
+WHERE job_n = ?1 AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
 
 	sqlQueueDelete = `DELETE FROM queues WHERE name = ?1`
 )
@@ -146,9 +146,9 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 		if err != nil {
 			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
 		}
-		ids, err := collect(rows, func(r scanner) (string, error) {
-			var id string
-			return id, r.Scan(&id)
+		ids, err := collect(rows, func(r scanner) (int64, error) {
+			var n int64
+			return n, r.Scan(&n)
 		})
 		if err != nil {
 			return fmt.Errorf("sqlite: delete queue jobs: %w", err)

@@ -72,6 +72,24 @@ func (d tm) Scan(src any) error {
 	return nil
 }
 
+// blob scans a BLOB column keeping NULL (nil) apart from an empty value ([]byte{}): a kept empty
+// result is not a missing one. (Scanning into *[]byte makes both nil.)
+type blob struct{ b *[]byte }
+
+func (c blob) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.b = nil
+	case []byte:
+		*c.b = append([]byte{}, v...) // the driver's bytes are valid only until the next Scan
+	case string:
+		*c.b = []byte(v)
+	default:
+		return fmt.Errorf("sqlite: BLOB column holds %T", src)
+	}
+	return nil
+}
+
 // jsonCol scans a JSON text column into v (NULL leaves v as it is).
 type jsonCol struct{ v any }
 
@@ -125,7 +143,7 @@ func scanJob(row scanner, extra ...any) (*queue.Job, error) {
 	)
 	dst := []any{&j.ID, &j.Queue, &j.Type, &payload, &j.Priority, &state, &j.MaxRetries,
 		&j.RetryCount, &j.Attempt, &ttlMS, &timeoutMS, tm{&j.NotBefore}, tm{&j.ExpiresAt}, &j.IdempotencyKey,
-		jsonCol{&labels}, &keep, jsonCol{&traceContext}, &j.WorkerID, &j.LastError, &j.FailureReason, &result,
+		jsonCol{&labels}, &keep, jsonCol{&traceContext}, &j.WorkerID, &j.LastError, &j.FailureReason, blob{&result},
 		&j.ResultChecksum, tm{&j.CreatedAt}, tm{&j.UpdatedAt}, tm{&j.StartedAt}, tm{&j.CompletedAt},
 		&noRetry, &cancelR, &j.Principal, &j.ResultSize}
 	if err := row.Scan(append(dst, extra...)...); err != nil {

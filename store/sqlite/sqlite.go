@@ -106,6 +106,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The database holds payloads and results: only its owner reads it. SQLite gives the -wal and
+	// -shm files the database file's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil { //nolint:gosec // the configured data file
+		_ = f.Close()
+	}
 	s := &Store{path: path, now: cfg.Now, lock: lock, listScanBound: jobListScanBound}
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=temp_store(memory)"
 	s.wdb, err = sql.Open("sqlite", dsn(path, common+"&_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_pragma=cache_size(-65536)"))

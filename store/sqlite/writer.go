@@ -124,9 +124,19 @@ func (w *writer) commit(group []*writeReq) {
 		return
 	}
 	applied := 0
+	// A write alone needs no savepoint: its failure rolls back the transaction (the statement
+	// journal of a savepoint costs ~10 % of the writer in a drain).
+	alone := len(group) == 1
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
+			continue
+		}
+		if alone {
+			errs[i] = r.fn(&wtx{ctx: r.ctx, w: w, now: w.now().UTC().Truncate(time.Microsecond)})
+			if errs[i] == nil {
+				applied++
+			}
 			continue
 		}
 		if _, err := w.conn.ExecContext(ctx, "SAVEPOINT w"); err != nil {

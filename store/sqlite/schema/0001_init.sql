@@ -16,8 +16,13 @@ CREATE TABLE queues (
     result_retention_ms INTEGER NOT NULL DEFAULT 86400000 CHECK (result_retention_ms > 0)
 );
 
+-- n is the rowid (an alias: VACUUM keeps it; AUTOINCREMENT: never reused, so the events a deleted job
+-- leaves to the relay never meet a new job's): jobs are numbered in submit order, so the rows and the
+-- index entries that follow a job's number (its events) of jobs submitted together sit together. The
+-- job's id, a random UUID v4 (FR-005), is its key for every caller.
 CREATE TABLE jobs (
-    id               TEXT    PRIMARY KEY,
+    n                INTEGER PRIMARY KEY AUTOINCREMENT,
+    id               TEXT    NOT NULL UNIQUE,
     queue            TEXT    NOT NULL,
     type             TEXT    NOT NULL,
     payload          BLOB    NOT NULL DEFAULT x'',
@@ -76,6 +81,10 @@ CREATE INDEX jobs_result_kept_idx ON jobs (queue, completed_at) WHERE result IS 
 CREATE TABLE job_events (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     job_id     TEXT    NOT NULL,
+    -- The job's n: a job's events are found by it. An index on the random job_id would put every
+    -- event of a batch on a page of its own (measured: a drain at 5,800 jobs/s with it, 9,700
+    -- without).
+    job_n      INTEGER NOT NULL,
     seq        INTEGER NOT NULL CHECK (seq > 0),
     queue      TEXT    NOT NULL,
     type       TEXT    NOT NULL,
@@ -88,19 +97,19 @@ CREATE TABLE job_events (
     created_at INTEGER NOT NULL,
     -- A report that also acknowledged the start: the time of the implied RUNNING transition.
     via_at     INTEGER,
-    UNIQUE (job_id, seq)
+    UNIQUE (job_n, seq)
 );
 -- Event retention: the oldest events first.
 CREATE INDEX job_events_created_idx ON job_events (created_at);
 
 -- One row per transition (a report's row with via_at stands for two), as in Postgres.
 CREATE VIEW job_transitions AS
-SELECT id, job_id, seq, queue, type,
+SELECT id, job_id, job_n, seq, queue, type,
        CASE WHEN via_at IS NULL THEN from_state ELSE 'RUNNING' END AS from_state,
        to_state, reason, error, worker_id, attempt, created_at
 FROM job_events
 UNION ALL
-SELECT id, job_id, seq - 1, queue, type, from_state, 'RUNNING', 'implicit_ack', '', worker_id, attempt, via_at
+SELECT id, job_id, job_n, seq - 1, queue, type, from_state, 'RUNNING', 'implicit_ack', '', worker_id, attempt, via_at
 FROM job_events
 WHERE via_at IS NOT NULL;
 

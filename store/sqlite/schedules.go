@@ -1,0 +1,352 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+var _ store.ScheduleStore = (*Store)(nil)
+
+// Schedules of periodic jobs (store.ScheduleStore), as store/postgres/schedules.go.
+
+const (
+	scheduleColumns = `name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
+		missed, catch_up_max, paused, owner, next_fire_at, last_fire_at, coalesce(last_job_id, ''),
+		last_outcome, last_error, created_at, updated_at`
+
+	sqlScheduleInsert = `
+INSERT INTO schedules (name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
+                       missed, catch_up_max, paused, owner, next_fire_at, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16)`
+
+	sqlScheduleCreate = "-- name: schedule_create" + sqlScheduleInsert + `
+RETURNING ` + scheduleColumns
+
+	// The reconcile's write of one config-owned schedule: the template and policy always; the next
+	// fire time only when the spec changed or an API-owned row is taken over (?17), so a restart
+	// with an unchanged file loses no fire. The paused flag stays.
+	sqlScheduleUpsert = "-- name: schedule_upsert" + sqlScheduleInsert + `
+ON CONFLICT (name) DO UPDATE SET
+    queue = excluded.queue, type = excluded.type, payload = excluded.payload, priority = excluded.priority,
+    max_retries = excluded.max_retries, timeout_ms = excluded.timeout_ms, labels = excluded.labels,
+    missed = excluded.missed, catch_up_max = excluded.catch_up_max, owner = excluded.owner,
+    next_fire_at = CASE WHEN ?17 OR schedules.cron <> excluded.cron OR schedules.time_zone <> excluded.time_zone
+                        THEN excluded.next_fire_at ELSE schedules.next_fire_at END,
+    cron = excluded.cron, time_zone = excluded.time_zone, updated_at = excluded.updated_at`
+
+	sqlScheduleGet = `-- name: schedule_get
+SELECT ` + scheduleColumns + ` FROM schedules WHERE name = ?1`
+
+	sqlScheduleList = `-- name: schedule_list
+SELECT ` + scheduleColumns + ` FROM schedules ORDER BY name`
+
+	// ?1 is a JSON array of names.
+	sqlScheduleOwners = `-- name: schedule_owners
+SELECT name, owner FROM schedules
+WHERE owner = 'config' OR name IN (SELECT value FROM json_each(?1))
+ORDER BY name`
+
+	sqlScheduleDeleteOwned = `-- name: schedule_delete
+DELETE FROM schedules WHERE name = ?1 AND owner = ?2`
+
+	sqlScheduleOwner = `-- name: schedule_owner
+SELECT owner FROM schedules WHERE name = ?1`
+
+	sqlScheduleSetPaused = `-- name: schedule_set_paused
+UPDATE schedules SET paused = ?2,
+    next_fire_at = CASE WHEN ?2 THEN next_fire_at ELSE ?3 END, updated_at = ?4
+WHERE name = ?1 RETURNING ` + scheduleColumns
+
+	// The earliest unpaused fire time: the end of schedules_due_idx.
+	sqlScheduleEarliest = `-- name: schedule_earliest
+SELECT min(next_fire_at) FROM schedules WHERE NOT paused`
+
+	sqlScheduleDue = `-- name: schedule_due
+SELECT ` + scheduleColumns + ` FROM schedules
+WHERE NOT paused AND next_fire_at <= ?1
+ORDER BY next_fire_at, name
+LIMIT ?2`
+
+	// The compare-and-set on next_fire_at: of the callers that handled the same fire time, one
+	// records it; the others find the row moved on and change nothing.
+	sqlScheduleAdvance = `-- name: schedule_advance
+UPDATE schedules SET next_fire_at = ?3,
+    last_fire_at = coalesce(?4, last_fire_at),
+    last_job_id  = CASE WHEN ?4 IS NULL THEN last_job_id ELSE ?5 END,
+    last_outcome = CASE WHEN ?4 IS NULL THEN last_outcome ELSE ?6 END,
+    last_error   = CASE WHEN ?4 IS NULL THEN last_error ELSE ?7 END,
+    updated_at = ?8
+WHERE name = ?1 AND next_fire_at = ?2`
+)
+
+// maxScheduleDue bounds ScheduleDue's limit.
+const maxScheduleDue = 1000
+
+func scheduleArgs(p store.ScheduleParams, now time.Time) []any {
+	t := p.Template
+	payload := t.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	var maxRetries any
+	if t.MaxRetries != nil {
+		maxRetries = *t.MaxRetries
+	}
+	return []any{p.Name, t.Queue, t.Type, payload, t.Priority, maxRetries, toMillis(t.Timeout), mapText(t.Labels),
+		p.Cron, p.TimeZone, string(p.Missed), p.CatchUpMax, p.Paused, string(p.Owner), usPtr(p.NextFireAt), us(now)}
+}
+
+func scanSchedule(row scanner) (*queue.Schedule, error) {
+	var (
+		s             queue.Schedule
+		timeoutMS     int64
+		missed, owner string
+		labels        map[string]string
+	)
+	err := row.Scan(&s.Name, &s.Template.Queue, &s.Template.Type, &s.Template.Payload, &s.Template.Priority,
+		&s.Template.MaxRetries, &timeoutMS, jsonCol{&labels}, &s.Cron, &s.TimeZone, &missed, &s.CatchUpMax, &s.Paused,
+		&owner, tm{&s.NextFireAt}, tm{&s.LastFireAt}, &s.LastJobID, &s.LastOutcome, &s.LastError,
+		tm{&s.CreatedAt}, tm{&s.UpdatedAt})
+	if err != nil {
+		return nil, err
+	}
+	s.Template.Timeout = fromMillis(timeoutMS)
+	if len(labels) > 0 {
+		s.Template.Labels = labels
+	}
+	if s.Template.Payload == nil {
+		s.Template.Payload = []byte{}
+	}
+	s.Missed, s.Owner = queue.MissedPolicy(missed), queue.ScheduleOwner(owner)
+	return &s, nil
+}
+
+func scanSchedules(rows *sql.Rows) ([]*queue.Schedule, error) {
+	defer rows.Close()
+	var out []*queue.Schedule
+	for rows.Next() {
+		sc, err := scanSchedule(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, rows.Err()
+}
+
+// ScheduleCreate implements store.ScheduleStore.
+func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var sc *queue.Schedule
+	err := s.write(ctx, func(tx *wtx) error {
+		var err error
+		sc, err = scanSchedule(tx.queryRow(sqlScheduleCreate, scheduleArgs(p, tx.now)...))
+		return err
+	})
+	if isUnique(err) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleExists, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: create schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// ScheduleGet implements store.ScheduleStore.
+func (s *Store) ScheduleGet(ctx context.Context, name string) (*queue.Schedule, error) {
+	sc, err := scanSchedule(s.queryRow(ctx, sqlScheduleGet, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// ScheduleList implements store.ScheduleStore.
+func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
+	rows, err := s.query(ctx, sqlScheduleList)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+	}
+	out, err := scanSchedules(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+	}
+	return out, nil
+}
+
+// ScheduleDelete implements store.ScheduleStore. A schedule that is not deleted is told apart in
+// the same write: missing, or owned by another.
+func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams) error {
+	var owner string
+	err := s.write(ctx, func(tx *wtx) error {
+		owner = ""
+		res, err := tx.exec(sqlScheduleDeleteOwned, p.Name, string(p.Owner))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		return tx.queryRow(sqlScheduleOwner, p.Name).Scan(&owner)
+	})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
+	case err != nil:
+		return fmt.Errorf("sqlite: delete schedule: %w", err)
+	case owner != "":
+		return fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, p.Name, owner)
+	}
+	return nil
+}
+
+// ScheduleSetPaused implements store.ScheduleStore.
+func (s *Store) ScheduleSetPaused(ctx context.Context, p store.ScheduleSetPausedParams) (*queue.Schedule, error) {
+	var sc *queue.Schedule
+	err := s.write(ctx, func(tx *wtx) error {
+		var err error
+		sc, err = scanSchedule(tx.queryRow(sqlScheduleSetPaused, p.Name, p.Paused, usPtr(p.NextFireAt), us(tx.now)))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: pause schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// ScheduleReconcile implements store.ScheduleStore.
+func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcileParams) (store.ScheduleReconcileResult, error) {
+	var res store.ScheduleReconcileResult
+	names := make([]string, len(p.Schedules))
+	for i, sp := range p.Schedules {
+		if sp.Owner != queue.OwnerConfig {
+			return res, fmt.Errorf("%w: schedule %s: reconcile writes config-owned schedules only", queue.ErrInvalidArgument, sp.Name)
+		}
+		if err := sp.Validate(); err != nil {
+			return res, err
+		}
+		if slices.Contains(names[:i], sp.Name) {
+			return res, fmt.Errorf("%w: schedule %s declared twice", queue.ErrInvalidArgument, sp.Name)
+		}
+		names[i] = sp.Name
+	}
+	err := s.write(ctx, func(tx *wtx) error {
+		res = store.ScheduleReconcileResult{}
+		owners, err := scheduleOwners(tx, names)
+		if err != nil {
+			return err
+		}
+		for _, sp := range p.Schedules {
+			prev, exists := owners[sp.Name]
+			takeOver := exists && prev != string(queue.OwnerConfig)
+			if _, err := tx.exec(sqlScheduleUpsert, append(scheduleArgs(sp, tx.now), takeOver)...); err != nil {
+				return err
+			}
+			switch {
+			case !exists:
+				res.Created = append(res.Created, sp.Name)
+			case takeOver:
+				res.TakenOver = append(res.TakenOver, sp.Name)
+				res.Updated = append(res.Updated, sp.Name)
+			default:
+				res.Updated = append(res.Updated, sp.Name)
+			}
+		}
+		for n, o := range owners {
+			if o == string(queue.OwnerConfig) && !slices.Contains(names, n) {
+				if _, err := tx.exec(sqlScheduleDeleteOwned, n, o); err != nil {
+					return err
+				}
+				res.Deleted = append(res.Deleted, n)
+			}
+		}
+		slices.Sort(res.Deleted)
+		return nil
+	})
+	if err != nil {
+		return store.ScheduleReconcileResult{}, fmt.Errorf("sqlite: reconcile schedules: %w", err)
+	}
+	return res, nil
+}
+
+// scheduleOwners returns the owner of every config-owned schedule and of those named.
+func scheduleOwners(tx *wtx, names []string) (map[string]string, error) {
+	rows, err := tx.query(sqlScheduleOwners, listText(names))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	owners := map[string]string{}
+	var name, owner string
+	for rows.Next() {
+		if err := rows.Scan(&name, &owner); err != nil {
+			return nil, err
+		}
+		owners[name] = owner
+	}
+	return owners, rows.Err()
+}
+
+// ScheduleDue implements store.ScheduleStore.
+func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueResult, error) {
+	var res store.ScheduleDueResult
+	if limit < 1 || limit > maxScheduleDue {
+		return res, fmt.Errorf("%w: schedule due limit %d: want 1..%d", queue.ErrInvalidArgument, limit, maxScheduleDue)
+	}
+	res.Now = fromUS(us(s.now())) // as stored: microseconds
+	if err := s.queryRow(ctx, sqlScheduleEarliest).Scan(tm{&res.Earliest}); err != nil {
+		return res, fmt.Errorf("sqlite: schedule clock: %w", err)
+	}
+	if res.Earliest.IsZero() || res.Earliest.After(res.Now) {
+		return res, nil
+	}
+	rows, err := s.query(ctx, sqlScheduleDue, us(res.Now), limit)
+	if err != nil {
+		return res, fmt.Errorf("sqlite: due schedules: %w", err)
+	}
+	if res.Due, err = scanSchedules(rows); err != nil {
+		return res, fmt.Errorf("sqlite: due schedules: %w", err)
+	}
+	return res, nil
+}
+
+// ScheduleAdvance implements store.ScheduleStore.
+func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams) (bool, error) {
+	var jobID any
+	if p.LastJobID != "" {
+		id, err := store.ParseJobID(p.LastJobID)
+		if err != nil {
+			return false, err
+		}
+		jobID = id
+	}
+	var n int64
+	err := s.write(ctx, func(tx *wtx) error {
+		res, err := tx.exec(sqlScheduleAdvance, p.Name, us(p.From), usPtr(p.Next), usPtr(p.LastFireAt), jobID,
+			p.LastOutcome, p.LastError, us(tx.now))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlite: advance schedule: %w", err)
+	}
+	return n == 1, nil
+}
