@@ -196,8 +196,6 @@ func (s Server) ShutdownGrace() time.Duration { return seconds(s.ShutdownGraceS)
 // EventRetention is how long published events (with Kafka off: all events) stay in Postgres.
 func (s Server) EventRetention() time.Duration { return time.Duration(s.EventRetentionH) * time.Hour }
 
-// DB is the PostgreSQL connection. When URL is set it wins over the discrete
-// fields (see DSN).
 // Store selects the system of record (docs/embedded.md).
 type Store struct {
 	// Driver is auto, sqlite or postgres. sqlite is the embedded store: one database file in
@@ -223,6 +221,8 @@ const (
 // SQLitePath is the embedded store's database file.
 func (s Store) SQLitePath() string { return filepath.Join(s.DataDir, "jq.db") }
 
+// DB is the PostgreSQL connection. When URL is set it wins over the discrete
+// fields (see DSN).
 type DB struct {
 	URL              string `koanf:"url" secret:"url"`
 	Host             string `koanf:"host"`

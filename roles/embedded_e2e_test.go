@@ -6,6 +6,7 @@ package roles_test
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestEmbeddedServerRemoteWorker(t *testing.T) {
 	dir := t.TempDir()
 	closed := strconv.Itoa(freePort(t))
 	se := newServerEnv(t, "postgres://nobody@127.0.0.1:"+closed+"/none")
-	env := append(se.env, "JQ_STORE_DRIVER=sqlite", "JQ_STORE_DATA_DIR="+dir, "JQ_REDIS_ADDR=127.0.0.1:"+closed)
+	env := append(slices.Clone(se.env), "JQ_STORE_DRIVER=sqlite", "JQ_STORE_DATA_DIR="+dir, "JQ_REDIS_ADDR=127.0.0.1:"+closed)
 	srv := startJQ(t, env, "--role=server")
 	srv.waitLog(t, "server started")
 	b := waitReadyz(t, se.healthPort, http.StatusOK, checkIs("sqlite", health.StatusOK))

@@ -32,7 +32,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "jq.db")
 	for round := range 3 {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashLosesNothing$") //nolint:gosec // this test binary
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashLosesNothing$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)

@@ -207,7 +207,7 @@ func translateInsertError(err error) error {
 	case isUnique(err):
 		return fmt.Errorf("%w: job id already exists", queue.ErrInvalidArgument)
 	case isCheck(err):
-		return fmt.Errorf("%w: %v", queue.ErrInvalidArgument, err)
+		return fmt.Errorf("%w: %w", queue.ErrInvalidArgument, err)
 	}
 	return fmt.Errorf("sqlite: insert jobs: %w", err)
 }

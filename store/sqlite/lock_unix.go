@@ -18,8 +18,8 @@ func lockFile(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open the lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil { //nolint:gosec // a file descriptor fits an int
-		holder, _ := os.ReadFile(path) //nolint:gosec // as above
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			pid := strings.TrimSpace(string(holder))
@@ -38,6 +38,6 @@ func lockFile(path string) (*os.File, error) {
 }
 
 func unlockFile(f *os.File) {
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:gosec // as above
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	_ = f.Close()
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jq-dev/jq/queue"
@@ -56,7 +55,7 @@ func (s *Store) jobPages(ctx context.Context, bound time.Duration, candidates in
 		if err != nil {
 			return nil, false, boundErr(ctx, qctx, err)
 		}
-		rows, err := tx.StmtContext(qctx, st).QueryContext(qctx, q.args...)
+		rows, err := tx.StmtContext(qctx, st).QueryContext(qctx, q.args...) //nolint:sqlclosecheck // collect closes it
 		if err != nil {
 			return nil, false, boundErr(ctx, qctx, err)
 		}
@@ -108,13 +107,11 @@ func boundErr(ctx, qctx context.Context, err error) error {
 
 func readJobData(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) error {
 	byID := make(map[string]*queue.Job, len(jobs))
-	ph := make([]string, len(jobs))
-	args := make([]any, len(jobs))
+	ids := make([]string, len(jobs))
 	for i, j := range jobs {
-		byID[j.ID] = j
-		ph[i], args[i] = "?", j.ID
+		byID[j.ID], ids[i] = j, j.ID
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT id, payload, result FROM jobs WHERE id IN ("+strings.Join(ph, ", ")+")", args...)
+	rows, err := tx.QueryContext(ctx, sqlJobData, listText(ids))
 	if err != nil {
 		return fmt.Errorf("read job data: %w", err)
 	}
@@ -136,3 +133,7 @@ func readJobData(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) error {
 	}
 	return rows.Err()
 }
+
+// sqlJobData reads the payloads and results of a page's jobs (?1: a JSON array of ids) once the
+// page is cut to its budget.
+const sqlJobData = `SELECT id, payload, result FROM jobs WHERE id IN (SELECT value FROM json_each(?1))`

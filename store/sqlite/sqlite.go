@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	// The database holds payloads and results: only its owner reads it. SQLite gives the -wal and
 	// -shm files the database file's mode.
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil { //nolint:gosec // the configured data file
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 		_ = f.Close()
 	}
 	s := &Store{path: path, now: cfg.Now, lock: lock, listScanBound: jobListScanBound}
@@ -199,7 +199,7 @@ func (s *Store) rstmt(ctx context.Context, q string) (*sql.Stmt, error) {
 		return nil, err
 	}
 	if prev, loaded := s.stmt.LoadOrStore(q, st); loaded {
-		_ = st.Close()
+		_ = st.Close() //nolint:sqlclosecheck // the loser of a race: the cached one is used
 		return prev.(*sql.Stmt), nil
 	}
 	return st, nil
@@ -207,7 +207,7 @@ func (s *Store) rstmt(ctx context.Context, q string) (*sql.Stmt, error) {
 
 // query runs a read statement on the read pool.
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	st, err := s.rstmt(ctx, q)
+	st, err := s.rstmt(ctx, q) //nolint:sqlclosecheck // cached for the store's life, closed by Close
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 
 // queryRow runs a read statement that returns at most one row.
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	st, err := s.rstmt(ctx, q)
+	st, err := s.rstmt(ctx, q) //nolint:sqlclosecheck // cached for the store's life, closed by Close
 	if err != nil {
 		// sql.Row cannot be built with an error from outside database/sql: run it unprepared,
 		// which reports the same error from Scan.

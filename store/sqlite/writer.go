@@ -195,7 +195,7 @@ func (t *wtx) prepared(q string) (*sql.Stmt, error) {
 }
 
 func (t *wtx) exec(q string, args ...any) (sql.Result, error) {
-	st, err := t.prepared(q)
+	st, err := t.prepared(q) //nolint:sqlclosecheck // cached for the writer's life, closed when it stops
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (t *wtx) exec(q string, args ...any) (sql.Result, error) {
 }
 
 func (t *wtx) query(q string, args ...any) (*sql.Rows, error) {
-	st, err := t.prepared(q)
+	st, err := t.prepared(q) //nolint:sqlclosecheck // cached for the writer's life, closed when it stops
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (t *wtx) query(q string, args ...any) (*sql.Rows, error) {
 }
 
 func (t *wtx) queryRow(q string, args ...any) *sql.Row {
-	st, err := t.prepared(q)
+	st, err := t.prepared(q) //nolint:sqlclosecheck // cached for the writer's life, closed when it stops
 	if err != nil {
 		return t.w.conn.QueryRowContext(t.ctx, q, args...)
 	}
