@@ -291,12 +291,12 @@ var roleDescriptions = map[Name]string{
 	Worker:   "registers with a server, receives jobs over a stream and runs their handlers",
 	Producer: "scans a directory and submits one job per file",
 	Admin:    "operator commands that talk to a server through its API",
-	All:      "server and worker in one process (and the producer when producer.scan_dir is set), for local use",
+	All:      "server and worker in one process (and the producer when producer.scan_dir is set); with no database configured on the embedded store in ./jq-data (store.driver, --data-dir)",
 }
 
 func description(r Name) string {
 	var b strings.Builder
-	b.WriteString("jq is a distributed job queue: Postgres is the system of record, Redis carries dispatch, Kafka receives every lifecycle event.\n\n")
+	b.WriteString("jq is a distributed job queue: Postgres is the system of record, Redis carries dispatch, Kafka receives every lifecycle event; or, in one process with nothing installed, an embedded SQLite file with in-process dispatch (docs/embedded.md).\n\n")
 	fmt.Fprintf(&b, "This is --role=%s: %s.\n\nRoles (select with --role or JQ_ROLE; `jq --role=<role> --help` shows that role's flags and commands):\n", r, roleDescriptions[r])
 	for _, x := range allNames {
 		fmt.Fprintf(&b, "  %-9s %s\n", x, roleDescriptions[x])
