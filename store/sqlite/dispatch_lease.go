@@ -29,10 +29,12 @@ RETURNING ` + leanJobColumns + `, event_seq`
 
 	sqlLeanJob = `SELECT ` + leanJobColumns + ` FROM jobs WHERE id = ?1`
 
-	// What a report decides on: the state it leaves and the lease, and the times that bound the
-	// start (see reportTimes). A start time of 0 is none (NULL), on the way back too (nullif).
+	// What a batch of reports decides on, one read for the batch (?1: a JSON array of job ids, each
+	// found by its id): the state each job leaves and its lease, and the times that bound the start
+	// (see reportTimes). A start time of 0 is none (NULL), on the way back too (nullif).
 	sqlJobReportRead = `
-SELECT state, attempt, worker_id, updated_at, coalesce(started_at, 0), keep_result FROM jobs WHERE id = ?1`
+SELECT id, state, attempt, worker_id, updated_at, coalesce(started_at, 0), keep_result FROM jobs
+WHERE id IN (SELECT value FROM json_each(?1))`
 
 	// A success stores its bytes only for a job submitted with keep_result (seed 001: otherwise the
 	// result is not used and is dropped at once; ?3 is then NULL); its checksum and size are stored
@@ -136,10 +138,18 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		b.add(i, leases[i])
 	}
 	if len(b.sent) > 0 {
+		ids := make([]string, len(b.sent))
+		for k, i := range b.sent {
+			ids[k] = b.outcomes[i].ID
+		}
 		err := s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
+			held, err := readReported(tx, ids)
+			if err != nil {
+				return err
+			}
 			for _, i := range b.sent {
-				if err := reportLease(tx, &b.outcomes[i], bounded[i], now); err != nil {
+				if err := reportLease(tx, &b.outcomes[i], bounded[i], held, now); err != nil {
 					return err
 				}
 			}
@@ -154,21 +164,13 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 
 // reportLease applies one report to o (whose ID is canonical). A report for a job still ASSIGNED
 // at that attempt implies its ack: the job goes ASSIGNED→RUNNING→outcome, one event row for both.
-func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, now int64) error {
-	var (
-		state, worker        string
-		attempt              int
-		updatedAt, startedAt int64
-		keep                 bool
-	)
-	err := tx.queryRow(sqlJobReportRead, o.ID).Scan(&state, &attempt, &worker, &updatedAt, &startedAt, &keep)
-	if errors.Is(err, sql.ErrNoRows) {
+func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, held map[string]reported, now int64) error {
+	h, ok := held[o.ID]
+	if !ok {
 		o.Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, o.ID)
 		return nil
 	}
-	if err != nil {
-		return err
-	}
+	state, attempt, worker, updatedAt, startedAt, keep := h.state, h.attempt, h.worker, h.updatedAt, h.startedAt, h.keep
 	from := queue.State(state)
 	if attempt != r.Attempt || worker != r.WorkerID || (from != queue.StateAssigned && from != queue.StateRunning) {
 		o.Err = staleLease(o.ID, state, attempt, worker, r.JobLease, queue.StateAssigned, queue.StateRunning)
@@ -180,6 +182,7 @@ func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, now in
 		j      *queue.Job
 		reason string
 		errMsg string
+		err    error
 	)
 	if r.Success {
 		var result any // NULL: not kept
@@ -210,6 +213,35 @@ func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, now in
 		viaAt = started
 	}
 	return leaseEvent(tx, j, seq, from, reason, errMsg, finished, viaAt)
+}
+
+// reported is a job as sqlJobReportRead reads it.
+type reported struct {
+	state, worker        string
+	attempt              int
+	updatedAt, startedAt int64
+	keep                 bool
+}
+
+// readReported reads the jobs of a batch of reports (ids: each once) by id.
+func readReported(tx *wtx, ids []string) (map[string]reported, error) {
+	rows, err := tx.query(sqlJobReportRead, listText(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	held := make(map[string]reported, len(ids))
+	for rows.Next() {
+		var (
+			id string
+			h  reported
+		)
+		if err := rows.Scan(&id, &h.state, &h.attempt, &h.worker, &h.updatedAt, &h.startedAt, &h.keep); err != nil {
+			return nil, err
+		}
+		held[id] = h
+	}
+	return held, rows.Err()
 }
 
 // reportTimes are the reported attempt's start and end (microseconds), the handler's whatever the
