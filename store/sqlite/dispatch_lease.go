@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -16,15 +17,20 @@ import (
 // writer being the only one, what a read in the write sees is what the update will find: a report
 // reads the few columns it decides on, then writes; no lock order, no retry round.
 const (
-	// started_at is the ack's time minus how long before the call the handler started, never
-	// before the assignment (updated_at while ASSIGNED); SET expressions read the row as it was.
+	// A batch of acks in one statement: ?2 is a JSON array of leases [id, attempt, worker,
+	// started_ago_us], each job at most once; SQLite walks the array and finds each job by its id
+	// (TestDispatchPlans). started_at is the ack's time minus how long before the call the handler
+	// started, never before the assignment (updated_at while ASSIGNED); SET expressions read the row
+	// as it was. The rows come back in no particular order, those not applied not at all.
 	sqlJobAck = `
 UPDATE jobs SET
     state      = 'RUNNING',
-    started_at = max(?2 - ?3, updated_at),
+    started_at = max(?1 - i_ago, updated_at),
     event_seq  = event_seq + 1,
-    updated_at = ?2
-WHERE id = ?1 AND state = 'ASSIGNED' AND attempt = ?4 AND worker_id = ?5
+    updated_at = ?1
+FROM (SELECT value->>0 AS i_id, value->>1 AS i_attempt, value->>2 AS i_worker, value->>3 AS i_ago
+      FROM json_each(?2)) AS i
+WHERE jobs.id = i_id AND jobs.state = 'ASSIGNED' AND jobs.attempt = i_attempt AND jobs.worker_id = i_worker
 RETURNING ` + leanJobColumns + `, event_seq`
 
 	sqlLeanJob = `SELECT ` + leanJobColumns + ` FROM jobs WHERE id = ?1`
@@ -81,10 +87,34 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		b.add(i, l)
 	}
 	if len(b.sent) > 0 {
-		err := s.write(ctx, func(tx *wtx) error {
+		input := make([][4]any, len(b.sent))
+		for k, i := range b.sent {
+			input[k] = [4]any{b.outcomes[i].ID, leases[i].Attempt, leases[i].WorkerID, leases[i].Bounded().StartedAgo.Microseconds()}
+		}
+		arg, err := json.Marshal(input)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
+		}
+		err = s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
+			rows, err := tx.query(sqlJobAck, now, string(arg))
+			if err != nil {
+				return err
+			}
+			acked, err := scanAcked(rows)
+			if err != nil {
+				return err
+			}
 			for _, i := range b.sent {
-				if err := ackLease(tx, &b.outcomes[i], leases[i].Bounded(), now); err != nil {
+				o := &b.outcomes[i]
+				if a, ok := acked[o.ID]; ok {
+					o.Job, o.Started = a.j, true
+					if err := leaseEvent(tx, a.j, a.seq, queue.StateAssigned, store.ReasonAcked, "", us(a.j.StartedAt), nil); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := ackMissed(tx, o, leases[i]); err != nil {
 					return err
 				}
 			}
@@ -97,19 +127,32 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 	return b.finish(leases, true), nil
 }
 
-// ackLease applies one ack to o (whose ID is canonical). The same lease acked again (a retry after
-// a lost answer: already RUNNING at that attempt for that worker) succeeds with no second event.
-func ackLease(tx *wtx, o *store.LeaseOutcome, l store.JobLease, now int64) error {
-	var seq int64
-	j, err := scanJob(tx.queryRow(sqlJobAck, o.ID, now, l.StartedAgo.Microseconds(), l.Attempt, l.WorkerID), &seq)
-	if err == nil {
-		o.Job, o.Started = j, true
-		return leaseEvent(tx, j, seq, queue.StateAssigned, store.ReasonAcked, "", us(j.StartedAt), nil)
+type ackedJob struct {
+	j   *queue.Job
+	seq int64
+}
+
+// scanAcked reads sqlJobAck's rows by job id and closes rows.
+func scanAcked(rows *sql.Rows) (map[string]ackedJob, error) {
+	defer rows.Close()
+	acked := map[string]ackedJob{}
+	for rows.Next() {
+		var (
+			a   ackedJob
+			err error
+		)
+		if a.j, err = scanJob(rows, &a.seq); err != nil {
+			return nil, err
+		}
+		acked[a.j.ID] = a
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	j, err = scanJob(tx.queryRow(sqlLeanJob, o.ID))
+	return acked, rows.Err()
+}
+
+// ackMissed settles an ack sqlJobAck did not apply. The same lease acked again (a retry after a
+// lost answer: already RUNNING at that attempt for that worker) succeeds with no second event.
+func ackMissed(tx *wtx, o *store.LeaseOutcome, l store.JobLease) error {
+	j, err := scanJob(tx.queryRow(sqlLeanJob, o.ID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		o.Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, o.ID)
