@@ -21,7 +21,7 @@ var _ store.DispatchStore = (*Store)(nil)
 // Postgres store does: a table change that outlaws one of them stops every program that links this
 // package.
 var dispatchEdges = []struct{ from, to queue.State }{
-	{queue.StatePending, queue.StateAssigned},     // sqlJobAssign
+	{queue.StatePending, queue.StateAssigned},     // sqlJobAssign, sqlJobClaim
 	{queue.StateAssigned, queue.StateRunning},     // sqlJobAck, the implicit ack of the reports
 	{queue.StateRunning, queue.StateDone},         // sqlJobReportDone
 	{queue.StateRunning, queue.StateFailed},       // sqlJobReportFailed, sqlJobFail
@@ -39,9 +39,9 @@ func init() {
 	}
 }
 
-// Dispatch. There is one writer (writer.go), so a claim reads the due ids and updates them in the
-// same write with nothing to lock and nothing to skip: no other write runs between the read and the
-// updates. Each update is still a compare-and-set on the state it leaves, as the contract requires.
+// Dispatch. There is one writer (writer.go), so a claim has nothing to lock and nothing to skip: no
+// other write runs between its walk of the due jobs and its update of them. Each update is still a
+// compare-and-set on the state it leaves, as the contract requires.
 const (
 	// Walks jobs_dispatch_idx in order: queue equality, then (priority DESC, created_at, id), the
 	// literal state = 'PENDING' matching the index predicate; not_before is in the index, so the
