@@ -77,4 +77,6 @@ func TestEmbeddedServerRemoteWorker(t *testing.T) {
 
 	stopCleanly(t, w)
 	stopCleanly(t, srv)
+	require.Empty(t, warnings(srv), "a normal start and stop on the embedded store logs no warning")
+	require.Empty(t, warnings(w))
 }
