@@ -100,6 +100,25 @@ func runJobClaimWeightedTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, []string{fresh.ID, low.ID}, ids(claim(b, 2, time.Hour)))
 	})
 
+	// A typed worker's weighted claim takes only its types, in every step.
+	t.Run("Types", func(t *testing.T) {
+		b := setupDispatchStore(t, newStore)
+		var want []string
+		for _, prio := range []int{9, 0, 9, 0} {
+			p := b.jobAt(prio)
+			b.insertOne(p)
+			p.Type = "a"
+			want = append(want, b.insertOne(p).ID)
+		}
+		jobs, err := b.ds.JobClaim(b.ctx, store.JobClaimParams{
+			Queue: b.queue, WorkerID: "w", Limit: 10, Types: []string{"a"}, MaxWait: time.Hour,
+			Levels: []queue.LevelQuota{{Priority: 0, Max: 1}, {Priority: 9, Max: 1}},
+		})
+		require.NoError(t, err)
+		require.Equal(t, []string{want[1], want[0], want[2], want[3]}, ids(jobs),
+			"level 0's first, level 9's first, then the rest in dispatch order")
+	})
+
 	t.Run("Invalid", func(t *testing.T) {
 		b := setupDispatchStore(t, newStore)
 		for _, p := range []store.JobClaimParams{
