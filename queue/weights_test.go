@@ -110,3 +110,40 @@ func TestLevelSchedulerIdleLevel(t *testing.T) {
 		t.Fatalf("after recovery: %d of 400 at level 0, want ~100", n0)
 	}
 }
+
+// TestLevelSchedulerEmptyLevel: a weighted level with no due jobs is marked idle by the engine and
+// left out; the levels that are due share in proportion to their own weights.
+func TestLevelSchedulerEmptyLevel(t *testing.T) {
+	s := NewLevelScheduler(map[int]int{9: 3, 5: 2, 0: 1})
+	due := map[int]bool{9: true, 0: true}
+	count := map[int]int{}
+	for range 400 {
+		plan := s.Plan(1)
+		// The store: the first level of the plan with due jobs takes the slot; a short level is idle.
+		for _, q := range plan {
+			if due[q.Priority] {
+				s.Served(q.Priority)
+				count[q.Priority]++
+				break
+			}
+			if q.Max > 0 {
+				s.Idle(q.Priority)
+			}
+		}
+	}
+	if count[9] != 300 || count[0] != 100 {
+		t.Fatalf("9=3,5=2,0=1 with 5 empty: %v, want 300 and 100", count)
+	}
+	// Woken, 5 is planned again; still empty, it is idle again after one claim.
+	s.Wake()
+	if plan := s.Plan(6); len(plan) != 3 {
+		t.Fatalf("after Wake: %v, want the three levels", plan)
+	}
+	// Every level idle: all take part again rather than none.
+	s.Idle(9)
+	s.Idle(5)
+	s.Idle(0)
+	if plan := s.Plan(6); len(plan) != 3 {
+		t.Fatalf("all idle: %v, want the three levels", plan)
+	}
+}

@@ -270,7 +270,7 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		if err != nil {
 			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
 		}
-		weighted.served(jobs)
+		weighted.served(p, jobs)
 		if len(jobs) == 0 {
 			continue
 		}

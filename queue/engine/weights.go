@@ -24,6 +24,11 @@ import (
 // so a plan two claims both took is corrected by the following ones. A queue without weights and
 // without max_wait keeps the plain claim (strict priority): one statement, nothing planned.
 
+// idleRecheck is how often the levels found without due jobs take part in the picks again
+// (queue.LevelScheduler.Wake): how long a level whose jobs became due may wait for its share while
+// the other levels keep every claim full.
+const idleRecheck = time.Second
+
 // queueSettingsTTL is how long the engine trusts a queue's weights and max_wait before reading them
 // again: a queue deleted and created again with other settings is dispatched by them within it.
 const queueSettingsTTL = 5 * time.Second
@@ -34,6 +39,7 @@ type levelState struct {
 	read    time.Time // when the settings were read; zero: never
 	maxWait time.Duration
 	sched   *queue.LevelScheduler // nil: no weights
+	woken   time.Time             // the last Wake of sched
 }
 
 func (e *Engine) levelStateOf(q string) *levelState {
@@ -78,14 +84,21 @@ func (e *Engine) weigh(ctx context.Context, p *store.JobClaimParams) *levelState
 	}
 	p.MaxWait = ls.maxWait
 	if ls.sched != nil {
+		if time.Since(ls.woken) > idleRecheck {
+			ls.sched.Wake()
+			ls.woken = time.Now()
+		}
 		p.Levels = ls.sched.Plan(p.Limit)
 	}
 	return ls
 }
 
-// served charges the jobs a weighted claim took.
-func (ls *levelState) served(jobs []*queue.Job) {
-	if ls == nil || len(jobs) == 0 {
+// served charges the jobs a weighted claim p took, and marks idle the planned levels that were
+// short of their quota for want of due jobs. The store gives a level at least min(its due jobs, its
+// quota) (store.JobClaimParams), so a short level had fewer due — unless aged jobs took part of the
+// limit: a full claim with a max_wait tells nothing.
+func (ls *levelState) served(p store.JobClaimParams, jobs []*queue.Job) {
+	if ls == nil {
 		return
 	}
 	ls.mu.Lock()
@@ -94,8 +107,18 @@ func (ls *levelState) served(jobs []*queue.Job) {
 		return
 	}
 	prios := make([]int, len(jobs))
+	took := map[int]int{}
 	for i, j := range jobs {
 		prios[i] = j.Priority
+		took[j.Priority]++
 	}
 	ls.sched.Served(prios...)
+	if len(jobs) == p.Limit && p.MaxWait > 0 {
+		return
+	}
+	for _, l := range p.Levels {
+		if took[l.Priority] < l.Max {
+			ls.sched.Idle(l.Priority)
+		}
+	}
 }

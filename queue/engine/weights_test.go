@@ -89,6 +89,23 @@ func TestWeightedDispatchRatio(t *testing.T) {
 	require.InDelta(t, 3.0, ratio, 0.3, "starts of 9 and of 0: %d and %d", count[9], count[0])
 }
 
+// A weighted level with no due jobs does not distort the others: 9=3,5=2,0=1 with nothing at 5
+// starts 9 and 0 at 3:1, and a level without a weight (here 4) only gets what the weighted leave.
+func TestWeightedDispatchEmptyLevel(t *testing.T) {
+	t.Parallel()
+	w := newWeightsEnv(t, store.QueueCreateParams{PriorityWeights: map[int]int{9: 3, 5: 2, 0: 1}})
+	w.insert(400, 9)
+	w.insert(400, 0)
+	w.insert(10, 4)
+	count := map[int]int{}
+	for _, j := range w.starts(400) {
+		count[j.Priority]++
+	}
+	t.Logf("starts: %v", count)
+	require.Zero(t, count[4], "no weight: served after the weighted levels")
+	require.InDelta(t, 3.0, float64(count[9])/float64(count[0]), 0.3, "starts of 9 and of 0: %v", count)
+}
+
 // Aging: a low-priority job that has waited past the queue's max_wait starts before newer high ones,
 // whatever the weights (the scheduler alone would start priority 9 first).
 func TestWeightedDispatchAging(t *testing.T) {
