@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -53,13 +55,36 @@ WHERE queue = ?1 AND state = 'PENDING' AND not_before <= ?2
 ORDER BY priority DESC, created_at, id
 LIMIT ?3`
 
-	sqlJobDue      = `SELECT id, priority, created_at` + sqlDueFrom + sqlDueOrder
-	sqlJobClaimIDs = `SELECT id` + sqlDueFrom + sqlDueOrder
-	// A worker that registered its types (?4: a JSON array): the same walk, reading each due row's
+	sqlJobDue = `SELECT id, priority, created_at` + sqlDueFrom + sqlDueOrder
+
+	// Dispatch in one statement: the head of the dispatch order (the walk above), each job
+	// compare-and-set PENDING→ASSIGNED as sqlJobAssign does it, the full rows returned once, after
+	// the write (in no particular order: JobClaim sorts them). One statement for the batch instead of
+	// one per job. ?4 is the worker.
+	sqlJobClaim = `
+UPDATE jobs SET
+    state      = 'ASSIGNED',
+    attempt    = attempt + 1,
+    worker_id  = ?4,
+    event_seq  = event_seq + 1,
+    updated_at = ?2
+WHERE id IN (SELECT id` + sqlDueFrom + sqlDueOrder + `)
+  AND state = 'PENDING'
+RETURNING ` + jobColumns + `, event_seq`
+	// A worker that registered its types (?5: a JSON array): the same walk, reading each due row's
 	// type and passing over the others, which stay in place for their workers; its cost grows with
 	// how many of those are due ahead of its own, as in Postgres.
-	sqlJobClaimIDsTyped = `SELECT id` + sqlDueFrom + `
-  AND type IN (SELECT value FROM json_each(?4))` + sqlDueOrder
+	sqlJobClaimTyped = `
+UPDATE jobs SET
+    state      = 'ASSIGNED',
+    attempt    = attempt + 1,
+    worker_id  = ?4,
+    event_seq  = event_seq + 1,
+    updated_at = ?2
+WHERE id IN (SELECT id` + sqlDueFrom + `
+  AND type IN (SELECT value FROM json_each(?5))` + sqlDueOrder + `)
+  AND state = 'PENDING'
+RETURNING ` + jobColumns + `, event_seq`
 
 	// One job PENDING→ASSIGNED: attempt+1 is the new fencing token, event_seq+1 numbers the event.
 	// A paused queue dispatches nothing, even a job named by id (JobAssignMany). RETURNING reads the
@@ -109,9 +134,8 @@ func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJo
 	return due, nil
 }
 
-// JobClaim implements store.DispatchStore: one write reads the head of the queue's dispatch order
-// (one indexed query) and assigns each job with a prepared update and its event. The jobs come back
-// in dispatch order.
+// JobClaim implements store.DispatchStore: one write assigns the head of the queue's dispatch order
+// in one statement (sqlJobClaim) and writes each job's event. The jobs come back in dispatch order.
 func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -128,25 +152,21 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 			err  error
 		)
 		if len(p.Types) == 0 {
-			rows, err = tx.query(sqlJobClaimIDs, p.Queue, now, p.Limit)
+			rows, err = tx.query(sqlJobClaim, p.Queue, now, p.Limit, p.WorkerID)
 		} else {
-			rows, err = tx.query(sqlJobClaimIDsTyped, p.Queue, now, p.Limit, listText(p.Types))
+			rows, err = tx.query(sqlJobClaimTyped, p.Queue, now, p.Limit, p.WorkerID, listText(p.Types))
 		}
 		if err != nil {
 			return err
 		}
-		ids, err := scanIDs(rows)
+		var seqs []int64
+		jobs, seqs, err = scanAssigned(rows)
 		if err != nil {
 			return err
 		}
-		jobs = make([]*queue.Job, 0, len(ids))
-		for _, id := range ids {
-			j, err := assignJob(tx, id, p.WorkerID, now)
-			if err != nil {
+		for i, j := range jobs {
+			if err := leaseEvent(tx, j, seqs[i], queue.StatePending, store.ReasonAssigned, "", now, nil); err != nil {
 				return err
-			}
-			if j != nil { // always, with one writer: nothing else moved the job since the read
-				jobs = append(jobs, j)
 			}
 		}
 		return nil
@@ -218,6 +238,37 @@ func leaseEvent(tx *wtx, j *queue.Job, seq int64, from queue.State, reason, errT
 	_, err := tx.exec(sqlLeaseEvent, j.ID, seq, j.Queue, j.Type, string(from), string(j.State), reason, errText,
 		j.WorkerID, j.Attempt, at, viaAt)
 	return err
+}
+
+// scanAssigned reads the rows of sqlJobClaim (jobs and their event numbers) in dispatch order
+// (priority DESC, created_at, id) and closes rows.
+func scanAssigned(rows *sql.Rows) ([]*queue.Job, []int64, error) {
+	defer rows.Close()
+	type assigned struct {
+		j   *queue.Job
+		seq int64
+	}
+	var all []assigned
+	for rows.Next() {
+		var a assigned
+		var err error
+		if a.j, err = scanJob(rows, &a.seq); err != nil {
+			return nil, nil, err
+		}
+		all = append(all, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(all, func(x, y assigned) int {
+		return cmp.Or(cmp.Compare(y.j.Priority, x.j.Priority), x.j.CreatedAt.Compare(y.j.CreatedAt),
+			strings.Compare(x.j.ID, y.j.ID))
+	})
+	jobs, seqs := make([]*queue.Job, len(all)), make([]int64, len(all))
+	for i, a := range all {
+		jobs[i], seqs[i] = a.j, a.seq
+	}
+	return jobs, seqs, nil
 }
 
 // scanIDs reads a column of ids and closes rows.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -16,23 +17,30 @@ import (
 // writer being the only one, what a read in the write sees is what the update will find: a report
 // reads the few columns it decides on, then writes; no lock order, no retry round.
 const (
-	// started_at is the ack's time minus how long before the call the handler started, never
-	// before the assignment (updated_at while ASSIGNED); SET expressions read the row as it was.
+	// A batch of acks in one statement: ?2 is a JSON array of leases [id, attempt, worker,
+	// started_ago_us], each job at most once; SQLite walks the array and finds each job by its id
+	// (TestDispatchPlans). started_at is the ack's time minus how long before the call the handler
+	// started, never before the assignment (updated_at while ASSIGNED); SET expressions read the row
+	// as it was. The rows come back in no particular order, those not applied not at all.
 	sqlJobAck = `
 UPDATE jobs SET
     state      = 'RUNNING',
-    started_at = max(?2 - ?3, updated_at),
+    started_at = max(?1 - i_ago, updated_at),
     event_seq  = event_seq + 1,
-    updated_at = ?2
-WHERE id = ?1 AND state = 'ASSIGNED' AND attempt = ?4 AND worker_id = ?5
+    updated_at = ?1
+FROM (SELECT value->>0 AS i_id, value->>1 AS i_attempt, value->>2 AS i_worker, value->>3 AS i_ago
+      FROM json_each(?2)) AS i
+WHERE jobs.id = i_id AND jobs.state = 'ASSIGNED' AND jobs.attempt = i_attempt AND jobs.worker_id = i_worker
 RETURNING ` + leanJobColumns + `, event_seq`
 
 	sqlLeanJob = `SELECT ` + leanJobColumns + ` FROM jobs WHERE id = ?1`
 
-	// What a report decides on: the state it leaves and the lease, and the times that bound the
-	// start (see reportTimes). A start time of 0 is none (NULL), on the way back too (nullif).
+	// What a batch of reports decides on, one read for the batch (?1: a JSON array of job ids, each
+	// found by its id): the state each job leaves and its lease, and the times that bound the start
+	// (see reportTimes). A start time of 0 is none (NULL), on the way back too (nullif).
 	sqlJobReportRead = `
-SELECT state, attempt, worker_id, updated_at, coalesce(started_at, 0), keep_result FROM jobs WHERE id = ?1`
+SELECT id, state, attempt, worker_id, updated_at, coalesce(started_at, 0), keep_result FROM jobs
+WHERE id IN (SELECT value FROM json_each(?1))`
 
 	// A success stores its bytes only for a job submitted with keep_result (seed 001: otherwise the
 	// result is not used and is dropped at once; ?3 is then NULL); its checksum and size are stored
@@ -79,10 +87,34 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		b.add(i, l)
 	}
 	if len(b.sent) > 0 {
-		err := s.write(ctx, func(tx *wtx) error {
+		input := make([][4]any, len(b.sent))
+		for k, i := range b.sent {
+			input[k] = [4]any{b.outcomes[i].ID, leases[i].Attempt, leases[i].WorkerID, leases[i].Bounded().StartedAgo.Microseconds()}
+		}
+		arg, err := json.Marshal(input)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
+		}
+		err = s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
+			rows, err := tx.query(sqlJobAck, now, string(arg))
+			if err != nil {
+				return err
+			}
+			acked, err := scanAcked(rows)
+			if err != nil {
+				return err
+			}
 			for _, i := range b.sent {
-				if err := ackLease(tx, &b.outcomes[i], leases[i].Bounded(), now); err != nil {
+				o := &b.outcomes[i]
+				if a, ok := acked[o.ID]; ok {
+					o.Job, o.Started = a.j, true
+					if err := leaseEvent(tx, a.j, a.seq, queue.StateAssigned, store.ReasonAcked, "", us(a.j.StartedAt), nil); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := ackMissed(tx, o, leases[i]); err != nil {
 					return err
 				}
 			}
@@ -95,19 +127,32 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 	return b.finish(leases, true), nil
 }
 
-// ackLease applies one ack to o (whose ID is canonical). The same lease acked again (a retry after
-// a lost answer: already RUNNING at that attempt for that worker) succeeds with no second event.
-func ackLease(tx *wtx, o *store.LeaseOutcome, l store.JobLease, now int64) error {
-	var seq int64
-	j, err := scanJob(tx.queryRow(sqlJobAck, o.ID, now, l.StartedAgo.Microseconds(), l.Attempt, l.WorkerID), &seq)
-	if err == nil {
-		o.Job, o.Started = j, true
-		return leaseEvent(tx, j, seq, queue.StateAssigned, store.ReasonAcked, "", us(j.StartedAt), nil)
+type ackedJob struct {
+	j   *queue.Job
+	seq int64
+}
+
+// scanAcked reads sqlJobAck's rows by job id and closes rows.
+func scanAcked(rows *sql.Rows) (map[string]ackedJob, error) {
+	defer rows.Close()
+	acked := map[string]ackedJob{}
+	for rows.Next() {
+		var (
+			a   ackedJob
+			err error
+		)
+		if a.j, err = scanJob(rows, &a.seq); err != nil {
+			return nil, err
+		}
+		acked[a.j.ID] = a
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	j, err = scanJob(tx.queryRow(sqlLeanJob, o.ID))
+	return acked, rows.Err()
+}
+
+// ackMissed settles an ack sqlJobAck did not apply. The same lease acked again (a retry after a
+// lost answer: already RUNNING at that attempt for that worker) succeeds with no second event.
+func ackMissed(tx *wtx, o *store.LeaseOutcome, l store.JobLease) error {
+	j, err := scanJob(tx.queryRow(sqlLeanJob, o.ID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		o.Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, o.ID)
@@ -136,10 +181,18 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		b.add(i, leases[i])
 	}
 	if len(b.sent) > 0 {
+		ids := make([]string, len(b.sent))
+		for k, i := range b.sent {
+			ids[k] = b.outcomes[i].ID
+		}
 		err := s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
+			held, err := readReported(tx, ids)
+			if err != nil {
+				return err
+			}
 			for _, i := range b.sent {
-				if err := reportLease(tx, &b.outcomes[i], bounded[i], now); err != nil {
+				if err := reportLease(tx, &b.outcomes[i], bounded[i], held, now); err != nil {
 					return err
 				}
 			}
@@ -154,21 +207,13 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 
 // reportLease applies one report to o (whose ID is canonical). A report for a job still ASSIGNED
 // at that attempt implies its ack: the job goes ASSIGNED→RUNNING→outcome, one event row for both.
-func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, now int64) error {
-	var (
-		state, worker        string
-		attempt              int
-		updatedAt, startedAt int64
-		keep                 bool
-	)
-	err := tx.queryRow(sqlJobReportRead, o.ID).Scan(&state, &attempt, &worker, &updatedAt, &startedAt, &keep)
-	if errors.Is(err, sql.ErrNoRows) {
+func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, held map[string]reported, now int64) error {
+	h, ok := held[o.ID]
+	if !ok {
 		o.Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, o.ID)
 		return nil
 	}
-	if err != nil {
-		return err
-	}
+	state, attempt, worker, updatedAt, startedAt, keep := h.state, h.attempt, h.worker, h.updatedAt, h.startedAt, h.keep
 	from := queue.State(state)
 	if attempt != r.Attempt || worker != r.WorkerID || (from != queue.StateAssigned && from != queue.StateRunning) {
 		o.Err = staleLease(o.ID, state, attempt, worker, r.JobLease, queue.StateAssigned, queue.StateRunning)
@@ -180,6 +225,7 @@ func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, now in
 		j      *queue.Job
 		reason string
 		errMsg string
+		err    error
 	)
 	if r.Success {
 		var result any // NULL: not kept
@@ -210,6 +256,35 @@ func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, now in
 		viaAt = started
 	}
 	return leaseEvent(tx, j, seq, from, reason, errMsg, finished, viaAt)
+}
+
+// reported is a job as sqlJobReportRead reads it.
+type reported struct {
+	state, worker        string
+	attempt              int
+	updatedAt, startedAt int64
+	keep                 bool
+}
+
+// readReported reads the jobs of a batch of reports (ids: each once) by id.
+func readReported(tx *wtx, ids []string) (map[string]reported, error) {
+	rows, err := tx.query(sqlJobReportRead, listText(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	held := make(map[string]reported, len(ids))
+	for rows.Next() {
+		var (
+			id string
+			h  reported
+		)
+		if err := rows.Scan(&id, &h.state, &h.attempt, &h.worker, &h.updatedAt, &h.startedAt, &h.keep); err != nil {
+			return nil, err
+		}
+		held[id] = h
+	}
+	return held, rows.Err()
 }
 
 // reportTimes are the reported attempt's start and end (microseconds), the handler's whatever the

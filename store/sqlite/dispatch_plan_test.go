@@ -12,8 +12,8 @@ import (
 
 // TestDispatchPlans checks how SQLite runs the hot path's statements (the store never runs ANALYZE,
 // so the plans do not change with the data): the due jobs walk jobs_dispatch_idx in dispatch order
-// (no sort; JobDue reads the index alone), and the per-job statements find their row by the
-// primary key.
+// (no sort; JobDue and the untyped claim read the index alone), and the claim's update and the
+// per-job statements find each row by its id.
 func TestDispatchPlans(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -36,9 +36,12 @@ func TestDispatchPlans(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return strings.Join(lines, "\n")
 	}
-	for name, q := range map[string]string{"due": sqlJobDue, "claim": sqlJobClaimIDs, "claim_typed": sqlJobClaimIDsTyped} {
+	for name, q := range map[string]string{"due": sqlJobDue, "claim": sqlJobClaim, "claim_typed": sqlJobClaimTyped} {
 		p := plan(t, q)
 		require.Contains(t, p, "INDEX jobs_dispatch_idx (queue=?)", "%s:\n%s", name, p)
+		if name != "due" {
+			require.Contains(t, p, "SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (id=?)", "%s: the update finds each job by id\n%s", name, p)
+		}
 		require.NotContains(t, p, "TEMP B-TREE", "%s: the index gives the order\n%s", name, p)
 		if name != "claim_typed" {
 			require.Contains(t, p, "COVERING INDEX", "%s: no table row read\n%s", name, p)
