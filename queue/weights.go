@@ -57,8 +57,9 @@ func (s *LevelScheduler) Same(weights map[int]int) bool {
 	return s != nil && maps.Equal(s.weights, weights)
 }
 
-// active returns the levels taking part in the picks (all when every one is idle) and their total
-// weight.
+// active returns the levels taking part in the picks and their total weight. When every level is
+// idle they all take part again (the only change Plan makes): a claim must plan something, and the
+// store's rest step serves whatever is due anyway.
 func (s *LevelScheduler) active() ([]int, int) {
 	var act []int
 	total := 0
