@@ -35,8 +35,11 @@ type Queue struct {
 	MaxRetries      int           // default for jobs that set none
 	TTL             time.Duration // default for jobs that set none; 0 = no TTL
 	PriorityWeights map[int]int   // priority → weight for weighted dispatch; empty = strict priority
-	BackoffBase     time.Duration
-	BackoffMax      time.Duration
+	// MaxWait is the aging bound of weighted dispatch: a due job that has waited this long is
+	// dispatched before any other, whatever its priority, oldest first. 0: no aging.
+	MaxWait     time.Duration
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
 	// ResultRetention is how long the result of a job submitted with keep_result is kept after
 	// the job completed, unless a consuming fetch takes it first; then it is dropped.
 	ResultRetention time.Duration

@@ -279,7 +279,8 @@ func TestAdminJobsE2E(t *testing.T) {
 func TestAdminQueuesE2E(t *testing.T) {
 	t.Parallel()
 	c, a := newAdminE2E(t)
-	a.ok("queue", "create", "counted", "--max-retries", "0", "--ttl", "1h", "--priority-weights", "9=5,0=1")
+	require.Contains(t, a.ok("queue", "create", "counted", "--max-retries", "0", "--ttl", "1h", "--priority-weights", "9=5,0=1",
+		"--max-wait", "10m"), "priority weights 9=5,0=1, max wait 10m0s")
 	a.ok("queue", "create", "peeked")
 	queues := a.json([]string{"queues"}, "queue", "list")
 	var names []string

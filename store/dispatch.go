@@ -40,7 +40,24 @@ type JobClaimParams struct {
 	// types, at most MaxWorkerTypes); jobs of other types stay PENDING, in place, for workers that
 	// handle them. Empty: every type.
 	Types []string
+
+	// Weighted dispatch (queue.LevelScheduler; the engine decides, the store executes). With neither
+	// Levels nor MaxWait the claim is the plain one, in dispatch order.
+	//
+	// MaxWait > 0: the claim first takes the due jobs that have waited at least MaxWait (their due
+	// time, the later of created_at and not_before, at or before the store's now − MaxWait), oldest
+	// due time first (then created_at, id), whatever their priority.
+	MaxWait time.Duration
+	// Levels: then, for each level in the order given, up to Max of its due jobs in FIFO order
+	// (created_at, id), plus whatever the levels before it left of their quotas (work-conserving:
+	// a level with fewer due jobs than its quota passes the rest on). Finally, what is left of Limit
+	// goes to any due job in dispatch order (priority DESC, created_at, id): levels without a quota,
+	// or more of the listed ones. Each priority at most once, each Max within 0..Limit.
+	Levels []queue.LevelQuota
 }
+
+// Weighted reports whether the claim takes the weighted path (Levels or MaxWait).
+func (p JobClaimParams) Weighted() bool { return len(p.Levels) > 0 || p.MaxWait > 0 }
 
 // JobLease identifies one attempt of one job held by a worker.
 type JobLease struct {
@@ -125,7 +142,9 @@ type DispatchStore interface {
 	// other and never take the same job), and compare-and-sets them PENDING→ASSIGNED for the worker
 	// with attempt+1 (the fencing token) and their events. With p.Types it takes only jobs of those
 	// types, in the same order, passing over the others. A paused queue, or an unknown one, yields
-	// none. It returns the assigned jobs (full rows) in dispatch order. Errors: ErrInvalidArgument.
+	// none. It returns the assigned jobs (full rows) in dispatch order. With p.MaxWait or p.Levels
+	// (weighted dispatch) it takes the aged jobs, then the levels' quotas, then the rest, as
+	// JobClaimParams says, and returns the jobs in the order taken. Errors: ErrInvalidArgument.
 	JobClaim(ctx context.Context, p JobClaimParams) ([]*queue.Job, error)
 	// JobAckMany moves each lease ASSIGNED→RUNNING (started_at = now) when the
 	// job is ASSIGNED at that attempt to that worker; one statement for the

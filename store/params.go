@@ -15,6 +15,7 @@ type QueueCreateParams struct {
 	BackoffBase     time.Duration // 0: queue.DefaultBackoffBase
 	BackoffMax      time.Duration // 0: queue.DefaultBackoffMax; must be ≥ BackoffBase
 	ResultRetention time.Duration // 0: queue.DefaultResultRetention; at least 1 ms
+	MaxWait         time.Duration // aging bound (queue.Queue.MaxWait); 0: none; else 1ms..MaxDuration
 }
 
 // QueueDeleteParams names the queue to delete. Force also deletes its jobs.

@@ -186,6 +186,7 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 		BackoffBase:     p.BackoffBase,
 		BackoffMax:      p.BackoffMax,
 		ResultRetention: p.ResultRetention,
+		MaxWait:         p.MaxWait,
 	}
 	var errs []error
 	if p.MaxRetries != nil {
@@ -217,6 +218,10 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 	case q.ResultRetention < time.Millisecond || q.ResultRetention > MaxDuration:
 		// Stored in milliseconds: less would be stored as none.
 		errs = append(errs, invalid("result_retention %v: want 1ms..%v", q.ResultRetention, MaxDuration))
+	}
+	if p.MaxWait != 0 && (p.MaxWait < time.Millisecond || p.MaxWait > MaxDuration) {
+		// Stored in milliseconds, as result_retention.
+		errs = append(errs, invalid("max_wait %v: want 0 (none) or 1ms..%v", p.MaxWait, MaxDuration))
 	}
 	for prio, w := range p.PriorityWeights {
 		if prio < queue.MinPriority || prio > queue.MaxPriority || w < 1 || w > MaxPriorityWeight {
@@ -520,6 +525,20 @@ func (p JobClaimParams) Validate() error {
 	}
 	if err := validateWorkerTypes(p.Types); err != nil {
 		errs = append(errs, err)
+	}
+	if len(p.Levels) > queue.MaxPriority-queue.MinPriority+1 {
+		errs = append(errs, invalid("%d level quotas: at most one per priority", len(p.Levels)))
+	}
+	seen := map[int]bool{}
+	for _, l := range p.Levels {
+		if l.Priority < queue.MinPriority || l.Priority > queue.MaxPriority || l.Max < 0 || l.Max > p.Limit || seen[l.Priority] {
+			errs = append(errs, invalid("level quota %d=%d: want a priority %d..%d once and 0..limit jobs",
+				l.Priority, l.Max, queue.MinPriority, queue.MaxPriority))
+		}
+		seen[l.Priority] = true
+	}
+	if p.MaxWait < 0 || p.MaxWait > MaxDuration {
+		errs = append(errs, invalid("max_wait %v: want 0..%v", p.MaxWait, MaxDuration))
 	}
 	return errors.Join(errs...)
 }

@@ -33,6 +33,7 @@ func queueToProto(q *queue.Queue) *jqv1.Queue {
 		BackoffMax:      dur(q.BackoffMax),
 		Paused:          q.Paused,
 		ResultRetention: dur(q.ResultRetention),
+		MaxWait:         dur(q.MaxWait),
 		CreatedAt:       ts(q.CreatedAt),
 		UpdatedAt:       ts(q.UpdatedAt),
 	}

@@ -99,7 +99,7 @@ func queueParams(m *jqv1.CreateQueueRequest) (store.QueueCreateParams, error) {
 		v    *durationpb.Duration
 		dst  *time.Duration
 	}{{"ttl", m.GetTtl(), &p.TTL}, {"backoff_base", m.GetBackoffBase(), &p.BackoffBase}, {"backoff_max", m.GetBackoffMax(), &p.BackoffMax},
-		{"result_retention", m.GetResultRetention(), &p.ResultRetention}} {
+		{"result_retention", m.GetResultRetention(), &p.ResultRetention}, {"max_wait", m.GetMaxWait(), &p.MaxWait}} {
 		if err := positiveDuration(d.name, d.v, d.dst); err != nil {
 			return p, err
 		}

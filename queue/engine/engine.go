@@ -158,6 +158,11 @@ type Engine struct {
 	directClaims atomic.Int64 // jobs assigned straight from Postgres while Redis was down
 	recovery     recoveryCounters
 
+	// levels holds the weighted-dispatch state of each queue claimed with weights or max_wait
+	// (weights.go); created on first use.
+	levelsMu sync.Mutex
+	levels   map[string]*levelState
+
 	mu       sync.Mutex
 	sessions map[string]*Session // by worker id
 	closing  bool                // CloseSessions ran: no new sessions

@@ -239,7 +239,8 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 }
 
 // claim assigns up to free due jobs of the worker's queues and types, taking them in turn from a
-// rotating first queue: one Postgres statement per queue (store.DispatchStore.JobClaim), then one Redis
+// rotating first queue: one Postgres statement per queue (store.DispatchStore.JobClaim; a queue with
+// priority weights or max_wait takes the weighted claim, weights.go), then one Redis
 // round trip that records them in the worker's in-flight set with their locks. Redis is
 // bookkeeping, not the fence: when it is down the jobs are sent anyway (Postgres assigned them),
 // counted in DirectClaims, and the reaper recovers them from Postgres like any other.
@@ -262,11 +263,14 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		// The claim must reach a known outcome even if the stream goes away meanwhile: jobs it
 		// assigns are this worker's from then on.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
-		jobs, err := s.e.opts.Store.JobClaim(actx, store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize), Types: s.types})
+		p := store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize), Types: s.types}
+		weighted := s.e.weigh(actx, &p)
+		jobs, err := s.e.opts.Store.JobClaim(actx, p)
 		cancel()
 		if err != nil {
 			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
 		}
+		weighted.served(p, jobs)
 		if len(jobs) == 0 {
 			continue
 		}

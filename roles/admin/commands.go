@@ -135,10 +135,11 @@ type QueueCreateCmd struct {
 	Name            string        `arg:"" help:"Queue name: lowercase letters, digits, '.', '_' or '-', at most 64."`
 	MaxRetries      *int          `help:"Default retries of the queue's jobs (default 3)."`
 	TTL             time.Duration `name:"ttl" help:"Default time-to-live of the queue's jobs."`
-	PriorityWeights string        `help:"Weights per priority, e.g. 9=10,0=1."`
+	PriorityWeights string        `help:"Weights per priority, e.g. 9=10,0=1: due levels share dispatch in proportion; unlisted levels get what the listed leave (default: strict priority)."`
 	BackoffBase     time.Duration `help:"Retry backoff base (default 5s)."`
 	BackoffMax      time.Duration `help:"Retry backoff cap (default 300s)."`
 	ResultRetention time.Duration `help:"How long a kept result (keep_result) waits for its fetch after the job completed before it is dropped (default 24h)."`
+	MaxWait         time.Duration `help:"Aging: a due job that has waited this long is dispatched before any other, whatever its priority and the weights (default none)."`
 }
 
 // QueueDeleteCmd is `queue delete`.

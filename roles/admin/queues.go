@@ -24,14 +24,15 @@ func (c *QueueListCmd) Run(re *runEnv) error {
 	}
 	return re.printMessage(resp, func(w io.Writer) error {
 		tw := newTable(w)
-		fmt.Fprintf(tw, "NAME\t%s\tMAX RETRIES\tTTL\tBACKOFF\tPRIORITY WEIGHTS\tCREATED\n", re.header("STATE"))
+		fmt.Fprintf(tw, "NAME\t%s\tMAX RETRIES\tTTL\tBACKOFF\tPRIORITY WEIGHTS\tMAX WAIT\tCREATED\n", re.header("STATE"))
 		for _, q := range resp.GetQueues() {
 			state := re.paint(colGreen, "active")
 			if q.GetPaused() {
 				state = re.paint(colYellow, "paused")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\n", cell(q.GetName()), state, q.GetMaxRetries(), duration(q.GetTtl()),
-				duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()), re.when(q.GetCreatedAt()))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\n", cell(q.GetName()), state, q.GetMaxRetries(), duration(q.GetTtl()),
+				duration(q.GetBackoffBase()), duration(q.GetBackoffMax()), weights(q.GetPriorityWeights()), duration(q.GetMaxWait()),
+				re.when(q.GetCreatedAt()))
 		}
 		return tw.Flush()
 	})
@@ -65,7 +66,7 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 		v    time.Duration
 		dst  **durationpb.Duration
 	}{{"--ttl", c.TTL, &req.Ttl}, {"--backoff-base", c.BackoffBase, &req.BackoffBase}, {"--backoff-max", c.BackoffMax, &req.BackoffMax},
-		{"--result-retention", c.ResultRetention, &req.ResultRetention}} {
+		{"--result-retention", c.ResultRetention, &req.ResultRetention}, {"--max-wait", c.MaxWait, &req.MaxWait}} {
 		if d.v < 0 {
 			return usagef("%s %s: must be positive", d.flag, d.v)
 		}
@@ -87,9 +88,9 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 	}
 	return re.printMessage(resp, func(w io.Writer) error {
 		q := resp.GetQueue()
-		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s, result retention %s\n",
+		_, err := fmt.Fprintf(w, "queue %s created: max retries %d, ttl %s, backoff %s..%s, priority weights %s, max wait %s, result retention %s\n",
 			cell(q.GetName()), q.GetMaxRetries(), duration(q.GetTtl()), duration(q.GetBackoffBase()), duration(q.GetBackoffMax()),
-			weights(q.GetPriorityWeights()), duration(q.GetResultRetention()))
+			weights(q.GetPriorityWeights()), duration(q.GetMaxWait()), duration(q.GetResultRetention()))
 		return err
 	})
 }

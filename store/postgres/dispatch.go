@@ -158,6 +158,9 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 	if types == nil {
 		types = []string{} // not NULL: cardinality(NULL) would match no job
 	}
+	if p.Weighted() {
+		return s.jobClaimWeighted(ctx, p, types)
+	}
 	rows, err := s.dispatch.Query(ctx, sqlJobClaim, p.Queue, p.WorkerID, p.Limit, types)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim jobs: %w", err)

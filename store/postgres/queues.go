@@ -14,8 +14,8 @@ import (
 const (
 	sqlQueueInsert = `
 INSERT INTO queues (name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms,
-                    result_retention_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
+                    result_retention_ms, max_wait_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
 	sqlQueueCreate = "-- name: queue_create\n" + sqlQueueInsert + ` RETURNING ` + queueColumns
 
@@ -59,7 +59,7 @@ DELETE FROM queues WHERE name = $1`
 
 func queueArgs(q *queue.Queue) []any {
 	return []any{q.Name, q.MaxRetries, toMillis(q.TTL), q.PriorityWeights, toMillis(q.BackoffBase),
-		toMillis(q.BackoffMax), toMillis(q.ResultRetention)}
+		toMillis(q.BackoffMax), toMillis(q.ResultRetention), toMillis(q.MaxWait)}
 }
 
 // QueueCreate implements store.QueueStore.

@@ -33,7 +33,7 @@ const (
 		octet_length(payload), coalesce(octet_length(result), 0)`
 
 	queueColumns = `name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms, paused,
-		created_at, updated_at, result_retention_ms`
+		created_at, updated_at, result_retention_ms, max_wait_ms`
 
 	eventColumns = `job_id::text, seq, queue, type, coalesce(from_state, ''), to_state, reason, error,
 		worker_id, attempt, created_at`
@@ -89,17 +89,18 @@ func scanQueue(row pgx.Row) (*queue.Queue, error) {
 	var (
 		q                    queue.Queue
 		ttlMS, baseMS, maxMS int64
-		retentionMS          int64
+		retentionMS, waitMS  int64
 		weights              map[int]int
 	)
 	if err := row.Scan(&q.Name, &q.MaxRetries, &ttlMS, &weights, &baseMS, &maxMS, &q.Paused,
-		&q.CreatedAt, &q.UpdatedAt, &retentionMS); err != nil {
+		&q.CreatedAt, &q.UpdatedAt, &retentionMS, &waitMS); err != nil {
 		return nil, err
 	}
 	q.TTL = fromMillis(ttlMS)
 	q.BackoffBase = fromMillis(baseMS)
 	q.BackoffMax = fromMillis(maxMS)
 	q.ResultRetention = fromMillis(retentionMS)
+	q.MaxWait = fromMillis(waitMS)
 	q.PriorityWeights = weights
 	if q.PriorityWeights == nil {
 		q.PriorityWeights = map[int]int{}

@@ -140,6 +140,9 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if p.Weighted() {
+		return s.jobClaimWeighted(ctx, p)
+	}
 	var jobs []*queue.Job
 	err := s.write(ctx, func(tx *wtx) error {
 		jobs = nil

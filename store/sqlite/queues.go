@@ -13,8 +13,8 @@ import (
 const (
 	sqlQueueInsert = `
 INSERT INTO queues (name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms,
-                    result_retention_ms, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)`
+                    result_retention_ms, created_at, updated_at, max_wait_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)`
 
 	sqlQueueCreate = sqlQueueInsert + ` RETURNING ` + queueColumns
 
@@ -45,7 +45,7 @@ func queueArgs(q *queue.Queue, now int64) []any {
 		weights[k] = v
 	}
 	return []any{q.Name, q.MaxRetries, toMillis(q.TTL), jsonText(weights), toMillis(q.BackoffBase),
-		toMillis(q.BackoffMax), toMillis(q.ResultRetention), now}
+		toMillis(q.BackoffMax), toMillis(q.ResultRetention), now, toMillis(q.MaxWait)}
 }
 
 // QueueCreate implements store.QueueStore.

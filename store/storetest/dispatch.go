@@ -26,6 +26,7 @@ func RunDispatchStore[S interface {
 	newStore := storeFunc(newStoreOf)
 	t.Run("JobDue", func(t *testing.T) { t.Parallel(); runJobDueTests(t, newStore) })
 	t.Run("JobClaim", func(t *testing.T) { t.Parallel(); runJobClaimTests(t, newStore) })
+	t.Run("JobClaimWeighted", func(t *testing.T) { t.Parallel(); runJobClaimWeightedTests(t, newStore) })
 	t.Run("JobAssignMany", func(t *testing.T) { t.Parallel(); runJobAssignTests(t, newStore) })
 	t.Run("JobAckMany", func(t *testing.T) { t.Parallel(); runJobAckTests(t, newStore) })
 	t.Run("JobReportMany", func(t *testing.T) { t.Parallel(); runJobReportTests(t, newStore) })

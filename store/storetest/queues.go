@@ -23,6 +23,7 @@ func runQueueTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, queue.DefaultBackoffBase, q.BackoffBase)
 		require.Equal(t, queue.DefaultBackoffMax, q.BackoffMax)
 		require.Empty(t, q.PriorityWeights)
+		require.Zero(t, q.MaxWait, "no aging")
 		require.False(t, q.Paused)
 		require.False(t, q.CreatedAt.IsZero())
 		require.False(t, q.UpdatedAt.IsZero())
@@ -36,12 +37,14 @@ func runQueueTests(t *testing.T, newStore NewStoreFunc) {
 			PriorityWeights: map[int]int{9: 6, 5: 3, 0: 1},
 			BackoffBase:     500 * time.Millisecond,
 			BackoffMax:      10 * time.Second,
+			MaxWait:         10 * time.Minute,
 		})
 		require.Zero(t, created.MaxRetries, "an explicit 0 is not the default")
 		require.Equal(t, 90*time.Second, created.TTL)
 		require.Equal(t, map[int]int{9: 6, 5: 3, 0: 1}, created.PriorityWeights)
 		require.Equal(t, 500*time.Millisecond, created.BackoffBase)
 		require.Equal(t, 10*time.Second, created.BackoffMax)
+		require.Equal(t, 10*time.Minute, created.MaxWait)
 		got, err := b.s.QueueGet(b.ctx, created.Name)
 		require.NoError(t, err)
 		require.Equal(t, created, got)
@@ -59,6 +62,8 @@ func runQueueTests(t *testing.T, newStore NewStoreFunc) {
 			{Name: uniqueName("st"), PriorityWeights: map[int]int{3: 0}},
 			{Name: uniqueName("st"), BackoffBase: time.Minute, BackoffMax: time.Second},
 			{Name: uniqueName("st"), BackoffBase: -time.Second},
+			{Name: uniqueName("st"), MaxWait: -time.Second},
+			{Name: uniqueName("st"), MaxWait: time.Microsecond},
 		} {
 			_, err := b.s.QueueCreate(b.ctx, p)
 			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)

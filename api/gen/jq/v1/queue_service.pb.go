@@ -47,6 +47,8 @@ type Queue struct {
 	// the job completed, unless a consuming GetJobResult takes it first; then
 	// the maintenance pass drops it (seed 001).
 	ResultRetention *durationpb.Duration `protobuf:"bytes,8,opt,name=result_retention,json=resultRetention,proto3" json:"result_retention,omitempty"`
+	// Aging bound of dispatch (see CreateQueueRequest). Unset means no aging.
+	MaxWait *durationpb.Duration `protobuf:"bytes,9,opt,name=max_wait,json=maxWait,proto3" json:"max_wait,omitempty"`
 	// When the queue was created.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// When the queue's settings last changed (including pause and resume).
@@ -137,6 +139,13 @@ func (x *Queue) GetPaused() bool {
 func (x *Queue) GetResultRetention() *durationpb.Duration {
 	if x != nil {
 		return x.ResultRetention
+	}
+	return nil
+}
+
+func (x *Queue) GetMaxWait() *durationpb.Duration {
+	if x != nil {
+		return x.MaxWait
 	}
 	return nil
 }
@@ -369,10 +378,13 @@ type CreateQueueRequest struct {
 	// Optional weighted sharing between priority levels. Keys are priority
 	// levels 0 to 9, values positive weights. Empty (the default) means strict
 	// priority order: due jobs of priority 9 always go first, then 8, and so
-	// on, FIFO by created_at within a level (FR-014). When set, each dispatch
-	// batch is shared among the levels that have due jobs in proportion to
-	// their weights (levels not listed get weight 1), so low priorities are
-	// not starved; within a level the order stays FIFO.
+	// on, FIFO by created_at within a level (FR-014). When set, the listed
+	// levels that have due jobs share dispatch in proportion to their weights
+	// (a deterministic smooth weighted round-robin over the levels: with
+	// 9=3,0=1 both backlogged, starts run 9,9,0,9, ...), FIFO within a level;
+	// a level with no due jobs leaves its share to the others. Levels not
+	// listed get only what the listed levels leave (strict priority among
+	// them). The proportions are kept per server replica.
 	PriorityWeights map[int32]int32 `protobuf:"bytes,4,rep,name=priority_weights,json=priorityWeights,proto3" json:"priority_weights,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// Base delay of the retry backoff. Unset means 5s; must be positive.
 	BackoffBase *durationpb.Duration `protobuf:"bytes,5,opt,name=backoff_base,json=backoffBase,proto3" json:"backoff_base,omitempty"`
@@ -382,8 +394,13 @@ type CreateQueueRequest struct {
 	// Queue.result_retention). Unset means 24h; must be at least 1ms and at
 	// most 366 days.
 	ResultRetention *durationpb.Duration `protobuf:"bytes,7,opt,name=result_retention,json=resultRetention,proto3" json:"result_retention,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Optional aging: a due job that has waited this long (since it became
+	// due) is dispatched before any other job of the queue, oldest first,
+	// whatever its priority and the weights, so nothing starves. Unset means
+	// no aging; must be at least 1ms and at most 366 days.
+	MaxWait       *durationpb.Duration `protobuf:"bytes,8,opt,name=max_wait,json=maxWait,proto3" json:"max_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateQueueRequest) Reset() {
@@ -461,6 +478,13 @@ func (x *CreateQueueRequest) GetBackoffMax() *durationpb.Duration {
 func (x *CreateQueueRequest) GetResultRetention() *durationpb.Duration {
 	if x != nil {
 		return x.ResultRetention
+	}
+	return nil
+}
+
+func (x *CreateQueueRequest) GetMaxWait() *durationpb.Duration {
+	if x != nil {
+		return x.MaxWait
 	}
 	return nil
 }
@@ -1069,7 +1093,7 @@ var File_jq_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
-	"\x19jq/v1/queue_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x04\n" +
+	"\x19jq/v1/queue_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x04\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vmax_retries\x18\x02 \x01(\x05R\n" +
@@ -1080,7 +1104,8 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\vbackoff_max\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"backoffMax\x12\x16\n" +
 	"\x06paused\x18\a \x01(\bR\x06paused\x12D\n" +
-	"\x10result_retention\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0fresultRetention\x129\n" +
+	"\x10result_retention\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0fresultRetention\x124\n" +
+	"\bmax_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\amaxWait\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
@@ -1109,7 +1134,7 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\bfinished\x18\x10 \x01(\x03R\bfinished\x12'\n" +
 	"\x0ffailed_attempts\x18\x11 \x01(\x03R\x0efailedAttempts\x120\n" +
 	"\x14finished_last_minute\x18\x12 \x01(\x03R\x12finishedLastMinute\x12,\n" +
-	"\x12failed_last_minute\x18\x13 \x01(\x03R\x10failedLastMinute\"\xea\x03\n" +
+	"\x12failed_last_minute\x18\x13 \x01(\x03R\x10failedLastMinute\"\xa0\x04\n" +
 	"\x12CreateQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\vmax_retries\x18\x02 \x01(\x05H\x00R\n" +
@@ -1119,7 +1144,8 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\fbackoff_base\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vbackoffBase\x12:\n" +
 	"\vbackoff_max\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"backoffMax\x12D\n" +
-	"\x10result_retention\x18\a \x01(\v2\x19.google.protobuf.DurationR\x0fresultRetention\x1aB\n" +
+	"\x10result_retention\x18\a \x01(\v2\x19.google.protobuf.DurationR\x0fresultRetention\x124\n" +
+	"\bmax_wait\x18\b \x01(\v2\x19.google.protobuf.DurationR\amaxWait\x1aB\n" +
 	"\x14PriorityWeightsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01B\x0e\n" +
@@ -1202,41 +1228,43 @@ var file_jq_v1_queue_service_proto_depIdxs = []int32{
 	18, // 2: jq.v1.Queue.backoff_base:type_name -> google.protobuf.Duration
 	18, // 3: jq.v1.Queue.backoff_max:type_name -> google.protobuf.Duration
 	18, // 4: jq.v1.Queue.result_retention:type_name -> google.protobuf.Duration
-	19, // 5: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
-	19, // 6: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 7: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
-	18, // 8: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	18, // 9: jq.v1.QueueStats.window:type_name -> google.protobuf.Duration
-	18, // 10: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
-	17, // 11: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
-	18, // 12: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
-	18, // 13: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
-	18, // 14: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
-	0,  // 15: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 16: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
-	0,  // 17: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
-	1,  // 18: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
-	0,  // 19: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 20: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
-	2,  // 21: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
-	4,  // 22: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
-	6,  // 23: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
-	8,  // 24: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
-	10, // 25: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
-	12, // 26: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
-	14, // 27: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
-	3,  // 28: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
-	5,  // 29: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
-	7,  // 30: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
-	9,  // 31: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
-	11, // 32: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
-	13, // 33: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
-	15, // 34: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
-	28, // [28:35] is the sub-list for method output_type
-	21, // [21:28] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	18, // 5: jq.v1.Queue.max_wait:type_name -> google.protobuf.Duration
+	19, // 6: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
+	19, // 7: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 8: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
+	18, // 9: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
+	18, // 10: jq.v1.QueueStats.window:type_name -> google.protobuf.Duration
+	18, // 11: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
+	17, // 12: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
+	18, // 13: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
+	18, // 14: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
+	18, // 15: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
+	18, // 16: jq.v1.CreateQueueRequest.max_wait:type_name -> google.protobuf.Duration
+	0,  // 17: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 18: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
+	0,  // 19: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
+	1,  // 20: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
+	0,  // 21: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 22: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
+	2,  // 23: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
+	4,  // 24: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
+	6,  // 25: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
+	8,  // 26: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
+	10, // 27: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
+	12, // 28: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
+	14, // 29: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
+	3,  // 30: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
+	5,  // 31: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
+	7,  // 32: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
+	9,  // 33: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
+	11, // 34: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
+	13, // 35: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
+	15, // 36: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
+	30, // [30:37] is the sub-list for method output_type
+	23, // [23:30] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_queue_service_proto_init() }

@@ -1,0 +1,82 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Weighted dispatch (store.JobClaimParams.Levels and MaxWait), as in Postgres: in one write, the aged
+// jobs, then each level's quota, then the rest, each step reading the due ids and assigning them
+// before the next reads (so no job is taken twice). Only queues with weights or max_wait take this
+// path; JobClaim's plain walk stays the others'.
+const sqlClaimTypes = `
+  AND (?4 = '[]' OR type IN (SELECT value FROM json_each(?4)))`
+
+var (
+	// Aged: due at or before ?5 (now − max_wait, µs), oldest due time first. It reads every due job
+	// of the queue (no index orders by the due time); only queues with a max_wait pay for it.
+	sqlJobClaimAged = `SELECT id` + sqlDueFrom + sqlClaimTypes + `
+  AND created_at <= ?5 AND not_before <= ?5
+ORDER BY max(created_at, not_before), created_at, id
+LIMIT ?3`
+	// One level: jobs_dispatch_idx from (queue, priority) on, FIFO within the level.
+	sqlJobClaimLevel = `SELECT id` + sqlDueFrom + sqlClaimTypes + `
+  AND priority = ?5` + sqlDueOrder
+	// The rest, in dispatch order.
+	sqlJobClaimRest = `SELECT id` + sqlDueFrom + sqlClaimTypes + sqlDueOrder
+)
+
+// jobClaimWeighted is JobClaim's weighted path (p validated).
+func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
+	var jobs []*queue.Job
+	err := s.write(ctx, func(tx *wtx) error {
+		jobs = nil
+		now := us(tx.now)
+		types := listText(p.Types)
+		step := func(q string, limit int, arg ...any) error {
+			if limit <= 0 {
+				return nil
+			}
+			rows, err := tx.query(q, append([]any{p.Queue, now, limit, types}, arg...)...)
+			if err != nil {
+				return err
+			}
+			ids, err := scanIDs(rows)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				j, err := assignJob(tx, id, p.WorkerID, now)
+				if err != nil {
+					return err
+				}
+				if j != nil {
+					jobs = append(jobs, j)
+				}
+			}
+			return nil
+		}
+		if p.MaxWait > 0 {
+			if err := step(sqlJobClaimAged, p.Limit, us(tx.now.Add(-p.MaxWait))); err != nil {
+				return err
+			}
+		}
+		budget := 0 // the quotas so far, less what their levels took
+		for _, l := range p.Levels {
+			budget += l.Max
+			before := len(jobs)
+			if err := step(sqlJobClaimLevel, min(budget, p.Limit-len(jobs)), l.Priority); err != nil {
+				return err
+			}
+			budget -= len(jobs) - before
+		}
+		return step(sqlJobClaimRest, p.Limit-len(jobs))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim jobs: %w", err)
+	}
+	return jobs, nil
+}
