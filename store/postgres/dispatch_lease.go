@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -180,8 +179,8 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		started  []int64
 	)
 	for i, l := range leases {
-		if b.add(i, l) {
-			ids = append(ids, b.outcomes[i].ID)
+		if b.Add(i, l) {
+			ids = append(ids, b.Outcomes[i].ID)
 			attempts = append(attempts, int32(l.Attempt)) // Validate bounds it to int32
 			workers = append(workers, l.WorkerID)
 			started = append(started, l.Bounded().StartedAgo.Microseconds())
@@ -196,7 +195,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
 		}
 	}
-	return b.finish(leases, true), nil
+	return b.Finish(leases, true), nil
 }
 
 // JobReportMany implements store.DispatchStore. The result checksum is computed here
@@ -217,10 +216,10 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	for i, r := range reports {
 		bounded[i] = r.Bounded()
 		leases[i] = bounded[i].JobLease
-		b.add(i, leases[i])
+		b.Add(i, leases[i])
 	}
-	from := make(map[int]queue.State, len(b.sent)) // lease index → the state named
-	todo := slices.Clone(b.sent)
+	from := make(map[int]queue.State, len(b.Sent)) // lease index → the state named
+	todo := slices.Clone(b.Sent)
 	for _, i := range todo {
 		from[i] = queue.StateAssigned
 	}
@@ -235,7 +234,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 		}
 		todo = again
 	}
-	return b.finish(leases, false), nil
+	return b.Finish(leases, false), nil
 }
 
 // maxReportRounds bounds JobReportMany's statements per batch: ASSIGNED, RUNNING, and once more
@@ -243,7 +242,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 const maxReportRounds = 3
 
 // reportArgs are sqlJobReportMany's parameters for the leases todo (indexes into reports).
-func reportArgs(b *leaseBatch, reports []store.JobReportParams, todo []int, from map[int]queue.State) []any {
+func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from map[int]queue.State) []any {
 	n := len(todo)
 	var (
 		ids       = make([]string, 0, n)
@@ -262,7 +261,7 @@ func reportArgs(b *leaseBatch, reports []store.JobReportParams, todo []int, from
 	)
 	for _, i := range todo {
 		r := reports[i]
-		ids = append(ids, b.outcomes[i].ID)
+		ids = append(ids, b.Outcomes[i].ID)
 		attempts = append(attempts, int32(r.Attempt)) // Validate bounds it to int32
 		workers = append(workers, r.WorkerID)
 		successes = append(successes, r.Success)
@@ -295,7 +294,7 @@ func reportArgs(b *leaseBatch, reports []store.JobReportParams, todo []int, from
 // send again, naming the other live state: not applied while the job, as the statement's snapshot
 // had it, still held the lease (another state than the one named, or the same one when the change
 // committed after the snapshot). With retry false they are stale instead.
-func (b *leaseBatch) collectReports(rows pgx.Rows, todo []int, leases []store.JobLease, from map[int]queue.State,
+func (b leaseBatch) collectReports(rows pgx.Rows, todo []int, leases []store.JobLease, from map[int]queue.State,
 	retry bool) ([]int, error) {
 	defer rows.Close()
 	seen := make([]bool, len(todo))
@@ -315,7 +314,7 @@ func (b *leaseBatch) collectReports(rows pgx.Rows, todo []int, leases []store.Jo
 		seen[ord-1] = true
 		i := todo[ord-1]
 		if applied {
-			b.outcomes[i].Job, b.outcomes[i].Started = j, started
+			b.Outcomes[i].Job, b.Outcomes[i].Started = j, started
 			continue
 		}
 		l := leases[i]
@@ -330,7 +329,7 @@ func (b *leaseBatch) collectReports(rows pgx.Rows, todo []int, leases []store.Jo
 			again = append(again, i)
 			continue
 		}
-		b.outcomes[i].Err = fmt.Errorf("%w: job %s is %s at attempt %d held by %q; the lease is attempt %d "+
+		b.Outcomes[i].Err = fmt.Errorf("%w: job %s is %s at attempt %d held by %q; the lease is attempt %d "+
 			"held by %q in %v", queue.ErrStaleAttempt, j.ID, j.State, j.Attempt, j.WorkerID, l.Attempt,
 			l.WorkerID, []queue.State{queue.StateAssigned, queue.StateRunning})
 	}
@@ -340,7 +339,7 @@ func (b *leaseBatch) collectReports(rows pgx.Rows, todo []int, leases []store.Jo
 	for k, ok := range seen {
 		if !ok {
 			i := todo[k]
-			b.outcomes[i].Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, b.outcomes[i].ID)
+			b.Outcomes[i].Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, b.Outcomes[i].ID)
 		}
 	}
 	return again, nil
@@ -356,50 +355,11 @@ func retryAfterMS(r store.JobReportParams) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// leaseBatch turns a batch of leases into the rows sent to a statement and its result rows back into
-// one outcome per lease. Only the first occurrence of a job id is sent; later ones are settled by
-// finish.
-type leaseBatch struct {
-	outcomes []store.LeaseOutcome
-	sent     []int          // sent[ord-1]: the index of the lease sent as row ord
-	first    map[string]int // job id → index of its first valid lease
-	repeats  map[int]int    // index of a repeated lease → index of the first
-}
-
-func newLeaseBatch(n int) *leaseBatch {
-	return &leaseBatch{
-		outcomes: make([]store.LeaseOutcome, n),
-		sent:     make([]int, 0, n),
-		first:    make(map[string]int, n),
-	}
-}
-
-// add records lease i and reports whether it is to be sent.
-func (b *leaseBatch) add(i int, l store.JobLease) bool {
-	b.outcomes[i].ID = l.ID
-	id, err := l.Validate()
-	if err != nil {
-		b.outcomes[i].Err = err
-		return false
-	}
-	b.outcomes[i].ID = id
-	if f, dup := b.first[id]; dup {
-		if b.repeats == nil {
-			b.repeats = map[int]int{}
-		}
-		b.repeats[i] = f
-		return false
-	}
-	b.first[id] = i
-	b.sent = append(b.sent, i)
-	return true
-}
-
 // collect reads the (ord, applied, job) rows of a lease statement. from lists the states a lease
 // may be applied in, for the message of a stale outcome.
-func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...queue.State) error {
+func (b leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...queue.State) error {
 	defer rows.Close()
-	seen := make([]bool, len(b.sent))
+	seen := make([]bool, len(b.Sent))
 	for rows.Next() {
 		var (
 			ord              int64
@@ -409,17 +369,17 @@ func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...que
 		if err != nil {
 			return err
 		}
-		if ord < 1 || int(ord) > len(b.sent) || seen[ord-1] {
+		if ord < 1 || int(ord) > len(b.Sent) || seen[ord-1] {
 			return fmt.Errorf("result row for unexpected item %d", ord)
 		}
 		seen[ord-1] = true
-		i := b.sent[ord-1]
+		i := b.Sent[ord-1]
 		if applied {
-			b.outcomes[i].Job, b.outcomes[i].Started = j, started
+			b.Outcomes[i].Job, b.Outcomes[i].Started = j, started
 			continue
 		}
 		l := leases[i]
-		b.outcomes[i].Err = fmt.Errorf("%w: job %s is %s at attempt %d held by %q; the lease is attempt %d "+
+		b.Outcomes[i].Err = fmt.Errorf("%w: job %s is %s at attempt %d held by %q; the lease is attempt %d "+
 			"held by %q in %v", queue.ErrStaleAttempt, j.ID, j.State, j.Attempt, j.WorkerID, l.Attempt,
 			l.WorkerID, from)
 	}
@@ -428,33 +388,11 @@ func (b *leaseBatch) collect(rows pgx.Rows, leases []store.JobLease, from ...que
 	}
 	for k, ok := range seen {
 		if !ok {
-			i := b.sent[k]
-			b.outcomes[i].Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, b.outcomes[i].ID)
+			i := b.Sent[k]
+			b.Outcomes[i].Err = fmt.Errorf("%w: %s", queue.ErrJobNotFound, b.Outcomes[i].ID)
 		}
 	}
 	return nil
-}
-
-// finish settles repeated leases: the first occurrence of a job id in a batch is the one applied.
-// With idempotent (acks), a repeat of the identical lease (same attempt, same worker — e.g. a
-// worker's retried ack merged into one batch with the call it retries) gets the first occurrence's
-// outcome, so a retry never turns a success into a refusal. Any other repeat, and every repeated
-// report (which may say something different), is stale (or not found, like the first).
-func (b *leaseBatch) finish(leases []store.JobLease, idempotent bool) []store.LeaseOutcome {
-	for i, f := range b.repeats {
-		if idempotent && leases[i].Attempt == leases[f].Attempt && leases[i].WorkerID == leases[f].WorkerID {
-			// Started stays false: the first occurrence carries the start.
-			b.outcomes[i].Job, b.outcomes[i].Err = b.outcomes[f].Job, b.outcomes[f].Err
-			continue
-		}
-		if errors.Is(b.outcomes[f].Err, queue.ErrJobNotFound) {
-			b.outcomes[i].Err = b.outcomes[f].Err
-			continue
-		}
-		b.outcomes[i].Err = fmt.Errorf("%w: job %s repeats item %d of the batch", queue.ErrStaleAttempt,
-			b.outcomes[i].ID, f)
-	}
-	return b.outcomes
 }
 
 // leadingRow scans columns that precede the job columns.
@@ -467,3 +405,8 @@ func (r leadingRow) Scan(dest ...any) error {
 	all := make([]any, 0, len(r.lead)+len(dest))
 	return r.Row.Scan(append(append(all, r.lead...), dest...)...)
 }
+
+// leaseBatch is store.LeaseBatch with this store's ways of reading a statement's result rows into it.
+type leaseBatch struct{ *store.LeaseBatch }
+
+func newLeaseBatch(n int) leaseBatch { return leaseBatch{store.NewLeaseBatch(n)} }

@@ -226,14 +226,14 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	for i, f := range fails {
 		leases[i] = f.JobLease
 		if f.Reason == "" {
-			b.outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
+			b.Outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
 				queue.ErrInvalidArgument, f.ID)}
 			continue
 		}
-		if !b.add(i, f.JobLease) {
+		if !b.Add(i, f.JobLease) {
 			continue
 		}
-		ids = append(ids, b.outcomes[i].ID)
+		ids = append(ids, b.Outcomes[i].ID)
 		attempts = append(attempts, int32(f.Attempt)) // Validate bounds it to int32
 		workers = append(workers, f.WorkerID)
 		reasons = append(reasons, pgText(f.Reason))
@@ -248,7 +248,7 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 			return nil, fmt.Errorf("postgres: fail jobs: %w", err)
 		}
 	}
-	return b.finish(leases, false), nil
+	return b.Finish(leases, false), nil
 }
 
 // JobSettleFailed implements store.RecoveryStore.

@@ -82,14 +82,14 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 	if err := store.ValidateDispatchBatch(len(leases)); err != nil {
 		return nil, err
 	}
-	b := newLeaseBatch(len(leases))
+	b := store.NewLeaseBatch(len(leases))
 	for i, l := range leases {
-		b.add(i, l)
+		b.Add(i, l)
 	}
-	if len(b.sent) > 0 {
-		input := make([][4]any, len(b.sent))
-		for k, i := range b.sent {
-			input[k] = [4]any{b.outcomes[i].ID, leases[i].Attempt, leases[i].WorkerID, leases[i].Bounded().StartedAgo.Microseconds()}
+	if len(b.Sent) > 0 {
+		input := make([][4]any, len(b.Sent))
+		for k, i := range b.Sent {
+			input[k] = [4]any{b.Outcomes[i].ID, leases[i].Attempt, leases[i].WorkerID, leases[i].Bounded().StartedAgo.Microseconds()}
 		}
 		arg, err := json.Marshal(input)
 		if err != nil {
@@ -105,8 +105,8 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 			if err != nil {
 				return err
 			}
-			for _, i := range b.sent {
-				o := &b.outcomes[i]
+			for _, i := range b.Sent {
+				o := &b.Outcomes[i]
 				if a, ok := acked[o.ID]; ok {
 					o.Job, o.Started = a.j, true
 					if err := leaseEvent(tx, a.j, a.seq, queue.StateAssigned, store.ReasonAcked, "", us(a.j.StartedAt), nil); err != nil {
@@ -124,7 +124,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
 		}
 	}
-	return b.finish(leases, true), nil
+	return b.Finish(leases, true), nil
 }
 
 type ackedJob struct {
@@ -172,18 +172,18 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
 		return nil, err
 	}
-	b := newLeaseBatch(len(reports))
+	b := store.NewLeaseBatch(len(reports))
 	leases := make([]store.JobLease, len(reports))
 	bounded := make([]store.JobReportParams, len(reports))
 	for i, r := range reports {
 		bounded[i] = r.Bounded()
 		leases[i] = bounded[i].JobLease
-		b.add(i, leases[i])
+		b.Add(i, leases[i])
 	}
-	if len(b.sent) > 0 {
-		ids := make([]string, len(b.sent))
-		for k, i := range b.sent {
-			ids[k] = b.outcomes[i].ID
+	if len(b.Sent) > 0 {
+		ids := make([]string, len(b.Sent))
+		for k, i := range b.Sent {
+			ids[k] = b.Outcomes[i].ID
 		}
 		err := s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
@@ -191,8 +191,8 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 			if err != nil {
 				return err
 			}
-			for _, i := range b.sent {
-				if err := reportLease(tx, &b.outcomes[i], bounded[i], held, now); err != nil {
+			for _, i := range b.Sent {
+				if err := reportLease(tx, &b.Outcomes[i], bounded[i], held, now); err != nil {
 					return err
 				}
 			}
@@ -202,7 +202,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 			return nil, fmt.Errorf("sqlite: report jobs: %w", err)
 		}
 	}
-	return b.finish(leases, false), nil
+	return b.Finish(leases, false), nil
 }
 
 // reportLease applies one report to o (whose ID is canonical). A report for a job still ASSIGNED
@@ -322,64 +322,4 @@ func retryAfterMS(r store.JobReportParams) int64 {
 func staleLease(id, state string, attempt int, worker string, l store.JobLease, in ...queue.State) error {
 	return fmt.Errorf("%w: job %s is %s at attempt %d held by %q; the lease is attempt %d held by %q in %v",
 		queue.ErrStaleAttempt, id, state, attempt, worker, l.Attempt, l.WorkerID, in)
-}
-
-// leaseBatch turns a batch of leases into one outcome per lease. Only the first occurrence of a
-// job id is applied; later ones are settled by finish.
-type leaseBatch struct {
-	outcomes []store.LeaseOutcome
-	sent     []int          // the indexes of the leases applied, in batch order
-	first    map[string]int // job id → index of its first valid lease
-	repeats  map[int]int    // index of a repeated lease → index of the first
-}
-
-func newLeaseBatch(n int) *leaseBatch {
-	return &leaseBatch{
-		outcomes: make([]store.LeaseOutcome, n),
-		sent:     make([]int, 0, n),
-		first:    make(map[string]int, n),
-	}
-}
-
-// add records lease i and reports whether it is to be applied.
-func (b *leaseBatch) add(i int, l store.JobLease) bool {
-	b.outcomes[i].ID = l.ID
-	id, err := l.Validate()
-	if err != nil {
-		b.outcomes[i].Err = err
-		return false
-	}
-	b.outcomes[i].ID = id
-	if f, dup := b.first[id]; dup {
-		if b.repeats == nil {
-			b.repeats = map[int]int{}
-		}
-		b.repeats[i] = f
-		return false
-	}
-	b.first[id] = i
-	b.sent = append(b.sent, i)
-	return true
-}
-
-// finish settles repeated leases: the first occurrence of a job id in a batch is the one applied.
-// With idempotent (acks), a repeat of the identical lease (same attempt, same worker — e.g. a
-// worker's retried ack merged into one batch with the call it retries) gets the first occurrence's
-// outcome, so a retry never turns a success into a refusal. Any other repeat, and every repeated
-// report (which may say something different), is stale (or not found, like the first).
-func (b *leaseBatch) finish(leases []store.JobLease, idempotent bool) []store.LeaseOutcome {
-	for i, f := range b.repeats {
-		if idempotent && leases[i].Attempt == leases[f].Attempt && leases[i].WorkerID == leases[f].WorkerID {
-			// Started stays false: the first occurrence carries the start.
-			b.outcomes[i].Job, b.outcomes[i].Err = b.outcomes[f].Job, b.outcomes[f].Err
-			continue
-		}
-		if errors.Is(b.outcomes[f].Err, queue.ErrJobNotFound) {
-			b.outcomes[i].Err = b.outcomes[f].Err
-			continue
-		}
-		b.outcomes[i].Err = fmt.Errorf("%w: job %s repeats item %d of the batch", queue.ErrStaleAttempt,
-			b.outcomes[i].ID, f)
-	}
-	return b.outcomes
 }

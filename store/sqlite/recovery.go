@@ -135,22 +135,22 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	if err := store.ValidateDispatchBatch(len(fails)); err != nil {
 		return nil, err
 	}
-	b := newLeaseBatch(len(fails))
+	b := store.NewLeaseBatch(len(fails))
 	leases := make([]store.JobLease, len(fails))
 	for i, f := range fails {
 		leases[i] = f.JobLease
 		if f.Reason == "" {
-			b.outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
+			b.Outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
 				queue.ErrInvalidArgument, f.ID)}
 			continue
 		}
-		b.add(i, f.JobLease)
+		b.Add(i, f.JobLease)
 	}
-	if len(b.sent) > 0 {
+	if len(b.Sent) > 0 {
 		err := s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
-			for _, i := range b.sent {
-				if err := failLease(tx, &b.outcomes[i], fails[i], now); err != nil {
+			for _, i := range b.Sent {
+				if err := failLease(tx, &b.Outcomes[i], fails[i], now); err != nil {
 					return err
 				}
 			}
@@ -160,7 +160,7 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 			return nil, fmt.Errorf("sqlite: fail jobs: %w", err)
 		}
 	}
-	return b.finish(leases, false), nil
+	return b.Finish(leases, false), nil
 }
 
 // failLease moves one job ASSIGNED|RUNNING→FAILED when it is in that state at the lease's attempt;
