@@ -477,7 +477,10 @@ WHERE j.id = $1 AND e.seq = 1 AND e.created_at < $2`, o.id, up); n > 0 {
 	require.Equal(t, len(final), rep.Jobs)
 	// A job started under its assignment whose start could not be recorded during the outage is
 	// failed by the assignment timeout and runs again (at least once).
-	causes := duplicateCauses(t, rep, "assignment_timeout") // the reaper waits a heartbeat timeout after an outage
+	// The reaper waits a heartbeat timeout after an outage; an outage longer than the worker's fence
+	// (3/4 of the heartbeat timeout: its heartbeats cannot be recorded) makes it stop its running
+	// jobs, which run again (lease_expired).
+	causes := duplicateCauses(t, rep, "assignment_timeout", "lease_expired")
 	t.Logf("postgres outage: submits=%d accepted=%d unavailable=%d (of which committed before the failure: %d); "+
 		"outage %v; first accepted submit %v after restart; jobs=%d lost=0 duplicates=%d (by cause %v)",
 		len(final), len(final)-len(failedKeys), len(failedKeys), committedAnyway, outage, firstOK.Round(10*time.Millisecond),

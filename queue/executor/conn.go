@@ -71,6 +71,10 @@ const (
 	ReasonTimeout        = "timeout"
 	ReasonCancelled      = "cancelled"
 	ReasonOutputTooLarge = "output_too_large"
+	// ReasonLeaseExpired: the worker could not renew its lease in time (its server unreachable, or
+	// the server unable to record the heartbeat) and stopped the job before it could be handed to
+	// another worker (fence.go). Not the handler's failure: circuit breakers do not count it.
+	ReasonLeaseExpired = "lease_expired"
 )
 
 // RegisterParams describe the registering worker.

@@ -384,7 +384,7 @@ func (e *Executor) outcome(t *task, res []byte, herr, cause error, timeout, runt
 	case errors.Is(cause, errFenced):
 		// Retryable: if the server still counts the lease as this worker's, the job runs again;
 		// if it has moved on, the attempt fences this report off.
-		return fail(ReasonError, errFenced.Error(), false)
+		return fail(ReasonLeaseExpired, errFenced.Error(), false)
 	case errors.Is(cause, errJobTimeout):
 		return fail(ReasonTimeout, fmt.Sprintf("job exceeded its timeout of %s: %v", timeout, herr), false)
 	case errors.Is(herr, queue.ErrOutputTooLarge):
