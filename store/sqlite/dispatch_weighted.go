@@ -29,51 +29,42 @@ LIMIT ?3`
 	sqlJobClaimRest = `SELECT id` + sqlDueFrom + sqlClaimTypes + sqlDueOrder
 )
 
-// jobClaimWeighted is JobClaim's weighted path (p validated).
+// jobClaimWeighted is JobClaim's weighted path (p validated): store.JobClaimParams.WeightedSteps,
+// each step's due ids read and assigned in the same write.
 func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
 	var jobs []*queue.Job
 	err := s.write(ctx, func(tx *wtx) error {
 		jobs = nil
 		now := us(tx.now)
-		types := listText(p.Types)
-		step := func(q string, limit int, arg ...any) error {
-			if limit <= 0 {
-				return nil
+		return p.WeightedSteps(func(st store.ClaimStep) (int, error) {
+			args := []any{p.Queue, now, st.Limit, listText(p.Types)}
+			q := sqlJobClaimRest
+			switch st.Kind {
+			case store.ClaimAged:
+				q, args = sqlJobClaimAged, append(args, us(tx.now.Add(-p.MaxWait)))
+			case store.ClaimLevel:
+				q, args = sqlJobClaimLevel, append(args, st.Priority)
 			}
-			rows, err := tx.query(q, append([]any{p.Queue, now, limit, types}, arg...)...)
+			rows, err := tx.query(q, args...)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			ids, err := scanIDs(rows)
 			if err != nil {
-				return err
+				return 0, err
 			}
+			before := len(jobs)
 			for _, id := range ids {
 				j, err := assignJob(tx, id, p.WorkerID, now)
 				if err != nil {
-					return err
+					return 0, err
 				}
 				if j != nil {
 					jobs = append(jobs, j)
 				}
 			}
-			return nil
-		}
-		if p.MaxWait > 0 {
-			if err := step(sqlJobClaimAged, p.Limit, us(tx.now.Add(-p.MaxWait))); err != nil {
-				return err
-			}
-		}
-		budget := 0 // the quotas so far, less what their levels took
-		for _, l := range p.Levels {
-			budget += l.Max
-			before := len(jobs)
-			if err := step(sqlJobClaimLevel, min(budget, p.Limit-len(jobs)), l.Priority); err != nil {
-				return err
-			}
-			budget -= len(jobs) - before
-		}
-		return step(sqlJobClaimRest, p.Limit-len(jobs))
+			return len(jobs) - before, nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim jobs: %w", err)
