@@ -131,7 +131,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 		where = append(where, "jobs.queue = q.name") // each queue's walk (below)
 	}
 	if len(p.States) > 0 {
-		where = append(where, stateFilter(p.States))
+		where = append(where, store.StateFilterSQL(p.States))
 	}
 	if len(p.Labels) > 0 {
 		where = append(where, "labels @> "+arg(jsonText(p.Labels))+"::jsonb")
@@ -298,34 +298,4 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error)
 		}
 	}
 	return events, nil
-}
-
-// stateFilter is the WHERE clause of a state filter, written as literals shaped like the predicates
-// of the partial indexes (state = 'PENDING', state IN ('ASSIGNED', 'RUNNING'), state = 'FAILED',
-// state = 'DEAD_LETTERED'), so the planner can combine them (BitmapOr) instead of scanning the
-// table's history for the few live jobs; a parameter array would hide the states from it. The
-// states are validated enum values, and only the known names are written.
-func stateFilter(states []queue.State) string {
-	want := map[queue.State]bool{}
-	for _, st := range states {
-		want[st] = true
-	}
-	var arms []string
-	switch {
-	case want[queue.StateAssigned] && want[queue.StateRunning]:
-		arms = append(arms, "state IN ('ASSIGNED', 'RUNNING')")
-	case want[queue.StateAssigned]:
-		arms = append(arms, "state = 'ASSIGNED'")
-	case want[queue.StateRunning]:
-		arms = append(arms, "state = 'RUNNING'")
-	}
-	for _, st := range []queue.State{queue.StatePending, queue.StateDone, queue.StateFailed, queue.StateDeadLettered} {
-		if want[st] {
-			arms = append(arms, "state = '"+string(st)+"'")
-		}
-	}
-	if len(arms) == 0 {
-		return "false" // no known state: nothing matches
-	}
-	return "(" + strings.Join(arms, " OR ") + ")"
 }

@@ -30,7 +30,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	}
 	where = append(where, "queue = ?1")
 	if len(p.States) > 0 {
-		where = append(where, stateFilter(p.States))
+		where = append(where, store.StateFilterSQL(p.States))
 	}
 	for k, v := range p.Labels {
 		where = append(where, "EXISTS (SELECT 1 FROM json_each(labels) WHERE key = "+arg(k)+" AND value = "+arg(v)+")")
@@ -125,31 +125,4 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	}
 	res.Jobs = jobs
 	return res, nil
-}
-
-// stateFilter is the WHERE clause of a state filter, written as literals shaped like the partial
-// indexes' predicates. The states are validated enum values, and only the known names are written.
-func stateFilter(states []queue.State) string {
-	want := map[queue.State]bool{}
-	for _, st := range states {
-		want[st] = true
-	}
-	var arms []string
-	switch {
-	case want[queue.StateAssigned] && want[queue.StateRunning]:
-		arms = append(arms, "state IN ('ASSIGNED', 'RUNNING')")
-	case want[queue.StateAssigned]:
-		arms = append(arms, "state = 'ASSIGNED'")
-	case want[queue.StateRunning]:
-		arms = append(arms, "state = 'RUNNING'")
-	}
-	for _, st := range []queue.State{queue.StatePending, queue.StateDone, queue.StateFailed, queue.StateDeadLettered} {
-		if want[st] {
-			arms = append(arms, "state = '"+string(st)+"'")
-		}
-	}
-	if len(arms) == 0 {
-		return "0" // no known state: nothing matches
-	}
-	return "(" + strings.Join(arms, " OR ") + ")"
 }
