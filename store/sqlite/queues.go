@@ -28,13 +28,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)`
 
 	sqlQueueHasJobs = `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = ?1)`
 
-	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = ?1 RETURNING n`
-
-	// Only published events go (at or below the relay's cursor): an unpublished one is still owed
-	// to Kafka; the relay publishes it and the retention pass deletes it later.
-	sqlDeleteJobEvents = `
-DELETE FROM job_events
-WHERE job_n = ?1 AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
+	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = ?1 RETURNING id, n`
 
 	sqlQueueDelete = `DELETE FROM queues WHERE name = ?1`
 )
@@ -146,18 +140,18 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 		if err != nil {
 			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
 		}
-		ids, err := collect(rows, func(r scanner) (int64, error) {
-			var n int64
-			return n, r.Scan(&n)
+		jobs, err := collect(rows, func(r scanner) (deletedJob, error) {
+			var j deletedJob
+			return j, r.Scan(&j.id, &j.n)
 		})
 		if err != nil {
 			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
 		}
-		deleted = int64(len(ids))
-		for _, id := range ids {
-			if _, err := tx.exec(sqlDeleteJobEvents, id); err != nil {
-				return fmt.Errorf("sqlite: delete queue job events: %w", err)
-			}
+		deleted = int64(len(jobs))
+		// Their published events and progress rows, in one statement each (deleteJobsRest, as a
+		// purge or a job delete).
+		if err := deleteJobsRest(tx, jobs); err != nil {
+			return fmt.Errorf("sqlite: delete queue jobs' %w", err)
 		}
 		if _, err := tx.exec(sqlQueueDelete, p.Name); err != nil {
 			return fmt.Errorf("sqlite: delete queue: %w", err)
