@@ -1,9 +1,9 @@
-// Package memory holds the in-process backends of jq's embedded mode (jq --role=all on an embedded
-// store, without Redis): Dispatcher, the store.Dispatcher that store/redis implements for a fleet,
-// and Notifier, the store.Notifier that Postgres LISTEN/NOTIFY implements for several replicas.
+// Package memory holds the in-process dispatcher of jq's embedded mode (jq --role=all on an
+// embedded store, without Redis): Dispatcher, the store.Dispatcher that store/redis implements for
+// a fleet. (The embedded mode needs no Notifier: one engine wakes its own scheduler.)
 //
-// They serve one process only: every scheduler, session and reaper that uses them must run in the
-// process that holds them. Like Redis, they are not the truth: the store decides every job's state
+// It serves one process only: every scheduler, session and reaper that uses it must run in the
+// process that holds it. Like Redis, it is not the truth: the store decides every job's state
 // and does the claim, so losing them (a restart) loses no job; the reaper recovers whatever was held
 // from the store, exactly as after a Redis restart.
 //
@@ -26,11 +26,4 @@
 // an expired lock is dropped when it is next looked at, and a sweep, run when the lock table has
 // doubled since the previous one, drops the rest (amortised O(1) per lock written). In-flight
 // entries never expire on their own, as in Redis: those of a dead worker wait for the reaper.
-//
-// # Notifications
-//
-// Notify never blocks: each Listen call has a bounded buffer, and a notification that finds it full
-// is dropped. That merges it into the wake-ups already pending for that listener, which is all the
-// engine needs: any notification wakes its scheduler, whatever the queue, and the scheduler ticks
-// anyway.
 package memory

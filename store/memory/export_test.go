@@ -22,10 +22,3 @@ func (d *Dispatcher) Sets() (sets, queues int) {
 
 // MinSweep is the lock count below which no sweep runs.
 const MinSweep = minSweep
-
-// Listeners is the number of Listen calls registered.
-func (n *Notifier) Listeners() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.listeners)
-}

@@ -21,7 +21,6 @@ func TestMain(m *testing.M) {
 
 var (
 	_ store.Dispatcher = (*memory.Dispatcher)(nil)
-	_ store.Notifier   = (*memory.Notifier)(nil)
 )
 
 // newDispatcher returns a fresh Dispatcher on the real clock, closed when the test ends.
