@@ -156,7 +156,7 @@ var (
 func serverStoreOpen(ctx context.Context, p *process) (part, error) {
 	if p.cfg.Store.Driver == config.StoreSQLite {
 		path := p.cfg.Store.SQLitePath()
-		st, err := sqlite.New(ctx, sqlite.Config{Path: path, Synchronous: p.cfg.Store.Synchronous})
+		st, err := openSQLite(ctx, p.cfg)
 		if err != nil {
 			return part{}, fmt.Errorf("embedded store %s: %w", path, err)
 		}
@@ -185,6 +185,11 @@ func (p *process) notifier() store.Notifier {
 		return nil
 	}
 	return p.pg
+}
+
+// openSQLite opens the embedded store as store.* configures it.
+func openSQLite(ctx context.Context, cfg *config.Config) (*sqlite.Store, error) {
+	return sqlite.New(ctx, sqlite.Config{Path: cfg.Store.SQLitePath(), Synchronous: cfg.Store.Synchronous})
 }
 
 // serverDispatch builds the dispatcher: in-process beside the embedded store, Redis otherwise.
@@ -822,7 +827,7 @@ func dryRun(ctx context.Context, cfg *config.Config, out io.Writer) int {
 		// Opens (creating) the database and releases it: a data directory that cannot be written,
 		// or a database another jq holds, fails here.
 		checks = append(checks, health.Check{Name: "sqlite", Critical: true, Probe: func(ctx context.Context) error {
-			st, err := sqlite.New(ctx, sqlite.Config{Path: cfg.Store.SQLitePath(), Synchronous: cfg.Store.Synchronous})
+			st, err := openSQLite(ctx, cfg)
 			if err != nil {
 				return err
 			}

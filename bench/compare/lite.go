@@ -55,17 +55,7 @@ func (j *jqSystem) liteTimings(ctx context.Context, from, to time.Time) (timings
 		if !s.Valid || !c.Valid || !cr.Valid {
 			continue
 		}
-		started, completed, created := time.UnixMicro(s.Int64), time.UnixMicro(c.Int64), time.UnixMicro(cr.Int64)
-		if t.FirstStart.IsZero() || started.Before(t.FirstStart) {
-			t.FirstStart = started
-		}
-		if completed.After(t.LastDone) {
-			t.LastDone = completed
-		}
-		t.Waits = append(t.Waits, started.Sub(created))
-		if !completed.Before(from) && !completed.After(to) {
-			t.DoneInWindow++
-		}
+		t.add(time.UnixMicro(s.Int64), time.UnixMicro(c.Int64), time.UnixMicro(cr.Int64), from, to)
 	}
 	return t, rows.Err()
 }

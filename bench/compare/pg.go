@@ -61,16 +61,7 @@ func pgTimings(ctx context.Context, pool *pgxpool.Pool, sql string, from, to tim
 		if started == nil || completed == nil || created == nil {
 			continue
 		}
-		if t.FirstStart.IsZero() || started.Before(t.FirstStart) {
-			t.FirstStart = *started
-		}
-		if completed.After(t.LastDone) {
-			t.LastDone = *completed
-		}
-		t.Waits = append(t.Waits, started.Sub(*created))
-		if !completed.Before(from) && !completed.After(to) {
-			t.DoneInWindow++
-		}
+		t.add(*started, *completed, *created, from, to)
 	}
 	return t, rows.Err()
 }

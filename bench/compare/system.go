@@ -43,3 +43,18 @@ type timings struct {
 	Waits                []time.Duration // submit→start of each completed job
 	DoneInWindow         int
 }
+
+// add counts one completed job: its start, its completion and its creation, all on the system's
+// own clock; from..to is the measured interval.
+func (t *timings) add(started, completed, created, from, to time.Time) {
+	if t.FirstStart.IsZero() || started.Before(t.FirstStart) {
+		t.FirstStart = started
+	}
+	if completed.After(t.LastDone) {
+		t.LastDone = completed
+	}
+	t.Waits = append(t.Waits, started.Sub(created))
+	if !completed.Before(from) && !completed.After(to) {
+		t.DoneInWindow++
+	}
+}
