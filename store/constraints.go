@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jq-dev/jq/queue"
+)
+
+// ConstraintStore holds the constraints (issue 24, docs/flow-control.md) and runs the constrained
+// claim. The store computes no rule: which jobs a constraint selects, their keys and whether a
+// start is allowed are decided by queue.Limiter; the store gathers what it reads (the constraints,
+// the jobs running per entry, the rate buckets) under a lock that makes the decision and its writes
+// one step for every replica, and writes what it decided. Every implementation passes
+// storetest.RunConstraintStore.
+//
+// Jobs keep the entries (queue.LimitEntry) they count against with the constraint set's generation
+// they were computed at; the claim computes them again for a job whose generation is not the
+// current one (a job submitted before a constraint changed). A job counts against its entries'
+// concurrency from its assignment until it leaves ASSIGNED and RUNNING, whoever moves it: a report,
+// the reaper, a cancel.
+type ConstraintStore interface {
+	// ConstraintCreate creates a constraint (validated with queue.Constraint.Validate), or with
+	// p.Replace replaces the one of that name (its buckets are kept when its rate is unchanged).
+	// It starts a new generation. Errors: ErrInvalidArgument, ErrConstraintExists,
+	// ErrLimitReached (queue.MaxConstraints).
+	ConstraintCreate(ctx context.Context, p ConstraintCreateParams) (*queue.Constraint, error)
+	// ConstraintGet returns one constraint. Errors: ErrConstraintNotFound.
+	ConstraintGet(ctx context.Context, name string) (*queue.Constraint, error)
+	// ConstraintSet returns the constraints in force with their generation.
+	ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error)
+	// ConstraintDelete deletes a constraint and its rate buckets; it starts a new generation. Jobs
+	// running under it stop counting at once. Errors: ErrConstraintNotFound.
+	ConstraintDelete(ctx context.Context, name string) error
+	// ConstraintUsage reports a constraint's current use: its running jobs, and for the keys in
+	// p.Keys and then the p.Top busiest keys (at most MaxUsageTop) their running jobs and rate
+	// tokens. Errors: ErrConstraintNotFound.
+	ConstraintUsage(ctx context.Context, p ConstraintUsageParams) (*queue.ConstraintUsage, error)
+	// JobClaimConstrained is JobClaim with the constraints in force: it takes the due jobs of
+	// p.Queue in JobClaim's order (with p.Levels and p.MaxWait, the weighted claim's steps) that
+	// queue.Limiter admits, and passes over the others, which stay PENDING untouched (no attempt,
+	// no event): a job held by one key's limit never holds back the jobs of other keys behind it.
+	// Claims that share a constraint are serialized across replicas; claims of queues no
+	// constraint applies to are not, and run as JobClaim does. Errors: ErrInvalidArgument.
+	JobClaimConstrained(ctx context.Context, p JobClaimParams) (*ConstrainedClaim, error)
+}
+
+// ConstraintCreateParams creates or replaces a constraint.
+type ConstraintCreateParams struct {
+	Constraint queue.Constraint
+	Replace    bool
+}
+
+// MaxUsageTop bounds ConstraintUsageParams.Top and Keys.
+const MaxUsageTop = 100
+
+// ConstraintUsageParams asks for a constraint's use.
+type ConstraintUsageParams struct {
+	Name string
+	Keys []string // keys to report whatever their use (a job's own, for its status)
+	Top  int      // then up to this many of the busiest keys; 0..MaxUsageTop
+}
+
+// ConstrainedClaim is the outcome of JobClaimConstrained.
+type ConstrainedClaim struct {
+	Jobs []*queue.Job // assigned, as JobClaim returns them
+	// Throttled counts, per constraint, the due jobs it held back in this claim.
+	Throttled map[string]int
+	// RetryAt is when a rate limit that held a job back has a token again (zero: none did): the
+	// session claims again then rather than at its next poll.
+	RetryAt time.Time
+	// Gen is the constraint set's generation the claim ran with.
+	Gen int64
+}
+
+// constraintBatchRounds and the candidates per round bound a constrained claim's reading: each
+// round reads up to Limit×2+16 due jobs it has not seen, past the keys blocked so far.
+const (
+	ConstraintClaimRounds = 4
+)
+
+// ConstraintCandidates is how many due jobs a constrained claim of limit reads per round.
+func ConstraintCandidates(limit int) int { return 2*limit + 16 }
+
+// ClaimCandidate is one due job a constrained claim read.
+type ClaimCandidate struct {
+	ID string
+	// Entries are the job's entries when Keyed (stored at the current generation); otherwise the
+	// claim computes them from Job (queue, type, labels and, when a key reads it, payload).
+	Entries []string
+	Keyed   bool
+	Job     *queue.Job
+}
+
+// ConstrainedSteps runs a constrained claim's decisions, the part both stores share: for each step
+// of the claim (p.WeightedSteps; a plain claim is one ClaimRest step of p.Limit), up to
+// ConstraintClaimRounds rounds of fetch — the step's due jobs in its order, past the blocked
+// entries and the ids already seen, at most n — each candidate keyed (l.Entries) unless it is, and
+// admitted or not by l, until the step has its jobs or no candidate is left. It returns the admitted
+// candidates in the order taken, with their entries, and the candidates it keyed and did not admit
+// (their entries to store, so later claims pass over them while their keys are blocked).
+func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimStep, blocked, seen []string, n int) ([]ClaimCandidate, error)) (taken, keyed []ClaimCandidate, err error) {
+	var seen []string
+	step := func(st ClaimStep) (int, error) {
+		got := 0
+		for round := 0; round < ConstraintClaimRounds && got < st.Limit; round++ {
+			n := ConstraintCandidates(st.Limit - got)
+			cands, err := fetch(st, l.Blocked(), seen, n)
+			if err != nil {
+				return got, err
+			}
+			for _, c := range cands {
+				if got == st.Limit {
+					break // the rest stay as they are, unseen
+				}
+				seen = append(seen, c.ID)
+				fresh := !c.Keyed
+				if fresh {
+					c.Entries, c.Keyed = l.Entries(c.Job), true
+				}
+				c.Job = nil
+				if l.Admit(c.Entries) {
+					taken = append(taken, c)
+					got++
+				} else if fresh {
+					keyed = append(keyed, c)
+				}
+			}
+			if len(cands) < n {
+				break // the step has no more due jobs
+			}
+		}
+		return got, nil
+	}
+	if p.Weighted() {
+		err = p.WeightedSteps(step)
+	} else {
+		_, err = step(ClaimStep{Kind: ClaimRest, Limit: p.Limit})
+	}
+	return taken, keyed, err
+}
