@@ -39,6 +39,7 @@ type Store interface {
 	store.OperatorStore
 	store.AdminStore
 	store.ProgressStore
+	store.ConstraintStore
 }
 
 // Options configure an Engine. Zero values take the documented defaults.
@@ -160,8 +161,10 @@ type Engine struct {
 
 	// levels holds the weighted-dispatch state of each queue claimed with weights or max_wait
 	// (weights.go); created on first use.
-	levelsMu sync.Mutex
-	levels   map[string]*levelState
+	// constraints is the constraint set as last read, to choose each queue's claim (constraints.go).
+	constraints constraintCache
+	levelsMu    sync.Mutex
+	levels      map[string]*levelState
 
 	mu       sync.Mutex
 	sessions map[string]*Session // by worker id

@@ -61,6 +61,7 @@ func (e *Engine) Report(ctx context.Context, workerID string, reports []store.Jo
 	// An applied report ends the attempt; a stale one names an attempt that
 	// is no longer this worker's. Either way the slot is free again.
 	e.release(ctx, workerID, out, true, func(o store.LeaseOutcome) bool { return o.Err == nil || isStale(o.Err) })
+	e.constrainedSlotsFreed(out)
 	for i, o := range out {
 		if o.Err == nil && !reports[i].Success {
 			e.WakeReaper() // the retry sweep decides: PENDING after backoff, or dead-lettered

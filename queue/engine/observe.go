@@ -36,6 +36,8 @@ type Observer interface {
 	DeadLettered(queue string, n int)
 	// SchedulerCycle: one scheduler cycle took d.
 	SchedulerCycle(d time.Duration)
+	// ConstraintThrottled: a claim passed over n due jobs the constraint held back (issue 24).
+	ConstraintThrottled(constraint string, n int)
 }
 
 // NopObserver ignores everything; the default.
@@ -49,6 +51,7 @@ func (NopObserver) Failed(string, int)                          {}
 func (NopObserver) Requeued(string, int)                        {}
 func (NopObserver) DeadLettered(string, int)                    {}
 func (NopObserver) SchedulerCycle(time.Duration)                {}
+func (NopObserver) ConstraintThrottled(string, int)             {}
 
 var _ Observer = NopObserver{}
 

@@ -40,9 +40,12 @@ type Session struct {
 	// the session's.
 	intake map[string]int
 	next   int // round-robin start over queues
-	wake   chan struct{}
-	done   chan struct{}
-	err    error
+	// retry is when a rate limit that held a job back has a token again: the session claims then
+	// if nothing wakes it earlier (zero: at its next poll).
+	retry time.Time
+	wake  chan struct{}
+	done  chan struct{}
+	err   error
 }
 
 // OpenSession registers a worker's stream. capacity is the worker's free
@@ -222,7 +225,7 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 				return jobs, nil
 			}
 		}
-		poll.Reset(s.e.opts.SchedulerInterval)
+		poll.Reset(s.pollIn())
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -236,6 +239,29 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 		case <-poll.C:
 		}
 	}
+}
+
+// retryAt brings the session's next claim forward to t (a rate limit's next token).
+func (s *Session) retryAt(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retry.IsZero() || t.Before(s.retry) {
+		s.retry = t
+	}
+}
+
+// pollIn is how long the session waits for a wake-up before it claims again: the scheduler
+// interval, or less when a rate limit has a token sooner. The retry time is the store's clock; the
+// wait is measured on this one, which is near enough for a poll.
+func (s *Session) pollIn() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.e.opts.SchedulerInterval
+	if !s.retry.IsZero() {
+		d = min(d, max(s.retry.Sub(s.e.now()), time.Millisecond))
+		s.retry = time.Time{}
+	}
+	return d
 }
 
 // claim assigns up to free due jobs of the worker's queues and types, taking them in turn from a
@@ -265,7 +291,13 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
 		p := store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize), Types: s.types}
 		weighted := s.e.weigh(actx, &p)
-		jobs, err := s.e.opts.Store.JobClaim(actx, p)
+		var jobs []*queue.Job
+		var err error
+		if len(s.e.constraintsFor(actx, q)) > 0 {
+			jobs, err = s.claimConstrained(actx, p)
+		} else {
+			jobs, err = s.e.opts.Store.JobClaim(actx, p)
+		}
 		cancel()
 		if err != nil {
 			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))

@@ -27,6 +27,7 @@ type JobMetrics struct {
 	processing  *prometheus.HistogramVec // jq_job_processing_duration_seconds{queue}
 	wait        *prometheus.HistogramVec // jq_job_wait_duration_seconds{queue}
 	cycle       prometheus.Histogram     // jq_scheduler_cycle_duration_seconds
+	throttled   *prometheus.CounterVec   // jq_constraint_throttled_total{constraint}
 
 	produced, consumed, completed, failed, deadLetter prometheus.Counter
 
@@ -69,6 +70,10 @@ func NewJobMetrics(reg prometheus.Registerer) *JobMetrics {
 			Help:    "Duration of this replica's dispatch claims (the Postgres claim statement and the Redis in-flight record of one batch for one worker).",
 			Buckets: cycleBuckets,
 		}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jq_constraint_throttled_total",
+			Help: "Due jobs a claim of this replica passed over because the constraint held them back (a job waiting through several claims counts in each).",
+		}, []string{"constraint"}),
 		produced:   counter("jq_jobs_produced_total", "Jobs submitted (new jobs; an idempotent repeat is not counted) through this replica."),
 		consumed:   counter("jq_jobs_consumed_total", "Attempts started by workers (ASSIGNED to RUNNING) through this replica."),
 		completed:  counter("jq_jobs_completed_total", "Attempts reported successful (DONE) through this replica."),
@@ -76,7 +81,7 @@ func NewJobMetrics(reg prometheus.Registerer) *JobMetrics {
 		deadLetter: counter("jq_jobs_dead_letter_total", "Jobs dead-lettered by this replica, whatever the path: retries exhausted, permanent failure, cancellation, TTL expiry."),
 		known:      map[string]bool{},
 	}
-	reg.MustRegister(m.transitions, m.assigned, m.processing, m.wait, m.cycle,
+	reg.MustRegister(m.transitions, m.assigned, m.processing, m.wait, m.cycle, m.throttled,
 		m.produced, m.consumed, m.completed, m.failed, m.deadLetter)
 	return m
 }
@@ -182,3 +187,9 @@ func (m *JobMetrics) DeadLettered(q string, n int) {
 
 // SchedulerCycle implements engine.Observer.
 func (m *JobMetrics) SchedulerCycle(d time.Duration) { m.cycle.Observe(d.Seconds()) }
+
+// ConstraintThrottled implements engine.Observer. The series of a deleted constraint stays until
+// the process restarts: constraints are few (queue.MaxConstraints) and their names are bounded.
+func (m *JobMetrics) ConstraintThrottled(constraint string, n int) {
+	m.throttled.WithLabelValues(constraint).Add(float64(n))
+}

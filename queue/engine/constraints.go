@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// Constraints (issue 24, docs/flow-control.md). The engine keeps the constraint set it last read,
+// to tell which queues claim through the store's constrained path (store.ConstraintStore
+// .JobClaimConstrained): a queue no constraint applies to keeps the plain one-statement claim. The
+// constrained claim itself reads the set again under its lock, so what it enforces is always the
+// set in force; the cache only decides the path, and is read again every scheduler interval (and
+// at once after a change on this replica), so a change reaches every replica within one cycle.
+
+// constraintCache is the engine's copy of the constraint set.
+type constraintCache struct {
+	mu   sync.Mutex
+	read time.Time // when set was read; zero: never
+	set  *queue.ConstraintSet
+}
+
+// constraintsFor returns the constraints that apply to queue q (nil: claim plainly), reading the
+// set again when it is older than the scheduler interval. A failed read keeps the set read before.
+func (e *Engine) constraintsFor(ctx context.Context, q string) []*queue.Constraint {
+	c := &e.constraints
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Freshness of a cached setting, not a rule of the domain: the monotonic wall clock.
+	if c.read.IsZero() || time.Since(c.read) > e.opts.SchedulerInterval {
+		c.read = time.Now()
+		set, err := e.opts.Store.ConstraintSet(ctx)
+		if err != nil {
+			e.log.Warn("reading the constraints failed; dispatch goes on with the ones read before", zap.Error(err))
+		} else {
+			c.set = set
+		}
+	}
+	if c.set == nil {
+		return nil
+	}
+	return c.set.For(q)
+}
+
+// forgetConstraints makes the next claim read the set again.
+func (e *Engine) forgetConstraints() {
+	e.constraints.mu.Lock()
+	e.constraints.read = time.Time{}
+	e.constraints.mu.Unlock()
+}
+
+// ConstraintCreate creates (or with p.Replace replaces) a constraint. It applies on this replica
+// from the next claim, on the others within a scheduler interval. Errors: as
+// store.ConstraintStore.ConstraintCreate.
+func (e *Engine) ConstraintCreate(ctx context.Context, p store.ConstraintCreateParams) (*queue.Constraint, error) {
+	c, err := e.opts.Store.ConstraintCreate(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	e.forgetConstraints()
+	e.log.Info("constraint created", zap.String("constraint", c.Name), zap.Bool("replace", p.Replace), zap.String("definition", c.String()))
+	return c, nil
+}
+
+// ConstraintDelete deletes a constraint: its jobs are no longer held back (here at once, on other
+// replicas within a scheduler interval), and sessions claim again. Errors: ErrConstraintNotFound.
+func (e *Engine) ConstraintDelete(ctx context.Context, name string) error {
+	if err := e.opts.Store.ConstraintDelete(ctx, name); err != nil {
+		return err
+	}
+	e.forgetConstraints()
+	e.log.Info("constraint deleted", zap.String("constraint", name))
+	e.WakeScheduler()
+	return nil
+}
+
+// claimConstrained is the claim of a queue constraints apply to: the store's constrained claim,
+// its throttling counted, and the session's next claim brought forward to when a rate limit has a
+// token again.
+func (s *Session) claimConstrained(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
+	out, err := s.e.opts.Store.JobClaimConstrained(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for name, n := range out.Throttled {
+		s.e.opts.Observer.ConstraintThrottled(name, n)
+	}
+	if !out.RetryAt.IsZero() {
+		s.retryAt(out.RetryAt)
+	}
+	return out.Jobs, nil
+}
+
+// constrainedSlotsFreed wakes the sessions of every replica after reports ended attempts in queues
+// constraints apply to: a concurrency slot is free, and a job its key held back may start now
+// rather than at the next poll. The set as cached decides; it is not read for this.
+func (e *Engine) constrainedSlotsFreed(outs []store.LeaseOutcome) {
+	e.constraints.mu.Lock()
+	set := e.constraints.set
+	e.constraints.mu.Unlock()
+	if set == nil || len(set.Constraints) == 0 {
+		return
+	}
+	var qs map[string]int
+	for _, o := range outs {
+		if o.Err != nil || o.Job == nil {
+			continue
+		}
+		for _, c := range set.Constraints {
+			if c.Concurrency > 0 && c.AppliesTo(o.Job.Queue) {
+				if qs == nil {
+					qs = map[string]int{}
+				}
+				qs[o.Job.Queue]++
+				break
+			}
+		}
+	}
+	if len(qs) > 0 {
+		e.notifyNewWork(qs)
+	}
+}
