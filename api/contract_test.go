@@ -46,6 +46,9 @@ var wantServices = map[string][]string{
 		"CreateSchedule", "ListSchedules", "GetSchedule", "PauseSchedule", "ResumeSchedule",
 		"TriggerSchedule", "DeleteSchedule",
 	},
+	"jq.v1.ConstraintService": {
+		"CreateConstraint", "ListConstraints", "GetConstraint", "DeleteConstraint",
+	},
 }
 
 var serverStreamingRPCs = map[string]bool{

@@ -3,7 +3,7 @@
 //
 // # Contract
 //
-// Package jq.v1 defines four services, served by connect-go on one port as
+// Package jq.v1 defines six services, served by connect-go on one port as
 // gRPC, gRPC-Web and Connect at once, in protobuf, JSON and MessagePack
 // (package codec; OpenAPI holds the OpenAPI 3.1 document of the unary RPCs):
 //
@@ -15,6 +15,10 @@
 //     list, drain and shutdown.
 //   - AdminService: status, version, and the stats, peek and purge-dlq
 //     commands.
+//   - ScheduleService: periodic jobs (create, list, get, pause, resume,
+//     trigger, delete).
+//   - ConstraintService: flow control, named limits on the jobs a matcher
+//     selects (create or replace, list, get with usage, delete).
 //
 // JobEvent (event.proto) is both the item of a job's event log and the
 // protobuf message published to Kafka for every state transition.

@@ -56,6 +56,12 @@ var policy = map[string][]Role{
 	jqv1connect.ScheduleServiceListSchedulesProcedure:   readers,
 	jqv1connect.ScheduleServiceGetScheduleProcedure:     readers,
 
+	// Constraints: admins change them, viewers read them, as queues (issue 24).
+	jqv1connect.ConstraintServiceCreateConstraintProcedure: admins,
+	jqv1connect.ConstraintServiceDeleteConstraintProcedure: admins,
+	jqv1connect.ConstraintServiceListConstraintsProcedure:  readers,
+	jqv1connect.ConstraintServiceGetConstraintProcedure:    readers,
+
 	jqv1connect.WorkerServiceRegisterWorkerProcedure:   workers,
 	jqv1connect.WorkerServiceHeartbeatProcedure:        workers,
 	jqv1connect.WorkerServiceStreamJobsProcedure:       workers,
