@@ -86,14 +86,19 @@ DELETE FROM constraint_buckets WHERE constraint_name = $1`
 	sqlConstraintDelete = `-- name: constraint_delete
 DELETE FROM constraints WHERE name = $1`
 
-	// The jobs running under the given constraints, per entry: jobs_limited_idx holds exactly the
-	// ASSIGNED and RUNNING jobs that have entries.
+	// The jobs running under the given constraints, per entry (jobs_limited_idx holds exactly the
+	// ASSIGNED and RUNNING jobs that have entries), and the store's clock read after them: a job
+	// that left its slot before the read is not counted, and left it before that time, so the
+	// assignments stamped with it never overlap it in the event log.
 	sqlConstraintRunning = `-- name: constraint_running
-SELECT e, count(*)::int
-FROM jobs j CROSS JOIN LATERAL unnest(j.limit_keys) e
-WHERE j.state IN ('ASSIGNED', 'RUNNING') AND j.limit_keys IS NOT NULL
-  AND split_part(e, ':', 1) = ANY($1::text[])
-GROUP BY e`
+SELECT clock_timestamp(), coalesce(array_agg(e), '{}'), coalesce(array_agg(n), '{}')
+FROM (
+    SELECT e, count(*)::int AS n
+    FROM jobs j CROSS JOIN LATERAL unnest(j.limit_keys) e
+    WHERE j.state IN ('ASSIGNED', 'RUNNING') AND j.limit_keys IS NOT NULL
+      AND split_part(e, ':', 1) = ANY($1::text[])
+    GROUP BY e
+) r`
 
 	// The rate buckets of the given constraints touched within their refill time ($2, ms): an
 	// older one is full, the same as no row.
@@ -134,7 +139,7 @@ updated AS (
         attempt    = attempt + 1,
         worker_id  = $1,
         event_seq  = event_seq + 1,
-        updated_at = now(),
+        updated_at = $5,
         limit_keys = CASE WHEN i_keys = '[]' THEN NULL
                           ELSE ARRAY(SELECT jsonb_array_elements_text(i_keys::jsonb)) END,
         limit_gen  = $4
@@ -431,14 +436,13 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 			if _, err := tx.Exec(ctx, sqlConstraintLockEach, locks); err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, sqlConstraintRunning, names)
-			if err != nil {
+			var entries []string
+			var counts []int
+			if err := tx.QueryRow(ctx, sqlConstraintRunning, names).Scan(&now, &entries, &counts); err != nil {
 				return err
 			}
-			var e string
-			var n int
-			if _, err := pgx.ForEachRow(rows, []any{&e, &n}, func() error { running[e] = n; return nil }); err != nil {
-				return err
+			for i, e := range entries {
+				running[e] = counts[i]
 			}
 			if len(rated) > 0 {
 				rows, err := tx.Query(ctx, sqlConstraintBuckets, rated, refill)
@@ -500,7 +504,7 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 		}
 		if len(taken) > 0 {
 			ids, keys := candidateArrays(taken)
-			rows, err := tx.Query(ctx, sqlConstraintAssign, p.WorkerID, ids, keys, set.Gen)
+			rows, err := tx.Query(ctx, sqlConstraintAssign, p.WorkerID, ids, keys, set.Gen, now)
 			if err != nil {
 				return err
 			}
