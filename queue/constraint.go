@@ -452,6 +452,20 @@ func NeedsPayload(cs []*Constraint) bool {
 	return false
 }
 
+// Entries returns the entries job j counts against under the constraints cs: one per constraint
+// that matches it, sorted; nil when none does.
+func Entries(cs []*Constraint, j *Job) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Matches(j) {
+			t, _ := ParseKeyTemplate(c.Key) // validated when stored
+			out = append(out, LimitEntry(c.Name, t.Key(j)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Limiter decides, for one claim, which candidate jobs may start now. It is built from the
 // constraints that apply to the claim's queue, the jobs running per entry (LimitEntry) and the
 // stored rate buckets, all read under the claim's lock, at the store's time now; the store feeds
