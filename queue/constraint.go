@@ -132,9 +132,10 @@ func ParseRate(s string) (RateLimit, error) {
 	if m == nil {
 		return RateLimit{}, fmt.Errorf("%w: rate %s: want N/s, N/m, N/h, N/d or N/<duration>, optionally ,burst=B", ErrInvalidArgument, Excerpt(s))
 	}
+	// The errors of strconv and time quote their whole input: name the part, quote only the excerpt.
 	n, err := strconv.Atoi(m[1])
 	if err != nil {
-		return RateLimit{}, fmt.Errorf("%w: rate %s: %v", ErrInvalidArgument, Excerpt(s), err)
+		return RateLimit{}, fmt.Errorf("%w: rate %s: limit out of range", ErrInvalidArgument, Excerpt(s))
 	}
 	var d time.Duration
 	switch m[2] {
@@ -148,13 +149,13 @@ func ParseRate(s string) (RateLimit, error) {
 		d = 24 * time.Hour
 	default:
 		if d, err = time.ParseDuration(m[2]); err != nil {
-			return RateLimit{}, fmt.Errorf("%w: rate %s: interval: %v", ErrInvalidArgument, Excerpt(s), err)
+			return RateLimit{}, fmt.Errorf("%w: rate %s: interval: want a duration such as 10s or 1h30m", ErrInvalidArgument, Excerpt(s))
 		}
 	}
 	r := RateLimit{Limit: n, Interval: d}
 	if m[3] != "" {
 		if r.Burst, err = strconv.Atoi(m[3]); err != nil {
-			return RateLimit{}, fmt.Errorf("%w: rate %s: burst: %v", ErrInvalidArgument, Excerpt(s), err)
+			return RateLimit{}, fmt.Errorf("%w: rate %s: burst out of range", ErrInvalidArgument, Excerpt(s))
 		}
 	}
 	return r, r.validate()
