@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"path"
@@ -359,8 +361,14 @@ func payloadObject(p []byte) map[string]any {
 	if len(p) == 0 || p[0] != '{' && !json.Valid(p) {
 		return nil
 	}
-	if json.Unmarshal(p, &obj) != nil {
+	// Numbers stay their JSON text: as float64, ids above 2^53 would share one key.
+	dec := json.NewDecoder(bytes.NewReader(p))
+	dec.UseNumber()
+	if dec.Decode(&obj) != nil {
 		return nil
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil // trailing data: not one JSON object
 	}
 	return obj
 }
