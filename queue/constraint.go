@@ -533,8 +533,21 @@ func (l *Limiter) tokens(c *Constraint, e string) float64 {
 }
 
 func (l *Limiter) noteRetry(c *Constraint, e string) {
-	need := 1 - l.tokens(c, e)
-	at := l.now.Add(time.Duration(need / c.Rate.perSecond() * float64(time.Second)))
+	// The first nanosecond at which the bucket holds a token, so that a claim woken then admits
+	// and one woken earlier would not: rounded up, then corrected by the float error of tokens (a
+	// few nanoseconds at most). A bucket stored by a clock ahead of ours fills from its At.
+	b, from := l.buckets[e], l.now
+	if b.At.After(from) {
+		from = b.At
+	}
+	need := 1 - b.tokens(c.Rate, from)
+	at := from.Add(time.Duration(math.Ceil(need / c.Rate.perSecond() * float64(time.Second))))
+	for i := 0; i < 8 && b.tokens(c.Rate, at) < 1; i++ {
+		at = at.Add(time.Nanosecond)
+	}
+	for i := 0; i < 8 && at.After(from) && b.tokens(c.Rate, at.Add(-time.Nanosecond)) >= 1; i++ {
+		at = at.Add(-time.Nanosecond)
+	}
 	if l.retryAt.IsZero() || at.Before(l.retryAt) {
 		l.retryAt = at
 	}
