@@ -56,7 +56,7 @@ type slotSpan struct {
 func (r *rig) slotSpans(ctx context.Context, ids []string, k string) []slotSpan {
 	r.t.Helper()
 	rows, err := r.db.QueryContext(ctx, `
-SELECT e.job_id::text, j.labels->>$2, e.from_state, e.to_state, e.created_at
+SELECT e.job_id::text, coalesce(j.labels->>$2, ''), e.from_state, e.to_state, e.created_at
 FROM job_events e JOIN jobs j ON j.id = e.job_id
 WHERE e.job_id = ANY($1::uuid[])
 ORDER BY e.job_id, e.seq`, ids, k)
@@ -215,7 +215,7 @@ func TestFaultConstraintWorkerKill(t *testing.T) {
 	r.createQueue(ctx, "limited", 3, fastBackoffBase, fastBackoffMax)
 	r.createConstraint(ctx, queue.Constraint{Name: "two", Match: queue.JobMatcher{Queue: "limited"},
 		Key: "{{.labels.tenant}}", Concurrency: 2})
-	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(20, "limited", fault{Mode: "ok", MS: 300}), "tenant", "a"))
+	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(6, "limited", fault{Mode: "ok", MS: 2000}), "tenant", "a"))
 	victim := r.startWorker(0, "limit-victim", 4, "limited")
 	testenv.Eventually(t, 20*time.Second, func() error {
 		n, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE worker_id = 'limit-victim' AND state IN ('ASSIGNED', 'RUNNING')`)
@@ -230,17 +230,24 @@ func TestFaultConstraintWorkerKill(t *testing.T) {
 	killed := time.Now()
 	waitExit(t, victim, 10*time.Second)
 	held := r.heldBy(ctx, "limit-victim")
-	require.Len(t, held, 2, "the victim held the key's two slots")
+	require.Len(t, held, 2, "the victim held the key's two slots (its jobs run 2 s)")
 
-	// While the dead worker's jobs hold the slots, the other worker gets nothing of the key.
-	r.waitRerun(ctx, held, "limit-victim", faultSettle)
+	// The dead worker's jobs hold the key's slots until the reaper fails them.
+	testenv.Eventually(t, faultSettle, func() error {
+		n, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE worker_id = 'limit-victim' AND state IN ('ASSIGNED', 'RUNNING')`)
+		if err == nil && n > 0 {
+			err = fmt.Errorf("the dead worker still holds %d jobs", n)
+		}
+		return err
+	})
 	freed := time.Since(killed)
+	r.waitRerun(ctx, held, "limit-victim", faultSettle)
 	r.waitSettled(ctx, ids, faultSettle, nil)
 	rep := r.check(ctx, ids)
 	require.Equal(t, len(ids), rep.Done)
 	duplicateCauses(t, rep, "worker_lost", "assignment_timeout")
 	held2 := maxHeld(r.slotSpans(ctx, ids, "tenant"))
-	t.Logf("constraint worker kill: the dead worker's 2 slots were free and its jobs ran again %v after the kill (heartbeat timeout %v); most held at once %v",
+	t.Logf("constraint worker kill: the dead worker's 2 slots were freed %v after the kill (heartbeat timeout %v); most held at once %v",
 		freed.Round(10*time.Millisecond), faultHeartbeatTimeout, held2)
 	require.Equal(t, 2, held2["a"])
 	require.Greater(t, freed, faultHeartbeatTimeout-time.Second, "the slots came back before the heartbeat timeout: they were not held")
