@@ -74,6 +74,8 @@ type Client struct {
 	Admin   jqv1connect.AdminServiceClient
 	// Schedules manages periodic jobs (docs/schedules.md).
 	Schedules jqv1connect.ScheduleServiceClient
+	// Constraints manages flow control (docs/flow-control.md).
+	Constraints jqv1connect.ConstraintServiceClient
 
 	baseURL string
 	http    *http.Client
@@ -146,13 +148,14 @@ func New(opts Options) (*Client, error) {
 		connect.WithCompressMinBytes(16 << 10), // small requests are cheaper sent as they are
 	}
 	return &Client{
-		Jobs:      jqv1connect.NewJobServiceClient(hc, baseURL, copts...),
-		Queues:    jqv1connect.NewQueueServiceClient(hc, baseURL, copts...),
-		Workers:   jqv1connect.NewWorkerServiceClient(hc, baseURL, copts...),
-		Admin:     jqv1connect.NewAdminServiceClient(hc, baseURL, copts...),
-		Schedules: jqv1connect.NewScheduleServiceClient(hc, baseURL, copts...),
-		baseURL:   baseURL,
-		http:      hc,
+		Jobs:        jqv1connect.NewJobServiceClient(hc, baseURL, copts...),
+		Queues:      jqv1connect.NewQueueServiceClient(hc, baseURL, copts...),
+		Workers:     jqv1connect.NewWorkerServiceClient(hc, baseURL, copts...),
+		Admin:       jqv1connect.NewAdminServiceClient(hc, baseURL, copts...),
+		Schedules:   jqv1connect.NewScheduleServiceClient(hc, baseURL, copts...),
+		Constraints: jqv1connect.NewConstraintServiceClient(hc, baseURL, copts...),
+		baseURL:     baseURL,
+		http:        hc,
 	}, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
@@ -90,6 +91,11 @@ var wantRoles = map[string][]string{
 	jqv1connect.ScheduleServiceDeleteScheduleProcedure:  {"admin"},
 	jqv1connect.ScheduleServiceListSchedulesProcedure:   {"viewer", "admin"},
 	jqv1connect.ScheduleServiceGetScheduleProcedure:     {"viewer", "admin"},
+	// Constraints (issue 24): admins change them, viewers read them, as queues.
+	jqv1connect.ConstraintServiceCreateConstraintProcedure: {"admin"},
+	jqv1connect.ConstraintServiceDeleteConstraintProcedure: {"admin"},
+	jqv1connect.ConstraintServiceListConstraintsProcedure:  {"viewer", "admin"},
+	jqv1connect.ConstraintServiceGetConstraintProcedure:    {"viewer", "admin"},
 }
 
 // ownedByA are the procedures that act on principal A's worker id or job: B, holding the same
@@ -120,6 +126,7 @@ type authFixture struct {
 	running *queue.Job // RUNNING on worker A, attempt 1
 	workerA string     // registered by worker A
 	sched   string     // a schedule, created by the admin
+	constr  string     // a constraint on queue, created by the admin
 	reg     *prometheus.Registry
 	// With certificates (setupAuthTLS), each caller presents its own client certificate, mapped
 	// to its role by a rule on its common name, and sends no token.
@@ -187,6 +194,10 @@ func setupAuthWith(t *testing.T, certs bool) *authFixture {
 	_, err = f.client(t, callerAdmin).Schedules.CreateSchedule(ctx, connect.NewRequest(&jqv1.CreateScheduleRequest{
 		Name: f.sched, Cron: "@hourly", Template: &jqv1.JobTemplate{Queue: f.queue, Type: "noop"}}))
 	require.NoError(t, err)
+	f.constr = "co-" + uuid.NewString()[:8]
+	_, err = f.client(t, callerAdmin).Constraints.CreateConstraint(ctx, connect.NewRequest(&jqv1.CreateConstraintRequest{
+		Name: f.constr, Match: &jqv1.JobMatcher{Queue: f.queue}, Key: "{{.labels.tenant}}", Concurrency: 10}))
+	require.NoError(t, err)
 	f.workerA = "wa-" + uuid.NewString()[:8]
 	_, err = f.client(t, callerWorker).Workers.RegisterWorker(ctx, connect.NewRequest(&jqv1.RegisterWorkerRequest{
 		WorkerId: f.workerA, Hostname: "a", Concurrency: 1, Queues: []string{f.queue}}))
@@ -240,7 +251,9 @@ func (f *authFixture) digest(t *testing.T) string {
 		(SELECT coalesce(md5(string_agg(e::text, '|' ORDER BY job_id, seq)), '') FROM job_events e) ||
 		(SELECT coalesce(md5(string_agg(w::text, '|' ORDER BY id)), '') FROM workers w) ||
 		(SELECT coalesce(md5(string_agg(q::text, '|' ORDER BY name)), '') FROM queues q) ||
-		(SELECT coalesce(md5(string_agg(s::text, '|' ORDER BY name)), '') FROM schedules s)`).Scan(&d)
+		(SELECT coalesce(md5(string_agg(s::text, '|' ORDER BY name)), '') FROM schedules s) ||
+		(SELECT coalesce(md5(string_agg(c::text, '|' ORDER BY name)), '') FROM constraints c) ||
+		(SELECT gen::text FROM constraint_generation)`).Scan(&d)
 	require.NoError(t, err)
 	return d
 }
@@ -439,6 +452,24 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		},
 		jqv1connect.ScheduleServiceDeleteScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Schedules.DeleteSchedule(ctx, connect.NewRequest(&jqv1.DeleteScheduleRequest{Name: f.sched}))
+			return err
+		},
+		jqv1connect.ConstraintServiceCreateConstraintProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Constraints.CreateConstraint(ctx, connect.NewRequest(&jqv1.CreateConstraintRequest{
+				Name: "new-" + uuid.NewString()[:8], Match: &jqv1.JobMatcher{Queue: f.queue, Type: "noop"},
+				Rate: &jqv1.RateLimit{Limit: 100, Interval: durationpb.New(time.Minute)}}))
+			return err
+		},
+		jqv1connect.ConstraintServiceListConstraintsProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Constraints.ListConstraints(ctx, connect.NewRequest(&jqv1.ListConstraintsRequest{}))
+			return err
+		},
+		jqv1connect.ConstraintServiceGetConstraintProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Constraints.GetConstraint(ctx, connect.NewRequest(&jqv1.GetConstraintRequest{Name: f.constr}))
+			return err
+		},
+		jqv1connect.ConstraintServiceDeleteConstraintProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Constraints.DeleteConstraint(ctx, connect.NewRequest(&jqv1.DeleteConstraintRequest{Name: f.constr}))
 			return err
 		},
 	}

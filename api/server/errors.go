@@ -20,9 +20,9 @@ func codeOf(err error) connect.Code {
 	case errors.Is(err, queue.ErrInvalidArgument):
 		return connect.CodeInvalidArgument
 	case errors.Is(err, queue.ErrJobNotFound), errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, queue.ErrWorkerNotFound),
-		errors.Is(err, queue.ErrScheduleNotFound):
+		errors.Is(err, queue.ErrScheduleNotFound), errors.Is(err, queue.ErrConstraintNotFound):
 		return connect.CodeNotFound
-	case errors.Is(err, queue.ErrQueueExists), errors.Is(err, queue.ErrScheduleExists):
+	case errors.Is(err, queue.ErrQueueExists), errors.Is(err, queue.ErrScheduleExists), errors.Is(err, queue.ErrConstraintExists):
 		return connect.CodeAlreadyExists
 	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrIllegalTransition), errors.Is(err, queue.ErrScheduleOwnedByConfig),
 		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt),

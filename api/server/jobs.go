@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
@@ -21,6 +22,7 @@ type jobService struct {
 	engine *engine.Engine
 	limits Limits
 	log    *zap.Logger
+	now    func() time.Time // when a PENDING job is due (GetJob's waiting reason)
 	trace  submitTracer
 	watch  *watchHub // watch.go
 	// watchers bounds the WatchJob and WatchEvents streams open here (server.max_streams,
@@ -140,14 +142,30 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 		}
 	}
 	if j.State == queue.StatePending {
-		// Best effort too: a failed read says nothing rather than failing the job's read.
-		if ws, err := s.store.WorkerList(ctx); err != nil {
-			s.log.Warn("read workers failed", zap.String("job_id", j.ID), zap.Error(err))
-		} else {
-			j.Waiting = queue.Waiting(j.Queue, []string{j.Type}, ws)
-		}
+		j.Waiting = s.waiting(ctx, j)
 	}
 	return connect.NewResponse(&jqv1.GetJobResponse{Job: api.JobProto(j)}), nil
+}
+
+// waiting says why a PENDING job is not taken: a constraint that holds a due job back (issue 24),
+// else no worker for its queue or type; "" when nothing stands in its way. Best effort: a failed
+// read says nothing rather than failing the job's read.
+func (s *jobService) waiting(ctx context.Context, j *queue.Job) string {
+	if now := s.now(); !j.NotBefore.After(now) {
+		why, err := constraintWaiting(ctx, s.store, j, now)
+		if err != nil {
+			s.log.Warn("read constraints failed", zap.String("job_id", j.ID), zap.Error(err))
+		}
+		if why != "" {
+			return why
+		}
+	}
+	ws, err := s.store.WorkerList(ctx)
+	if err != nil {
+		s.log.Warn("read workers failed", zap.String("job_id", j.ID), zap.Error(err))
+		return ""
+	}
+	return queue.Waiting(j.Queue, []string{j.Type}, ws)
 }
 
 // getJob reads one job the caller may see: GetJob, and the taskqueue.v1 facade's reads.

@@ -92,6 +92,9 @@ type Reader interface {
 	WorkerCountLive(ctx context.Context, heartbeatTimeout time.Duration) (int64, error)
 	ScheduleGet(ctx context.Context, name string) (*queue.Schedule, error)
 	ScheduleList(ctx context.Context) ([]*queue.Schedule, error)
+	ConstraintGet(ctx context.Context, name string) (*queue.Constraint, error)
+	ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error)
+	ConstraintUsage(ctx context.Context, p store.ConstraintUsageParams) (*queue.ConstraintUsage, error)
 }
 
 // Options configure the API handlers.
@@ -142,6 +145,7 @@ var services = []string{
 	jqv1connect.WorkerServiceName,
 	jqv1connect.AdminServiceName,
 	jqv1connect.ScheduleServiceName,
+	jqv1connect.ConstraintServiceName,
 	taskqueuev1connect.TaskQueuePublicServiceName,
 }
 
@@ -175,7 +179,7 @@ func New(opts Options) http.Handler {
 	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
-	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine),
+	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, now: time.Now, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine),
 		watchers: newStreamCounter("watch"), refused: refusedFunc(opts)}
 	mux.Handle(jqv1connect.NewJobServiceHandler(jobs, hopts...))
 	// Seed 003's public API: a facade over the same job paths, behind the same interceptors.
@@ -187,6 +191,7 @@ func New(opts Options) http.Handler {
 	mux.Handle(jqv1connect.NewQueueServiceHandler(&queueService{store: opts.Store, engine: opts.Engine}, hopts...))
 	mux.Handle(jqv1connect.NewScheduleServiceHandler(&scheduleService{store: opts.Store, schedules: opts.Schedules,
 		limits: opts.Limits, now: time.Now}, hopts...))
+	mux.Handle(jqv1connect.NewConstraintServiceHandler(&constraintService{store: opts.Store, engine: opts.Engine}, hopts...))
 	mux.Handle(jqv1connect.NewWorkerServiceHandler(&workerService{
 		store: opts.Store, engine: opts.Engine, log: opts.Log,
 		heartbeatInterval: opts.Workers.HeartbeatInterval, heartbeatTimeout: opts.Workers.HeartbeatTimeout,
