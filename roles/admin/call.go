@@ -44,7 +44,7 @@ func request[Req, Resp any](ctx context.Context, timeout time.Duration, rpc func
 	return resp.Msg, nil
 }
 
-// service is the stub of a whose interface is S: one of the four jqv1connect …ServiceClient
+// service is the stub of a whose interface is S: one of the jqv1connect …ServiceClient
 // interfaces, as the method expressions given to call name them.
 func service[S any](a *rpcclient.Client) S {
 	var s S
@@ -59,6 +59,8 @@ func service[S any](a *rpcclient.Client) S {
 		*p = a.Admin
 	case *jqv1connect.ScheduleServiceClient:
 		*p = a.Schedules
+	case *jqv1connect.ConstraintServiceClient:
+		*p = a.Constraints
 	default:
 		panic(fmt.Sprintf("admin: %T does not point to a service of the jq API", &s)) // a call site's mistake: every command's test catches it
 	}

@@ -187,5 +187,7 @@ func TestService(t *testing.T) {
 	require.Equal(t, a.Queues, service[jqv1connect.QueueServiceClient](a))
 	require.Equal(t, a.Workers, service[jqv1connect.WorkerServiceClient](a))
 	require.Equal(t, a.Admin, service[jqv1connect.AdminServiceClient](a))
+	require.Equal(t, a.Schedules, service[jqv1connect.ScheduleServiceClient](a))
+	require.Equal(t, a.Constraints, service[jqv1connect.ConstraintServiceClient](a))
 	require.Panics(t, func() { service[protoreflect.Message](a) })
 }

@@ -24,18 +24,19 @@ type Globals struct {
 type Commands struct {
 	Globals `group:"global"`
 
-	Job      JobCmd      `cmd:"" help:"Submit, inspect, cancel and retry jobs."`
-	Queue    QueueCmd    `cmd:"" help:"Create, delete, pause and inspect queues."`
-	Worker   WorkerCmd   `cmd:"" help:"List, drain and shut down workers."`
-	Schedule ScheduleCmd `cmd:"" help:"Periodic jobs: create, list, show, pause, resume, trigger and delete schedules."`
-	Status   StatusCmd   `cmd:"" help:"System health: server, workers, queue depths, Postgres/Redis/Kafka (exit 1 when unhealthy)."`
-	Version  VersionCmd  `cmd:"" help:"Client and server versions."`
-	Stats    StatsCmd    `cmd:"" help:"Dispatch counters per queue: ready, in flight, dead-lettered, live heartbeats."`
-	Peek     PeekCmd     `cmd:"" help:"Show the next jobs of a queue in dispatch order, or the newest dead letters with --dead."`
-	PurgeDLQ PurgeDLQCmd `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs with their history (all queues or one); refuses without --yes."`
-	Bench    BenchCmd    `cmd:"" help:"Load generator: submit jobs and report submit and end-to-end throughput and latency."`
-	Events   EventsCmd   `cmd:"" help:"Lifecycle events."`
-	Tokens   TokenCmd    `cmd:"" name:"token" help:"API tokens: issue one for a server's auth.tokens (no server needed)."`
+	Job        JobCmd        `cmd:"" help:"Submit, inspect, cancel and retry jobs."`
+	Queue      QueueCmd      `cmd:"" help:"Create, delete, pause and inspect queues."`
+	Worker     WorkerCmd     `cmd:"" help:"List, drain and shut down workers."`
+	Schedule   ScheduleCmd   `cmd:"" help:"Periodic jobs: create, list, show, pause, resume, trigger and delete schedules."`
+	Constraint ConstraintCmd `cmd:"" help:"Flow control: create, list, show and delete constraints (at most N running and N starts per interval, per key, of the jobs a matcher selects)."`
+	Status     StatusCmd     `cmd:"" help:"System health: server, workers, queue depths, Postgres/Redis/Kafka (exit 1 when unhealthy)."`
+	Version    VersionCmd    `cmd:"" help:"Client and server versions."`
+	Stats      StatsCmd      `cmd:"" help:"Dispatch counters per queue: ready, in flight, dead-lettered, live heartbeats."`
+	Peek       PeekCmd       `cmd:"" help:"Show the next jobs of a queue in dispatch order, or the newest dead letters with --dead."`
+	PurgeDLQ   PurgeDLQCmd   `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs with their history (all queues or one); refuses without --yes."`
+	Bench      BenchCmd      `cmd:"" help:"Load generator: submit jobs and report submit and end-to-end throughput and latency."`
+	Events     EventsCmd     `cmd:"" help:"Lifecycle events."`
+	Tokens     TokenCmd      `cmd:"" name:"token" help:"API tokens: issue one for a server's auth.tokens (no server needed)."`
 }
 
 // JobCmd groups the job commands.
