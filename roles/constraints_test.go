@@ -146,7 +146,6 @@ func TestConstraintConcurrencyPerTenant(t *testing.T) {
 		Key: "{{.labels.tenant}}", Concurrency: 2})
 
 	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(600, "tenants", fault{Mode: "ok", MS: 20}), "tenant", "a", "b", "c"))
-	began := time.Now()
 	for i := range 4 {
 		r.startWorker(i%2, fmt.Sprintf("tenant-w%d", i), 8, "tenants")
 	}
@@ -167,7 +166,22 @@ func TestConstraintConcurrencyPerTenant(t *testing.T) {
 	require.Less(t, first["c"].Sub(first["a"]), time.Second, "tenant c waited behind tenant a's backlog")
 	runA, runC := last["a"].Sub(first["a"]), last["c"].Sub(first["a"])
 	require.Less(t, runC, runA*5/4+time.Second, "tenant c finished long after tenant a (a %v, c %v)", runA, runC)
-	_ = began
+
+	// The metrics: the jobs the constraint held back, counted by the replicas that met them, and
+	// its usage, measured with the queue depth (every few seconds).
+	throttled := 0.0
+	for _, s := range r.servers {
+		throttled += scrapeValues(t, s.se.metricsPort)[`jq_constraint_throttled_total{constraint="per-tenant"}`]
+	}
+	require.Positive(t, throttled)
+	testenv.Eventually(t, 15*time.Second, func() error {
+		v, ok := scrapeValues(t, r.servers[1].se.metricsPort)[`jq_constraint_running{constraint="per-tenant"}`]
+		if !ok || v != 0 {
+			return fmt.Errorf("jq_constraint_running: %v (present %v)", v, ok)
+		}
+		return nil
+	})
+	t.Logf("jq_constraint_throttled_total over both replicas: %v", throttled)
 }
 
 // A rate of 50 per second on a job type, 1,000 such jobs due, two replicas: the measured rate of
