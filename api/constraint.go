@@ -91,5 +91,5 @@ func ConstraintUsageProto(c *queue.Constraint, u *queue.ConstraintUsage) *jqv1.C
 // clampInt32 narrows a count that the domain bounds far below 2^31 (queue.MaxConstraintLimit, a
 // job count) without a silent wrap.
 func clampInt32(n int) int32 {
-	return int32(max(min(n, math.MaxInt32), math.MinInt32)) //nolint:gosec // clamped
+	return int32(max(min(n, math.MaxInt32), math.MinInt32))
 }

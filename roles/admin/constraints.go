@@ -60,7 +60,7 @@ func (c *ConstraintCreateCmd) request() (*jqv1.CreateConstraintRequest, error) {
 	if c.Concurrency < 0 || c.Concurrency > queue.MaxConstraintLimit {
 		return nil, usagef("--concurrency %d: want 0 to %d", c.Concurrency, queue.MaxConstraintLimit)
 	}
-	req.Concurrency = int32(c.Concurrency) //nolint:gosec // bounded above
+	req.Concurrency = int32(c.Concurrency)
 	if c.Rate == "" {
 		if c.Burst != nil {
 			return nil, usagef("--burst applies to --rate only")
@@ -157,7 +157,7 @@ func (c *ConstraintShowCmd) Run(re *runEnv) error {
 	if c.Top < 0 || c.Top > 100 {
 		return usagef("--top %d: want 0 to 100", c.Top)
 	}
-	resp, err := call(re, jqv1connect.ConstraintServiceClient.GetConstraint, &jqv1.GetConstraintRequest{Name: c.Name, Top: proto.Int32(int32(c.Top))}) //nolint:gosec // bounded above
+	resp, err := call(re, jqv1connect.ConstraintServiceClient.GetConstraint, &jqv1.GetConstraintRequest{Name: c.Name, Top: proto.Int32(int32(c.Top))})
 	if err != nil {
 		return named(err, "constraint", c.Name)
 	}
