@@ -25,6 +25,7 @@ func RunConstraintStore[S interface {
 	t.Run("LimitReached", func(t *testing.T) { testConstraintLimitReached(t, newStore) })
 	t.Run("ConcurrencyPerKey", func(t *testing.T) { testConstraintConcurrency(t, newStore) })
 	t.Run("NoHeadOfLineBlocking", func(t *testing.T) { testConstraintHeadOfLine(t, newStore) })
+	t.Run("PassedOverRemembered", func(t *testing.T) { testConstraintPassedOverRemembered(t, newStore) })
 	t.Run("PayloadKey", func(t *testing.T) { testConstraintPayloadKey(t, newStore) })
 	t.Run("Matchers", func(t *testing.T) { testConstraintMatchers(t, newStore) })
 	t.Run("Rate", func(t *testing.T) { testConstraintRate(t, newStore) })
@@ -300,6 +301,23 @@ func testConstraintHeadOfLine(t *testing.T, newStore NewStoreFunc) {
 		}
 	}
 	require.Equal(t, 53, pending)
+}
+
+// More blocked jobs ahead than one claim reads (store.ConstraintClaimRounds): the jobs a claim
+// passed over are remembered with their keys, so the claims after it read past them.
+func testConstraintPassedOverRemembered(t *testing.T, newStore NewStoreFunc) {
+	c := setupConstraintStore(t, newStore)
+	c.constraint(perTenant("one-each", 1))
+	c.insertTenant("a", 5*store.ConstraintClaimRounds*store.ConstraintCandidates(1))
+	last := c.insertOne(c.tenantJob("t", "b"))
+	require.Len(t, c.claimN(1).Jobs, 1)
+	for claims := 0; ; claims++ {
+		require.Less(t, claims, 10, "b's job is never reached")
+		if got := c.claimN(1).Jobs; len(got) > 0 {
+			require.Equal(t, []string{last.ID}, ids(got))
+			break
+		}
+	}
 }
 
 // A key read from the payload: {{.payload.customer_id}}, a string or a number.
