@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"path"
@@ -132,9 +134,10 @@ func ParseRate(s string) (RateLimit, error) {
 	if m == nil {
 		return RateLimit{}, fmt.Errorf("%w: rate %s: want N/s, N/m, N/h, N/d or N/<duration>, optionally ,burst=B", ErrInvalidArgument, Excerpt(s))
 	}
+	// The errors of strconv and time quote their whole input: name the part, quote only the excerpt.
 	n, err := strconv.Atoi(m[1])
 	if err != nil {
-		return RateLimit{}, fmt.Errorf("%w: rate %s: %v", ErrInvalidArgument, Excerpt(s), err)
+		return RateLimit{}, fmt.Errorf("%w: rate %s: limit out of range", ErrInvalidArgument, Excerpt(s))
 	}
 	var d time.Duration
 	switch m[2] {
@@ -148,13 +151,13 @@ func ParseRate(s string) (RateLimit, error) {
 		d = 24 * time.Hour
 	default:
 		if d, err = time.ParseDuration(m[2]); err != nil {
-			return RateLimit{}, fmt.Errorf("%w: rate %s: interval: %v", ErrInvalidArgument, Excerpt(s), err)
+			return RateLimit{}, fmt.Errorf("%w: rate %s: interval: want a duration such as 10s or 1h30m", ErrInvalidArgument, Excerpt(s))
 		}
 	}
 	r := RateLimit{Limit: n, Interval: d}
 	if m[3] != "" {
 		if r.Burst, err = strconv.Atoi(m[3]); err != nil {
-			return RateLimit{}, fmt.Errorf("%w: rate %s: burst: %v", ErrInvalidArgument, Excerpt(s), err)
+			return RateLimit{}, fmt.Errorf("%w: rate %s: burst out of range", ErrInvalidArgument, Excerpt(s))
 		}
 	}
 	return r, r.validate()
@@ -358,8 +361,14 @@ func payloadObject(p []byte) map[string]any {
 	if len(p) == 0 || p[0] != '{' && !json.Valid(p) {
 		return nil
 	}
-	if json.Unmarshal(p, &obj) != nil {
+	// Numbers stay their JSON text: as float64, ids above 2^53 would share one key.
+	dec := json.NewDecoder(bytes.NewReader(p))
+	dec.UseNumber()
+	if dec.Decode(&obj) != nil {
 		return nil
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil // trailing data: not one JSON object
 	}
 	return obj
 }
@@ -452,6 +461,20 @@ func NeedsPayload(cs []*Constraint) bool {
 	return false
 }
 
+// Entries returns the entries job j counts against under the constraints cs: one per constraint
+// that matches it, sorted; nil when none does.
+func Entries(cs []*Constraint, j *Job) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Matches(j) {
+			t, _ := ParseKeyTemplate(c.Key) // validated when stored
+			out = append(out, LimitEntry(c.Name, t.Key(j)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Limiter decides, for one claim, which candidate jobs may start now. It is built from the
 // constraints that apply to the claim's queue, the jobs running per entry (LimitEntry) and the
 // stored rate buckets, all read under the claim's lock, at the store's time now; the store feeds
@@ -524,8 +547,21 @@ func (l *Limiter) tokens(c *Constraint, e string) float64 {
 }
 
 func (l *Limiter) noteRetry(c *Constraint, e string) {
-	need := 1 - l.tokens(c, e)
-	at := l.now.Add(time.Duration(need / c.Rate.perSecond() * float64(time.Second)))
+	// The first nanosecond at which the bucket holds a token, so that a claim woken then admits
+	// and one woken earlier would not: rounded up, then corrected by the float error of tokens (a
+	// few nanoseconds at most). A bucket stored by a clock ahead of ours fills from its At.
+	b, from := l.buckets[e], l.now
+	if b.At.After(from) {
+		from = b.At
+	}
+	need := 1 - b.tokens(c.Rate, from)
+	at := from.Add(time.Duration(math.Ceil(need / c.Rate.perSecond() * float64(time.Second))))
+	for i := 0; i < 8 && b.tokens(c.Rate, at) < 1; i++ {
+		at = at.Add(time.Nanosecond)
+	}
+	for i := 0; i < 8 && at.After(from) && b.tokens(c.Rate, at.Add(-time.Nanosecond)) >= 1; i++ {
+		at = at.Add(-time.Nanosecond)
+	}
 	if l.retryAt.IsZero() || at.Before(l.retryAt) {
 		l.retryAt = at
 	}

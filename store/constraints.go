@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jq-dev/jq/queue"
@@ -138,4 +140,41 @@ func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimSte
 		_, err = step(ClaimStep{Kind: ClaimRest, Limit: p.Limit})
 	}
 	return taken, keyed, err
+}
+
+// UsageKeys are the keys ConstraintUsage reports, from the jobs running per key: p.Keys first,
+// then the busiest others, most running first (key order on ties), p.Top of them at most.
+func UsageKeys(p ConstraintUsageParams, running map[string]int) []string {
+	keys := slices.Clone(p.Keys)
+	asked := map[string]bool{}
+	for _, k := range p.Keys {
+		asked[k] = true
+	}
+	var busy []string
+	for k := range running {
+		if !asked[k] {
+			busy = append(busy, k)
+		}
+	}
+	slices.SortFunc(busy, func(a, b string) int {
+		return cmp.Or(cmp.Compare(running[b], running[a]), cmp.Compare(a, b))
+	})
+	return append(keys, busy[:min(len(busy), p.Top)]...)
+}
+
+// Usage assembles a constraint's usage from the jobs running per key, the keys to report and their
+// stored buckets, at now.
+func Usage(c *queue.Constraint, running map[string]int, keys []string, buckets map[string]queue.Bucket, now time.Time) *queue.ConstraintUsage {
+	u := &queue.ConstraintUsage{Keys: len(running)}
+	for _, n := range running {
+		u.Running += n
+	}
+	for _, k := range keys {
+		ku := queue.ConstraintKeyUsage{Key: k, Running: running[k]}
+		if !c.Rate.IsZero() {
+			ku.Tokens = queue.TokensNow(c.Rate, buckets[k], now)
+		}
+		u.Top = append(u.Top, ku)
+	}
+	return u
 }

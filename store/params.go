@@ -51,6 +51,18 @@ type JobInsertParams struct {
 	// Principal is the submitting caller ("" with authentication off): producers see only their
 	// own jobs.
 	Principal string
+	// Limits, when set, are the job's constraint entries computed at submit (issue 24): the
+	// engine keys the jobs of queues constraints apply to, so that claims pass over the jobs of a
+	// key at its limit without computing anything. nil: computed by the first constrained claim
+	// that reads the job.
+	Limits *LimitKeys
+}
+
+// LimitKeys are a job's constraint entries (queue.LimitEntry) as computed with the constraint set
+// of generation Gen.
+type LimitKeys struct {
+	Entries []string // none: no constraint of that generation matches the job
+	Gen     int64
 }
 
 // JobInsertResult is the outcome of one JobInsertParams.

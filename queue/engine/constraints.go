@@ -28,6 +28,12 @@ type constraintCache struct {
 // constraintsFor returns the constraints that apply to queue q (nil: claim plainly), reading the
 // set again when it is older than the scheduler interval. A failed read keeps the set read before.
 func (e *Engine) constraintsFor(ctx context.Context, q string) []*queue.Constraint {
+	cs, _ := e.constraintsAt(ctx, q)
+	return cs
+}
+
+// constraintsAt is constraintsFor with the generation of the set it read.
+func (e *Engine) constraintsAt(ctx context.Context, q string) ([]*queue.Constraint, int64) {
 	c := &e.constraints
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -42,9 +48,9 @@ func (e *Engine) constraintsFor(ctx context.Context, q string) []*queue.Constrai
 		}
 	}
 	if c.set == nil {
-		return nil
+		return nil, 0
 	}
-	return c.set.For(q)
+	return c.set.For(q), c.set.Gen
 }
 
 // forgetConstraints makes the next claim read the set again.
@@ -124,4 +130,16 @@ func (e *Engine) constrainedSlotsFreed(outs []store.LeaseOutcome) {
 	if len(qs) > 0 {
 		e.notifyNewWork(qs)
 	}
+}
+
+// keyJob computes a submitted job's constraint entries with the set as cached (store.LimitKeys), so
+// that claims find them stored. A job of a queue no cached constraint applies to is left unkeyed;
+// were the cache stale, the generation tells the claim to compute the entries again.
+func (e *Engine) keyJob(ctx context.Context, p *store.JobInsertParams) {
+	cs, gen := e.constraintsAt(ctx, p.Queue)
+	if len(cs) == 0 {
+		return
+	}
+	j := &queue.Job{Queue: p.Queue, Type: p.Type, Labels: p.Labels, Payload: p.Payload}
+	p.Limits = &store.LimitKeys{Entries: queue.Entries(cs, j), Gen: gen}
 }

@@ -25,6 +25,7 @@ func (e *Engine) Submit(ctx context.Context, p store.JobInsertParams) (store.Job
 	// No validation here: the API validated the request and the store checks
 	// every job again; an invalid job only sends its batch to the per-caller
 	// fallback, so it never refuses another caller's job.
+	e.keyJob(ctx, &p)
 	res, err := e.submits.do(ctx, p)
 	if err != nil {
 		return store.JobInsertResult{}, err
@@ -34,6 +35,9 @@ func (e *Engine) Submit(ctx context.Context, p store.JobInsertParams) (store.Job
 
 // SubmitMany inserts a batch in one transaction (all or nothing).
 func (e *Engine) SubmitMany(ctx context.Context, ps []store.JobInsertParams) ([]store.JobInsertResult, error) {
+	for i := range ps {
+		e.keyJob(ctx, &ps[i])
+	}
 	res, err := e.opts.Store.JobInsertMany(ctx, ps)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -30,9 +31,10 @@ WITH input AS (
     SELECT t.*, now() + (t.ord - 1) * interval '1 microsecond' AS created_at
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::smallint[], $6::integer[],
                 $7::bigint[], $8::bigint[], $9::timestamptz[], $10::text[], $11::bytea[], $12::text[],
-                $13::boolean[], $14::text[], $15::text[])
+                $13::boolean[], $14::text[], $15::text[], $16::text[], $17::bigint[])
          WITH ORDINALITY AS t(id, queue, type, payload, priority, max_retries, ttl_ms, timeout_ms, run_at,
-                              idempotency_key, spec_hash, labels, keep_result, trace_context, principal, ord)
+                              idempotency_key, spec_hash, labels, keep_result, trace_context, principal,
+                              limit_keys, limit_gen, ord)
 ),
 -- The KEY SHARE lock on each distinct queue row, taken once per statement, is what the foreign key
 -- used to take per row (migration 000003): a queue delete waits for this insert to commit, and an
@@ -55,12 +57,16 @@ resolved AS (
 inserted AS (
     INSERT INTO jobs (id, queue, type, payload, priority, state, max_retries, ttl_ms, timeout_ms,
                       not_before, expires_at, idempotency_key, spec_hash, labels, keep_result,
-                      trace_context, created_at, updated_at, principal)
+                      trace_context, created_at, updated_at, principal, limit_keys, limit_gen)
     SELECT id, r_queue, type, coalesce(payload, ''), priority, 'PENDING', r_max_retries, r_ttl_ms, timeout_ms,
            coalesce(run_at, created_at),
            CASE WHEN r_ttl_ms > 0 THEN coalesce(run_at, created_at) + r_ttl_ms * interval '1 millisecond' END,
            idempotency_key, spec_hash, labels::jsonb, keep_result, trace_context::jsonb,
-           created_at, created_at, principal
+           created_at, created_at, principal,
+           -- The entries computed at submit (store.LimitKeys, a JSON array; none: NULL, never read).
+           CASE WHEN limit_keys IS NOT NULL AND limit_keys <> '[]'
+                THEN ARRAY(SELECT jsonb_array_elements_text(limit_keys::jsonb)) END,
+           limit_gen
     FROM resolved
     ORDER BY queue, idempotency_key, ord
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
@@ -224,8 +230,9 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 		principals[i] = p.Principal
 	}
 
+	limitKeys, limitGens := insertLimits(ps)
 	rows, err := tx.Query(ctx, sql, ids, queues, types, payloads, priorities, maxRetries,
-		ttls, timeouts, runAts, keys, hashes, labels, keepResults, traceContext, principals)
+		ttls, timeouts, runAts, keys, hashes, labels, keepResults, traceContext, principals, limitKeys, limitGens)
 	if err != nil {
 		return nil, translateInsertError(err)
 	}
@@ -254,6 +261,26 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 		return results, nil
 	}
 	return results, resolveExisting(ctx, tx, ps, hashes, results)
+}
+
+// insertLimits are the limit_keys and limit_gen arrays of a batch: nil (NULL arrays, which unnest
+// pads with NULLs) when no job of it was keyed at submit — every batch of an unconstrained queue.
+func insertLimits(ps []store.JobInsertParams) (keys []*string, gens []*int64) {
+	for i, p := range ps {
+		if p.Limits == nil {
+			continue
+		}
+		if keys == nil {
+			keys, gens = make([]*string, len(ps)), make([]*int64, len(ps))
+		}
+		k := "[]"
+		if len(p.Limits.Entries) > 0 {
+			b, _ := json.Marshal(p.Limits.Entries)
+			k = string(b)
+		}
+		keys[i], gens[i] = &k, &p.Limits.Gen
+	}
+	return keys, gens
 }
 
 // insertedJob is the job as the insert stored it: the caller's spec, the values the statement

@@ -1,0 +1,279 @@
+package roles_test
+
+// Constraints with the real binary (issue 24): server replicas and worker processes over a
+// private PostgreSQL and redis-server (faults_helpers_test.go). What a constraint promises is read
+// back from the event log: a job holds its key's slot from its ASSIGNED event until the event that
+// takes it out of ASSIGNED or RUNNING, and no instant may see more holders than the limit.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/postgres"
+)
+
+// createConstraint creates c through the store (the servers read it within a scheduler interval;
+// the tests create it before any worker claims).
+func (r *rig) createConstraint(ctx context.Context, c queue.Constraint) {
+	r.t.Helper()
+	st, err := postgres.New(ctx, postgres.Config{DSN: r.pg.DSN(), MaxConns: 2, ConnectTimeout: 5 * time.Second})
+	require.NoError(r.t, err)
+	defer st.Close()
+	_, err = st.ConstraintCreate(ctx, store.ConstraintCreateParams{Constraint: c})
+	require.NoError(r.t, err)
+}
+
+// labelled returns specs with label k set to values[i % len(values)]... in blocks: the first n of
+// values[0], then n of values[1], and so on (a backlog of one key ahead of the others).
+func labelled(specs []*jqv1.JobSpec, k string, values ...string) []*jqv1.JobSpec {
+	per := len(specs) / len(values)
+	for i, s := range specs {
+		s.Labels = map[string]string{k: values[min(i/per, len(values)-1)]}
+	}
+	return specs
+}
+
+// slotSpan is one attempt's hold of its key's slot, from the event log.
+type slotSpan struct {
+	key        string
+	start, end time.Time
+}
+
+// slotSpans reads, for the jobs ids, every attempt's span from its ASSIGNED event to the event that
+// ended it (to DONE, FAILED, PENDING or DEAD_LETTERED from ASSIGNED or RUNNING), keyed by the job's
+// label k. An attempt still open has no end (a zero time).
+func (r *rig) slotSpans(ctx context.Context, ids []string, k string) []slotSpan {
+	r.t.Helper()
+	rows, err := r.db.QueryContext(ctx, `
+SELECT e.job_id::text, j.labels->>$2, e.from_state, e.to_state, e.created_at
+FROM job_events e JOIN jobs j ON j.id = e.job_id
+WHERE e.job_id = ANY($1::uuid[])
+ORDER BY e.job_id, e.seq`, ids, k)
+	require.NoError(r.t, err)
+	defer rows.Close()
+	open := map[string]*slotSpan{}
+	var spans []slotSpan
+	for rows.Next() {
+		var id, key, to string
+		var from *string
+		var at time.Time
+		require.NoError(r.t, rows.Scan(&id, &key, &from, &to, &at))
+		switch {
+		case to == "ASSIGNED":
+			open[id] = &slotSpan{key: key, start: at}
+		case to == "RUNNING":
+		case open[id] != nil:
+			s := *open[id]
+			s.end = at
+			spans = append(spans, s)
+			delete(open, id)
+		}
+	}
+	require.NoError(r.t, rows.Err())
+	for _, s := range open {
+		spans = append(spans, *s)
+	}
+	return spans
+}
+
+// maxHeld is, per key, the most spans open at one instant (an end at the same instant as a start
+// counts first: the start was decided after the end was written).
+func maxHeld(spans []slotSpan) map[string]int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	byKey := map[string][]edge{}
+	for _, s := range spans {
+		byKey[s.key] = append(byKey[s.key], edge{s.start, 1})
+		if !s.end.IsZero() {
+			byKey[s.key] = append(byKey[s.key], edge{s.end, -1})
+		}
+	}
+	out := map[string]int{}
+	for key, es := range byKey {
+		sort.Slice(es, func(i, j int) bool {
+			if !es[i].at.Equal(es[j].at) {
+				return es[i].at.Before(es[j].at)
+			}
+			return es[i].delta < es[j].delta
+		})
+		n := 0
+		for _, e := range es {
+			n += e.delta
+			out[key] = max(out[key], n)
+		}
+	}
+	return out
+}
+
+// firstAndLast are, per key, the earliest start and the latest end of its spans.
+func firstAndLast(spans []slotSpan) (first, last map[string]time.Time) {
+	first, last = map[string]time.Time{}, map[string]time.Time{}
+	for _, s := range spans {
+		if f, ok := first[s.key]; !ok || s.start.Before(f) {
+			first[s.key] = s.start
+		}
+		if s.end.After(last[s.key]) {
+			last[s.key] = s.end
+		}
+	}
+	return first, last
+}
+
+// Concurrency per key across two server replicas and four workers: 3 tenants × 200 jobs, at most 2
+// of a tenant's jobs at once (checked from the event log), every job DONE once, and tenant C — whose
+// jobs were submitted behind A's and B's backlogs — runs beside them from the start.
+func TestConstraintConcurrencyPerTenant(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.startServer()
+	r.startServer()
+	ctx := r.ctx()
+	r.createQueue(ctx, "tenants", 3, fastBackoffBase, fastBackoffMax)
+	r.createConstraint(ctx, queue.Constraint{Name: "per-tenant", Match: queue.JobMatcher{Queue: "tenants"},
+		Key: "{{.labels.tenant}}", Concurrency: 2})
+
+	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(600, "tenants", fault{Mode: "ok", MS: 20}), "tenant", "a", "b", "c"))
+	began := time.Now()
+	for i := range 4 {
+		r.startWorker(i%2, fmt.Sprintf("tenant-w%d", i), 8, "tenants")
+	}
+	took := r.waitSettled(ctx, ids, faultSettle, nil)
+
+	rep := r.check(ctx, ids)
+	require.Equal(t, len(ids), rep.Done)
+	require.Empty(t, rep.Duplicates())
+	spans := r.slotSpans(ctx, ids, "tenant")
+	held := maxHeld(spans)
+	first, last := firstAndLast(spans)
+	t.Logf("concurrency per tenant: 600 jobs of 20 ms on 4 workers x 8 over 2 replicas in %v; most held at once %v", took.Round(10*time.Millisecond), held)
+	for _, k := range []string{"a", "b", "c"} {
+		require.Equal(t, 2, held[k], "tenant %s: most jobs holding a slot at once", k)
+	}
+	// Each tenant runs 2 at a time from the first claims on: C's first start is as early as A's
+	// (within a second: a few claims), and C finishes with the others, not after them.
+	require.Less(t, first["c"].Sub(first["a"]), time.Second, "tenant c waited behind tenant a's backlog")
+	runA, runC := last["a"].Sub(first["a"]), last["c"].Sub(first["a"])
+	require.Less(t, runC, runA*5/4+time.Second, "tenant c finished long after tenant a (a %v, c %v)", runA, runC)
+	_ = began
+}
+
+// A rate of 50 per second on a job type, 1,000 such jobs due, two replicas: the measured rate of
+// starts is within 10 % of the limit.
+func TestConstraintRateAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s at the limit")
+	}
+	t.Parallel()
+	r := newRig(t)
+	r.startServer()
+	r.startServer()
+	ctx := r.ctx()
+	r.createQueue(ctx, "rated", 3, fastBackoffBase, fastBackoffMax)
+	r.createConstraint(ctx, queue.Constraint{Name: "fault-rate", Match: queue.JobMatcher{Type: "fau?t"},
+		Rate: queue.RateLimit{Limit: 50, Interval: time.Second, Burst: 10}})
+	ids := r.submit(ctx, r.client(), r.faultJobs(1000, "rated", fault{Mode: "ok", MS: 1}))
+	for i := range 2 {
+		r.startWorker(i, fmt.Sprintf("rate-w%d", i), 8, "rated")
+	}
+	r.waitSettled(ctx, ids, time.Minute, nil)
+	rep := r.check(ctx, ids)
+	require.Equal(t, len(ids), rep.Done)
+
+	spans := r.slotSpans(ctx, ids, "none")
+	starts := make([]time.Time, len(spans))
+	for i, s := range spans {
+		starts[i] = s.start
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	// The bucket starts full (10 starts at once); after it, one token per 20 ms.
+	rate := float64(len(starts)-10) / starts[len(starts)-1].Sub(starts[0]).Seconds()
+	t.Logf("rate limit 50/s (burst 10) over 2 replicas: %d starts in %v: %.2f/s", len(starts),
+		starts[len(starts)-1].Sub(starts[0]).Round(time.Millisecond), rate)
+	require.InEpsilon(t, 50, rate, 0.10)
+}
+
+// kill -9 of a worker holding limited jobs: the reaper fails them after the heartbeat timeout, which
+// frees their slots; the key's other jobs run on the other worker, and the limit holds throughout.
+func TestFaultConstraintWorkerKill(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.startServer()
+	ctx := r.ctx()
+	r.createQueue(ctx, "limited", 3, fastBackoffBase, fastBackoffMax)
+	r.createConstraint(ctx, queue.Constraint{Name: "two", Match: queue.JobMatcher{Queue: "limited"},
+		Key: "{{.labels.tenant}}", Concurrency: 2})
+	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(20, "limited", fault{Mode: "ok", MS: 300}), "tenant", "a"))
+	victim := r.startWorker(0, "limit-victim", 4, "limited")
+	testenv.Eventually(t, 20*time.Second, func() error {
+		n, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE worker_id = 'limit-victim' AND state IN ('ASSIGNED', 'RUNNING')`)
+		if err == nil && n < 2 {
+			err = fmt.Errorf("the victim holds %d jobs", n)
+		}
+		return err
+	})
+	other := r.startWorker(0, "limit-other", 4, "limited")
+	other.waitLog(t, "assignment stream open")
+	signalProc(t, victim, syscall.SIGKILL)
+	killed := time.Now()
+	waitExit(t, victim, 10*time.Second)
+	held := r.heldBy(ctx, "limit-victim")
+	require.Len(t, held, 2, "the victim held the key's two slots")
+
+	// While the dead worker's jobs hold the slots, the other worker gets nothing of the key.
+	r.waitRerun(ctx, held, "limit-victim", faultSettle)
+	freed := time.Since(killed)
+	r.waitSettled(ctx, ids, faultSettle, nil)
+	rep := r.check(ctx, ids)
+	require.Equal(t, len(ids), rep.Done)
+	duplicateCauses(t, rep, "worker_lost", "assignment_timeout")
+	held2 := maxHeld(r.slotSpans(ctx, ids, "tenant"))
+	t.Logf("constraint worker kill: the dead worker's 2 slots were free and its jobs ran again %v after the kill (heartbeat timeout %v); most held at once %v",
+		freed.Round(10*time.Millisecond), faultHeartbeatTimeout, held2)
+	require.Equal(t, 2, held2["a"])
+	require.Greater(t, freed, faultHeartbeatTimeout-time.Second, "the slots came back before the heartbeat timeout: they were not held")
+	require.Less(t, freed, faultRecoveryBound()+2*time.Second)
+}
+
+// FLUSHALL of Redis in the middle of limited jobs: the limits live in Postgres, so they hold.
+func TestFaultConstraintRedisFlush(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.startServer()
+	ctx := r.ctx()
+	r.createQueue(ctx, "flushed", 3, fastBackoffBase, fastBackoffMax)
+	r.createConstraint(ctx, queue.Constraint{Name: "per-tenant-flush", Match: queue.JobMatcher{Queue: "flushed"},
+		Key: "{{.labels.tenant}}", Concurrency: 3})
+	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(200, "flushed", fault{Mode: "ok", MS: 20}), "tenant", "a", "b"))
+	for i := range 2 {
+		r.startWorker(0, fmt.Sprintf("flush-w%d", i), 8, "flushed").waitLog(t, "assignment stream open")
+	}
+	testenv.Eventually(t, 20*time.Second, func() error {
+		done, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE id = ANY($1::uuid[]) AND state = 'DONE'`, ids)
+		if err == nil && done < 30 {
+			err = fmt.Errorf("%d DONE", done)
+		}
+		return err
+	})
+	reply, err := redisCommand(r.redis.Addr(), "FLUSHALL")
+	require.NoError(t, err)
+	require.Equal(t, "+OK", reply)
+	r.waitSettled(ctx, ids, faultSettle, nil)
+	rep := r.check(ctx, ids)
+	require.Equal(t, len(ids), rep.Done)
+	held := maxHeld(r.slotSpans(ctx, ids, "tenant"))
+	t.Logf("constraint after FLUSHALL: most held at once %v", held)
+	require.Equal(t, map[string]int{"a": 3, "b": 3}, held)
+}

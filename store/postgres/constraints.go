@@ -1,0 +1,550 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+var _ store.ConstraintStore = (*Store)(nil)
+
+// Constraints (store.ConstraintStore, migration 000019, docs/flow-control.md).
+//
+// Locks: the constraint set is guarded by a transaction-scoped advisory lock (constraintLockClass,
+// 0): a constrained claim holds it shared while it reads the set and decides, a change holds it
+// exclusive, so a claim decides with one version of the set and a change waits for the claims
+// deciding with the old one. Each constraint has its own lock (constraintLockClass, a hash of its
+// name), held exclusive by a claim for the constraints that apply to its queue, taken in the
+// order of the hashes: claims that share a constraint — on any replica — read the jobs running
+// under it and assign theirs one after the other, so two claims never both see the last free slot.
+// Claims of queues that share no constraint do not wait for each other; the plain claim of a queue
+// no constraint applies to takes no lock at all.
+// constraintLockClass is the first key of every advisory lock of constraints (0x6a71, "jq").
+const constraintLockClass = "27249"
+
+const (
+	constraintColumns = `name, match_queue, match_type, match_labels, key_template, concurrency,
+		rate_limit, rate_interval_ms, rate_burst, created_at, updated_at`
+
+	sqlConstraintLockSet = `-- name: constraint_lock_set
+SELECT pg_advisory_xact_lock_shared(` + constraintLockClass + `, 0)`
+
+	// Read after the lock is held (a statement of its own: its snapshot is taken once the lock is
+	// held). The time is the store's clock now, not the transaction's start, so that buckets
+	// written by claims one after the other move forward.
+	sqlConstraintClock = `-- name: constraint_clock
+SELECT clock_timestamp(), gen FROM constraint_generation`
+
+	sqlConstraintLockSetExclusive = `-- name: constraint_lock_set_exclusive
+SELECT pg_advisory_xact_lock(` + constraintLockClass + `, 0)`
+
+	// The locks of the constraints a claim applies, in the order given (sorted by the caller):
+	// OFFSET 0 keeps the subquery's order for the aggregate that calls the function.
+	sqlConstraintLockEach = `-- name: constraint_lock_each
+SELECT count(pg_advisory_xact_lock(` + constraintLockClass + `, k)) FROM (SELECT k FROM unnest($1::int[]) WITH ORDINALITY AS t(k, o) ORDER BY o OFFSET 0) s`
+
+	sqlConstraintList = `-- name: constraint_list
+SELECT ` + constraintColumns + ` FROM constraints ORDER BY name`
+
+	sqlConstraintGet = `-- name: constraint_get
+SELECT ` + constraintColumns + ` FROM constraints WHERE name = $1`
+
+	sqlConstraintGen = `-- name: constraint_gen
+SELECT gen FROM constraint_generation`
+
+	sqlConstraintBump = `-- name: constraint_bump
+UPDATE constraint_generation SET gen = gen + 1`
+
+	sqlConstraintCount = `-- name: constraint_count
+SELECT count(*) FROM constraints`
+
+	sqlConstraintInsert = `-- name: constraint_insert
+INSERT INTO constraints (name, match_queue, match_type, match_labels, key_template, concurrency,
+                         rate_limit, rate_interval_ms, rate_burst)
+VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9)
+RETURNING ` + constraintColumns
+
+	sqlConstraintReplace = `-- name: constraint_replace
+UPDATE constraints SET match_queue = $2, match_type = $3, match_labels = $4::jsonb, key_template = $5,
+    concurrency = $6, rate_limit = $7, rate_interval_ms = $8, rate_burst = $9, updated_at = now()
+WHERE name = $1
+RETURNING ` + constraintColumns
+
+	sqlConstraintDropBuckets = `-- name: constraint_drop_buckets
+DELETE FROM constraint_buckets WHERE constraint_name = $1`
+
+	sqlConstraintDelete = `-- name: constraint_delete
+DELETE FROM constraints WHERE name = $1`
+
+	// The jobs running under the given constraints, per entry (jobs_limited_idx holds exactly the
+	// ASSIGNED and RUNNING jobs that have entries), and the store's clock read after them: a job
+	// that left its slot before the read is not counted, and left it before that time, so the
+	// assignments stamped with it never overlap it in the event log.
+	sqlConstraintRunning = `-- name: constraint_running
+SELECT clock_timestamp(), coalesce(array_agg(e), '{}'), coalesce(array_agg(n), '{}')
+FROM (
+    SELECT e, count(*)::int AS n
+    FROM jobs j CROSS JOIN LATERAL unnest(j.limit_keys) e
+    WHERE j.state IN ('ASSIGNED', 'RUNNING') AND j.limit_keys IS NOT NULL
+      AND split_part(e, ':', 1) = ANY($1::text[])
+    GROUP BY e
+) r`
+
+	// The rate buckets of the given constraints touched within their refill time ($2, ms): an
+	// older one is full, the same as no row.
+	sqlConstraintBuckets = `-- name: constraint_buckets
+SELECT b.constraint_name, b.key, b.tokens, b.at
+FROM unnest($1::text[], $2::bigint[]) AS r(name, refill_ms)
+JOIN constraint_buckets b ON b.constraint_name = r.name
+WHERE b.at > now() - r.refill_ms * interval '1 millisecond'`
+
+	sqlConstraintBucketsOf = `-- name: constraint_buckets_of
+SELECT key, tokens, at FROM constraint_buckets WHERE constraint_name = $1 AND key = ANY($2::text[])`
+
+	sqlConstraintSaveBuckets = `-- name: constraint_save_buckets
+INSERT INTO constraint_buckets (constraint_name, key, tokens, at)
+SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::timestamptz[])
+ON CONFLICT (constraint_name, key) DO UPDATE SET tokens = EXCLUDED.tokens, at = EXCLUDED.at`
+
+	// The entries of jobs the claim read and did not take; the claim holds their row locks. $2 is
+	// each job's entries as a JSON array ('[]': none, stored as NULL).
+	sqlConstraintKeyJobs = `-- name: constraint_key_jobs
+UPDATE jobs SET
+    limit_keys = CASE WHEN k.keys = '[]' THEN NULL
+                      ELSE ARRAY(SELECT jsonb_array_elements_text(k.keys::jsonb)) END,
+    limit_gen  = $3
+FROM unnest($1::uuid[], $2::text[]) AS k(id, keys)
+WHERE jobs.id = k.id`
+
+	// The assignment of a constrained claim: sqlJobAssignMany's write for jobs the claim holds
+	// locked and found PENDING, with their entries (which count from now on against the
+	// concurrency of their keys).
+	sqlConstraintAssign = `-- name: constraint_assign
+WITH input AS (
+    SELECT * FROM unnest($2::uuid[], $3::text[]) WITH ORDINALITY AS t(i_id, i_keys, i_ord)
+),
+updated AS (
+    UPDATE jobs SET
+        state      = 'ASSIGNED',
+        attempt    = attempt + 1,
+        worker_id  = $1,
+        event_seq  = event_seq + 1,
+        updated_at = $5,
+        limit_keys = CASE WHEN i_keys = '[]' THEN NULL
+                          ELSE ARRAY(SELECT jsonb_array_elements_text(i_keys::jsonb)) END,
+        limit_gen  = $4
+    FROM input
+    WHERE id = i_id AND state = 'PENDING'
+    RETURNING i_ord, event_seq, ` + jobColumns + `
+),
+events AS (
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
+                            created_at)
+    SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
+           worker_id, attempt, updated_at
+    FROM updated
+)
+SELECT ` + jobColumns + ` FROM updated ORDER BY i_ord`
+
+	sqlConstraintUsage = `-- name: constraint_usage
+SELECT substr(e, length($1) + 2), count(*)::int
+FROM jobs j CROSS JOIN LATERAL unnest(j.limit_keys) e
+WHERE j.state IN ('ASSIGNED', 'RUNNING') AND j.limit_keys IS NOT NULL
+  AND split_part(e, ':', 1) = $1
+GROUP BY 1`
+)
+
+// sqlConstraintCandidates is a constrained claim's read of one round: the due PENDING jobs of the
+// queue in the step's order, locked (SKIP LOCKED, as the plain claim), past the ids already seen and
+// the jobs whose entries (of the current generation, $4) include a blocked one ($5). A job keyed at
+// another generation comes with what its entries are computed from: type, labels, and the payload
+// when a key reads it ($6).
+func sqlConstraintCandidates(name, filter, order string) string {
+	return `-- name: ` + name + `
+SELECT j.id::text, j.limit_gen IS NOT DISTINCT FROM $4 AS keyed, j.limit_keys, j.type,
+       CASE WHEN j.limit_gen IS DISTINCT FROM $4 THEN j.labels END,
+       CASE WHEN $6 AND j.limit_gen IS DISTINCT FROM $4 THEN j.payload END
+FROM jobs j
+WHERE j.queue = $1 AND j.state = 'PENDING' AND j.not_before <= now()
+  AND (cardinality($2::text[]) = 0 OR j.type = ANY($2::text[]))
+  AND NOT EXISTS (SELECT 1 FROM queues WHERE name = $1 AND paused)
+  AND j.id <> ALL($3::uuid[])
+  AND (j.limit_gen IS DISTINCT FROM $4 OR j.limit_keys IS NULL OR NOT j.limit_keys && $5::text[])
+  ` + filter + `
+ORDER BY ` + order + `
+LIMIT $7
+FOR NO KEY UPDATE SKIP LOCKED`
+}
+
+var (
+	sqlConstraintCandidatesRest = sqlConstraintCandidates("constraint_candidates",
+		"AND $8::bigint IS NULL", "j.priority DESC, j.created_at, j.id")
+	sqlConstraintCandidatesLevel = sqlConstraintCandidates("constraint_candidates_level",
+		"AND j.priority = $8::bigint", "j.priority DESC, j.created_at, j.id")
+	sqlConstraintCandidatesAged = sqlConstraintCandidates("constraint_candidates_aged",
+		`AND j.created_at <= now() - $8::bigint * interval '1 microsecond'
+  AND j.not_before <= now() - $8::bigint * interval '1 microsecond'`,
+		"greatest(j.created_at, j.not_before), j.created_at, j.id")
+)
+
+func scanConstraint(row pgx.Row) (*queue.Constraint, error) {
+	var (
+		c          queue.Constraint
+		labels     map[string]string
+		intervalMS int64
+	)
+	if err := row.Scan(&c.Name, &c.Match.Queue, &c.Match.Type, &labels, &c.Key, &c.Concurrency,
+		&c.Rate.Limit, &intervalMS, &c.Rate.Burst, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if len(labels) > 0 {
+		c.Match.Labels = labels
+	}
+	c.Rate.Interval = fromMillis(intervalMS)
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return &c, nil
+}
+
+func constraintArgs(c *queue.Constraint) []any {
+	return []any{c.Name, c.Match.Queue, c.Match.Type, jsonText(c.Match.Labels), c.Key, c.Concurrency,
+		c.Rate.Limit, c.Rate.Interval.Milliseconds(), c.Rate.Burst}
+}
+
+// ConstraintCreate implements store.ConstraintStore.
+func (s *Store) ConstraintCreate(ctx context.Context, p store.ConstraintCreateParams) (*queue.Constraint, error) {
+	c := p.Constraint
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Rate.Interval%time.Millisecond != 0 {
+		return nil, fmt.Errorf("%w: constraint %s: rate interval %s is not a whole number of milliseconds", queue.ErrInvalidArgument, c.Name, c.Rate.Interval)
+	}
+	var out *queue.Constraint
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlConstraintLockSetExclusive); err != nil {
+			return err
+		}
+		old, err := scanConstraint(tx.QueryRow(ctx, sqlConstraintGet, c.Name))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			var n int
+			if err := tx.QueryRow(ctx, sqlConstraintCount).Scan(&n); err != nil {
+				return err
+			}
+			if n >= queue.MaxConstraints {
+				return fmt.Errorf("%w: %d constraints exist, the most a server keeps", queue.ErrLimitReached, n)
+			}
+			if out, err = scanConstraint(tx.QueryRow(ctx, sqlConstraintInsert, constraintArgs(&c)...)); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case !p.Replace:
+			return fmt.Errorf("%w: %q", queue.ErrConstraintExists, c.Name)
+		default:
+			if old.Rate != c.Rate {
+				if _, err := tx.Exec(ctx, sqlConstraintDropBuckets, c.Name); err != nil {
+					return err
+				}
+			}
+			if out, err = scanConstraint(tx.QueryRow(ctx, sqlConstraintReplace, constraintArgs(&c)...)); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, sqlConstraintBump)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, queue.ErrConstraintExists) || errors.Is(err, queue.ErrLimitReached) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("postgres: create constraint: %w", err)
+	}
+	return out, nil
+}
+
+// ConstraintGet implements store.ConstraintStore.
+func (s *Store) ConstraintGet(ctx context.Context, name string) (*queue.Constraint, error) {
+	c, err := scanConstraint(s.pool.QueryRow(ctx, sqlConstraintGet, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", queue.ErrConstraintNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get constraint: %w", err)
+	}
+	return c, nil
+}
+
+// ConstraintSet implements store.ConstraintStore: the generation and the constraints read in one
+// snapshot.
+func (s *Store) ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error) {
+	var set *queue.ConstraintSet
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		set, err = readConstraintSet(ctx, tx, sqlConstraintGen)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read constraints: %w", err)
+	}
+	return set, nil
+}
+
+// readConstraintSet reads the generation (the first column of genSQL's row) and the constraints.
+func readConstraintSet(ctx context.Context, tx pgx.Tx, genSQL string, genDst ...any) (*queue.ConstraintSet, error) {
+	set := &queue.ConstraintSet{}
+	if err := tx.QueryRow(ctx, genSQL).Scan(append(genDst, &set.Gen)...); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, sqlConstraintList)
+	if err != nil {
+		return nil, err
+	}
+	set.Constraints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Constraint, error) { return scanConstraint(r) })
+	return set, err
+}
+
+// ConstraintDelete implements store.ConstraintStore.
+func (s *Store) ConstraintDelete(ctx context.Context, name string) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlConstraintLockSetExclusive); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, sqlConstraintDelete, name)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: %q", queue.ErrConstraintNotFound, name)
+		}
+		_, err = tx.Exec(ctx, sqlConstraintBump)
+		return err
+	})
+	if err != nil && !errors.Is(err, queue.ErrConstraintNotFound) {
+		return fmt.Errorf("postgres: delete constraint: %w", err)
+	}
+	return err
+}
+
+// ConstraintUsage implements store.ConstraintStore.
+func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsageParams) (*queue.ConstraintUsage, error) {
+	if p.Top < 0 || p.Top > store.MaxUsageTop || len(p.Keys) > store.MaxUsageTop {
+		return nil, fmt.Errorf("%w: usage: top and keys within 0..%d", queue.ErrInvalidArgument, store.MaxUsageTop)
+	}
+	var u *queue.ConstraintUsage
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		c, err := scanConstraint(tx.QueryRow(ctx, sqlConstraintGet, p.Name))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %q", queue.ErrConstraintNotFound, p.Name)
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sqlConstraintUsage, p.Name)
+		if err != nil {
+			return err
+		}
+		running := map[string]int{}
+		var key string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error { running[key] = n; return nil }); err != nil {
+			return err
+		}
+		var now time.Time
+		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+			return err
+		}
+		keys := store.UsageKeys(p, running)
+		buckets := map[string]queue.Bucket{}
+		if !c.Rate.IsZero() && len(keys) > 0 {
+			rows, err := tx.Query(ctx, sqlConstraintBucketsOf, p.Name, keys)
+			if err != nil {
+				return err
+			}
+			var b queue.Bucket
+			if _, err := pgx.ForEachRow(rows, []any{&key, &b.Tokens, &b.At}, func() error { buckets[key] = b; return nil }); err != nil {
+				return err
+			}
+		}
+		u = store.Usage(c, running, keys, buckets, now)
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, queue.ErrConstraintNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("postgres: constraint usage: %w", err)
+	}
+	return u, nil
+}
+
+// constraintLockKey is a constraint's advisory lock key: two constraints that share one only
+// serialize more than they need.
+func constraintLockKey(name string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int32(h.Sum32())
+}
+
+// JobClaimConstrained implements store.ConstraintStore: one transaction on the dispatch pool.
+func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams) (*store.ConstrainedClaim, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	types := p.Types
+	if types == nil {
+		types = []string{}
+	}
+	var out *store.ConstrainedClaim
+	err := pgx.BeginFunc(ctx, s.dispatch, func(tx pgx.Tx) error {
+		var now time.Time
+		if _, err := tx.Exec(ctx, sqlConstraintLockSet); err != nil {
+			return err
+		}
+		set, err := readConstraintSet(ctx, tx, sqlConstraintClock, &now)
+		if err != nil {
+			return err
+		}
+		out = &store.ConstrainedClaim{Gen: set.Gen}
+		applicable := set.For(p.Queue)
+		names := make([]string, len(applicable))
+		locks := make([]int32, len(applicable))
+		var rated []string
+		var refill []int64
+		for i, c := range applicable {
+			names[i], locks[i] = c.Name, constraintLockKey(c.Name)
+			if !c.Rate.IsZero() {
+				rated = append(rated, c.Name)
+				refill = append(refill, c.Rate.Refill().Milliseconds()+1)
+			}
+		}
+		slices.Sort(locks)
+		locks = slices.Compact(locks)
+		running := map[string]int{}
+		buckets := map[string]queue.Bucket{}
+		if len(applicable) > 0 {
+			if _, err := tx.Exec(ctx, sqlConstraintLockEach, locks); err != nil {
+				return err
+			}
+			var entries []string
+			var counts []int
+			if err := tx.QueryRow(ctx, sqlConstraintRunning, names).Scan(&now, &entries, &counts); err != nil {
+				return err
+			}
+			for i, e := range entries {
+				running[e] = counts[i]
+			}
+			if len(rated) > 0 {
+				rows, err := tx.Query(ctx, sqlConstraintBuckets, rated, refill)
+				if err != nil {
+					return err
+				}
+				var name, key string
+				var b queue.Bucket
+				if _, err := pgx.ForEachRow(rows, []any{&name, &key, &b.Tokens, &b.At}, func() error {
+					buckets[queue.LimitEntry(name, key)] = b
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+		}
+		l := queue.NewLimiter(applicable, running, buckets, now)
+		needPayload := queue.NeedsPayload(applicable)
+		taken, keyed, err := store.ConstrainedSteps(p, l, func(st store.ClaimStep, blocked, seen []string, n int) ([]store.ClaimCandidate, error) {
+			q, arg := sqlConstraintCandidatesRest, any(nil)
+			switch st.Kind {
+			case store.ClaimAged:
+				q, arg = sqlConstraintCandidatesAged, p.MaxWait.Microseconds()
+			case store.ClaimLevel:
+				q, arg = sqlConstraintCandidatesLevel, int64(st.Priority)
+			}
+			if blocked == nil {
+				blocked = []string{}
+			}
+			if seen == nil {
+				seen = []string{}
+			}
+			rows, err := tx.Query(ctx, q, p.Queue, types, seen, set.Gen, blocked, needPayload, n, arg)
+			if err != nil {
+				return nil, err
+			}
+			return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ClaimCandidate, error) {
+				var c store.ClaimCandidate
+				var typ string
+				var labels map[string]string
+				var payload []byte
+				if err := r.Scan(&c.ID, &c.Keyed, &c.Entries, &typ, &labels, &payload); err != nil {
+					return c, err
+				}
+				if !c.Keyed {
+					c.Job = &queue.Job{ID: c.ID, Queue: p.Queue, Type: typ, Labels: labels, Payload: payload}
+				}
+				return c, nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		if len(keyed) > 0 {
+			ids, keys := candidateArrays(keyed)
+			if _, err := tx.Exec(ctx, sqlConstraintKeyJobs, ids, keys, set.Gen); err != nil {
+				return err
+			}
+		}
+		if len(taken) > 0 {
+			ids, keys := candidateArrays(taken)
+			rows, err := tx.Query(ctx, sqlConstraintAssign, p.WorkerID, ids, keys, set.Gen, now)
+			if err != nil {
+				return err
+			}
+			if out.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) }); err != nil {
+				return err
+			}
+		}
+		if bs := l.Buckets(); len(bs) > 0 {
+			var cn, keys []string
+			var tokens []float64
+			var at []time.Time
+			for _, e := range slices.Sorted(maps.Keys(bs)) {
+				name, key := queue.SplitLimitEntry(e)
+				cn, keys = append(cn, name), append(keys, key)
+				tokens, at = append(tokens, bs[e].Tokens), append(at, bs[e].At)
+			}
+			if _, err := tx.Exec(ctx, sqlConstraintSaveBuckets, cn, keys, tokens, at); err != nil {
+				return err
+			}
+		}
+		out.Throttled, out.RetryAt = l.Throttled(), l.RetryAt()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: constrained claim: %w", err)
+	}
+	return out, nil
+}
+
+// candidateArrays are the ids and the entries (a JSON array each) of candidates, for the
+// statements' unnest.
+func candidateArrays(cs []store.ClaimCandidate) (ids, keys []string) {
+	ids, keys = make([]string, len(cs)), make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+		keys[i] = "[]"
+		if len(c.Entries) > 0 {
+			b, _ := json.Marshal(c.Entries)
+			keys[i] = string(b)
+		}
+	}
+	return ids, keys
+}
