@@ -1,13 +1,10 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -240,7 +237,6 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 	}
 	defer rows.Close()
 	running := map[string]int{}
-	u := &queue.ConstraintUsage{}
 	for rows.Next() {
 		var key string
 		var n int
@@ -248,42 +244,31 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 		}
 		running[key] = n
-		u.Running += n
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 	}
-	u.Keys = len(running)
-	u.Top = usageTop(p, running)
-	if c.Rate.IsZero() || len(u.Top) == 0 {
-		return u, nil
-	}
-	keys := make([]string, len(u.Top))
-	for i, k := range u.Top {
-		keys[i] = k.Key
-	}
-	brows, err := s.query(ctx, sqlConstraintKeyBuckets, c.Name, listText(keys))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
-	}
-	defer brows.Close()
+	keys := store.UsageKeys(p, running)
 	buckets := map[string]queue.Bucket{}
-	for brows.Next() {
-		var key string
-		var b queue.Bucket
-		if err := brows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
+	if !c.Rate.IsZero() && len(keys) > 0 {
+		brows, err := s.query(ctx, sqlConstraintKeyBuckets, c.Name, listText(keys))
+		if err != nil {
 			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 		}
-		buckets[key] = b
+		defer brows.Close()
+		for brows.Next() {
+			var key string
+			var b queue.Bucket
+			if err := brows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
+				return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+			}
+			buckets[key] = b
+		}
+		if err := brows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+		}
 	}
-	if err := brows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
-	}
-	now := s.now()
-	for i := range u.Top {
-		u.Top[i].Tokens = queue.TokensNow(c.Rate, buckets[u.Top[i].Key], now)
-	}
-	return u, nil
+	return store.Usage(c, running, keys, buckets, s.now()), nil
 }
 
 // JobClaimConstrained implements store.ConstraintStore: one write reads the constraint set, the
@@ -502,27 +487,4 @@ func scanConstraint(row scanner) (*queue.Constraint, error) {
 		c.Match.Labels = labels
 	}
 	return &c, nil
-}
-
-// usageTop is the keys a usage report lists: p.Keys, whatever their use, then up to p.Top of the
-// other keys, most running first (key order on ties).
-func usageTop(p store.ConstraintUsageParams, running map[string]int) []queue.ConstraintKeyUsage {
-	var top []queue.ConstraintKeyUsage
-	listed := map[string]bool{}
-	for _, k := range p.Keys {
-		if !listed[k] {
-			listed[k] = true
-			top = append(top, queue.ConstraintKeyUsage{Key: k, Running: running[k]})
-		}
-	}
-	var busiest []queue.ConstraintKeyUsage
-	for k, n := range running {
-		if !listed[k] {
-			busiest = append(busiest, queue.ConstraintKeyUsage{Key: k, Running: n})
-		}
-	}
-	slices.SortFunc(busiest, func(a, b queue.ConstraintKeyUsage) int {
-		return cmp.Or(cmp.Compare(b.Running, a.Running), strings.Compare(a.Key, b.Key))
-	})
-	return append(top, busiest[:min(p.Top, len(busiest))]...)
 }
