@@ -26,6 +26,7 @@ func RunConstraintStore[S interface {
 	t.Run("ConcurrencyPerKey", func(t *testing.T) { testConstraintConcurrency(t, newStore) })
 	t.Run("NoHeadOfLineBlocking", func(t *testing.T) { testConstraintHeadOfLine(t, newStore) })
 	t.Run("PassedOverRemembered", func(t *testing.T) { testConstraintPassedOverRemembered(t, newStore) })
+	t.Run("KeyedAtSubmit", func(t *testing.T) { testConstraintKeyedAtSubmit(t, newStore) })
 	t.Run("PayloadKey", func(t *testing.T) { testConstraintPayloadKey(t, newStore) })
 	t.Run("Matchers", func(t *testing.T) { testConstraintMatchers(t, newStore) })
 	t.Run("Rate", func(t *testing.T) { testConstraintRate(t, newStore) })
@@ -318,6 +319,36 @@ func testConstraintPassedOverRemembered(t *testing.T, newStore NewStoreFunc) {
 			break
 		}
 	}
+}
+
+// Entries computed at submit (store.LimitKeys) are the job's at their generation: a claim uses them
+// as stored, and computes them again only at another generation.
+func testConstraintKeyedAtSubmit(t *testing.T, newStore NewStoreFunc) {
+	b := setupConstraintStore(t, newStore)
+	b.constraint(perTenant("per-tenant", 1))
+	gen := b.gen()
+	first := b.insertOne(b.tenantJob("t", "x"))
+	require.Equal(t, []string{first.ID}, ids(b.claimN(10).Jobs))
+
+	keyed := func(tenant string, gen int64, entries ...string) store.JobInsertParams {
+		p := b.tenantJob("t", tenant)
+		p.Limits = &store.LimitKeys{Entries: entries, Gen: gen}
+		return p
+	}
+	res := jobsOf(b.insert(
+		keyed("a", gen, "per-tenant:x"),     // stored: x's, at its limit
+		keyed("x", gen-1, "per-tenant:zzz"), // stale: computed again, x's
+		keyed("x", gen),                     // stored: no entry, no limit
+		keyed("y", gen, "per-tenant:y"),
+	))
+	got := b.claimN(10)
+	require.ElementsMatch(t, []string{res[2].ID, res[3].ID}, ids(got.Jobs))
+	b.requirePassedOver(res[0], res[1])
+	require.Equal(t, 1, got.Throttled["per-tenant"], "the stale one, computed and held")
+	u, err := b.cs.ConstraintUsage(b.ctx, store.ConstraintUsageParams{Name: "per-tenant", Top: 10})
+	require.NoError(t, err)
+	require.Equal(t, 2, u.Running, "x's first and y's: the job without entries counts against none")
+	require.Equal(t, []queue.ConstraintKeyUsage{{Key: "x", Running: 1}, {Key: "y", Running: 1}}, u.Top)
 }
 
 // A key read from the payload: {{.payload.customer_id}}, a string or a number.
