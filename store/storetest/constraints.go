@@ -197,6 +197,7 @@ func testConstraintCRUD(t *testing.T, newStore NewStoreFunc) {
 		{Name: "bad-key", Key: "{{.nope}}", Concurrency: 1},
 		{Name: "bad-rate", Rate: queue.RateLimit{Limit: 1}},
 		{Name: "bad-glob", Match: queue.JobMatcher{Type: "["}, Concurrency: 1},
+		{Name: "bad-interval", Rate: queue.RateLimit{Limit: 1, Interval: 1500 * time.Microsecond}},
 	} {
 		_, err := b.cs.ConstraintCreate(b.ctx, store.ConstraintCreateParams{Constraint: bad})
 		require.ErrorIs(t, err, queue.ErrInvalidArgument, bad.Name)

@@ -40,7 +40,8 @@ ALTER TABLE jobs ADD COLUMN limit_keys TEXT;
 ALTER TABLE jobs ADD COLUMN limit_gen INTEGER;
 
 -- The concurrency in use: the ASSIGNED and RUNNING jobs that count against an entry. Only such jobs
--- are in the index, and it covers limit_keys, so a constrained claim reads as many index entries as
--- jobs run under constraints and no table row.
-CREATE INDEX jobs_limited_idx ON jobs (limit_keys)
+-- are in the index, and it covers what the count reads (state too: SQLite checks the predicate's
+-- terms on the row), so a constrained claim reads as many index entries as jobs run under
+-- constraints and no table row.
+CREATE INDEX jobs_limited_idx ON jobs (limit_keys, state)
     WHERE state IN ('ASSIGNED', 'RUNNING') AND limit_keys IS NOT NULL;
