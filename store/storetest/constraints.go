@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func RunConstraintStore[S interface {
 	t.Run("CRUD", func(t *testing.T) { testConstraintCRUD(t, newStore) })
 	t.Run("LimitReached", func(t *testing.T) { testConstraintLimitReached(t, newStore) })
 	t.Run("ConcurrencyPerKey", func(t *testing.T) { testConstraintConcurrency(t, newStore) })
+	t.Run("ParallelClaims", func(t *testing.T) { testConstraintParallel(t, newStore) })
 	t.Run("NoHeadOfLineBlocking", func(t *testing.T) { testConstraintHeadOfLine(t, newStore) })
 	t.Run("PassedOverRemembered", func(t *testing.T) { testConstraintPassedOverRemembered(t, newStore) })
 	t.Run("KeyedAtSubmit", func(t *testing.T) { testConstraintKeyedAtSubmit(t, newStore) })
@@ -277,6 +279,44 @@ func testConstraintConcurrency(t *testing.T, newStore NewStoreFunc) {
 	require.Len(t, again.Jobs, 1)
 	require.Equal(t, "a", again.Jobs[0].Labels["tenant"])
 	require.Empty(t, b.claimN(10).Jobs)
+}
+
+// Claims that run at once never admit more than the limit together: the constrained claims of one
+// constraint are one step each, whatever the sessions or replicas.
+func testConstraintParallel(t *testing.T, newStore NewStoreFunc) {
+	b := setupConstraintStore(t, newStore)
+	b.constraint(perTenant("per-tenant", 3))
+	b.insertTenant("a", 40)
+	b.insertTenant("b", 40)
+	const claims = 8
+	for round := range 2 {
+		var (
+			mu  sync.Mutex
+			got []*queue.Job
+			wg  sync.WaitGroup
+		)
+		errs := make([]error, claims)
+		for i := range claims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := b.cs.JobClaimConstrained(b.ctx, store.JobClaimParams{Queue: b.queue, WorkerID: "w", Limit: 5})
+				if errs[i] = err; err == nil {
+					mu.Lock()
+					got = append(got, res.Jobs...)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		require.Equal(t, map[string]int{"a": 3, "b": 3}, byTenant(got), "round %d", round)
+		for _, j := range got {
+			b.done(j)
+		}
+	}
 }
 
 // Tenant a's 50 jobs ahead of tenant b's 5, limit 1: one claim takes a's first and b's first.
