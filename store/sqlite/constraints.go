@@ -44,7 +44,7 @@ RETURNING ` + constraintColumns
 	sqlConstraintAll = `SELECT ` + constraintColumns + ` FROM constraints ORDER BY name`
 
 	// The jobs running per entry of the constraints named in ?1 (a JSON array): jobs_limited_idx
-	// holds exactly the ASSIGNED and RUNNING jobs with entries, and covers limit_keys.
+	// holds exactly the ASSIGNED and RUNNING jobs with entries, and covers the statement.
 	sqlConstraintRunning = `
 SELECT e.value, count(*)
 FROM jobs j, json_each(j.limit_keys) e
