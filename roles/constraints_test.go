@@ -56,7 +56,7 @@ type slotSpan struct {
 func (r *rig) slotSpans(ctx context.Context, ids []string, k string) []slotSpan {
 	r.t.Helper()
 	rows, err := r.db.QueryContext(ctx, `
-SELECT e.job_id::text, j.labels->>$2, e.from_state, e.to_state, e.created_at
+SELECT e.job_id::text, coalesce(j.labels->>$2, ''), e.from_state, e.to_state, e.created_at
 FROM job_events e JOIN jobs j ON j.id = e.job_id
 WHERE e.job_id = ANY($1::uuid[])
 ORDER BY e.job_id, e.seq`, ids, k)
@@ -146,7 +146,6 @@ func TestConstraintConcurrencyPerTenant(t *testing.T) {
 		Key: "{{.labels.tenant}}", Concurrency: 2})
 
 	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(600, "tenants", fault{Mode: "ok", MS: 20}), "tenant", "a", "b", "c"))
-	began := time.Now()
 	for i := range 4 {
 		r.startWorker(i%2, fmt.Sprintf("tenant-w%d", i), 8, "tenants")
 	}
@@ -167,7 +166,22 @@ func TestConstraintConcurrencyPerTenant(t *testing.T) {
 	require.Less(t, first["c"].Sub(first["a"]), time.Second, "tenant c waited behind tenant a's backlog")
 	runA, runC := last["a"].Sub(first["a"]), last["c"].Sub(first["a"])
 	require.Less(t, runC, runA*5/4+time.Second, "tenant c finished long after tenant a (a %v, c %v)", runA, runC)
-	_ = began
+
+	// The metrics: the jobs the constraint held back, counted by the replicas that met them, and
+	// its usage, measured with the queue depth (every few seconds).
+	throttled := 0.0
+	for _, s := range r.servers {
+		throttled += scrapeValues(t, s.se.metricsPort)[`jq_constraint_throttled_total{constraint="per-tenant"}`]
+	}
+	require.Positive(t, throttled)
+	testenv.Eventually(t, 15*time.Second, func() error {
+		v, ok := scrapeValues(t, r.servers[1].se.metricsPort)[`jq_constraint_running{constraint="per-tenant"}`]
+		if !ok || v != 0 {
+			return fmt.Errorf("jq_constraint_running: %v (present %v)", v, ok)
+		}
+		return nil
+	})
+	t.Logf("jq_constraint_throttled_total over both replicas: %v", throttled)
 }
 
 // A rate of 50 per second on a job type, 1,000 such jobs due, two replicas: the measured rate of
@@ -215,7 +229,7 @@ func TestFaultConstraintWorkerKill(t *testing.T) {
 	r.createQueue(ctx, "limited", 3, fastBackoffBase, fastBackoffMax)
 	r.createConstraint(ctx, queue.Constraint{Name: "two", Match: queue.JobMatcher{Queue: "limited"},
 		Key: "{{.labels.tenant}}", Concurrency: 2})
-	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(20, "limited", fault{Mode: "ok", MS: 300}), "tenant", "a"))
+	ids := r.submit(ctx, r.client(), labelled(r.faultJobs(6, "limited", fault{Mode: "ok", MS: 2000}), "tenant", "a"))
 	victim := r.startWorker(0, "limit-victim", 4, "limited")
 	testenv.Eventually(t, 20*time.Second, func() error {
 		n, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE worker_id = 'limit-victim' AND state IN ('ASSIGNED', 'RUNNING')`)
@@ -230,17 +244,24 @@ func TestFaultConstraintWorkerKill(t *testing.T) {
 	killed := time.Now()
 	waitExit(t, victim, 10*time.Second)
 	held := r.heldBy(ctx, "limit-victim")
-	require.Len(t, held, 2, "the victim held the key's two slots")
+	require.Len(t, held, 2, "the victim held the key's two slots (its jobs run 2 s)")
 
-	// While the dead worker's jobs hold the slots, the other worker gets nothing of the key.
-	r.waitRerun(ctx, held, "limit-victim", faultSettle)
+	// The dead worker's jobs hold the key's slots until the reaper fails them.
+	testenv.Eventually(t, faultSettle, func() error {
+		n, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE worker_id = 'limit-victim' AND state IN ('ASSIGNED', 'RUNNING')`)
+		if err == nil && n > 0 {
+			err = fmt.Errorf("the dead worker still holds %d jobs", n)
+		}
+		return err
+	})
 	freed := time.Since(killed)
+	r.waitRerun(ctx, held, "limit-victim", faultSettle)
 	r.waitSettled(ctx, ids, faultSettle, nil)
 	rep := r.check(ctx, ids)
 	require.Equal(t, len(ids), rep.Done)
 	duplicateCauses(t, rep, "worker_lost", "assignment_timeout")
 	held2 := maxHeld(r.slotSpans(ctx, ids, "tenant"))
-	t.Logf("constraint worker kill: the dead worker's 2 slots were free and its jobs ran again %v after the kill (heartbeat timeout %v); most held at once %v",
+	t.Logf("constraint worker kill: the dead worker's 2 slots were freed %v after the kill (heartbeat timeout %v); most held at once %v",
 		freed.Round(10*time.Millisecond), faultHeartbeatTimeout, held2)
 	require.Equal(t, 2, held2["a"])
 	require.Greater(t, freed, faultHeartbeatTimeout-time.Second, "the slots came back before the heartbeat timeout: they were not held")

@@ -280,6 +280,7 @@ func serverBackground(_ context.Context, p *process) (part, error) {
 	p.reg.MustRegister(telemetry.NewMaintenanceCollector(maint.Stats))
 	depth := telemetry.NewDepthGauges(p.reg, telemetry.DepthOptions{
 		Measure: p.st.DepthSnapshot, Log: p.srvLog.Named("metrics"), Queues: p.jobMetrics.KnownQueues,
+		Constraints: telemetry.ConstraintUsages(p.st),
 	})
 	return part{run: func(ctx context.Context) error {
 		stopMaint := maint.Start(ctx)

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -146,14 +148,35 @@ func (j *jqSystem) startAll(ctx context.Context, queues string) error {
 
 func (j *jqSystem) StartIdle(ctx context.Context) error {
 	if j.allInOne {
-		return j.startAll(ctx, "cmp_idle")
+		if err := j.startAll(ctx, "cmp_idle"); err != nil {
+			return err
+		}
+		return j.createConstraint(ctx)
 	}
 	p, err := startProcess("jq-server", j.cfg.jqBin, j.cfg.logDir, j.env(), j.serverArgs("server"))
 	if err != nil {
 		return err
 	}
 	j.procs = append(j.procs, p)
-	return p.waitReady(ctx, j.port(portHealth), 30*time.Second)
+	if err := p.waitReady(ctx, j.port(portHealth), 30*time.Second); err != nil {
+		return err
+	}
+	return j.createConstraint(ctx)
+}
+
+// createConstraint runs `jq constraint create` with -jq-constraint's arguments, once per run (the
+// constraint is kept in the run's database, which the next run creates afresh).
+func (j *jqSystem) createConstraint(ctx context.Context) error {
+	if j.cfg.jqConstraint == "" {
+		return nil
+	}
+	args := append([]string{"--role=admin", "--server-addr", "127.0.0.1:" + strconv.Itoa(j.port(portGRPC)),
+		"constraint", "create"}, strings.Fields(j.cfg.jqConstraint)...)
+	out, err := exec.CommandContext(ctx, j.cfg.jqBin, args...).CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "already exists") {
+		return fmt.Errorf("%s: jq constraint create: %v: %s", j.Name(), err, out)
+	}
+	return nil
 }
 
 // StartWorkers: jq-remote starts the worker process next to the server; jq-all stops its idle

@@ -23,6 +23,7 @@ type config struct {
 	output, jsonFile   string
 
 	jqBin, logDir     string
+	jqConstraint      string // arguments of `jq constraint create`, run before every jq run's jobs
 	pgBase, redisAddr string
 	riverDB, jqDB     string
 	asynqDB, portBase int
@@ -65,6 +66,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.output, "o", "markdown", "output: markdown or json")
 	fs.StringVar(&c.jsonFile, "json-file", "", "also write the JSON report to this file")
 	fs.StringVar(&c.jqBin, "jq", "../../bin/jq", "the jq binary (go build -o bin/jq . at the repository root)")
+	fs.StringVar(&c.jqConstraint, "jq-constraint", "", "create this constraint in every jq run before its jobs (the arguments of `jq constraint create`, e.g. 'never-binds --match queue=default --concurrency 1000000'): the overhead of constrained dispatch")
 	fs.StringVar(&c.logDir, "log-dir", "", "where the jq processes' logs go (default: a new temporary directory)")
 	fs.StringVar(&c.pgBase, "pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL base URL (no database)")
 	fs.StringVar(&c.redisAddr, "redis", "127.0.0.1:6379", "Redis address")

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -24,6 +25,42 @@ type DepthOptions struct {
 	Interval time.Duration
 	// Queues, when set, is told the queues of every snapshot (JobMetrics.KnownQueues).
 	Queues func([]string)
+	// Constraints, when set, reads every constraint's usage with the snapshot (ConstraintUsages).
+	Constraints func(context.Context) ([]ConstraintSample, error)
+}
+
+// ConstraintSample is one constraint's usage as the gauges export it.
+type ConstraintSample struct {
+	Name        string
+	Concurrency int // 0: no concurrency limit
+	Usage       *queue.ConstraintUsage
+}
+
+// TopConstraintKeys is how many of a constraint's busiest keys get a series of their own: the
+// label values are the jobs' keys, so they are bounded here.
+const TopConstraintKeys = 5
+
+// ConstraintUsages reads the usage of every constraint of st, with its TopConstraintKeys busiest
+// keys: one read of the set, then one per constraint (queue.MaxConstraints at most).
+func ConstraintUsages(st store.ConstraintStore) func(context.Context) ([]ConstraintSample, error) {
+	return func(ctx context.Context) ([]ConstraintSample, error) {
+		set, err := st.ConstraintSet(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]ConstraintSample, 0, len(set.Constraints))
+		for _, c := range set.Constraints {
+			u, err := st.ConstraintUsage(ctx, store.ConstraintUsageParams{Name: c.Name, Top: TopConstraintKeys})
+			if errors.Is(err, queue.ErrConstraintNotFound) {
+				continue // deleted since the set was read
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ConstraintSample{Name: c.Name, Concurrency: c.Concurrency, Usage: u})
+		}
+		return out, nil
+	}
 }
 
 // DepthGauges exports jq_job_queue_depth{queue,status}, jq_queue_length{queue} and
@@ -34,9 +71,12 @@ type DepthOptions struct {
 type DepthGauges struct {
 	opts                     DepthOptions
 	depth, length, activeWkr *prometheus.Desc
+	// The constraints' usage (issue 24).
+	consRunning, consKeys, consKeyRunning, consLimit *prometheus.Desc
 
-	mu   sync.Mutex
-	last *store.DepthSnapshot
+	mu          sync.Mutex
+	last        *store.DepthSnapshot
+	constraints []ConstraintSample
 }
 
 // NewDepthGauges registers the gauges on reg; Start begins the measurements.
@@ -58,6 +98,18 @@ func NewDepthGauges(reg prometheus.Registerer, opts DepthOptions) *DepthGauges {
 		activeWkr: prometheus.NewDesc("jq_worker_active_count",
 			"Workers ONLINE or DRAINING in the database, measured every few seconds; the same on every replica (aggregate with max).",
 			nil, nil),
+		consRunning: prometheus.NewDesc("jq_constraint_running",
+			"Jobs ASSIGNED or RUNNING under each constraint, all keys together, measured every few seconds; the same on every replica (aggregate with max).",
+			[]string{"constraint"}, nil),
+		consKeys: prometheus.NewDesc("jq_constraint_active_keys",
+			"Keys of each constraint with at least one job ASSIGNED or RUNNING, measured every few seconds.",
+			[]string{"constraint"}, nil),
+		consKeyRunning: prometheus.NewDesc("jq_constraint_key_running",
+			"Jobs ASSIGNED or RUNNING under the busiest keys of each constraint (at most 5 keys per constraint), measured every few seconds.",
+			[]string{"constraint", "key"}, nil),
+		consLimit: prometheus.NewDesc("jq_constraint_concurrency_limit",
+			"Each constraint's concurrency limit per key (constraints with a concurrency limit only).",
+			[]string{"constraint"}, nil),
 	}
 	reg.MustRegister(g)
 	return g
@@ -110,8 +162,15 @@ func (g *DepthGauges) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var cons []ConstraintSample
+	if g.opts.Constraints != nil {
+		if cons, err = g.opts.Constraints(mctx); err != nil {
+			return err
+		}
+	}
 	g.mu.Lock()
 	g.last = &snap
+	g.constraints = cons
 	g.mu.Unlock()
 	if g.opts.Queues != nil {
 		g.opts.Queues(snap.Queues)
@@ -124,16 +183,30 @@ func (g *DepthGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.depth
 	ch <- g.length
 	ch <- g.activeWkr
+	ch <- g.consRunning
+	ch <- g.consKeys
+	ch <- g.consKeyRunning
+	ch <- g.consLimit
 }
 
 // Collect implements prometheus.Collector: every queue of the snapshot with every counted state,
 // zeros included, so series never vanish while a queue exists.
 func (g *DepthGauges) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
-	snap := g.last
+	snap, cons := g.last, g.constraints
 	g.mu.Unlock()
 	if snap == nil {
 		return
+	}
+	for _, c := range cons {
+		ch <- prometheus.MustNewConstMetric(g.consRunning, prometheus.GaugeValue, float64(c.Usage.Running), c.Name)
+		ch <- prometheus.MustNewConstMetric(g.consKeys, prometheus.GaugeValue, float64(c.Usage.Keys), c.Name)
+		for _, k := range c.Usage.Top {
+			ch <- prometheus.MustNewConstMetric(g.consKeyRunning, prometheus.GaugeValue, float64(k.Running), c.Name, k.Key)
+		}
+		if c.Concurrency > 0 {
+			ch <- prometheus.MustNewConstMetric(g.consLimit, prometheus.GaugeValue, float64(c.Concurrency), c.Name)
+		}
 	}
 	queues := snap.Queues
 	seen := make(map[string]bool, len(queues))
