@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -123,11 +122,6 @@ func (s *Store) ConstraintCreate(ctx context.Context, p store.ConstraintCreatePa
 	c := p.Constraint
 	if err := c.Validate(); err != nil {
 		return nil, err
-	}
-	if c.Rate.Interval%time.Millisecond != 0 {
-		// Stored in milliseconds, as in Postgres.
-		return nil, fmt.Errorf("%w: constraint %s: rate interval %s is not a whole number of milliseconds",
-			queue.ErrInvalidArgument, c.Name, c.Rate.Interval)
 	}
 	var out *queue.Constraint
 	err := s.write(ctx, func(tx *wtx) error {
