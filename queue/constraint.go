@@ -172,6 +172,8 @@ func (r RateLimit) validate() error {
 		return fmt.Errorf("%w: rate limit %d must be within 1..%d", ErrInvalidArgument, r.Limit, MaxConstraintLimit)
 	case r.Interval < MinRateInterval || r.Interval > MaxRateInterval:
 		return fmt.Errorf("%w: rate interval %s must be within %s..%s", ErrInvalidArgument, r.Interval, MinRateInterval, MaxRateInterval)
+	case r.Interval%time.Millisecond != 0:
+		return fmt.Errorf("%w: rate interval %s must be a whole number of milliseconds (the stores keep milliseconds)", ErrInvalidArgument, r.Interval)
 	case r.Burst < 0 || r.Burst > MaxConstraintLimit:
 		return fmt.Errorf("%w: rate burst %d must be within 0..%d", ErrInvalidArgument, r.Burst, MaxConstraintLimit)
 	}

@@ -68,6 +68,7 @@ func TestParseRateErrors(t *testing.T) {
 		"1/s;burst=2",
 		"1/0s",
 		"1/999µs",
+		"1/1001µs", // not a whole number of milliseconds
 		"1/999us",
 		"1/24h0m0.000000001s",
 		"1/25h",
@@ -127,7 +128,7 @@ func TestRateLimitString(t *testing.T) {
 	}
 	// Every interval within the bounds survives the round trip, odd ones included.
 	for _, d := range []time.Duration{
-		queue.MinRateInterval, 1001 * time.Microsecond, time.Second + time.Nanosecond, 59 * time.Second,
+		queue.MinRateInterval, 1001 * time.Millisecond, time.Second + time.Millisecond, 59 * time.Second,
 		61 * time.Minute, 23*time.Hour + 59*time.Minute + 59*time.Second, queue.MaxRateInterval,
 	} {
 		r := queue.RateLimit{Limit: queue.MaxConstraintLimit, Interval: d, Burst: 1}

@@ -226,9 +226,6 @@ func (s *Store) ConstraintCreate(ctx context.Context, p store.ConstraintCreatePa
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.Rate.Interval%time.Millisecond != 0 {
-		return nil, fmt.Errorf("%w: constraint %s: rate interval %s is not a whole number of milliseconds", queue.ErrInvalidArgument, c.Name, c.Rate.Interval)
-	}
 	var out *queue.Constraint
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlConstraintLockSetExclusive); err != nil {

@@ -176,3 +176,9 @@ func TestAdminDeleteKeepsUnpublishedEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 4, pruned, "only the owed events were left, the published ones went with their jobs")
 }
+
+// Constraints, their generation and their bound are the database's: a private one per test.
+func TestConstraintStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunConstraintStore(t, privateStore)
+}

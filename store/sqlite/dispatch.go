@@ -144,35 +144,39 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 		return s.jobClaimWeighted(ctx, p)
 	}
 	var jobs []*queue.Job
-	err := s.write(ctx, func(tx *wtx) error {
-		jobs = nil
-		now := us(tx.now)
-		var (
-			rows *sql.Rows
-			err  error
-		)
-		if len(p.Types) == 0 {
-			rows, err = tx.query(sqlJobClaim, p.Queue, now, p.Limit, p.WorkerID)
-		} else {
-			rows, err = tx.query(sqlJobClaimTyped, p.Queue, now, p.Limit, p.WorkerID, listText(p.Types))
-		}
-		if err != nil {
-			return err
-		}
-		var seqs []int64
-		jobs, seqs, err = scanAssigned(rows)
-		if err != nil {
-			return err
-		}
-		for i, j := range jobs {
-			if err := leaseEvent(tx, j, seqs[i], queue.StatePending, store.ReasonAssigned, "", now, nil); err != nil {
-				return err
-			}
-		}
-		return nil
+	err := s.write(ctx, func(tx *wtx) (err error) {
+		jobs, err = claimPlain(tx, p)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// claimPlain is the plain claim (p validated, not weighted) inside a write.
+func claimPlain(tx *wtx, p store.JobClaimParams) ([]*queue.Job, error) {
+	now := us(tx.now)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if len(p.Types) == 0 {
+		rows, err = tx.query(sqlJobClaim, p.Queue, now, p.Limit, p.WorkerID)
+	} else {
+		rows, err = tx.query(sqlJobClaimTyped, p.Queue, now, p.Limit, p.WorkerID, listText(p.Types))
+	}
+	if err != nil {
+		return nil, err
+	}
+	jobs, seqs, err := scanAssigned(rows)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		if err := leaseEvent(tx, j, seqs[i], queue.StatePending, store.ReasonAssigned, "", now, nil); err != nil {
+			return nil, err
+		}
 	}
 	return jobs, nil
 }

@@ -33,41 +33,48 @@ LIMIT ?3`
 // each step's due ids read and assigned in the same write.
 func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
 	var jobs []*queue.Job
-	err := s.write(ctx, func(tx *wtx) error {
-		jobs = nil
-		now := us(tx.now)
-		return p.WeightedSteps(func(st store.ClaimStep) (int, error) {
-			args := []any{p.Queue, now, st.Limit, listText(p.Types)}
-			q := sqlJobClaimRest
-			switch st.Kind {
-			case store.ClaimAged:
-				q, args = sqlJobClaimAged, append(args, us(tx.now.Add(-p.MaxWait)))
-			case store.ClaimLevel:
-				q, args = sqlJobClaimLevel, append(args, st.Priority)
-			}
-			rows, err := tx.query(q, args...)
-			if err != nil {
-				return 0, err
-			}
-			ids, err := scanIDs(rows)
-			if err != nil {
-				return 0, err
-			}
-			before := len(jobs)
-			for _, id := range ids {
-				j, err := assignJob(tx, id, p.WorkerID, now)
-				if err != nil {
-					return 0, err
-				}
-				if j != nil {
-					jobs = append(jobs, j)
-				}
-			}
-			return len(jobs) - before, nil
-		})
+	err := s.write(ctx, func(tx *wtx) (err error) {
+		jobs, err = claimWeighted(tx, p)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// claimWeighted is the weighted claim (p validated) inside a write.
+func claimWeighted(tx *wtx, p store.JobClaimParams) ([]*queue.Job, error) {
+	var jobs []*queue.Job
+	now := us(tx.now)
+	err := p.WeightedSteps(func(st store.ClaimStep) (int, error) {
+		args := []any{p.Queue, now, st.Limit, listText(p.Types)}
+		q := sqlJobClaimRest
+		switch st.Kind {
+		case store.ClaimAged:
+			q, args = sqlJobClaimAged, append(args, us(tx.now.Add(-p.MaxWait)))
+		case store.ClaimLevel:
+			q, args = sqlJobClaimLevel, append(args, st.Priority)
+		}
+		rows, err := tx.query(q, args...)
+		if err != nil {
+			return 0, err
+		}
+		ids, err := scanIDs(rows)
+		if err != nil {
+			return 0, err
+		}
+		before := len(jobs)
+		for _, id := range ids {
+			j, err := assignJob(tx, id, p.WorkerID, now)
+			if err != nil {
+				return 0, err
+			}
+			if j != nil {
+				jobs = append(jobs, j)
+			}
+		}
+		return len(jobs) - before, nil
+	})
+	return jobs, err
 }

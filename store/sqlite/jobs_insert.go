@@ -21,8 +21,8 @@ const (
 	sqlJobInsert = `
 INSERT INTO jobs (id, queue, type, payload, priority, state, max_retries, ttl_ms, timeout_ms,
                   not_before, expires_at, idempotency_key, spec_hash, labels, keep_result,
-                  trace_context, created_at, updated_at, principal)
-VALUES (?1, ?2, ?3, ?4, ?5, 'PENDING', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)`
+                  trace_context, created_at, updated_at, principal, limit_keys, limit_gen)
+VALUES (?1, ?2, ?3, ?4, ?5, 'PENDING', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17, ?18, ?19)`
 
 	sqlSubmittedEvent = `
 INSERT INTO job_events (job_id, job_n, seq, queue, type, from_state, to_state, reason, attempt, created_at)
@@ -143,9 +143,14 @@ func insertJobs(tx *wtx, ps []store.JobInsertParams, ids []string) ([]store.JobI
 		if hash == nil {
 			hash = []byte{}
 		}
+		// The entries computed at submit (store.LimitKeys), as a constrained claim stores them.
+		var limitKeys, limitGen any
+		if p.Limits != nil {
+			limitKeys, limitGen = entriesText(p.Limits.Entries), p.Limits.Gen
+		}
 		_, err := tx.exec(sqlJobInsert, ids[i], p.Queue, p.Type, payload, p.Priority, maxRetries, ttlMS,
 			toMillis(timeout), us(notBefore), usPtr(expiresAt), p.IdempotencyKey, hash, mapText(p.Labels),
-			p.KeepResult, mapText(p.TraceContext), us(created), p.Principal)
+			p.KeepResult, mapText(p.TraceContext), us(created), p.Principal, limitKeys, limitGen)
 		if err != nil {
 			return nil, translateInsertError(err)
 		}
