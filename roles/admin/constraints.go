@@ -29,10 +29,10 @@ type ConstraintCmd struct {
 type ConstraintCreateCmd struct {
 	Name        string   `arg:"" help:"Constraint name: lower-case letters, digits, '_', '.', '-'."`
 	Match       []string `help:"A condition the jobs must meet (repeatable, all must hold): queue=NAME, type=PATTERN (exact or a glob: email.*) or label:NAME=VALUE. None: every job." sep:"none" placeholder:"K=V"`
-	Key         string   `help:"Key template: one limit per distinct key, from {{.labels.NAME}} and {{.payload.PATH}} (e.g. '{{.labels.tenant}}'). Empty: one limit for every matched job."`
+	Key         string   `placeholder:"TEMPLATE" help:"Key template: one limit per distinct key, from {{.labels.NAME}} and {{.payload.PATH}} (e.g. '{{.labels.tenant}}'). Empty: one limit for every matched job."`
 	Concurrency int      `help:"At most this many matched jobs of one key ASSIGNED or RUNNING at once (0: no concurrency limit)."`
 	Rate        string   `help:"At most N starts of one key per interval: N/s, N/m, N/h, N/d or N/<duration> (100/10s), optionally ',burst=B'." placeholder:"N/INTERVAL"`
-	Burst       *int     `help:"Size of the rate's token bucket: starts allowed at once after a quiet spell (default: N of --rate)."`
+	Burst       *int     `placeholder:"B" help:"Size of the rate's token bucket: starts allowed at once after a quiet spell (default: N of --rate)."`
 	Replace     bool     `help:"Replace the constraint of that name instead of failing when it exists."`
 }
 
