@@ -355,8 +355,12 @@ func (t KeyTemplate) Key(j *Job) string {
 			b.WriteString(p.literal)
 		}
 	}
-	return cutUTF8(b.String(), MaxConstraintKeyLen)
+	return cutUTF8(strings.ReplaceAll(b.String(), EntrySeparator, "\uFFFD"), MaxConstraintKeyLen)
 }
+
+// EntrySeparator separates a job's entries where a store passes them as one string (an ASCII
+// record separator); a key never holds one: KeyTemplate.Key replaces it with U+FFFD.
+const EntrySeparator = "\x1e"
 
 func payloadObject(p []byte) map[string]any {
 	var obj map[string]any

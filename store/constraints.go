@@ -78,11 +78,14 @@ type ConstrainedClaim struct {
 // constraintBatchRounds and the candidates per round bound a constrained claim's reading: each
 // round reads up to Limit×2+16 due jobs it has not seen, past the keys blocked so far.
 const (
-	ConstraintClaimRounds = 4
+	ConstraintClaimRounds = 6
 )
 
-// ConstraintCandidates is how many due jobs a constrained claim of limit reads per round.
-func ConstraintCandidates(limit int) int { return 2*limit + 16 }
+// ConstraintCandidates is how many due jobs a constrained claim that still wants limit jobs reads
+// in a round: as many, since every job read is locked (a write) and a constraint that does not
+// bind admits them all; the jobs a round passes over are made up by the next rounds, which read
+// past the entries blocked meanwhile.
+func ConstraintCandidates(limit int) int { return limit }
 
 // ClaimCandidate is one due job a constrained claim read.
 type ClaimCandidate struct {
@@ -92,6 +95,11 @@ type ClaimCandidate struct {
 	Entries []string
 	Keyed   bool
 	Job     *queue.Job
+	// Ref is the store's own handle on the row read (Postgres: the ctid of the version locked).
+	Ref any
+	// Computed: the claim computed Entries (the job was not keyed at the current generation), so
+	// they are to be stored.
+	Computed bool
 }
 
 // ConstrainedSteps runs a constrained claim's decisions, the part both stores share: for each step
@@ -118,7 +126,7 @@ func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimSte
 				seen = append(seen, c.ID)
 				fresh := !c.Keyed
 				if fresh {
-					c.Entries, c.Keyed = l.Entries(c.Job), true
+					c.Entries, c.Keyed, c.Computed = l.Entries(c.Job), true, true
 				}
 				c.Job = nil
 				if l.Admit(c.Entries) {

@@ -2,15 +2,16 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -116,22 +117,23 @@ INSERT INTO constraint_buckets (constraint_name, key, tokens, at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::timestamptz[])
 ON CONFLICT (constraint_name, key) DO UPDATE SET tokens = EXCLUDED.tokens, at = EXCLUDED.at`
 
-	// The entries of jobs the claim read and did not take; the claim holds their row locks. $2 is
-	// each job's entries as a JSON array ('[]': none, stored as NULL).
+	// The entries of jobs the claim read and did not take, by the ctid of the version it locked
+	// (a TID scan; the lock keeps that version the newest). $2 is each job's entries joined by
+	// queue.EntrySeparator ('': none, stored as NULL).
 	sqlConstraintKeyJobs = `-- name: constraint_key_jobs
 UPDATE jobs SET
-    limit_keys = CASE WHEN k.keys = '[]' THEN NULL
-                      ELSE ARRAY(SELECT jsonb_array_elements_text(k.keys::jsonb)) END,
+    limit_keys = CASE WHEN k.keys <> '' THEN string_to_array(k.keys, E'\x1e') END,
     limit_gen  = $3
-FROM unnest($1::uuid[], $2::text[]) AS k(id, keys)
-WHERE jobs.id = k.id`
+FROM unnest($1::tid[], $2::text[]) AS k(ctid, keys)
+WHERE jobs.ctid = k.ctid`
 
-	// The assignment of a constrained claim: sqlJobAssignMany's write for jobs the claim holds
-	// locked and found PENDING, with their entries (which count from now on against the
-	// concurrency of their keys).
+	// The assignment of a constrained claim: sqlJobClaim's write for the jobs the claim admitted,
+	// by the ctid of the version it locked, with their entries — kept as stored when the claim read
+	// them at the current generation (i_keys NULL), else the ones it computed — which count from now
+	// on against the concurrency of their keys. The time is the claim's clock ($5).
 	sqlConstraintAssign = `-- name: constraint_assign
 WITH input AS (
-    SELECT * FROM unnest($2::uuid[], $3::text[]) WITH ORDINALITY AS t(i_id, i_keys, i_ord)
+    SELECT * FROM unnest($2::tid[], $3::text[]) WITH ORDINALITY AS t(i_ctid, i_keys, i_ord)
 ),
 updated AS (
     UPDATE jobs SET
@@ -140,11 +142,11 @@ updated AS (
         worker_id  = $1,
         event_seq  = event_seq + 1,
         updated_at = $5,
-        limit_keys = CASE WHEN i_keys = '[]' THEN NULL
-                          ELSE ARRAY(SELECT jsonb_array_elements_text(i_keys::jsonb)) END,
+        limit_keys = CASE WHEN i_keys IS NULL THEN limit_keys
+                          WHEN i_keys <> '' THEN string_to_array(i_keys, E'\x1e') END,
         limit_gen  = $4
     FROM input
-    WHERE id = i_id AND state = 'PENDING'
+    WHERE jobs.ctid = i_ctid AND state = 'PENDING'
     RETURNING i_ord, event_seq, ` + jobColumns + `
 ),
 events AS (
@@ -171,7 +173,7 @@ GROUP BY 1`
 // when a key reads it ($6).
 func sqlConstraintCandidates(name, filter, order string) string {
 	return `-- name: ` + name + `
-SELECT j.id::text, j.limit_gen IS NOT DISTINCT FROM $4 AS keyed, j.limit_keys, j.type,
+SELECT j.ctid, j.id::text, j.limit_gen IS NOT DISTINCT FROM $4 AS keyed, j.limit_keys, j.type,
        CASE WHEN j.limit_gen IS DISTINCT FROM $4 THEN j.labels END,
        CASE WHEN $6 AND j.limit_gen IS DISTINCT FROM $4 THEN j.payload END
 FROM jobs j
@@ -404,12 +406,19 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 	}
 	var out *store.ConstrainedClaim
 	err := pgx.BeginFunc(ctx, s.dispatch, func(tx pgx.Tx) error {
+		// One round trip: the set's lock, then (each statement its own snapshot, taken once the
+		// lock is held) the generation and the constraints.
 		var now time.Time
-		if _, err := tx.Exec(ctx, sqlConstraintLockSet); err != nil {
+		set := &queue.ConstraintSet{}
+		b := &pgx.Batch{}
+		b.Queue(sqlConstraintLockSet)
+		b.Queue(sqlConstraintClock).QueryRow(func(r pgx.Row) error { return r.Scan(&now, &set.Gen) })
+		b.Queue(sqlConstraintList).Query(func(rows pgx.Rows) error {
+			var err error
+			set.Constraints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Constraint, error) { return scanConstraint(r) })
 			return err
-		}
-		set, err := readConstraintSet(ctx, tx, sqlConstraintClock, &now)
-		if err != nil {
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 		out = &store.ConstrainedClaim{Gen: set.Gen}
@@ -430,30 +439,33 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 		running := map[string]int{}
 		buckets := map[string]queue.Bucket{}
 		if len(applicable) > 0 {
-			if _, err := tx.Exec(ctx, sqlConstraintLockEach, locks); err != nil {
-				return err
-			}
-			var entries []string
-			var counts []int
-			if err := tx.QueryRow(ctx, sqlConstraintRunning, names).Scan(&now, &entries, &counts); err != nil {
-				return err
-			}
-			for i, e := range entries {
-				running[e] = counts[i]
-			}
+			// One round trip: the applicable constraints' locks, then what they hold.
+			b := &pgx.Batch{}
+			b.Queue(sqlConstraintLockEach, locks)
+			b.Queue(sqlConstraintRunning, names).QueryRow(func(r pgx.Row) error {
+				var entries []string
+				var counts []int
+				if err := r.Scan(&now, &entries, &counts); err != nil {
+					return err
+				}
+				for i, e := range entries {
+					running[e] = counts[i]
+				}
+				return nil
+			})
 			if len(rated) > 0 {
-				rows, err := tx.Query(ctx, sqlConstraintBuckets, rated, refill)
-				if err != nil {
+				b.Queue(sqlConstraintBuckets, rated, refill).Query(func(rows pgx.Rows) error {
+					var name, key string
+					var bk queue.Bucket
+					_, err := pgx.ForEachRow(rows, []any{&name, &key, &bk.Tokens, &bk.At}, func() error {
+						buckets[queue.LimitEntry(name, key)] = bk
+						return nil
+					})
 					return err
-				}
-				var name, key string
-				var b queue.Bucket
-				if _, err := pgx.ForEachRow(rows, []any{&name, &key, &b.Tokens, &b.At}, func() error {
-					buckets[queue.LimitEntry(name, key)] = b
-					return nil
-				}); err != nil {
-					return err
-				}
+				})
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
 			}
 		}
 		l := queue.NewLimiter(applicable, running, buckets, now)
@@ -481,9 +493,11 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 				var typ string
 				var labels map[string]string
 				var payload []byte
-				if err := r.Scan(&c.ID, &c.Keyed, &c.Entries, &typ, &labels, &payload); err != nil {
+				var ctid pgtype.TID
+				if err := r.Scan(&ctid, &c.ID, &c.Keyed, &c.Entries, &typ, &labels, &payload); err != nil {
 					return c, err
 				}
+				c.Ref = ctid
 				if !c.Keyed {
 					c.Job = &queue.Job{ID: c.ID, Queue: p.Queue, Type: typ, Labels: labels, Payload: payload}
 				}
@@ -493,21 +507,19 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 		if err != nil {
 			return err
 		}
+		// One round trip: the entries computed for jobs passed over, the assignment, the buckets.
+		b = &pgx.Batch{}
 		if len(keyed) > 0 {
-			ids, keys := candidateArrays(keyed)
-			if _, err := tx.Exec(ctx, sqlConstraintKeyJobs, ids, keys, set.Gen); err != nil {
-				return err
-			}
+			ctids, keys := candidateArrays(keyed)
+			b.Queue(sqlConstraintKeyJobs, ctids, keys, set.Gen)
 		}
 		if len(taken) > 0 {
-			ids, keys := candidateArrays(taken)
-			rows, err := tx.Query(ctx, sqlConstraintAssign, p.WorkerID, ids, keys, set.Gen, now)
-			if err != nil {
+			ctids, keys := candidateArrays(taken)
+			b.Queue(sqlConstraintAssign, p.WorkerID, ctids, keys, set.Gen, now).Query(func(rows pgx.Rows) error {
+				var err error
+				out.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
 				return err
-			}
-			if out.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) }); err != nil {
-				return err
-			}
+			})
 		}
 		if bs := l.Buckets(); len(bs) > 0 {
 			var cn, keys []string
@@ -518,7 +530,10 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 				cn, keys = append(cn, name), append(keys, key)
 				tokens, at = append(tokens, bs[e].Tokens), append(at, bs[e].At)
 			}
-			if _, err := tx.Exec(ctx, sqlConstraintSaveBuckets, cn, keys, tokens, at); err != nil {
+			b.Queue(sqlConstraintSaveBuckets, cn, keys, tokens, at)
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
 		}
@@ -531,17 +546,17 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 	return out, nil
 }
 
-// candidateArrays are the ids and the entries (a JSON array each) of candidates, for the
-// statements' unnest.
-func candidateArrays(cs []store.ClaimCandidate) (ids, keys []string) {
-	ids, keys = make([]string, len(cs)), make([]string, len(cs))
+// candidateArrays are the ctids of candidates and their entries to store, joined by
+// queue.EntrySeparator: NULL for a candidate read with its entries (they stay as stored), ” for
+// computed entries that are none.
+func candidateArrays(cs []store.ClaimCandidate) (ctids []pgtype.TID, keys []*string) {
+	ctids, keys = make([]pgtype.TID, len(cs)), make([]*string, len(cs))
 	for i, c := range cs {
-		ids[i] = c.ID
-		keys[i] = "[]"
-		if len(c.Entries) > 0 {
-			b, _ := json.Marshal(c.Entries)
-			keys[i] = string(b)
+		ctids[i] = c.Ref.(pgtype.TID)
+		if c.Computed {
+			k := strings.Join(c.Entries, queue.EntrySeparator)
+			keys[i] = &k
 		}
 	}
-	return ids, keys
+	return ctids, keys
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -63,9 +62,9 @@ inserted AS (
            CASE WHEN r_ttl_ms > 0 THEN coalesce(run_at, created_at) + r_ttl_ms * interval '1 millisecond' END,
            idempotency_key, spec_hash, labels::jsonb, keep_result, trace_context::jsonb,
            created_at, created_at, principal,
-           -- The entries computed at submit (store.LimitKeys, a JSON array; none: NULL, never read).
-           CASE WHEN limit_keys IS NOT NULL AND limit_keys <> '[]'
-                THEN ARRAY(SELECT jsonb_array_elements_text(limit_keys::jsonb)) END,
+           -- The entries computed at submit (store.LimitKeys, joined by queue.EntrySeparator; none:
+           -- '', stored as NULL).
+           CASE WHEN limit_keys <> '' THEN string_to_array(limit_keys, E'\x1e') END,
            limit_gen
     FROM resolved
     ORDER BY queue, idempotency_key, ord
@@ -273,11 +272,7 @@ func insertLimits(ps []store.JobInsertParams) (keys []*string, gens []*int64) {
 		if keys == nil {
 			keys, gens = make([]*string, len(ps)), make([]*int64, len(ps))
 		}
-		k := "[]"
-		if len(p.Limits.Entries) > 0 {
-			b, _ := json.Marshal(p.Limits.Entries)
-			k = string(b)
-		}
+		k := strings.Join(p.Limits.Entries, queue.EntrySeparator)
 		keys[i], gens[i] = &k, &p.Limits.Gen
 	}
 	return keys, gens
