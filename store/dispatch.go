@@ -54,6 +54,12 @@ type JobClaimParams struct {
 	// goes to any due job in dispatch order (priority DESC, created_at, id): levels without a quota,
 	// or more of the listed ones. Each priority at most once, each Max within 0..Limit.
 	Levels []queue.LevelQuota
+
+	// Expect (JobClaimConstrained) is the constraint set the caller believes in force (the engine's
+	// cache). When it is the set in force, a store may take the constraints' locks and read their
+	// use in its first round trip; when it is not, the store finds out under its lock and does it
+	// again with the set in force. nil: no belief. JobClaim ignores it.
+	Expect *queue.ConstraintSet
 }
 
 // Weighted reports whether the claim takes the weighted path (Levels or MaxWait).

@@ -25,15 +25,9 @@ type constraintCache struct {
 	set  *queue.ConstraintSet
 }
 
-// constraintsFor returns the constraints that apply to queue q (nil: claim plainly), reading the
-// set again when it is older than the scheduler interval. A failed read keeps the set read before.
-func (e *Engine) constraintsFor(ctx context.Context, q string) []*queue.Constraint {
-	cs, _ := e.constraintsAt(ctx, q)
-	return cs
-}
-
-// constraintsAt is constraintsFor with the generation of the set it read.
-func (e *Engine) constraintsAt(ctx context.Context, q string) ([]*queue.Constraint, int64) {
+// constraintSet returns the constraint set as cached (nil: none read yet), reading it again when
+// it is older than the scheduler interval. A failed read keeps the set read before.
+func (e *Engine) constraintSet(ctx context.Context) *queue.ConstraintSet {
 	c := &e.constraints
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -47,10 +41,16 @@ func (e *Engine) constraintsAt(ctx context.Context, q string) ([]*queue.Constrai
 			c.set = set
 		}
 	}
-	if c.set == nil {
-		return nil, 0
+	return c.set
+}
+
+// constraintsFor returns the cached set when a constraint in it applies to queue q (claim through
+// the constrained path), nil otherwise (claim plainly).
+func (e *Engine) constraintsFor(ctx context.Context, q string) *queue.ConstraintSet {
+	if set := e.constraintSet(ctx); set != nil && len(set.For(q)) > 0 {
+		return set
 	}
-	return c.set.For(q), c.set.Gen
+	return nil
 }
 
 // forgetConstraints makes the next claim read the set again.
@@ -136,10 +136,10 @@ func (e *Engine) constrainedSlotsFreed(outs []store.LeaseOutcome) {
 // that claims find them stored. A job of a queue no cached constraint applies to is left unkeyed;
 // were the cache stale, the generation tells the claim to compute the entries again.
 func (e *Engine) keyJob(ctx context.Context, p *store.JobInsertParams) {
-	cs, gen := e.constraintsAt(ctx, p.Queue)
-	if len(cs) == 0 {
+	set := e.constraintsFor(ctx, p.Queue)
+	if set == nil {
 		return
 	}
 	j := &queue.Job{Queue: p.Queue, Type: p.Type, Labels: p.Labels, Payload: p.Payload}
-	p.Limits = &store.LimitKeys{Entries: queue.Entries(cs, j), Gen: gen}
+	p.Limits = &store.LimitKeys{Entries: queue.Entries(set.For(p.Queue), j), Gen: set.Gen}
 }

@@ -293,7 +293,8 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		weighted := s.e.weigh(actx, &p)
 		var jobs []*queue.Job
 		var err error
-		if len(s.e.constraintsFor(actx, q)) > 0 {
+		if set := s.e.constraintsFor(actx, q); set != nil {
+			p.Expect = set
 			jobs, err = s.claimConstrained(actx, p)
 		} else {
 			jobs, err = s.e.opts.Store.JobClaim(actx, p)

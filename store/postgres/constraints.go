@@ -395,155 +395,225 @@ func constraintLockKey(name string) int32 {
 	return int32(h.Sum32())
 }
 
-// JobClaimConstrained implements store.ConstraintStore: one transaction on the dispatch pool.
+// JobClaimConstrained implements store.ConstraintStore: one transaction on the dispatch pool, in
+// three round trips when p.Expect is the set in force (BEGIN with the locks and every read the
+// limiter needs; the candidates; the writes with COMMIT), plus one per further round of candidates,
+// and one more when it is not.
 func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams) (*store.ConstrainedClaim, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	types := p.Types
-	if types == nil {
-		types = []string{}
+	conn, err := s.dispatch.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: constrained claim: %w", err)
 	}
-	var out *store.ConstrainedClaim
-	err := pgx.BeginFunc(ctx, s.dispatch, func(tx pgx.Tx) error {
-		// One round trip: the set's lock, then (each statement its own snapshot, taken once the
-		// lock is held) the generation and the constraints.
-		var now time.Time
-		set := &queue.ConstraintSet{}
-		b := &pgx.Batch{}
-		b.Queue(sqlConstraintLockSet)
-		b.Queue(sqlConstraintClock).QueryRow(func(r pgx.Row) error { return r.Scan(&now, &set.Gen) })
-		b.Queue(sqlConstraintList).Query(func(rows pgx.Rows) error {
-			var err error
-			set.Constraints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Constraint, error) { return scanConstraint(r) })
-			return err
-		})
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		out = &store.ConstrainedClaim{Gen: set.Gen}
-		applicable := set.For(p.Queue)
-		names := make([]string, len(applicable))
-		locks := make([]int32, len(applicable))
-		var rated []string
-		var refill []int64
-		for i, c := range applicable {
-			names[i], locks[i] = c.Name, constraintLockKey(c.Name)
-			if !c.Rate.IsZero() {
-				rated = append(rated, c.Name)
-				refill = append(refill, c.Rate.Refill().Milliseconds()+1)
-			}
-		}
-		slices.Sort(locks)
-		locks = slices.Compact(locks)
-		running := map[string]int{}
-		buckets := map[string]queue.Bucket{}
-		if len(applicable) > 0 {
-			// One round trip: the applicable constraints' locks, then what they hold.
-			b := &pgx.Batch{}
-			b.Queue(sqlConstraintLockEach, locks)
-			b.Queue(sqlConstraintRunning, names).QueryRow(func(r pgx.Row) error {
-				var entries []string
-				var counts []int
-				if err := r.Scan(&now, &entries, &counts); err != nil {
-					return err
-				}
-				for i, e := range entries {
-					running[e] = counts[i]
-				}
-				return nil
-			})
-			if len(rated) > 0 {
-				b.Queue(sqlConstraintBuckets, rated, refill).Query(func(rows pgx.Rows) error {
-					var name, key string
-					var bk queue.Bucket
-					_, err := pgx.ForEachRow(rows, []any{&name, &key, &bk.Tokens, &bk.At}, func() error {
-						buckets[queue.LimitEntry(name, key)] = bk
-						return nil
-					})
-					return err
-				})
-			}
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-		}
-		l := queue.NewLimiter(applicable, running, buckets, now)
-		needPayload := queue.NeedsPayload(applicable)
-		taken, keyed, err := store.ConstrainedSteps(p, l, func(st store.ClaimStep, blocked, seen []string, n int) ([]store.ClaimCandidate, error) {
-			q, arg := sqlConstraintCandidatesRest, any(nil)
-			switch st.Kind {
-			case store.ClaimAged:
-				q, arg = sqlConstraintCandidatesAged, p.MaxWait.Microseconds()
-			case store.ClaimLevel:
-				q, arg = sqlConstraintCandidatesLevel, int64(st.Priority)
-			}
-			if blocked == nil {
-				blocked = []string{}
-			}
-			if seen == nil {
-				seen = []string{}
-			}
-			rows, err := tx.Query(ctx, q, p.Queue, types, seen, set.Gen, blocked, needPayload, n, arg)
-			if err != nil {
-				return nil, err
-			}
-			return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ClaimCandidate, error) {
-				var c store.ClaimCandidate
-				var typ string
-				var labels map[string]string
-				var payload []byte
-				var ctid pgtype.TID
-				if err := r.Scan(&ctid, &c.ID, &c.Keyed, &c.Entries, &typ, &labels, &payload); err != nil {
-					return c, err
-				}
-				c.Ref = ctid
-				if !c.Keyed {
-					c.Job = &queue.Job{ID: c.ID, Queue: p.Queue, Type: typ, Labels: labels, Payload: payload}
-				}
-				return c, nil
-			})
-		})
-		if err != nil {
-			return err
-		}
-		// One round trip: the entries computed for jobs passed over, the assignment, the buckets.
-		b = &pgx.Batch{}
-		if len(keyed) > 0 {
-			ctids, keys := candidateArrays(keyed)
-			b.Queue(sqlConstraintKeyJobs, ctids, keys, set.Gen)
-		}
-		if len(taken) > 0 {
-			ctids, keys := candidateArrays(taken)
-			b.Queue(sqlConstraintAssign, p.WorkerID, ctids, keys, set.Gen, now).Query(func(rows pgx.Rows) error {
-				var err error
-				out.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
-				return err
-			})
-		}
-		if bs := l.Buckets(); len(bs) > 0 {
-			var cn, keys []string
-			var tokens []float64
-			var at []time.Time
-			for _, e := range slices.Sorted(maps.Keys(bs)) {
-				name, key := queue.SplitLimitEntry(e)
-				cn, keys = append(cn, name), append(keys, key)
-				tokens, at = append(tokens, bs[e].Tokens), append(at, bs[e].At)
-			}
-			b.Queue(sqlConstraintSaveBuckets, cn, keys, tokens, at)
-		}
-		if b.Len() > 0 {
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-		}
-		out.Throttled, out.RetryAt = l.Throttled(), l.RetryAt()
-		return nil
-	})
+	defer conn.Release()
+	out, err := s.claimConstrained(ctx, conn.Conn(), p, p.Expect)
+	if errors.Is(err, errConstraintSetMoved) {
+		out, err = s.claimConstrained(ctx, conn.Conn(), p, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: constrained claim: %w", err)
 	}
 	return out, nil
+}
+
+// errConstraintSetMoved: the set the claim expected is not the one in force; it was rolled back
+// before deciding anything.
+var errConstraintSetMoved = errors.New("the constraint set changed")
+
+// claimLimits is what a constrained claim reads under its locks.
+type claimLimits struct {
+	applicable []*queue.Constraint
+	running    map[string]int
+	buckets    map[string]queue.Bucket
+	now        time.Time
+}
+
+// queueLimitReads queues on b the locks of the constraints cs (sorted by key: claims that share
+// some take them in one order) and the reads of their use into lim.
+func queueLimitReads(b *pgx.Batch, cs []*queue.Constraint, lim *claimLimits) {
+	lim.applicable, lim.running, lim.buckets = cs, map[string]int{}, map[string]queue.Bucket{}
+	if len(cs) == 0 {
+		return
+	}
+	names := make([]string, len(cs))
+	locks := make([]int32, len(cs))
+	var rated []string
+	var refill []int64
+	for i, c := range cs {
+		names[i], locks[i] = c.Name, constraintLockKey(c.Name)
+		if !c.Rate.IsZero() {
+			rated = append(rated, c.Name)
+			refill = append(refill, c.Rate.Refill().Milliseconds()+1)
+		}
+	}
+	slices.Sort(locks)
+	b.Queue(sqlConstraintLockEach, slices.Compact(locks))
+	b.Queue(sqlConstraintRunning, names).QueryRow(func(r pgx.Row) error {
+		var entries []string
+		var counts []int
+		if err := r.Scan(&lim.now, &entries, &counts); err != nil {
+			return err
+		}
+		for i, e := range entries {
+			lim.running[e] = counts[i]
+		}
+		return nil
+	})
+	if len(rated) > 0 {
+		b.Queue(sqlConstraintBuckets, rated, refill).Query(func(rows pgx.Rows) error {
+			var name, key string
+			var bk queue.Bucket
+			_, err := pgx.ForEachRow(rows, []any{&name, &key, &bk.Tokens, &bk.At}, func() error {
+				lim.buckets[queue.LimitEntry(name, key)] = bk
+				return nil
+			})
+			return err
+		})
+	}
+}
+
+// sameReads reports whether the claim's reads for constraints a are those for b: the same names
+// (the locks, the running counts) with the same rates (the buckets). The limits themselves are
+// the limiter's, from the set in force.
+func sameReads(a, b []*queue.Constraint) bool {
+	return slices.EqualFunc(a, b, func(x, y *queue.Constraint) bool { return x.Name == y.Name && x.Rate == y.Rate })
+}
+
+// claimConstrained runs the claim's transaction on conn, expecting the set expect (nil: none).
+func (s *Store) claimConstrained(ctx context.Context, conn *pgx.Conn, p store.JobClaimParams, expect *queue.ConstraintSet) (out *store.ConstrainedClaim, err error) {
+	types := p.Types
+	if types == nil {
+		types = []string{}
+	}
+	open := false
+	defer func() {
+		if err != nil && open {
+			rollback(conn)
+		}
+	}()
+
+	// Round trip 1: BEGIN; the set's lock, then (each statement its own snapshot, taken once the
+	// lock is held) the generation and the constraints; with an expected set, its locks and use.
+	set := &queue.ConstraintSet{}
+	var lim claimLimits
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sqlConstraintLockSet)
+	b.Queue(sqlConstraintClock).QueryRow(func(r pgx.Row) error { return r.Scan(&lim.now, &set.Gen) })
+	b.Queue(sqlConstraintList).Query(func(rows pgx.Rows) error {
+		var err error
+		set.Constraints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Constraint, error) { return scanConstraint(r) })
+		return err
+	})
+	var expected []*queue.Constraint
+	if expect != nil {
+		expected = expect.For(p.Queue)
+		queueLimitReads(b, expected, &lim)
+	}
+	open = true
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	applicable := set.For(p.Queue)
+	switch {
+	case expect == nil:
+		b = &pgx.Batch{}
+		queueLimitReads(b, applicable, &lim)
+		if b.Len() > 0 {
+			if err := conn.SendBatch(ctx, b).Close(); err != nil {
+				return nil, err
+			}
+		}
+	case expect.Gen != set.Gen && !sameReads(expected, applicable):
+		return nil, errConstraintSetMoved // the deferred rollback releases the wrong locks
+	}
+
+	out = &store.ConstrainedClaim{Gen: set.Gen}
+	l := queue.NewLimiter(applicable, lim.running, lim.buckets, lim.now)
+	needPayload := queue.NeedsPayload(applicable)
+	taken, keyed, err := store.ConstrainedSteps(p, l, func(st store.ClaimStep, blocked, seen []string, n int) ([]store.ClaimCandidate, error) {
+		q, arg := sqlConstraintCandidatesRest, any(nil)
+		switch st.Kind {
+		case store.ClaimAged:
+			q, arg = sqlConstraintCandidatesAged, p.MaxWait.Microseconds()
+		case store.ClaimLevel:
+			q, arg = sqlConstraintCandidatesLevel, int64(st.Priority)
+		}
+		if blocked == nil {
+			blocked = []string{}
+		}
+		if seen == nil {
+			seen = []string{}
+		}
+		rows, err := conn.Query(ctx, q, p.Queue, types, seen, set.Gen, blocked, needPayload, n, arg)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ClaimCandidate, error) {
+			var c store.ClaimCandidate
+			var typ string
+			var labels map[string]string
+			var payload []byte
+			var ctid pgtype.TID
+			if err := r.Scan(&ctid, &c.ID, &c.Keyed, &c.Entries, &typ, &labels, &payload); err != nil {
+				return c, err
+			}
+			c.Ref = ctid
+			if !c.Keyed {
+				c.Job = &queue.Job{ID: c.ID, Queue: p.Queue, Type: typ, Labels: labels, Payload: payload}
+			}
+			return c, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// The last round trip: the entries computed for jobs passed over, the assignment, the
+	// buckets, COMMIT.
+	b = &pgx.Batch{}
+	if len(keyed) > 0 {
+		ctids, keys := candidateArrays(keyed)
+		b.Queue(sqlConstraintKeyJobs, ctids, keys, set.Gen)
+	}
+	if len(taken) > 0 {
+		ctids, keys := candidateArrays(taken)
+		b.Queue(sqlConstraintAssign, p.WorkerID, ctids, keys, set.Gen, lim.now).Query(func(rows pgx.Rows) error {
+			var err error
+			out.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
+			return err
+		})
+	}
+	if bs := l.Buckets(); len(bs) > 0 {
+		var cn, keys []string
+		var tokens []float64
+		var at []time.Time
+		for _, e := range slices.Sorted(maps.Keys(bs)) {
+			name, key := queue.SplitLimitEntry(e)
+			cn, keys = append(cn, name), append(keys, key)
+			tokens, at = append(tokens, bs[e].Tokens), append(at, bs[e].At)
+		}
+		b.Queue(sqlConstraintSaveBuckets, cn, keys, tokens, at)
+	}
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	open = false
+	out.Throttled, out.RetryAt = l.Throttled(), l.RetryAt()
+	return out, nil
+}
+
+// rollback ends the failed transaction of a claim on conn; a connection it cannot roll back is
+// closed, so the pool does not hand it out in a transaction.
+func rollback(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = conn.Close(ctx)
+	}
 }
 
 // candidateArrays are the ctids of candidates and their entries to store, joined by

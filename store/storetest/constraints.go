@@ -38,6 +38,36 @@ func RunConstraintStore[S interface {
 	t.Run("Weighted", func(t *testing.T) { testConstraintWeighted(t, newStore) })
 	t.Run("Usage", func(t *testing.T) { testConstraintUsage(t, newStore) })
 	t.Run("OtherQueue", func(t *testing.T) { testConstraintOtherQueue(t, newStore) })
+	t.Run("ExpectedSet", func(t *testing.T) { testConstraintExpectedSet(t, newStore) })
+}
+
+// A claim told to expect a set (JobClaimParams.Expect, the engine's cache) decides with the set in
+// force whatever it expected: the same, an older one with the same constraints (new limits), or an
+// older one with other constraints.
+func testConstraintExpectedSet(t *testing.T, newStore NewStoreFunc) {
+	b := setupConstraintStore(t, newStore)
+	b.constraint(perTenant("x", 1))
+	b.insertTenant("a", 3)
+	b.insertTenant("b", 3)
+	stale, err := b.cs.ConstraintSet(b.ctx)
+	require.NoError(t, err)
+
+	res := b.claimC(store.JobClaimParams{Limit: 10, Expect: stale})
+	require.Equal(t, map[string]int{"a": 1, "b": 1}, byTenant(res.Jobs), "the set expected")
+
+	c := perTenant("x", 2)
+	c.Match.Queue = b.queue
+	_, err = b.cs.ConstraintCreate(b.ctx, store.ConstraintCreateParams{Constraint: c, Replace: true})
+	require.NoError(t, err)
+	res = b.claimC(store.JobClaimParams{Limit: 10, Expect: stale})
+	require.Equal(t, map[string]int{"a": 1, "b": 1}, byTenant(res.Jobs), "x replaced with 2 per tenant: one more each")
+
+	require.NoError(t, b.cs.ConstraintDelete(b.ctx, "x"))
+	b.constraint(perTenant("y", 1))
+	res = b.claimC(store.JobClaimParams{Limit: 10, Expect: stale})
+	require.Equal(t, map[string]int{"a": 1, "b": 1}, byTenant(res.Jobs), "x gone, y new: its own slots")
+	require.Equal(t, b.gen(), res.Gen)
+	require.Empty(t, b.claimC(store.JobClaimParams{Limit: 10, Expect: stale}).Jobs)
 }
 
 // csBundle is a dsBundle whose store also implements store.ConstraintStore and store.RecoveryStore.
