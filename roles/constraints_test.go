@@ -7,16 +7,22 @@ package roles_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite" // the embedded store's file, read-only
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -56,31 +62,37 @@ type slotSpan struct {
 func (r *rig) slotSpans(ctx context.Context, ids []string, k string) []slotSpan {
 	r.t.Helper()
 	rows, err := r.db.QueryContext(ctx, `
-SELECT e.job_id::text, coalesce(j.labels->>$2, ''), e.from_state, e.to_state, e.created_at
+SELECT e.job_id::text, coalesce(j.labels->>$2, ''), e.to_state, e.created_at
 FROM job_events e JOIN jobs j ON j.id = e.job_id
 WHERE e.job_id = ANY($1::uuid[])
 ORDER BY e.job_id, e.seq`, ids, k)
 	require.NoError(r.t, err)
+	return spansOf(r.t, rows, func(v any) time.Time { return v.(time.Time) })
+}
+
+// spansOf reads event rows (job id, key, to_state, created_at in event order per job) into slot
+// spans; at converts the store's created_at.
+func spansOf(t *testing.T, rows *sql.Rows, at func(any) time.Time) []slotSpan {
+	t.Helper()
 	defer rows.Close()
 	open := map[string]*slotSpan{}
 	var spans []slotSpan
 	for rows.Next() {
 		var id, key, to string
-		var from *string
-		var at time.Time
-		require.NoError(r.t, rows.Scan(&id, &key, &from, &to, &at))
+		var created any
+		require.NoError(t, rows.Scan(&id, &key, &to, &created))
 		switch {
 		case to == "ASSIGNED":
-			open[id] = &slotSpan{key: key, start: at}
+			open[id] = &slotSpan{key: key, start: at(created)}
 		case to == "RUNNING":
 		case open[id] != nil:
 			s := *open[id]
-			s.end = at
+			s.end = at(created)
 			spans = append(spans, s)
 			delete(open, id)
 		}
 	}
-	require.NoError(r.t, rows.Err())
+	require.NoError(t, rows.Err())
 	for _, s := range open {
 		spans = append(spans, *s)
 	}
@@ -297,4 +309,69 @@ func TestFaultConstraintRedisFlush(t *testing.T) {
 	held := maxHeld(r.slotSpans(ctx, ids, "tenant"))
 	t.Logf("constraint after FLUSHALL: most held at once %v", held)
 	require.Equal(t, map[string]int{"a": 3, "b": 3}, held)
+}
+
+// The embedded store keeps and enforces constraints too: `jq --role=server` on SQLite with two
+// worker processes, the constraint created with the CLI, 3 tenants × 20 jobs at 2 per tenant, read
+// back from the SQLite event log.
+func TestEmbeddedConstraint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	closed := strconv.Itoa(freePort(t))
+	se := newServerEnv(t, "postgres://nobody@127.0.0.1:"+closed+"/none")
+	env := append(slices.Clone(se.env), "JQ_STORE_DRIVER=sqlite", "JQ_STORE_DATA_DIR="+dir,
+		"JQ_REDIS_ADDR=127.0.0.1:"+closed, "JQ_SCHEDULER_INTERVAL_MS=100")
+	srv := startJQ(t, env, "--role=server")
+	srv.waitLog(t, "server started")
+	cli := func(args ...string) cliResult {
+		return runCLI(t, nil, append([]string{"--role=admin", "--server-addr", se.addr()}, args...)...)
+	}
+	r := cli("constraint", "create", "per-tenant", "--match", "queue=default", "--key", "{{.labels.tenant}}", "--concurrency", "2")
+	require.Equal(t, 0, r.code, "%s", r.stderr)
+
+	cl, err := rpcclient.New(rpcclient.Options{Addr: se.addr()})
+	require.NoError(t, err)
+	defer cl.Close()
+	specs := make([]*jqv1.JobSpec, 60)
+	for i := range specs {
+		specs[i] = &jqv1.JobSpec{Queue: "default", Type: "sleep", Payload: []byte(`{"ms": 20}`),
+			Labels: map[string]string{"tenant": []string{"a", "b", "c"}[i/20]}}
+	}
+	resp, err := cl.Jobs.SubmitJobs(t.Context(), connect.NewRequest(&jqv1.SubmitJobsRequest{Jobs: specs}))
+	require.NoError(t, err)
+	var ids []string
+	for _, res := range resp.Msg.GetResults() {
+		ids = append(ids, res.GetJobId())
+	}
+	for i := range 2 {
+		startJQ(t, []string{
+			"JQ_WORKER_HEALTH_PORT=" + strconv.Itoa(freePort(t)),
+			"JQ_WORKER_METRICS_PORT=" + strconv.Itoa(freePort(t)),
+		}, "--role=worker", "--server-addr", se.addr(), "--worker-id", fmt.Sprintf("w-emb-%d", i), "--concurrency", "8")
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "jq.db")+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	testenv.Eventually(t, 30*time.Second, func() error {
+		var done int
+		if err := db.QueryRow(`SELECT count(*) FROM jobs WHERE state = 'DONE' AND type = 'sleep'`).Scan(&done); err != nil {
+			return err
+		}
+		if done < len(ids) {
+			return fmt.Errorf("%d of %d DONE", done, len(ids))
+		}
+		return nil
+	})
+	rows, err := db.Query(`
+SELECT e.job_id, coalesce(json_extract(j.labels, '$.tenant'), ''), e.to_state, e.created_at
+FROM job_events e JOIN jobs j ON j.n = e.job_n
+WHERE j.type = 'sleep'
+ORDER BY e.job_n, e.seq`)
+	require.NoError(t, err)
+	held := maxHeld(spansOf(t, rows, func(v any) time.Time { return time.UnixMicro(v.(int64)) }))
+	t.Logf("embedded store, 2 per tenant: most held at once %v", held)
+	require.Equal(t, map[string]int{"a": 2, "b": 2, "c": 2}, held)
+	show := cli("constraint", "show", "per-tenant")
+	require.Equal(t, 0, show.code, "%s", show.stderr)
+	require.Contains(t, show.stdout, "per-tenant")
 }
