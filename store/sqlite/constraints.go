@@ -78,6 +78,18 @@ WHERE id = ?1 AND state = 'PENDING'
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = jobs.queue AND q.paused)
 RETURNING ` + jobColumns + `, event_seq`
 
+	// sqlJobAssign for the jobs ?1 (a JSON array of ids) whose entries are stored: they are kept.
+	sqlJobAssignKeyed = `
+UPDATE jobs SET
+    state      = 'ASSIGNED',
+    attempt    = attempt + 1,
+    worker_id  = ?2,
+    event_seq  = event_seq + 1,
+    updated_at = ?3
+WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'PENDING'
+  AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = jobs.queue AND q.paused)
+RETURNING ` + jobColumns + `, event_seq`
+
 	// The running jobs per key of one constraint (?1: its name and a colon).
 	sqlConstraintKeyUsage = `
 SELECT substr(e.value, length(?1) + 1), count(*)
@@ -95,9 +107,11 @@ WHERE constraint_name = ?1 AND key IN (SELECT value FROM json_each(?2))`
 // sqlJobClaimAged, sqlJobClaimLevel and sqlJobClaimRest), except the ids already seen (?5) and the
 // jobs whose entries, computed at the current generation (?7), include a blocked one (?6).
 const (
+	// ?5 and ?6 of '[]' (the first round, a constraint that does not bind) cost nothing per row:
+	// the constant comparison comes first.
 	sqlCandidatePast = `
-  AND id NOT IN (SELECT value FROM json_each(?5))
-  AND NOT (limit_gen IS NOT NULL AND limit_gen = ?7
+  AND (?5 = '[]' OR id NOT IN (SELECT value FROM json_each(?5)))
+  AND NOT (?6 <> '[]' AND limit_gen IS NOT NULL AND limit_gen = ?7
            AND EXISTS (SELECT 1 FROM json_each(jobs.limit_keys) k WHERE k.value IN (SELECT value FROM json_each(?6))))`
 	sqlCandidateAged = sqlDueFrom + sqlClaimTypes + sqlCandidatePast + `
   AND created_at <= ?8 AND not_before <= ?8
@@ -344,7 +358,33 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 			return nil, err
 		}
 	}
+	// The jobs read with their entries (nearly all: keyed at submit) are assigned by one
+	// statement, their entries kept; those whose entries the claim computed, one by one.
+	var stored []string
 	for _, c := range taken {
+		if !c.Computed {
+			stored = append(stored, c.ID)
+		}
+	}
+	byID := map[string]*queue.Job{}
+	seqs := map[string]int64{}
+	if len(stored) > 0 {
+		rows, err := tx.query(sqlJobAssignKeyed, listText(stored), p.WorkerID, now)
+		if err != nil {
+			return nil, err
+		}
+		jobs, ss, err := scanAssigned(rows)
+		if err != nil {
+			return nil, err
+		}
+		for i, j := range jobs {
+			byID[j.ID], seqs[j.ID] = j, ss[i]
+		}
+	}
+	for _, c := range taken {
+		if !c.Computed {
+			continue
+		}
 		var seq int64
 		j, err := scanJob(tx.queryRow(sqlJobAssignLimited, c.ID, p.WorkerID, now, entriesText(c.Entries), set.Gen), &seq)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -353,7 +393,14 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 		if err != nil {
 			return nil, err
 		}
-		if err := leaseEvent(tx, j, seq, queue.StatePending, store.ReasonAssigned, "", now, nil); err != nil {
+		byID[j.ID], seqs[j.ID] = j, seq
+	}
+	for _, c := range taken { // the order taken
+		j := byID[c.ID]
+		if j == nil {
+			continue
+		}
+		if err := leaseEvent(tx, j, seqs[j.ID], queue.StatePending, store.ReasonAssigned, "", now, nil); err != nil {
 			return nil, err
 		}
 		out.Jobs = append(out.Jobs, j)
