@@ -65,12 +65,8 @@ ON CONFLICT (constraint_name, key) DO UPDATE SET tokens = excluded.tokens, at = 
 	sqlJobSetLimitKeys = `UPDATE jobs SET limit_keys = ?2, limit_gen = ?3 WHERE id = ?1 AND state = 'PENDING'`
 
 	// sqlJobAssign with the job's entries.
-	sqlJobAssignLimited = `
-UPDATE jobs SET
-    state      = 'ASSIGNED',
-    attempt    = attempt + 1,
+	sqlJobAssignLimited = sqlAssignSet + `
     worker_id  = ?2,
-    event_seq  = event_seq + 1,
     updated_at = ?3,
     limit_keys = ?4,
     limit_gen  = ?5
@@ -79,12 +75,8 @@ WHERE id = ?1 AND state = 'PENDING'
 RETURNING ` + jobColumns + `, event_seq`
 
 	// sqlJobAssign for the jobs ?1 (a JSON array of ids) whose entries are stored: they are kept.
-	sqlJobAssignKeyed = `
-UPDATE jobs SET
-    state      = 'ASSIGNED',
-    attempt    = attempt + 1,
+	sqlJobAssignKeyed = sqlAssignSet + `
     worker_id  = ?2,
-    event_seq  = event_seq + 1,
     updated_at = ?3
 WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'PENDING'
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = jobs.queue AND q.paused)

@@ -61,12 +61,16 @@ LIMIT ?3`
 	// compare-and-set PENDING→ASSIGNED as sqlJobAssign does it, the full rows returned once, after
 	// the write (in no particular order: JobClaim sorts them). One statement for the batch instead of
 	// one per job. ?4 is the worker.
-	sqlJobClaim = `
+	// The start of every PENDING→ASSIGNED write, followed by the worker and the time: attempt+1
+	// is the new fencing token, event_seq+1 numbers the event.
+	sqlAssignSet = `
 UPDATE jobs SET
     state      = 'ASSIGNED',
     attempt    = attempt + 1,
+    event_seq  = event_seq + 1,`
+
+	sqlJobClaim = sqlAssignSet + `
     worker_id  = ?4,
-    event_seq  = event_seq + 1,
     updated_at = ?2
 WHERE id IN (SELECT id` + sqlDueFrom + sqlDueOrder + `)
   AND state = 'PENDING'
@@ -74,12 +78,8 @@ RETURNING ` + jobColumns + `, event_seq`
 	// A worker that registered its types (?5: a JSON array): the same walk, reading each due row's
 	// type and passing over the others, which stay in place for their workers; its cost grows with
 	// how many of those are due ahead of its own, as in Postgres.
-	sqlJobClaimTyped = `
-UPDATE jobs SET
-    state      = 'ASSIGNED',
-    attempt    = attempt + 1,
+	sqlJobClaimTyped = sqlAssignSet + `
     worker_id  = ?4,
-    event_seq  = event_seq + 1,
     updated_at = ?2
 WHERE id IN (SELECT id` + sqlDueFrom + `
   AND type IN (SELECT value FROM json_each(?5))` + sqlDueOrder + `)
@@ -89,12 +89,8 @@ RETURNING ` + jobColumns + `, event_seq`
 	// One job PENDING→ASSIGNED: attempt+1 is the new fencing token, event_seq+1 numbers the event.
 	// A paused queue dispatches nothing, even a job named by id (JobAssignMany). RETURNING reads the
 	// row once, after the write: the assignment's full job.
-	sqlJobAssign = `
-UPDATE jobs SET
-    state      = 'ASSIGNED',
-    attempt    = attempt + 1,
+	sqlJobAssign = sqlAssignSet + `
     worker_id  = ?2,
-    event_seq  = event_seq + 1,
     updated_at = ?3
 WHERE id = ?1 AND state = 'PENDING'
   AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = jobs.queue AND q.paused)
