@@ -111,7 +111,7 @@ func constraintRequest(form url.Values) (*jqv1.CreateConstraintRequest, error) {
 		if err != nil || n < 0 || n > queue.MaxConstraintLimit {
 			return nil, invalid("concurrency %q: want a whole number from 0 to %d", oneLine(s, 20), queue.MaxConstraintLimit)
 		}
-		req.Concurrency = int32(n) //nolint:gosec // bounded by MaxConstraintLimit above
+		req.Concurrency = int32(n)
 	}
 	rate, burst := get("rate"), get("burst")
 	if rate == "" {
