@@ -25,6 +25,8 @@ var procedures = map[string]string{
 	"PurgeDeadLetters": jqv1connect.AdminServicePurgeDeadLettersProcedure,
 	"DrainWorker":      jqv1connect.WorkerServiceDrainWorkerProcedure,
 	"ShutdownWorker":   jqv1connect.WorkerServiceShutdownWorkerProcedure,
+	"CreateConstraint": jqv1connect.ConstraintServiceCreateConstraintProcedure,
+	"DeleteConstraint": jqv1connect.ConstraintServiceDeleteConstraintProcedure,
 }
 
 // maxBulk bounds the jobs one bulk action touches: it walks the filter's pages and calls the
@@ -45,6 +47,9 @@ func (c *Console) actions() map[string]actionFunc {
 		"dead-purge":      c.purge,
 		"worker-drain":    c.workerAction("drain"),
 		"worker-shutdown": c.workerAction("shutdown"),
+
+		"constraint-create": c.constraintCreate,
+		"constraint-delete": c.constraintDelete,
 	}
 }
 

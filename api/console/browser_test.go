@@ -296,7 +296,7 @@ func TestBrowser(t *testing.T) {
 	// A viewer sees the same pages without a single action.
 	do("sign out", click(`.who button`))
 	signIn("viewer")
-	for _, p := range []string{"/", "/queues/parked", "/jobs", "/scheduled", "/jobs/" + dead, "/dead", "/workers"} {
+	for _, p := range []string{"/", "/queues/parked", "/jobs", "/scheduled", "/jobs/" + dead, "/dead", "/workers", "/constraints"} {
 		do("viewer "+p, chromedp.Navigate(e.ui+p), visible(`main h1`))
 		require.EqualValues(t, 0, eval(`document.querySelectorAll('form[action^="/actions/"]').length`), "%s shows a viewer an action", p)
 		require.EqualValues(t, 0, eval(`document.querySelectorAll('main button').length - document.querySelectorAll('.filters button').length`),

@@ -87,7 +87,7 @@ func TestConsole(t *testing.T) {
 		id := e.submit(t, &jqv1.JobSpec{Queue: "pages", Type: "noop", Payload: []byte(`{"n":1}`), Labels: map[string]string{"team": "a"}})
 		for _, role := range []string{"admin", "viewer"} {
 			b := e.signedIn(t, role)
-			for _, p := range []string{"/", "/queues/pages", "/jobs", "/jobs?queue=pages&state=PENDING&label=team%3Da", "/jobs/" + id, "/dead", "/dead?queue=pages", "/workers",
+			for _, p := range []string{"/", "/queues/pages", "/jobs", "/jobs?queue=pages&state=PENDING&label=team%3Da", "/jobs/" + id, "/dead", "/dead?queue=pages", "/workers", "/constraints",
 				"/scheduled", "/scheduled?queue=pages&type=noop", "/jobs?type=noop&created_from=2020-01-02T03:04&completed_to=2100-01-01T00:00:00"} {
 				resp, body := b.get(p, nil)
 				require.Equal(t, http.StatusOK, resp.StatusCode, "%s as %s:\n%s", p, role, body)
@@ -354,6 +354,9 @@ func TestConsole(t *testing.T) {
 			"dead-purge":      {"queue": {"refused-q"}},
 			"worker-drain":    {"id": {"w-any"}},
 			"worker-shutdown": {"id": {"w-any"}},
+			// Matching the test's own queue only: constraints apply to the whole database.
+			"constraint-create": {"name": {"refused-c"}, "queue": {"refused-q"}, "concurrency": {"1"}},
+			"constraint-delete": {"name": {"refused-c"}},
 		} {
 			status, flash := b.act(action, form)
 			require.Equal(t, http.StatusSeeOther, status, action)
@@ -433,6 +436,11 @@ func TestConsole(t *testing.T) {
 		_, body = b.get("/", nil)
 		require.Contains(t, body, `data-rate="0"`)
 		require.Contains(t, body, "beyond that an estimate (≈)")
+	})
+
+	t.Run("Constraints", func(t *testing.T) {
+		t.Parallel()
+		testConstraints(t, e)
 	})
 
 	t.Run("JobActionsAndWorkers", func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 )
 
 // pageNames are the templates in web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "overview", "queue", "jobs", "job", "dead", "scheduled", "workers", "error"}
+var pageNames = []string{"login", "overview", "queue", "jobs", "job", "dead", "scheduled", "workers", "constraints", "constraint", "error"}
 
 type pages struct{ byName map[string]*template.Template }
 
@@ -155,6 +155,9 @@ var funcs = template.FuncMap{
 	"done":       doneCount,
 	"throughput": throughput,
 	"minuteFail": minuteFail,
+	"rate":       rateText,
+	"keyRunning": keyRunning,
+	"tokens":     func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"delayed": func(j *jqv1.Job, now time.Time) bool {
 		return j.GetState() == jqv1.JobState_JOB_STATE_PENDING && j.GetNotBefore().AsTime().After(now)
 	},

@@ -84,6 +84,8 @@ type clients struct {
 	queues  jqv1connect.QueueServiceClient
 	workers jqv1connect.WorkerServiceClient
 	admin   jqv1connect.AdminServiceClient
+	// constraints is flow control (docs/flow-control.md).
+	constraints jqv1connect.ConstraintServiceClient
 }
 
 func newClients(api http.Handler) clients {
@@ -93,5 +95,7 @@ func newClients(api http.Handler) clients {
 		queues:  jqv1connect.NewQueueServiceClient(hc, apiBase),
 		workers: jqv1connect.NewWorkerServiceClient(hc, apiBase),
 		admin:   jqv1connect.NewAdminServiceClient(hc, apiBase),
+
+		constraints: jqv1connect.NewConstraintServiceClient(hc, apiBase),
 	}
 }
