@@ -21,8 +21,9 @@ import (
 // constraintCache is the engine's copy of the constraint set.
 type constraintCache struct {
 	mu   sync.Mutex
-	read time.Time // when set was read; zero: never
-	set  *queue.ConstraintSet
+	read    time.Time // when set was read; zero: never
+	set     *queue.ConstraintSet
+	failing bool // the last read failed (logged once until one succeeds)
 }
 
 // constraintSet returns the constraint set as cached (nil: none read yet), reading it again when
@@ -35,9 +36,15 @@ func (e *Engine) constraintSet(ctx context.Context) *queue.ConstraintSet {
 	if c.read.IsZero() || time.Since(c.read) > e.opts.SchedulerInterval {
 		c.read = time.Now()
 		set, err := e.opts.Store.ConstraintSet(ctx)
-		if err != nil {
+		switch {
+		case err != nil && !c.failing:
+			c.failing = true
 			e.log.Warn("reading the constraints failed; dispatch goes on with the ones read before", zap.Error(err))
-		} else {
+		case err == nil:
+			if c.failing {
+				c.failing = false
+				e.log.Info("constraints read again")
+			}
 			c.set = set
 		}
 	}
