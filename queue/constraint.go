@@ -3,7 +3,6 @@ package queue
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -27,12 +26,6 @@ import (
 // The rules are here, once: which jobs a constraint selects (Matches), their key (Key), and whether
 // a start is allowed now (Limiter). The stores only gather what the limiter reads — the jobs
 // running per key, the rate buckets — and write what it decided, in the claim's transaction.
-
-// ErrConstraintNotFound: no constraint has the given name.
-var ErrConstraintNotFound = errors.New("constraint not found")
-
-// ErrConstraintExists: a constraint with that name already exists.
-var ErrConstraintExists = errors.New("constraint already exists")
 
 // Bounds of a constraint's settings.
 const (
@@ -197,7 +190,7 @@ func (c *Constraint) Validate() error {
 		return fmt.Errorf("%w: constraint %s: type pattern must be valid UTF-8 of at most %d bytes", ErrInvalidArgument, c.Name, MaxConstraintTypeGlob)
 	}
 	if _, err := path.Match(c.Match.Type, ""); err != nil {
-		return fmt.Errorf("%w: constraint %s: type pattern %s: %v", ErrInvalidArgument, c.Name, Excerpt(c.Match.Type), err)
+		return fmt.Errorf("%w: constraint %s: type pattern %s: %w", ErrInvalidArgument, c.Name, Excerpt(c.Match.Type), err)
 	}
 	if len(c.Match.Labels) > MaxConstraintLabels {
 		return fmt.Errorf("%w: constraint %s: at most %d labels", ErrInvalidArgument, c.Name, MaxConstraintLabels)

@@ -37,6 +37,10 @@ var (
 	ErrShutdown = errors.New("shutting down")
 	// ErrLimitReached: the caller holds as much of a bounded resource as it may (worker ids).
 	ErrLimitReached = errors.New("limit reached")
+	// ErrConstraintNotFound: no constraint has the given name.
+	ErrConstraintNotFound = errors.New("constraint not found")
+	// ErrConstraintExists: a constraint with that name already exists.
+	ErrConstraintExists = errors.New("constraint already exists")
 )
 
 // RetryAfter marks err as retryable no earlier than d from now (an HTTP endpoint's Retry-After):

@@ -107,7 +107,7 @@ func constraintRequest(form url.Values) (*jqv1.CreateConstraintRequest, error) {
 	}
 	req.Match.Labels = labels
 	if s := get("concurrency"); s != "" {
-		n, err := strconv.Atoi(s)
+		n, err := strconv.ParseInt(s, 10, 32)
 		if err != nil || n < 0 || n > queue.MaxConstraintLimit {
 			return nil, invalid("concurrency %q: want a whole number from 0 to %d", oneLine(s, 20), queue.MaxConstraintLimit)
 		}

@@ -20,7 +20,7 @@ import (
 
 // constraintCache is the engine's copy of the constraint set.
 type constraintCache struct {
-	mu   sync.Mutex
+	mu      sync.Mutex
 	read    time.Time // when set was read; zero: never
 	set     *queue.ConstraintSet
 	failing bool // the last read failed (logged once until one succeeds)

@@ -391,7 +391,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 // serialize more than they need.
 func constraintLockKey(name string) int32 {
 	h := fnv.New32a()
-	h.Write([]byte(name))
+	_, _ = h.Write([]byte(name)) // a hash.Hash never fails
 	return int32(h.Sum32())
 }
 
