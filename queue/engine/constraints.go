@@ -16,7 +16,8 @@ import (
 // .JobClaimConstrained): a queue no constraint applies to keeps the plain one-statement claim. The
 // constrained claim itself reads the set again under its lock, so what it enforces is always the
 // set in force; the cache only decides the path, and is read again every scheduler interval (and
-// at once after a change on this replica), so a change reaches every replica within one cycle.
+// at once after a change: on this replica, and on the others when its NOTIFY reaches them), so a
+// change reaches every replica within one cycle at the latest.
 
 // constraintCache is the engine's copy of the constraint set.
 type constraintCache struct {
@@ -60,6 +61,22 @@ func (e *Engine) constraintsFor(ctx context.Context, q string) *queue.Constraint
 	return nil
 }
 
+// constraintsChanged is the notification a replica sends after it changed the constraints: the
+// others read the set again at once instead of at the end of their scheduler interval (queue names
+// never hold ':').
+const constraintsChanged = "constraints:changed"
+
+// announceConstraints tells the other replicas the constraints changed. A lost notification only
+// delays them to their next read, within a scheduler interval.
+func (e *Engine) announceConstraints(ctx context.Context) {
+	if e.opts.Notifier == nil {
+		return
+	}
+	if err := e.opts.Notifier.Notify(ctx, []string{constraintsChanged}); err != nil {
+		e.log.Warn("telling the other replicas the constraints changed failed; they read them within a scheduler interval", zap.Error(err))
+	}
+}
+
 // forgetConstraints makes the next claim read the set again.
 func (e *Engine) forgetConstraints() {
 	e.constraints.mu.Lock()
@@ -76,6 +93,7 @@ func (e *Engine) ConstraintCreate(ctx context.Context, p store.ConstraintCreateP
 		return nil, err
 	}
 	e.forgetConstraints()
+	e.announceConstraints(ctx)
 	e.log.Info("constraint created", zap.String("constraint", c.Name), zap.Bool("replace", p.Replace), zap.String("definition", c.String()))
 	return c, nil
 }
@@ -87,6 +105,7 @@ func (e *Engine) ConstraintDelete(ctx context.Context, name string) error {
 		return err
 	}
 	e.forgetConstraints()
+	e.announceConstraints(ctx)
 	e.log.Info("constraint deleted", zap.String("constraint", name))
 	e.WakeScheduler()
 	return nil

@@ -179,6 +179,11 @@ func (e *Engine) othersListen() bool {
 
 // notified handles one notification: another replica's presence, or queues with new work.
 func (e *Engine) notified(payload string) {
+	if payload == constraintsChanged {
+		e.forgetConstraints()
+		e.WakeScheduler()
+		return
+	}
 	if id, ok := strings.CutPrefix(payload, presencePrefix); ok {
 		if id != e.replicaID {
 			e.notifyMu.Lock()
