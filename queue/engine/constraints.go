@@ -22,32 +22,40 @@ import (
 // constraintCache is the engine's copy of the constraint set.
 type constraintCache struct {
 	mu      sync.Mutex
-	read    time.Time // when set was read; zero: never
+	read    time.Time // when set was last read (or its read began); zero: read it now
 	set     *queue.ConstraintSet
+	reading bool // a read is under way: the others go on with set meanwhile
 	failing bool // the last read failed (logged once until one succeeds)
 }
 
 // constraintSet returns the constraint set as cached (nil: none read yet), reading it again when
-// it is older than the scheduler interval. A failed read keeps the set read before.
+// it is older than the scheduler interval. One caller reads while the others go on with the set
+// read before (none waits for the database unless nothing was ever read); a failed read keeps it.
 func (e *Engine) constraintSet(ctx context.Context) *queue.ConstraintSet {
 	c := &e.constraints
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	// Freshness of a cached setting, not a rule of the domain: the monotonic wall clock.
-	if c.read.IsZero() || time.Since(c.read) > e.opts.SchedulerInterval {
-		c.read = time.Now()
-		set, err := e.opts.Store.ConstraintSet(ctx)
-		switch {
-		case err != nil && !c.failing:
-			c.failing = true
-			e.log.Warn("reading the constraints failed; dispatch goes on with the ones read before", zap.Error(err))
-		case err == nil:
-			if c.failing {
-				c.failing = false
-				e.log.Info("constraints read again")
-			}
-			c.set = set
+	stale := c.read.IsZero() || time.Since(c.read) > e.opts.SchedulerInterval
+	if !stale || (c.reading && c.set != nil) {
+		defer c.mu.Unlock()
+		return c.set
+	}
+	c.reading, c.read = true, time.Now()
+	c.mu.Unlock()
+	set, err := e.opts.Store.ConstraintSet(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reading = false
+	switch {
+	case err != nil && !c.failing:
+		c.failing = true
+		e.log.Warn("reading the constraints failed; dispatch goes on with the ones read before", zap.Error(err))
+	case err == nil:
+		if c.failing {
+			c.failing = false
+			e.log.Info("constraints read again")
 		}
+		c.set = set
 	}
 	return c.set
 }
