@@ -36,10 +36,11 @@ func (e *Engine) constraintSet(ctx context.Context) *queue.ConstraintSet {
 	c.mu.Lock()
 	// Freshness of a cached setting, not a rule of the domain: the monotonic wall clock.
 	stale := c.read.IsZero() || time.Since(c.read) > e.opts.SchedulerInterval
-	if !stale || (c.reading && c.set != nil) {
+	if c.set != nil && (!stale || c.reading) {
 		defer c.mu.Unlock()
 		return c.set
 	}
+	// Never read (or every read failed): this caller reads, whoever else is reading too.
 	c.reading, c.read = true, time.Now()
 	c.mu.Unlock()
 	set, err := e.opts.Store.ConstraintSet(ctx)
@@ -61,13 +62,23 @@ func (e *Engine) constraintSet(ctx context.Context) *queue.ConstraintSet {
 }
 
 // constraintsFor returns the cached set when a constraint in it applies to queue q (claim through
-// the constrained path), nil otherwise (claim plainly).
+// the constrained path), nil otherwise (claim plainly). While no set could be read it returns
+// unknownConstraints: every queue claims through the constrained path, which reads the set in
+// force itself, rather than plainly past constraints it has not seen.
 func (e *Engine) constraintsFor(ctx context.Context, q string) *queue.ConstraintSet {
-	if set := e.constraintSet(ctx); set != nil && len(set.For(q)) > 0 {
+	set := e.constraintSet(ctx)
+	switch {
+	case set == nil:
+		return unknownConstraints
+	case len(set.For(q)) > 0:
 		return set
 	}
 	return nil
 }
+
+// unknownConstraints stands for a set not read yet: no generation (no stored one is negative), no
+// constraint expected.
+var unknownConstraints = &queue.ConstraintSet{Gen: -1}
 
 // constraintsChanged is the notification a replica sends after it changed the constraints: the
 // others read the set again at once instead of at the end of their scheduler interval (queue names
@@ -171,8 +182,8 @@ func (e *Engine) constrainedSlotsFreed(outs []store.LeaseOutcome) {
 // were the cache stale, the generation tells the claim to compute the entries again.
 func (e *Engine) keyJob(ctx context.Context, p *store.JobInsertParams) {
 	set := e.constraintsFor(ctx, p.Queue)
-	if set == nil {
-		return
+	if set == nil || set == unknownConstraints {
+		return // the claim computes the entries
 	}
 	j := &queue.Job{Queue: p.Queue, Type: p.Type, Labels: p.Labels, Payload: p.Payload}
 	p.Limits = &store.LimitKeys{Entries: queue.Entries(set.For(p.Queue), j), Gen: set.Gen}
