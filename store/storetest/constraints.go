@@ -47,12 +47,19 @@ func RunConstraintStore[S interface {
 func testConstraintExpectedSet(t *testing.T, newStore NewStoreFunc) {
 	b := setupConstraintStore(t, newStore)
 	b.constraint(perTenant("x", 1))
-	b.insertTenant("a", 3)
-	b.insertTenant("b", 3)
+	b.insertTenant("a", 4)
+	b.insertTenant("b", 4)
 	stale, err := b.cs.ConstraintSet(b.ctx)
 	require.NoError(t, err)
 
-	res := b.claimC(store.JobClaimParams{Limit: 10, Expect: stale})
+	unknown := &queue.ConstraintSet{Gen: -1} // the engine before its first read: nothing expected
+	res := b.claimC(store.JobClaimParams{Limit: 10, Expect: unknown})
+	require.Equal(t, map[string]int{"a": 1, "b": 1}, byTenant(res.Jobs), "a set not read yet: the one in force")
+	for _, j := range res.Jobs {
+		b.done(j)
+	}
+
+	res = b.claimC(store.JobClaimParams{Limit: 10, Expect: stale})
 	require.Equal(t, map[string]int{"a": 1, "b": 1}, byTenant(res.Jobs), "the set expected")
 
 	c := perTenant("x", 2)
