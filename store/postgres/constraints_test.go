@@ -2,13 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/jq-dev/jq/internal/testenv/stores"
-	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/storetest"
@@ -22,55 +18,10 @@ func TestConstraintStore(t *testing.T) {
 	storetest.RunConstraintStore(t, privateStore)
 }
 
-// BenchmarkConstrainedClaimBehindBlocked: a claim of 10 jobs whose queue holds a backlog of
-// tenant a's jobs, a at its limit, ahead of tenant b's: the claim reads past a's backlog
-// (no head-of-line blocking, a cost that grows with the blocked backlog; docs/performance.md,
-// "Constraints"). Each iteration claims b's jobs and puts them back.
+// BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on Postgres
+// (docs/performance.md, "Constraints").
 func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
-	for _, backlog := range []int{0, 1000, 10000, 100000} {
-		b.Run("blocked="+strconv.Itoa(backlog), func(b *testing.B) {
-			st := stores.Postgres(context.Background(), b, 8)
-			ctx := context.Background()
-			_, err := st.QueueCreate(ctx, store.QueueCreateParams{Name: "hol"})
-			require.NoError(b, err)
-			_, err = st.ConstraintCreate(ctx, store.ConstraintCreateParams{Constraint: queue.Constraint{
-				Name: "per-tenant", Match: queue.JobMatcher{Queue: "hol"}, Key: "{{.labels.tenant}}", Concurrency: 1}})
-			require.NoError(b, err)
-			set, err := st.ConstraintSet(ctx)
-			require.NoError(b, err)
-			insert := func(tenant string, n int) {
-				for off := 0; off < n; off += 1000 {
-					ps := make([]store.JobInsertParams, min(1000, n-off))
-					for i := range ps {
-						ps[i] = store.JobInsertParams{Queue: "hol", Type: "t", Labels: map[string]string{"tenant": tenant},
-							Limits: &store.LimitKeys{Entries: []string{queue.LimitEntry("per-tenant", tenant)}, Gen: set.Gen}}
-					}
-					_, err := st.JobInsertMany(ctx, ps)
-					require.NoError(b, err)
-				}
-			}
-			_, err = st.WorkerRegister(ctx, store.WorkerRegisterParams{ID: "w", Queues: []string{"hol"}, Concurrency: 1000})
-			require.NoError(b, err)
-			p := store.JobClaimParams{Queue: "hol", WorkerID: "w", Limit: 10, Expect: set}
-			if backlog > 0 { // a's first job takes a's slot; its backlog waits
-				insert("a", backlog+1)
-				got, err := st.JobClaimConstrained(ctx, store.JobClaimParams{Queue: "hol", WorkerID: "w", Limit: 1, Expect: set})
-				require.NoError(b, err)
-				require.Len(b, got.Jobs, 1)
-			}
-			insert("b", 10*b.N)
-			_, err = st.Pool().Exec(ctx, `ANALYZE jobs`)
-			require.NoError(b, err)
-			b.ResetTimer()
-			for range b.N {
-				got, err := st.JobClaimConstrained(ctx, p)
-				require.NoError(b, err)
-				require.Len(b, got.Jobs, 1, "b's first job: one slot per tenant")
-				b.StopTimer()
-				_, err = st.JobReportMany(ctx, []store.JobReportParams{{JobLease: store.JobLease{ID: got.Jobs[0].ID, Attempt: 1, WorkerID: "w"}, Success: true}})
-				require.NoError(b, err)
-				b.StartTimer()
-			}
-		})
-	}
+	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *postgres.Store {
+		return stores.Postgres(context.Background(), b, 8)
+	})
 }

@@ -182,3 +182,9 @@ func TestConstraintStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunConstraintStore(t, privateStore)
 }
+
+// BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on the
+// embedded store (docs/performance.md, "Constraints").
+func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
+	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
+}

@@ -100,11 +100,17 @@ WHERE constraint_name = ?1 AND key IN (SELECT value FROM json_each(?2))`
 // jobs whose entries, computed at the current generation (?7), include a blocked one (?6).
 const (
 	// ?5 and ?6 of '[]' (the first round, a constraint that does not bind) cost nothing per row:
-	// the constant comparison comes first.
+	// the constant comparison comes first. A job with one entry (nearly all) is compared as it is
+	// stored, its JSON text against the blocked entries' one-element arrays (?9, built by
+	// blockedSingles with the encoding that stored them): no JSON decoded per row. Only a job with
+	// several entries ('","' appears in its text only between entries) has them decoded. Every
+	// term is false, never NULL, for a job without entries: NOT of a NULL would drop it.
 	sqlCandidatePast = `
   AND (?5 = '[]' OR id NOT IN (SELECT value FROM json_each(?5)))
-  AND NOT (?6 <> '[]' AND limit_gen IS NOT NULL AND limit_gen = ?7
-           AND EXISTS (SELECT 1 FROM json_each(jobs.limit_keys) k WHERE k.value IN (SELECT value FROM json_each(?6))))`
+  AND NOT (?6 <> '[]' AND limit_gen IS NOT NULL AND limit_gen = ?7 AND limit_keys IS NOT NULL
+           AND (limit_keys IN (SELECT value FROM json_each(?9))
+                OR (instr(limit_keys, '","') > 0
+                    AND EXISTS (SELECT 1 FROM json_each(jobs.limit_keys) k WHERE k.value IN (SELECT value FROM json_each(?6))))))`
 	sqlCandidateAged = sqlDueFrom + sqlClaimTypes + sqlCandidatePast + `
   AND created_at <= ?8 AND not_before <= ?8
 ORDER BY max(created_at, not_before), created_at, id
@@ -327,13 +333,13 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 	payload := queue.NeedsPayload(applicable)
 	types := listText(p.Types)
 	fetch := func(st store.ClaimStep, blocked, seen []string, n int) ([]store.ClaimCandidate, error) {
-		args := []any{p.Queue, now, n, types, listText(seen), listText(blocked), set.Gen}
+		args := []any{p.Queue, now, n, types, listText(seen), listText(blocked), set.Gen, nil, blockedSingles(blocked)}
 		q := sqlCandidateRest
 		switch st.Kind {
 		case store.ClaimAged:
-			q, args = sqlCandidateAged, append(args, us(tx.now.Add(-p.MaxWait)))
+			q, args[7] = sqlCandidateAged, us(tx.now.Add(-p.MaxWait))
 		case store.ClaimLevel:
-			q, args = sqlCandidateLevel, append(args, st.Priority)
+			q, args[7] = sqlCandidateLevel, st.Priority
 		}
 		rows, err := tx.query(candidateSelect(payload)+q, args...)
 		if err != nil {
@@ -405,6 +411,16 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 	}
 	out.Throttled, out.RetryAt = l.Throttled(), l.RetryAt()
 	return out, nil
+}
+
+// blockedSingles is, for the blocked entries, the stored text of a job whose only entry each is
+// (entriesText of one entry), as a JSON array: sqlCandidatePast's ?9.
+func blockedSingles(blocked []string) string {
+	singles := make([]string, len(blocked))
+	for i, e := range blocked {
+		singles[i] = jsonText([]string{e})
+	}
+	return listText(singles)
 }
 
 // entriesText is a job's entries as stored: a JSON array, NULL for none.

@@ -41,11 +41,10 @@ func TestConstraintPlans(t *testing.T) {
 		require.Contains(t, p, "SEARCH j USING COVERING INDEX jobs_limited_idx", "%s:\n%s", name, p)
 	}
 
-	cand := []any{"q", 1, 2, `["t"]`, `[]`, `[]`, 3}
 	for name, q := range map[string]string{"level": sqlCandidateLevel, "rest": sqlCandidateRest} {
-		args := cand
+		args := []any{"q", 1, 2, `["t"]`, `[]`, `["c:k"]`, 3, nil, blockedSingles([]string{"c:k"})}
 		if name == "level" {
-			args = append(args, 4)
+			args[7] = 4
 		}
 		p := plan(t, candidateSelect(true)+q, args...)
 		require.Contains(t, p, "INDEX jobs_dispatch_idx (queue=?", "%s:\n%s", name, p)

@@ -56,7 +56,7 @@ func newStore(t *testing.T) *sqlite.Store {
 }
 
 // newPrivateStore returns a store of the test's own, closed when the test ends.
-func newPrivateStore(t *testing.T, cfg sqlite.Config) *sqlite.Store {
+func newPrivateStore(t testing.TB, cfg sqlite.Config) *sqlite.Store {
 	t.Helper()
 	if cfg.Path == "" {
 		cfg.Path = filepath.Join(t.TempDir(), "jq.db")

@@ -1,0 +1,68 @@
+package storetest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// BenchConstrainedClaimBehindBlocked: a claim of 10 jobs whose queue holds a backlog of tenant a's
+// jobs, a at its limit, ahead of tenant b's: the claim reads past a's backlog (no head-of-line
+// blocking, at a cost that grows with the blocked backlog; docs/performance.md, "Constraints").
+// Each iteration claims one of b's jobs (b's limit is 1) and reports it, untimed. newStore returns
+// a store of the benchmark's own: each size fills one.
+func BenchConstrainedClaimBehindBlocked[S interface {
+	store.Store
+	store.DispatchStore
+	store.ConstraintStore
+}](b *testing.B, newStore func(*testing.B) S) {
+	for _, backlog := range []int{0, 1000, 10000, 100000} {
+		b.Run("blocked="+strconv.Itoa(backlog), func(b *testing.B) {
+			st := newStore(b)
+			ctx := context.Background()
+			_, err := st.QueueCreate(ctx, store.QueueCreateParams{Name: "hol"})
+			require.NoError(b, err)
+			_, err = st.ConstraintCreate(ctx, store.ConstraintCreateParams{Constraint: queue.Constraint{
+				Name: "per-tenant", Match: queue.JobMatcher{Queue: "hol"}, Key: "{{.labels.tenant}}", Concurrency: 1}})
+			require.NoError(b, err)
+			set, err := st.ConstraintSet(ctx)
+			require.NoError(b, err)
+			insert := func(tenant string, n int) {
+				for off := 0; off < n; off += 1000 {
+					ps := make([]store.JobInsertParams, min(1000, n-off))
+					for i := range ps {
+						ps[i] = store.JobInsertParams{Queue: "hol", Type: "t", Labels: map[string]string{"tenant": tenant},
+							Limits: &store.LimitKeys{Entries: []string{queue.LimitEntry("per-tenant", tenant)}, Gen: set.Gen}}
+					}
+					_, err := st.JobInsertMany(ctx, ps)
+					require.NoError(b, err)
+				}
+			}
+			_, err = st.WorkerRegister(ctx, store.WorkerRegisterParams{ID: "w", Queues: []string{"hol"}, Concurrency: 1000})
+			require.NoError(b, err)
+			p := store.JobClaimParams{Queue: "hol", WorkerID: "w", Limit: 10, Expect: set}
+			if backlog > 0 { // a's first job takes a's slot; its backlog waits
+				insert("a", backlog+1)
+				got, err := st.JobClaimConstrained(ctx, store.JobClaimParams{Queue: "hol", WorkerID: "w", Limit: 1, Expect: set})
+				require.NoError(b, err)
+				require.Len(b, got.Jobs, 1)
+			}
+			insert("b", 10*b.N)
+			b.ResetTimer()
+			for range b.N {
+				got, err := st.JobClaimConstrained(ctx, p)
+				require.NoError(b, err)
+				require.Len(b, got.Jobs, 1, "b's first job: one slot per tenant")
+				b.StopTimer()
+				_, err = st.JobReportMany(ctx, []store.JobReportParams{{JobLease: store.JobLease{ID: got.Jobs[0].ID, Attempt: 1, WorkerID: "w"}, Success: true}})
+				require.NoError(b, err)
+				b.StartTimer()
+			}
+		})
+	}
+}
