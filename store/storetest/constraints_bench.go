@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// BenchConstrainedClaimBehindBlocked: a claim of 10 jobs whose queue holds a backlog of tenant a's
+// BenchConstrainedClaimBehindBlocked times a claim of 10 jobs whose queue holds a backlog of tenant a's
 // jobs, a at its limit, ahead of tenant b's: the claim reads past a's backlog (no head-of-line
 // blocking, at a cost that grows with the blocked backlog; docs/performance.md, "Constraints").
 // Each iteration claims one of b's jobs (b's limit is 1) and reports it, untimed. newStore returns
