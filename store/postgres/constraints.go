@@ -149,13 +149,7 @@ updated AS (
     WHERE jobs.ctid = i_ctid AND state = 'PENDING'
     RETURNING i_ord, event_seq, ` + jobColumns + `
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at)
-    SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
-           worker_id, attempt, updated_at
-    FROM updated
-)
+` + sqlAssignedEvents + `
 SELECT ` + jobColumns + ` FROM updated ORDER BY i_ord`
 
 	sqlConstraintUsage = `-- name: constraint_usage

@@ -47,6 +47,16 @@ func init() {
 //
 // Input columns are prefixed i_ and locked ones l_, so that they never collide with the job columns
 // that RETURNING and jobColumns name.
+// sqlAssignedEvents is the CTE of every assignment statement that writes the PENDING→ASSIGNED events
+// of the jobs its CTE "updated" returns (with their new event_seq), at their updated_at.
+const sqlAssignedEvents = `events AS (
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
+                            created_at)
+    SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
+           worker_id, attempt, updated_at
+    FROM updated
+)`
+
 const (
 	// Walks jobs_dispatch_idx in order: queue equality, then the index order (priority DESC,
 	// created_at, id), the literal state = 'PENDING' matching the index predicate; not_before is
@@ -92,13 +102,7 @@ updated AS (
     WHERE id = l_id
     RETURNING l_ord, event_seq, ` + jobColumns + `
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at)
-    SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
-           worker_id, attempt, updated_at
-    FROM updated
-)
+` + sqlAssignedEvents + `
 SELECT ` + jobColumns + ` FROM updated ORDER BY l_ord`
 )
 
@@ -140,13 +144,7 @@ updated AS (
     WHERE jobs.ctid = l_ctid
     RETURNING event_seq, ` + jobColumns + `
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at)
-    SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
-           worker_id, attempt, updated_at
-    FROM updated
-)
+` + sqlAssignedEvents + `
 SELECT ` + jobColumns + ` FROM updated ORDER BY priority DESC, created_at, id`
 
 // JobClaim implements store.DispatchStore.

@@ -30,7 +30,7 @@ func TestQueryName(t *testing.T) {
 // that is only ever appended to a named statement is exempt), and no two share a name.
 func TestStatementsNamed(t *testing.T) {
 	t.Parallel()
-	fragments := map[string]bool{"sqlLeaseOutcomes": true, "sqlQueueInsert": true}
+	fragments := map[string]bool{"sqlLeaseOutcomes": true, "sqlQueueInsert": true, "sqlAssignedEvents": true}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
