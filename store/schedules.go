@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jq-dev/jq/queue"
@@ -92,6 +93,25 @@ type ScheduleSetPausedParams struct {
 // ScheduleReconcileParams are the schedules the configuration file declares (Owner config).
 type ScheduleReconcileParams struct {
 	Schedules []ScheduleParams
+}
+
+// Names validates a reconcile's schedules — each config-owned, valid and declared once — and returns
+// their names in order. Errors: ErrInvalidArgument.
+func (p ScheduleReconcileParams) Names() ([]string, error) {
+	names := make([]string, len(p.Schedules))
+	for i, sp := range p.Schedules {
+		if sp.Owner != queue.OwnerConfig {
+			return nil, fmt.Errorf("%w: schedule %s: reconcile writes config-owned schedules only", queue.ErrInvalidArgument, sp.Name)
+		}
+		if err := sp.Validate(); err != nil {
+			return nil, err
+		}
+		if slices.Contains(names[:i], sp.Name) {
+			return nil, fmt.Errorf("%w: schedule %s declared twice", queue.ErrInvalidArgument, sp.Name)
+		}
+		names[i] = sp.Name
+	}
+	return names, nil
 }
 
 // ScheduleReconcileResult names what a reconcile changed.

@@ -232,20 +232,11 @@ func (s *Store) ScheduleSetPaused(ctx context.Context, p store.ScheduleSetPaused
 // ScheduleReconcile implements store.ScheduleStore.
 func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcileParams) (store.ScheduleReconcileResult, error) {
 	var res store.ScheduleReconcileResult
-	names := make([]string, len(p.Schedules))
-	for i, sp := range p.Schedules {
-		if sp.Owner != queue.OwnerConfig {
-			return res, fmt.Errorf("%w: schedule %s: reconcile writes config-owned schedules only", queue.ErrInvalidArgument, sp.Name)
-		}
-		if err := sp.Validate(); err != nil {
-			return res, err
-		}
-		if slices.Contains(names[:i], sp.Name) {
-			return res, fmt.Errorf("%w: schedule %s declared twice", queue.ErrInvalidArgument, sp.Name)
-		}
-		names[i] = sp.Name
+	names, err := p.Names()
+	if err != nil {
+		return res, err
 	}
-	err := s.write(ctx, func(tx *wtx) error {
+	err = s.write(ctx, func(tx *wtx) error {
 		res = store.ScheduleReconcileResult{}
 		owners, err := scheduleOwners(tx, names)
 		if err != nil {
