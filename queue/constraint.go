@@ -460,14 +460,29 @@ func NeedsPayload(cs []*Constraint) bool {
 	return false
 }
 
-// Entries returns the entries job j counts against under the constraints cs: one per constraint
-// that matches it, sorted; nil when none does.
-func Entries(cs []*Constraint, j *Job) []string {
+// Keyer computes jobs' entries under a list of constraints, each key template parsed once. It is
+// safe for concurrent use.
+type Keyer struct {
+	cs   []*Constraint
+	tmpl []KeyTemplate
+}
+
+// NewKeyer returns the keyer of the constraints cs (stored ones: their templates are valid).
+func NewKeyer(cs []*Constraint) *Keyer {
+	k := &Keyer{cs: cs, tmpl: make([]KeyTemplate, len(cs))}
+	for i, c := range cs {
+		k.tmpl[i], _ = ParseKeyTemplate(c.Key) // validated when stored
+	}
+	return k
+}
+
+// Entries returns the entries job j counts against: one per constraint that matches it, sorted;
+// nil when none does.
+func (k *Keyer) Entries(j *Job) []string {
 	var out []string
-	for _, c := range cs {
+	for i, c := range k.cs {
 		if c.Matches(j) {
-			t, _ := ParseKeyTemplate(c.Key) // validated when stored
-			out = append(out, LimitEntry(c.Name, t.Key(j)))
+			out = append(out, LimitEntry(c.Name, k.tmpl[i].Key(j)))
 		}
 	}
 	slices.Sort(out)
@@ -481,7 +496,7 @@ func Entries(cs []*Constraint, j *Job) []string {
 type Limiter struct {
 	now       time.Time
 	cons      map[string]*Constraint
-	tmpl      map[string]KeyTemplate
+	keyer     *Keyer
 	running   map[string]int
 	buckets   map[string]Bucket // read, refilled lazily to now
 	taken     map[string]bool   // buckets that gave tokens in this claim
@@ -494,7 +509,7 @@ type Limiter struct {
 // entry; buckets holds the stored rate buckets by entry (missing: full).
 func NewLimiter(cs []*Constraint, running map[string]int, buckets map[string]Bucket, now time.Time) *Limiter {
 	l := &Limiter{
-		now: now, cons: map[string]*Constraint{}, tmpl: map[string]KeyTemplate{},
+		now: now, cons: map[string]*Constraint{}, keyer: NewKeyer(cs),
 		running: running, buckets: buckets, taken: map[string]bool{}, blocked: map[string]bool{},
 		throttled: map[string]int{},
 	}
@@ -506,7 +521,6 @@ func NewLimiter(cs []*Constraint, running map[string]int, buckets map[string]Buc
 	}
 	for _, c := range cs {
 		l.cons[c.Name] = c
-		l.tmpl[c.Name], _ = ParseKeyTemplate(c.Key) // validated when stored
 	}
 	for e, n := range l.running {
 		if c := l.cons[entryConstraint(e)]; c != nil && c.Concurrency > 0 && n >= c.Concurrency {
@@ -524,21 +538,8 @@ func NewLimiter(cs []*Constraint, running map[string]int, buckets map[string]Buc
 
 func entryConstraint(e string) string { name, _ := SplitLimitEntry(e); return name }
 
-// Empty reports whether no constraint applies: every candidate is admitted.
-func (l *Limiter) Empty() bool { return len(l.cons) == 0 }
-
-// Entries returns the entries the job counts against: one per constraint that matches it, sorted.
-// nil when none matches.
-func (l *Limiter) Entries(j *Job) []string {
-	var out []string
-	for name, c := range l.cons {
-		if c.Matches(j) {
-			out = append(out, LimitEntry(name, l.tmpl[name].Key(j)))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+// Entries returns the entries the job counts against (Keyer.Entries).
+func (l *Limiter) Entries(j *Job) []string { return l.keyer.Entries(j) }
 
 func (l *Limiter) tokens(c *Constraint, e string) float64 {
 	b := l.buckets[e]

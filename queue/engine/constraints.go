@@ -26,6 +26,8 @@ type constraintCache struct {
 	set     *queue.ConstraintSet
 	reading bool // a read is under way: the others go on with set meanwhile
 	failing bool // the last read failed (logged once until one succeeds)
+	// keyers are set's keyers by queue, made when a submit first needs one (keyJob).
+	keyers map[string]*queue.Keyer
 }
 
 // constraintSet returns the constraint set as cached (nil: none read yet), reading it again when
@@ -56,7 +58,7 @@ func (e *Engine) constraintSet(ctx context.Context) *queue.ConstraintSet {
 			c.failing = false
 			e.log.Info("constraints read again")
 		}
-		c.set = set
+		c.set, c.keyers = set, nil
 	}
 	return c.set
 }
@@ -104,7 +106,8 @@ func (e *Engine) forgetConstraints() {
 }
 
 // ConstraintCreate creates (or with p.Replace replaces) a constraint. It applies on this replica
-// from the next claim, on the others within a scheduler interval. Errors: as
+// from the next claim, on the others once its announcement reaches them (within a scheduler
+// interval at the latest). Errors: as
 // store.ConstraintStore.ConstraintCreate.
 func (e *Engine) ConstraintCreate(ctx context.Context, p store.ConstraintCreateParams) (*queue.Constraint, error) {
 	c, err := e.opts.Store.ConstraintCreate(ctx, p)
@@ -118,7 +121,7 @@ func (e *Engine) ConstraintCreate(ctx context.Context, p store.ConstraintCreateP
 }
 
 // ConstraintDelete deletes a constraint: its jobs are no longer held back (here at once, on other
-// replicas within a scheduler interval), and sessions claim again. Errors: ErrConstraintNotFound.
+// replicas once its announcement reaches them), and sessions claim again. Errors: ErrConstraintNotFound.
 func (e *Engine) ConstraintDelete(ctx context.Context, name string) error {
 	if err := e.opts.Store.ConstraintDelete(ctx, name); err != nil {
 		return err
@@ -186,5 +189,25 @@ func (e *Engine) keyJob(ctx context.Context, p *store.JobInsertParams) {
 		return // the claim computes the entries
 	}
 	j := &queue.Job{Queue: p.Queue, Type: p.Type, Labels: p.Labels, Payload: p.Payload}
-	p.Limits = &store.LimitKeys{Entries: queue.Entries(set.For(p.Queue), j), Gen: set.Gen}
+	p.Limits = &store.LimitKeys{Entries: e.keyerFor(set, p.Queue).Entries(j), Gen: set.Gen}
+}
+
+// keyerFor returns the keyer of set's constraints for queue q, made once per set and queue rather
+// than per submit.
+func (e *Engine) keyerFor(set *queue.ConstraintSet, q string) *queue.Keyer {
+	c := &e.constraints
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set != set { // replaced since: a keyer for this submit only
+		return queue.NewKeyer(set.For(q))
+	}
+	if c.keyers == nil {
+		c.keyers = map[string]*queue.Keyer{}
+	}
+	k := c.keyers[q]
+	if k == nil {
+		k = queue.NewKeyer(set.For(q))
+		c.keyers[q] = k
+	}
+	return k
 }
