@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -61,6 +62,14 @@ type ConstraintUsageParams struct {
 	Name string
 	Keys []string // keys to report whatever their use (a job's own, for its status)
 	Top  int      // then up to this many of the busiest keys; 0..MaxUsageTop
+}
+
+// Validate checks the bounds of Top and Keys. Errors: ErrInvalidArgument.
+func (p ConstraintUsageParams) Validate() error {
+	if p.Top < 0 || p.Top > MaxUsageTop || len(p.Keys) > MaxUsageTop {
+		return fmt.Errorf("%w: usage: %d keys and top %d: each within 0..%d", queue.ErrInvalidArgument, len(p.Keys), p.Top, MaxUsageTop)
+	}
+	return nil
 }
 
 // ConstrainedClaim is the outcome of JobClaimConstrained.

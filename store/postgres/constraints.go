@@ -284,7 +284,7 @@ func (s *Store) ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error)
 	var set *queue.ConstraintSet
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
-		set, err = readConstraintSet(ctx, tx, sqlConstraintGen)
+		set, err = readConstraintSet(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -293,18 +293,23 @@ func (s *Store) ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error)
 	return set, nil
 }
 
-// readConstraintSet reads the generation (the first column of genSQL's row) and the constraints.
-func readConstraintSet(ctx context.Context, tx pgx.Tx, genSQL string, genDst ...any) (*queue.ConstraintSet, error) {
+// readConstraintSet reads the generation and the constraints in tx.
+func readConstraintSet(ctx context.Context, tx pgx.Tx) (*queue.ConstraintSet, error) {
 	set := &queue.ConstraintSet{}
-	if err := tx.QueryRow(ctx, genSQL).Scan(append(genDst, &set.Gen)...); err != nil {
+	if err := tx.QueryRow(ctx, sqlConstraintGen).Scan(&set.Gen); err != nil {
 		return nil, err
 	}
 	rows, err := tx.Query(ctx, sqlConstraintList)
 	if err != nil {
 		return nil, err
 	}
-	set.Constraints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Constraint, error) { return scanConstraint(r) })
+	set.Constraints, err = collectConstraints(rows)
 	return set, err
+}
+
+// collectConstraints reads constraintColumns rows.
+func collectConstraints(rows pgx.Rows) ([]*queue.Constraint, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Constraint, error) { return scanConstraint(r) })
 }
 
 // ConstraintDelete implements store.ConstraintStore.
@@ -331,8 +336,8 @@ func (s *Store) ConstraintDelete(ctx context.Context, name string) error {
 
 // ConstraintUsage implements store.ConstraintStore.
 func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsageParams) (*queue.ConstraintUsage, error) {
-	if p.Top < 0 || p.Top > store.MaxUsageTop || len(p.Keys) > store.MaxUsageTop {
-		return nil, fmt.Errorf("%w: usage: top and keys within 0..%d", queue.ErrInvalidArgument, store.MaxUsageTop)
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	var u *queue.ConstraintUsage
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -498,7 +503,7 @@ func (s *Store) claimConstrained(ctx context.Context, conn *pgx.Conn, p store.Jo
 	b.Queue(sqlConstraintClock).QueryRow(func(r pgx.Row) error { return r.Scan(&lim.now, &set.Gen) })
 	b.Queue(sqlConstraintList).Query(func(rows pgx.Rows) error {
 		var err error
-		set.Constraints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Constraint, error) { return scanConstraint(r) })
+		set.Constraints, err = collectConstraints(rows)
 		return err
 	})
 	var expected []*queue.Constraint

@@ -235,9 +235,8 @@ func (s *Store) ConstraintDelete(ctx context.Context, name string) error {
 
 // ConstraintUsage implements store.ConstraintStore.
 func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsageParams) (*queue.ConstraintUsage, error) {
-	if p.Top < 0 || p.Top > store.MaxUsageTop || len(p.Keys) > store.MaxUsageTop {
-		return nil, fmt.Errorf("%w: usage of %d keys and the top %d: each at most %d", queue.ErrInvalidArgument,
-			len(p.Keys), p.Top, store.MaxUsageTop)
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	c, err := s.ConstraintGet(ctx, p.Name)
 	if err != nil {
