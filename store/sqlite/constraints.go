@@ -52,9 +52,10 @@ WHERE j.state IN ('ASSIGNED', 'RUNNING') AND j.limit_keys IS NOT NULL
 GROUP BY e.value`
 
 	// The rate buckets of the constraints named in ?1.
+	// The rate buckets of constraint ?1 touched after ?2 (its refill time ago): an older one is
+	// full, the same as no row (as in Postgres). A range of the primary key.
 	sqlConstraintBuckets = `
-SELECT constraint_name, key, tokens, at FROM constraint_buckets
-WHERE constraint_name IN (SELECT value FROM json_each(?1))`
+SELECT key, tokens, at FROM constraint_buckets WHERE constraint_name = ?1 AND at > ?2`
 
 	sqlConstraintBucketUpsert = `
 INSERT INTO constraint_buckets (constraint_name, key, tokens, at) VALUES (?1, ?2, ?3, ?4)
@@ -323,7 +324,7 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 	if err != nil {
 		return nil, err
 	}
-	buckets, err := readBuckets(tx, names)
+	buckets, err := readBuckets(tx, applicable)
 	if err != nil {
 		return nil, err
 	}
@@ -475,22 +476,32 @@ func readRunning(tx *wtx, names []string) (map[string]int, error) {
 	return running, rows.Err()
 }
 
-func readBuckets(tx *wtx, names []string) (map[string]queue.Bucket, error) {
-	rows, err := tx.query(sqlConstraintBuckets, listText(names))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+// readBuckets reads the rate buckets of the constraints cs with a rate that are not full yet.
+func readBuckets(tx *wtx, cs []*queue.Constraint) (map[string]queue.Bucket, error) {
 	buckets := map[string]queue.Bucket{}
-	for rows.Next() {
-		var name, key string
-		var b queue.Bucket
-		if err := rows.Scan(&name, &key, &b.Tokens, tm{&b.At}); err != nil {
+	for _, c := range cs {
+		if c.Rate.IsZero() {
+			continue
+		}
+		rows, err := tx.query(sqlConstraintBuckets, c.Name, us(tx.now.Add(-c.Rate.Refill())))
+		if err != nil {
 			return nil, err
 		}
-		buckets[queue.LimitEntry(name, key)] = b
+		for rows.Next() {
+			var key string
+			var b queue.Bucket
+			if err := rows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			buckets[queue.LimitEntry(c.Name, key)] = b
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return buckets, rows.Err()
+	return buckets, nil
 }
 
 // scanCandidates reads candidateSelect's rows and closes rows.
