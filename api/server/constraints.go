@@ -107,15 +107,16 @@ func constraintWaiting(ctx context.Context, r Reader, j *queue.Job, now time.Tim
 	if err != nil {
 		return "", err
 	}
-	for _, c := range set.Constraints {
-		if !c.Matches(j) {
+	keys := map[string]string{} // constraint → the job's key, for the constraints that match it
+	for _, e := range queue.NewKeyer(set.Constraints).Entries(j) {
+		name, key := queue.SplitLimitEntry(e)
+		keys[name] = key
+	}
+	for _, c := range set.Constraints { // by name
+		key, ok := keys[c.Name]
+		if !ok {
 			continue
 		}
-		t, err := queue.ParseKeyTemplate(c.Key)
-		if err != nil {
-			continue // validated when stored
-		}
-		key := t.Key(j)
 		u, err := r.ConstraintUsage(ctx, store.ConstraintUsageParams{Name: c.Name, Keys: []string{key}})
 		if errors.Is(err, queue.ErrConstraintNotFound) {
 			continue // deleted since the set was read
