@@ -450,6 +450,12 @@ func (s *ConstraintSet) For(q string) []*Constraint {
 	return out
 }
 
+// Constrains reports whether a constraint of the set may select jobs of queue q (For(q) is not
+// empty), without building the list.
+func (s *ConstraintSet) Constrains(q string) bool {
+	return slices.ContainsFunc(s.Constraints, func(c *Constraint) bool { return c.AppliesTo(q) })
+}
+
 // NeedsPayload reports whether a key of these constraints reads the payload.
 func NeedsPayload(cs []*Constraint) bool {
 	for _, c := range cs {

@@ -515,6 +515,10 @@ func TestConstraintSetFor(t *testing.T) {
 	require.Equal(t, []*queue.Constraint{a}, s.For("x"))
 	require.Empty(t, (&queue.ConstraintSet{}).For("x"))
 	require.Empty(t, (&queue.ConstraintSet{Constraints: []*queue.Constraint{b}}).For("x"))
+	require.True(t, s.Constrains("x"))
+	require.False(t, (&queue.ConstraintSet{}).Constrains("x"))
+	require.False(t, (&queue.ConstraintSet{Constraints: []*queue.Constraint{b}}).Constrains("x"))
+	require.True(t, (&queue.ConstraintSet{Constraints: []*queue.Constraint{b}}).Constrains("emails"))
 }
 
 func TestNeedsPayload(t *testing.T) {

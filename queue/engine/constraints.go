@@ -72,7 +72,7 @@ func (e *Engine) constraintsFor(ctx context.Context, q string) *queue.Constraint
 	switch {
 	case set == nil:
 		return unknownConstraints
-	case len(set.For(q)) > 0:
+	case set.Constrains(q):
 		return set
 	}
 	return nil
