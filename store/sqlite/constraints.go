@@ -483,25 +483,29 @@ func readBuckets(tx *wtx, cs []*queue.Constraint) (map[string]queue.Bucket, erro
 		if c.Rate.IsZero() {
 			continue
 		}
-		rows, err := tx.query(sqlConstraintBuckets, c.Name, us(tx.now.Add(-c.Rate.Refill())))
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var key string
-			var b queue.Bucket
-			if err := rows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			buckets[queue.LimitEntry(c.Name, key)] = b
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := readBucketsOf(tx, c, buckets); err != nil {
 			return nil, err
 		}
 	}
 	return buckets, nil
+}
+
+// readBucketsOf adds constraint c's buckets touched within its refill time to buckets.
+func readBucketsOf(tx *wtx, c *queue.Constraint, buckets map[string]queue.Bucket) error {
+	rows, err := tx.query(sqlConstraintBuckets, c.Name, us(tx.now.Add(-c.Rate.Refill())))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var b queue.Bucket
+		if err := rows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
+			return err
+		}
+		buckets[queue.LimitEntry(c.Name, key)] = b
+	}
+	return rows.Err()
 }
 
 // scanCandidates reads candidateSelect's rows and closes rows.
