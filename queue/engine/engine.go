@@ -170,6 +170,7 @@ type Engine struct {
 	sessions map[string]*Session // by worker id
 	closing  bool                // CloseSessions ran: no new sessions
 	ready    chan struct{}       // closed and replaced when ready sets gain jobs
+	readyGen uint64              // counts the wake-ups: ready's generation
 	running  bool
 }
 
@@ -264,11 +265,12 @@ func (e *Engine) WakeScheduler() {
 	}
 }
 
-// readySignal returns the channel closed at the next wake-up of the sessions.
-func (e *Engine) readySignal() <-chan struct{} {
+// readySignal returns the channel closed at the next wake-up of the sessions, and the
+// generation of the wake-ups so far.
+func (e *Engine) readySignal() (<-chan struct{}, uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.ready
+	return e.ready, e.readyGen
 }
 
 // broadcastReady wakes every session waiting for work.
@@ -276,6 +278,7 @@ func (e *Engine) broadcastReady() {
 	e.mu.Lock()
 	close(e.ready)
 	e.ready = make(chan struct{})
+	e.readyGen++
 	e.mu.Unlock()
 }
 
