@@ -499,6 +499,24 @@ func TestAdminFirstHourE2E(t *testing.T) {
 	require.Contains(t, r.stderr, "JSON processor")
 }
 
+// TestAdminBenchBesideBusyQueueE2E: bench waits for and reads its own jobs through the queue's
+// creation-time index over its run's window, not a label listing that walks every job of the
+// queue (which, beside 20,000 others, ran out of its scan bound).
+func TestAdminBenchBesideBusyQueueE2E(t *testing.T) {
+	t.Parallel()
+	c, a := newAdminE2E(t)
+	a.ok("queue", "create", "busy")
+	// 20,000 jobs of a type no worker handles: they stay PENDING in the queue.
+	a.ok("bench", "--queue", "busy", "--type", "nobody-handles", "--jobs", "20000", "--batch", "1000", "-c", "4", "--no-wait")
+	c.startFastWorker("w-busy", "busy")
+	out := a.ok("bench", "--queue", "busy", "--jobs", "300", "--batch", "50", "-c", "4", "--output", "json")
+	var rep struct{ Jobs, Completed, NotFinished, FinishedNotDone int }
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, 300, rep.Jobs)
+	require.Equal(t, 300, rep.Completed, out)
+	require.Zero(t, rep.NotFinished)
+}
+
 // TestAdminBenchSuiteE2E: `bench --suite` runs jq's rows of bench/compare against a server and its
 // worker: the batch inserted with the queue paused (nothing starts meanwhile), the drain of that
 // backlog, two offered rates and sequential submits — every job accounted for.

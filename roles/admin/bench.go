@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/client"
 )
@@ -47,6 +49,8 @@ type BenchReport struct {
 	NotFinished      int     `json:"not_finished"`
 	FinishedNotDone  int     `json:"finished_not_done"`
 	WaitedForWorkers bool    `json:"waited_for_workers"`
+
+	window createdWindow // the jobs' creation times, when known
 }
 
 // Run submits the jobs, waits for them to finish (unless --no-wait), and
@@ -76,7 +80,7 @@ func (c *BenchCmd) run(re *runEnv) (*BenchReport, error) {
 	}
 	if c.Collect != "" {
 		rep := &BenchReport{RunID: c.Collect, Queue: c.Queue, Type: c.Type, WaitedForWorkers: true}
-		if err := c.collect(re.ctx, cl, rep); err != nil {
+		if err := c.collect(re.ctx, cl, rep, c.window); err != nil {
 			return nil, err
 		}
 		rep.Jobs = rep.Completed + rep.FinishedNotDone + rep.NotFinished
@@ -94,7 +98,7 @@ func (c *BenchCmd) run(re *runEnv) (*BenchReport, error) {
 	progress := startLiveLine(re, 500*time.Millisecond, func() string {
 		return fmt.Sprintf("bench: submitted %d/%d jobs, %s", submitted.Load(), total, re.now().Sub(start).Truncate(100*time.Millisecond))
 	})
-	rpcLat, submitDur, errs := c.submit(re.ctx, cl, rep.RunID, total, re.globals.Timeout, &submitted)
+	rpcLat, submitDur, errs, ends := c.submit(re.ctx, cl, rep.RunID, total, re.globals.Timeout, &submitted)
 	progress.stop()
 	rep.SubmitErrors = errs
 	rep.SubmitSeconds = submitDur.Seconds()
@@ -103,12 +107,17 @@ func (c *BenchCmd) run(re *runEnv) (*BenchReport, error) {
 	if errs > 0 {
 		fmt.Fprintf(re.Stderr, "bench: %d submits failed\n", errs)
 	}
+	win, werr := runWindow(re.ctx, cl, ends, re.globals.Timeout)
+	rep.window = win // for a later --collect of this run (bench --suite's drain)
 	if !c.NoWait {
 		start := re.now()
 		progress := startLiveLine(re, 500*time.Millisecond, func() string {
 			return fmt.Sprintf("bench: %d jobs submitted; waiting for the workers to finish them, %s", total-int(errs), re.now().Sub(start).Truncate(100*time.Millisecond))
 		})
-		err := c.collect(re.ctx, cl, rep)
+		err := werr
+		if err == nil {
+			err = c.collect(re.ctx, cl, rep, win)
+		}
 		progress.stop()
 		if err != nil {
 			return nil, err
@@ -123,15 +132,43 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
+// createdWindow holds every job of a run by creation time: [from, to). Zero: unknown.
+type createdWindow struct{ from, to time.Time }
+
+// runWindow is the creation-time window of a run's jobs, from the first and last job each
+// submitting client got accepted: one client's submits follow each other, so its jobs' creation
+// times grow with them. The wait and the collection then walk the queue's creation-time index
+// over that window only, however many other jobs the queue holds.
+func runWindow(ctx context.Context, cl *client.Client, ends []string, timeout time.Duration) (createdWindow, error) {
+	var w createdWindow
+	for _, id := range ends {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		j, err := cl.Get(rctx, id)
+		cancel()
+		if err != nil {
+			return createdWindow{}, fmt.Errorf("bench: read job %s: %w", id, err)
+		}
+		if w.from.IsZero() || j.CreatedAt.Before(w.from) {
+			w.from = j.CreatedAt
+		}
+		if end := j.CreatedAt.Add(time.Microsecond); end.After(w.to) {
+			w.to = end
+		}
+	}
+	return w, nil
+}
+
 // submit offers total jobs from c.Concurrency clients, as fast as possible or
-// at c.Rate jobs/s, and returns the per-RPC latencies.
-func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, total int, timeout time.Duration, submitted *atomic.Int64) ([]time.Duration, time.Duration, int64) {
+// at c.Rate jobs/s, and returns the per-RPC latencies and the ids of each
+// client's first and last accepted job.
+func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, total int, timeout time.Duration, submitted *atomic.Int64) ([]time.Duration, time.Duration, int64, []string) {
 	job := client.Job{Queue: c.Queue, Type: c.Type, Payload: benchPayload(c.Type, c.PayloadSize)}
 	opts := []client.Option{client.Labels(map[string]string{"bench_run": runID}), client.Timeout(time.Minute)}
 	var next atomic.Int64
 	var errs atomic.Int64
 	var mu sync.Mutex
 	var lat []time.Duration
+	var ends []string
 	start := time.Now()
 	var interval time.Duration
 	if c.Rate > 0 {
@@ -141,6 +178,7 @@ func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, 
 	for range c.Concurrency {
 		wg.Go(func() {
 			var mine []time.Duration
+			var firstID, lastID string
 			for ctx.Err() == nil {
 				first := int(next.Add(int64(c.Batch))) - c.Batch
 				if first >= total {
@@ -159,12 +197,21 @@ func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, 
 				rctx, cancel := context.WithTimeout(ctx, timeout)
 				t0 := time.Now()
 				var err error
+				var got []client.Submitted
 				if c.Batch == 1 {
-					_, err = cl.Submit(rctx, job, opts...)
+					var one client.Submitted
+					one, err = cl.Submit(rctx, job, opts...)
+					got = []client.Submitted{one}
 				} else {
-					_, err = cl.SubmitMany(rctx, slices.Repeat([]client.Job{job}, n), opts...)
+					got, err = cl.SubmitMany(rctx, slices.Repeat([]client.Job{job}, n), opts...)
 				}
 				cancel()
+				if err == nil && len(got) > 0 {
+					if firstID == "" {
+						firstID = got[0].ID
+					}
+					lastID = got[len(got)-1].ID
+				}
 				mine = append(mine, time.Since(t0))
 				submitted.Add(int64(n))
 				if err != nil {
@@ -173,11 +220,14 @@ func (c *BenchCmd) submit(ctx context.Context, cl *client.Client, runID string, 
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
+			if firstID != "" {
+				ends = append(ends, firstID, lastID)
+			}
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return lat, time.Since(start), errs.Load()
+	return lat, time.Since(start), errs.Load(), ends
 }
 
 func benchPayload(typ string, size int) []byte {
@@ -192,17 +242,18 @@ func benchPayload(typ string, size int) []byte {
 }
 
 // collect waits until every job of the run has finished, then reads their
-// timestamps page by page. A listing may take as long as the whole wait: one
-// that filters a large queue can outlast --timeout.
-func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchReport) error {
+// timestamps page by page. With the run's creation-time window known, every
+// listing walks that window of the queue's index; without it (--collect), the
+// whole queue, and a listing may take as long as the whole wait.
+func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchReport, win createdWindow) error {
 	labels := map[string]string{"bench_run": rep.RunID}
 	active := []jqv1.JobState{jqv1.JobState_JOB_STATE_PENDING, jqv1.JobState_JOB_STATE_ASSIGNED, jqv1.JobState_JOB_STATE_RUNNING}
 	deadline := time.Now().Add(c.WaitTimeout)
 	// First wait for the run's newest job: newest first, the list finds it at the top of its index
 	// at once. Only then ask for any unfinished job of the run, a query that filters every job of
 	// the queue: polled from the start, it took a core of the machine being measured.
-	newest := &jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1}
-	unfinished := &jqv1.ListJobsRequest{Queue: c.Queue, States: active, Labels: labels, PageSize: 1}
+	newest := win.apply(&jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1})
+	unfinished := win.apply(&jqv1.ListJobsRequest{Queue: c.Queue, States: active, Labels: labels, PageSize: 1})
 	req := newest
 	for {
 		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, req)
@@ -231,7 +282,7 @@ func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchRep
 	var first, last, firstStart time.Time
 	token := ""
 	for {
-		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, &jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1000, PageToken: token})
+		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, win.apply(&jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1000, PageToken: token}))
 		if err != nil {
 			return err
 		}
@@ -280,6 +331,14 @@ func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchRep
 	rep.WaitP99Ms = ms(percentile(waits, 99))
 	rep.WaitMaxMs = ms(percentile(waits, 100))
 	return nil
+}
+
+// apply narrows a listing to the window.
+func (w createdWindow) apply(r *jqv1.ListJobsRequest) *jqv1.ListJobsRequest {
+	if !w.from.IsZero() {
+		r.CreatedAfter, r.CreatedBefore = timestamppb.New(w.from), timestamppb.New(w.to)
+	}
+	return r
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
