@@ -51,9 +51,9 @@ func init() {
 // of the jobs its CTE "updated" returns (with their new event_seq), at their updated_at.
 const sqlAssignedEvents = `events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at)
+                            created_at, trace_context)
     SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
-           worker_id, attempt, updated_at
+           worker_id, attempt, updated_at, nullif(trace_context, '{}'::jsonb)
     FROM updated
 )`
 

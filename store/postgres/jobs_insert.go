@@ -69,11 +69,12 @@ inserted AS (
     FROM resolved
     ORDER BY queue, idempotency_key, ord
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-    RETURNING id, queue, type, max_retries, ttl_ms, not_before, expires_at, created_at
+    RETURNING id, queue, type, max_retries, ttl_ms, not_before, expires_at, created_at, trace_context
 ),
 events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, attempt, created_at)
-    SELECT id, 1, queue, type, NULL, 'PENDING', 'submitted', 0, created_at FROM inserted
+    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, attempt, created_at,
+                            trace_context)
+    SELECT id, 1, queue, type, NULL, 'PENDING', 'submitted', 0, created_at, nullif(trace_context, '{}'::jsonb) FROM inserted
 )
 -- Only what the database decided: the rest of each job is what the caller sent (insertedJob).
 SELECT id::text, max_retries, ttl_ms, not_before, expires_at, created_at FROM inserted`
