@@ -48,9 +48,10 @@ type Session struct {
 	// the session's.
 	intake map[string]int
 	next   int // round-robin start over queues
-	// shortGen is one more than the ready generation before this session's latest claim for its
-	// idle slots that came back short (0: none yet): while no newer wake-up happened, the session
-	// has taken every job it can see, and its idle slots do not hold back the prefetch of others.
+	// shortGen is one more than the ready generation before this session's latest claim, when
+	// that claim saw every job it could take (0: it did not, or none yet). While no newer wake-up
+	// happened, a claim would find nothing more: freed slots do not claim again, and idle slots
+	// do not hold back the prefetch of others.
 	shortGen uint64
 	// retry is when a rate limit that held a job back has a token again: the session claims then
 	// if nothing wakes it earlier (zero: at its next poll).
@@ -148,6 +149,9 @@ func (e *Engine) SetBreakers(workerID string, breakers []queue.QueueBreaker) boo
 	s.mu.Lock()
 	changed := !maps.Equal(s.intake, intake)
 	s.intake = intake
+	if changed {
+		s.shortGen = 0 // a reopened queue's jobs were not looked at
+	}
 	s.mu.Unlock()
 	if changed {
 		// A queue may have reopened: claim and refill at once.
@@ -201,9 +205,7 @@ func (s *Session) hungry(q string, gen uint64) bool {
 	if idle == 0 || s.room(q, idle) == 0 {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shortGen != gen+1
+	return !s.exhaustedAt(gen)
 }
 
 // prefetchBlocked reports whether another session of this replica still has idle slots for
@@ -279,6 +281,7 @@ func (s *Session) released(ids []string, reported bool) {
 func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 	poll := time.NewTimer(s.e.opts.SchedulerInterval)
 	defer poll.Stop()
+	polled := false
 	for {
 		ready, gen := s.e.readySignal() // before claiming: a push during the claim is not missed
 		select {
@@ -289,24 +292,11 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 			return nil, queue.ErrShutdown
 		default:
 		}
-		if idle := s.idle(); idle > 0 {
-			// Idle slots first. A claim that came back empty saw nothing this worker can take, so
-			// a prefetch claim now would find nothing either.
-			jobs, err := s.claim(ctx, idle, false)
-			s.mu.Lock()
-			if len(jobs) < idle {
-				s.shortGen = gen + 1
-			}
-			s.mu.Unlock()
-			s.e.wakePrefetchers(s)
-			if err != nil {
-				return nil, err
-			}
-			if len(jobs) > 0 {
-				return jobs, nil
-			}
-		} else if free := s.free(); free > 0 {
-			jobs, err := s.claim(ctx, free, true)
+		// A claim that saw every job it could take, with no wake-up since, would find nothing
+		// now: freed capacity alone does not make jobs due. Only the poll looks again then (jobs
+		// whose not_before passed, a rate limit's next token).
+		if polled || !s.exhaustedAt(gen) {
+			jobs, err := s.claimRound(ctx, gen)
 			if err != nil {
 				return nil, err
 			}
@@ -314,6 +304,7 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 				return jobs, nil
 			}
 		}
+		polled = false
 		poll.Reset(s.pollIn())
 		select {
 		case <-ctx.Done():
@@ -324,10 +315,48 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 			}
 			return nil, queue.ErrShutdown
 		case <-ready:
-		case <-s.wake: // capacity came back: claim again
+		case <-s.wake: // capacity came back: claim again if the last claim left jobs behind
 		case <-poll.C:
+			polled = true
 		}
 	}
+}
+
+// claimRound claims for the worker's idle slots or, with none idle, for its prefetch, and
+// remembers whether the claim saw every job it could take (at wake-up generation gen).
+func (s *Session) claimRound(ctx context.Context, gen uint64) ([]*queue.Job, error) {
+	if idle := s.idle(); idle > 0 {
+		// Idle slots first. A claim that came back short saw nothing more this worker can take,
+		// so a prefetch claim now would find nothing either.
+		jobs, exhausted, err := s.claim(ctx, idle, false)
+		s.noteClaim(gen, exhausted)
+		s.e.wakePrefetchers(s)
+		return jobs, err
+	}
+	if free := s.free(); free > 0 {
+		jobs, exhausted, err := s.claim(ctx, free, true)
+		s.noteClaim(gen, exhausted)
+		return jobs, err
+	}
+	return nil, nil
+}
+
+// noteClaim records whether the claim made at generation gen saw every job it could take.
+func (s *Session) noteClaim(gen uint64, exhausted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shortGen = 0
+	if exhausted {
+		s.shortGen = gen + 1
+	}
+}
+
+// exhaustedAt reports whether the session's last claim saw every job it could take and no
+// wake-up happened since generation gen.
+func (s *Session) exhaustedAt(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shortGen == gen+1
 }
 
 // retryAt brings the session's next claim forward to t (a rate limit's next token).
@@ -362,14 +391,18 @@ func (s *Session) pollIn() time.Duration {
 //
 // A prefetch claim skips the queues where another session still has idle slots, and the
 // constrained ones.
-func (s *Session) claim(ctx context.Context, free int, prefetch bool) ([]*queue.Job, error) {
+//
+// exhausted reports that every queue's claim came back short: nothing more was due for this
+// worker when it ran.
+func (s *Session) claim(ctx context.Context, free int, prefetch bool) (out []*queue.Job, exhausted bool, err error) {
 	s.mu.Lock()
 	start := s.next
 	s.next = (s.next + 1) % len(s.queues)
 	s.mu.Unlock()
-	var out []*queue.Job
+	exhausted = true
 	for i := range s.queues {
 		if free <= 0 {
+			exhausted = false // queues left unvisited
 			break
 		}
 		q := s.queues[(start+i)%len(s.queues)]
@@ -378,6 +411,7 @@ func (s *Session) claim(ctx context.Context, free int, prefetch bool) ([]*queue.
 			continue // the worker's breaker for q is open, or its probe is out
 		}
 		if prefetch && s.e.prefetchBlocked(s, q) {
+			exhausted = false
 			continue
 		}
 		claimStart := time.Now()
@@ -387,12 +421,12 @@ func (s *Session) claim(ctx context.Context, free int, prefetch bool) ([]*queue.
 		set := s.e.constraintsFor(actx, q)
 		if prefetch && set != nil {
 			cancel()
+			exhausted = false
 			continue
 		}
 		p := store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize), Types: s.types}
 		weighted := s.e.weigh(actx, &p)
 		var jobs []*queue.Job
-		var err error
 		if set != nil {
 			p.Expect = set
 			jobs, err = s.claimConstrained(actx, p)
@@ -401,9 +435,13 @@ func (s *Session) claim(ctx context.Context, free int, prefetch bool) ([]*queue.
 		}
 		cancel()
 		if err != nil {
-			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
+			out, err = s.partial(out, fmt.Errorf("claim %s: %w", q, err))
+			return out, false, err
 		}
 		weighted.served(p, jobs)
+		if len(jobs) >= p.Limit {
+			exhausted = false
+		}
 		if len(jobs) == 0 {
 			continue
 		}
@@ -422,7 +460,7 @@ func (s *Session) claim(ctx context.Context, free int, prefetch bool) ([]*queue.
 		free -= len(jobs)
 		out = append(out, jobs...)
 	}
-	return out, nil
+	return out, exhausted, nil
 }
 
 // recordInflight adds freshly assigned jobs to the worker's in-flight set in Redis.
