@@ -118,10 +118,13 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 	}
 
 	// Without idempotency keys the batch is one statement, atomic on its
-	// own: no BEGIN/COMMIT round trips. With keys, the read-back of jobs
+	// own: no BEGIN/COMMIT round trips; a large one is copied (copyJobs). With keys, the read-back of jobs
 	// already holding a key must share the insert's transaction, so that a
 	// conflicting spec can still fail the whole batch.
 	if !anyIdempotencyKey(ps) {
+		if len(ps) >= copyMinBatch {
+			return copyJobs(ctx, s.pool, ps)
+		}
 		return insertJobs(ctx, s.pool, ps)
 	}
 	var results []store.JobInsertResult
