@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -25,6 +27,7 @@ import (
 // Postgres, so client and worker clocks play no part.
 type BenchReport struct {
 	RunID            string  `json:"run_id"`
+	RunRef           string  `json:"run_ref,omitempty"` // the run id and its jobs' creation window, for --collect
 	Queue            string  `json:"queue"`
 	Type             string  `json:"type"`
 	Jobs             int     `json:"jobs"`
@@ -79,8 +82,15 @@ func (c *BenchCmd) run(re *runEnv) (*BenchReport, error) {
 		return nil, err
 	}
 	if c.Collect != "" {
-		rep := &BenchReport{RunID: c.Collect, Queue: c.Queue, Type: c.Type, WaitedForWorkers: true}
-		if err := c.collect(re.ctx, cl, rep, c.window); err != nil {
+		id, win, err := parseRunRef(c.Collect)
+		if err != nil {
+			return nil, err
+		}
+		if !c.window.from.IsZero() {
+			win = c.window
+		}
+		rep := &BenchReport{RunID: id, Queue: c.Queue, Type: c.Type, WaitedForWorkers: true}
+		if err := c.collect(re.ctx, cl, rep, win); err != nil {
 			return nil, err
 		}
 		rep.Jobs = rep.Completed + rep.FinishedNotDone + rep.NotFinished
@@ -109,6 +119,9 @@ func (c *BenchCmd) run(re *runEnv) (*BenchReport, error) {
 	}
 	win, werr := runWindow(re.ctx, cl, ends, re.globals.Timeout)
 	rep.window = win // for a later --collect of this run (bench --suite's drain)
+	if werr == nil && !win.from.IsZero() {
+		rep.RunRef = fmt.Sprintf("%s:%d-%d", rep.RunID, win.from.UnixMicro(), win.to.UnixMicro())
+	}
 	if !c.NoWait {
 		start := re.now()
 		progress := startLiveLine(re, 500*time.Millisecond, func() string {
@@ -247,36 +260,39 @@ func benchPayload(typ string, size int) []byte {
 // whole queue, and a listing may take as long as the whole wait.
 func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchReport, win createdWindow) error {
 	labels := map[string]string{"bench_run": rep.RunID}
-	active := []jqv1.JobState{jqv1.JobState_JOB_STATE_PENDING, jqv1.JobState_JOB_STATE_ASSIGNED, jqv1.JobState_JOB_STATE_RUNNING}
 	deadline := time.Now().Add(c.WaitTimeout)
 	// First wait for the run's newest job: newest first, the list finds it at the top of its index
-	// at once. Only then ask for any unfinished job of the run, a query that filters every job of
-	// the queue: polled from the start, it took a core of the machine being measured.
+	// at once. Only then ask for any unfinished job of the run (anyUnfinished), a walk over many
+	// jobs: polled from the start, it took a core of the machine being measured.
 	newest := win.apply(&jqv1.ListJobsRequest{Queue: c.Queue, Labels: labels, PageSize: 1})
-	unfinished := win.apply(&jqv1.ListJobsRequest{Queue: c.Queue, States: active, Labels: labels, PageSize: 1})
-	req := newest
 	for {
-		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, req)
+		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, newest)
 		if err != nil {
 			return err
 		}
-		jobs := resp.GetJobs()
-		if req == newest && (len(jobs) == 0 || finished(jobs[0].GetState())) {
-			req = unfinished
-			continue
-		}
-		if req == unfinished && len(jobs) == 0 {
+		if jobs := resp.GetJobs(); len(jobs) == 0 || finished(jobs[0].GetState()) {
 			break
 		}
-		if time.Now().After(deadline) {
+		if !c.pause(ctx, deadline) {
 			rep.NotFinished = -1 // counted below
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+	}
+	for rep.NotFinished == 0 {
+		more, err := c.anyUnfinished(ctx, cl, rep.RunID, win)
+		if err != nil {
+			return err
 		}
+		if !more {
+			break
+		}
+		if !c.pause(ctx, deadline) {
+			rep.NotFinished = -1
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	var waits []time.Duration
 	var first, last, firstStart time.Time
@@ -333,6 +349,68 @@ func (c *BenchCmd) collect(ctx context.Context, cl *client.Client, rep *BenchRep
 	return nil
 }
 
+// parseRunRef reads --collect: a run id, or a run reference (run_ref: the id, a colon and the
+// jobs' creation window in Unix microseconds, FROM-TO), which lets the wait walk that window only.
+func parseRunRef(ref string) (string, createdWindow, error) {
+	id, span, ok := strings.Cut(ref, ":")
+	if !ok {
+		return ref, createdWindow{}, nil
+	}
+	from, to, ok := strings.Cut(span, "-")
+	f, ferr := strconv.ParseInt(from, 10, 64)
+	t, terr := strconv.ParseInt(to, 10, 64)
+	if !ok || ferr != nil || terr != nil || t <= f {
+		return "", createdWindow{}, fmt.Errorf("bench: --collect %q: want a run id or a run_ref (ID:FROM-TO, Unix microseconds)", ref)
+	}
+	return id, createdWindow{from: time.UnixMicro(f), to: time.UnixMicro(t)}, nil
+}
+
+// pause waits between two polls of the wait; false once the deadline passed or ctx ended.
+func (c *BenchCmd) pause(ctx context.Context, deadline time.Time) bool {
+	if time.Now().After(deadline) {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(100 * time.Millisecond):
+		return true
+	}
+}
+
+// anyUnfinished reports whether a job of the run is still PENDING, ASSIGNED or RUNNING. With the
+// window known it lists the window's unfinished jobs newest first — an index range, with no label
+// filter that the server would have to bound — and looks for the run's label on them: jobs finish
+// roughly in submit order, so while the run drains the first page holds one of its jobs, and once
+// it has drained the walk finds none. Without the window it filters the whole queue by label.
+func (c *BenchCmd) anyUnfinished(ctx context.Context, cl *client.Client, runID string, win createdWindow) (bool, error) {
+	active := []jqv1.JobState{jqv1.JobState_JOB_STATE_PENDING, jqv1.JobState_JOB_STATE_ASSIGNED, jqv1.JobState_JOB_STATE_RUNNING}
+	if win.from.IsZero() {
+		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, &jqv1.ListJobsRequest{
+			Queue: c.Queue, States: active, Labels: map[string]string{"bench_run": runID}, PageSize: 1})
+		if err != nil {
+			return false, err
+		}
+		return len(resp.GetJobs()) > 0, nil
+	}
+	token := ""
+	for {
+		resp, err := request(ctx, c.WaitTimeout, cl.API().Jobs.ListJobs, win.apply(&jqv1.ListJobsRequest{
+			Queue: c.Queue, States: active, PageSize: 100, PageToken: token}))
+		if err != nil {
+			return false, err
+		}
+		for _, j := range resp.GetJobs() {
+			if j.GetLabels()["bench_run"] == runID {
+				return true, nil
+			}
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			return false, nil
+		}
+	}
+}
+
 // apply narrows a listing to the window.
 func (w createdWindow) apply(r *jqv1.ListJobsRequest) *jqv1.ListJobsRequest {
 	if !w.from.IsZero() {
@@ -372,6 +450,9 @@ func benchTable(w io.Writer, r *BenchReport) error {
 		mode = fmt.Sprintf("SubmitJobs batches of %d", r.Batch)
 	}
 	fmt.Fprintf(tw, "run\t%s (queue %s, type %s, %d B payload)\n", r.RunID, r.Queue, r.Type, r.PayloadBytes)
+	if r.RunRef != "" && !r.WaitedForWorkers {
+		fmt.Fprintf(tw, "collect later\tbench --queue %s --collect %s\n", r.Queue, r.RunRef)
+	}
 	if r.Clients > 0 {
 		fmt.Fprintf(tw, "submit\t%d jobs, %d clients, %s\n", r.Jobs, r.Clients, mode)
 		fmt.Fprintf(tw, "submit throughput\t%.0f jobs/s (%.2f s, %d errors; RPC p50 %.2f ms, p99 %.2f ms)\n",
