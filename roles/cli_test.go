@@ -148,7 +148,7 @@ func TestAllRoleListsOnLoopback(t *testing.T) {
 	require.Regexp(t, `(?m)^\s+host: ""$`, r.stdout)
 }
 
-// TestAllRoleRefusesExecWithoutAuth (issue 22): --role=all on loopback with authentication off
+// TestAllRoleRefusesExecWithoutAuth: --role=all on loopback with authentication off
 // lets every local account submit; with exec enabled that account would run the allowed programs
 // as jq's user, so jq refuses to start.
 func TestAllRoleRefusesExecWithoutAuth(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
-// The shell blocks of README.md and docs/*.md are executed, so they cannot rot (issue 27): each one
+// The shell blocks of README.md and docs/*.md are executed, so they cannot rot: each one
 // either runs here against a private jq — the test's own processes, database, Redis prefix and
 // ports — or is listed in docBlocks with the reason it cannot. A new block fails the test until it
 // is one or the other; so does an entry that no block matches any more, and a fenced block without

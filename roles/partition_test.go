@@ -156,7 +156,7 @@ func readSpans(t *testing.T, path string) map[string][]span {
 	return out
 }
 
-// TestFaultPartitionNoOverlap is issue 22's attack 4: 8 jobs of 15 s on a worker whose network to
+// TestFaultPartitionNoOverlap: 8 jobs of 15 s on a worker whose network to
 // the server is cut for 10 s. The server declares the worker lost after its heartbeat timeout and
 // runs the jobs on another worker; the cut-off worker must have stopped each of them before (it
 // fences itself at 3/4 of the timeout), so no two executions of a job overlap in time. Before

@@ -18,7 +18,7 @@ import (
 // Each iteration claims one of b's jobs (b's limit is 1) and reports it, untimed. newStore returns
 // a store of the benchmark's own: each size fills one. The 100k backlog runs with JQ_BENCH_LARGE=1
 // only: filling it under -race is most of a minute, which the suite's once-each benchmark run
-// (STYLE 21) should not spend.
+// (every benchmark, once) should not spend.
 func BenchConstrainedClaimBehindBlocked[S interface {
 	store.Store
 	store.DispatchStore
