@@ -143,10 +143,10 @@ func TestAuthE2E(t *testing.T) {
 	require.Contains(t, r.stdout, "w-2")
 }
 
-// TestServerRefusesUnsafeAuthConfig: a server that would listen beyond loopback with
+// TestAbuseServerRefusesUnsafeAuthConfig: a server that would listen beyond loopback with
 // authentication off, or on without TLS, or with authentication on and no credential, does not
 // start.
-func TestServerRefusesUnsafeAuthConfig(t *testing.T) {
+func TestAbuseServerRefusesUnsafeAuthConfig(t *testing.T) {
 	t.Parallel()
 	se := newServerEnv(t, "postgres://127.0.0.1:1/none") // never reached: the server stops first
 	for _, tc := range []struct {

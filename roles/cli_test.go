@@ -148,10 +148,10 @@ func TestAllRoleListsOnLoopback(t *testing.T) {
 	require.Regexp(t, `(?m)^\s+host: ""$`, r.stdout)
 }
 
-// TestAllRoleRefusesExecWithoutAuth: --role=all on loopback with authentication off
+// TestAbuseAllRoleRefusesExecWithoutAuth: --role=all on loopback with authentication off
 // lets every local account submit; with exec enabled that account would run the allowed programs
 // as jq's user, so jq refuses to start.
-func TestAllRoleRefusesExecWithoutAuth(t *testing.T) {
+func TestAbuseAllRoleRefusesExecWithoutAuth(t *testing.T) {
 	t.Parallel()
 	r := runJQ(t, []string{"JQ_WORKER_EXEC_ENABLED=true", "JQ_WORKER_EXEC_ALLOW=/bin/echo"}, "--role=all")
 	require.Equal(t, 1, r.code, r.stderr)
