@@ -107,11 +107,7 @@ var docBlocks = map[string]docRun{
 	// docs/performance.md: benchmarks at 1M-10M rows, tens of minutes each; CI runs every benchmark once
 	// (-benchtime=1x) at its default size.
 	"docs/performance.md: JQ_BENCH_ROWS=10000000 go test -run '^$' -bench BenchmarkStatementsAtSize -benchtime 100x -timeout 25m ./store/postgres": {
-		skip: "a benchmark at 10M rows (~25 min)"},
-	"docs/performance.md: JQ_CONSOLE_BENCH_JOBS=1000000 go test -count=1 -run '^$' -bench Pages -benchtime 10x -timeout 40m ./api/console": {
-		skip: "a benchmark at 1M jobs (~40 min)"},
-	"docs/performance.md: JQ_CONSOLE_BENCH_JOBS=1000000 go test -count=1 -run '^$' -bench Pages -benchtime 5x -timeout 40m ./api/console": {
-		skip: "a benchmark at 1M jobs (~40 min)"},
+		skip: "benchmarks at 10M rows and 1M jobs (~25 and ~40 min)"},
 
 	// docs/producer.md
 	"docs/producer.md: bin/jq --role=producer --scan-dir /data/inbox --once": {
