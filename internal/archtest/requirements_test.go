@@ -18,8 +18,8 @@ import (
 // Work-tracking references (an issue number, a numbered rule of a style list) resolve to nothing in
 // the repository, so a comment that cites one says which ticket instead of why: every one is reported.
 
-// referenceFiles are the files whose comments are checked: code, SQL, scripts and configuration.
-var referenceFiles = []string{".go", ".sql", ".lua", ".proto", ".sh", ".yaml", ".yml", ".awk"}
+// referenceFiles are the files checked: code, SQL, scripts, configuration and the docs.
+var referenceFiles = []string{".go", ".sql", ".lua", ".proto", ".sh", ".yaml", ".yml", ".awk", ".md"}
 
 var (
 	requirementRE = regexp.MustCompile(`\b(?:FR|NFR)-\d{3}\b|\bseed \d{3}\b`)
@@ -126,8 +126,8 @@ func checkReferences(t *testing.T, d definitions, overlay map[string]string) (ba
 	return bad, cited
 }
 
-// TestReferencesResolve: every ID a code or configuration file cites is defined in the repository,
-// and none cites an issue or a style rule by number.
+// TestReferencesResolve: every ID a code, configuration or documentation file cites is defined in
+// the repository, and none cites an issue or a style rule by number.
 func TestReferencesResolve(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
@@ -157,6 +157,7 @@ func TestReferencesCanFail(t *testing.T) {
 		{"migrations/postgres/mutant.sql", issue + " #4"},
 		{"Taskfile.yml", style + " 21"},
 		{"store/redis/mutant.lua", issue + "-21"},
+		{"docs/mutant.md", "I" + "12"},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
 			t.Parallel()
