@@ -172,8 +172,9 @@ func TestHelpCommandAndSections(t *testing.T) {
 	require.Greater(t, strings.Index(sub.stdout, "--server-addr"), global)
 	require.Greater(t, strings.Index(sub.stdout, "--log-level"), global)
 
-	// jq --help names the operator commands of the admin grammar.
+	// jq --help names the operator commands of the admin grammar, in its usage line too.
 	top := runJQ(t, nil, "--help").stdout
+	require.True(t, strings.HasPrefix(top, "Usage: jq [flags]\n       jq <operator command> [flags]\n"), top)
 	i := strings.Index(top, "Operator commands")
 	require.Positive(t, i, top)
 	for _, c := range []string{"job", "queue", "worker", "status", "purge-dlq", "bench", "events", "token", "help", "completion"} {

@@ -118,6 +118,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		kong.Writers(stdio.Stdout, stdio.Stderr),
 		kong.Exit(func(code int) { exitCode = code }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
+		kong.Help(helpPrinter(role)),
 		kong.Resolvers(envResolver(getenv)),
 		globalGroup,
 	)
