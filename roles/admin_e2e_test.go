@@ -1,6 +1,6 @@
 package roles_test
 
-// End-to-end tests of the operator CLI (issue 5): a real server and real
+// End-to-end tests of the operator CLI: a real server and real
 // worker processes, driven only through `jq --role=admin` commands of the
 // real binary. `task test-e2e` runs them (-run E2E).
 
@@ -418,7 +418,7 @@ func TestAdminWorkersE2E(t *testing.T) {
 	a.fails(3, `worker "nope" not found`, "worker", "shutdown", "nope")
 }
 
-// Type-aware dispatch (issue 27, item 5) through the binary: a stock worker registers its built-in
+// Type-aware dispatch through the binary: a stock worker registers its built-in
 // types, so a job of another type waits PENDING with no attempt — never dead-lettered as unknown —
 // while the worker runs the jobs behind it, and job status, status and worker list say why.
 func TestAdminTypeAwareE2E(t *testing.T) {

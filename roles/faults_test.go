@@ -1,6 +1,6 @@
 package roles_test
 
-// Fault tests with the real binary (issue 4): each test runs a private
+// Fault tests with the real binary: each test runs a private
 // PostgreSQL and redis-server, server and worker processes with second-scale
 // timeouts (faults_helpers_test.go), submits a known set of jobs, injects one
 // fault, heals it, waits for every job to end DONE or DEAD_LETTERED, and has

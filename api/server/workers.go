@@ -253,7 +253,7 @@ func (s *workerService) ShutdownWorker(ctx context.Context, req *connect.Request
 	return connect.NewResponse(&jqv1.ShutdownWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
-// ListWorkers answers a page of workers (issue 22: one unpaged list of 26,201 squatted ids was
+// ListWorkers answers a page of workers (one unpaged list of 26,201 squatted ids was
 // 4.8 MB). The page token is the last id listed, base64url-encoded.
 func (s *workerService) ListWorkers(ctx context.Context, req *connect.Request[jqv1.ListWorkersRequest]) (*connect.Response[jqv1.ListWorkersResponse], error) {
 	size := int(req.Msg.GetPageSize())

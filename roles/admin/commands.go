@@ -55,7 +55,7 @@ type JobCmd struct {
 type JobSubmitCmd struct {
 	Queue          string            `help:"Queue to submit to." default:"default"`
 	Payload        string            `help:"Payload: JSON text, or @file to read it from a file (@- for stdin)." default:"{}"`
-	Type           string            `help:"Job type: the handler that runs it. Built-in: noop, sleep ({\"ms\":250}), exec ({\"argv\":[...]}, off unless enabled on the worker), file ({\"path\":...}), http ({\"url\":...}); or an application's own." default:"noop"`
+	Type           string            `help:"Job type: the handler that runs it. Built-in: noop, sleep ({\"ms\":250}), synthetic ({\"work_duration_ms\":300}), exec ({\"argv\":[...]}, off unless enabled on the worker), file ({\"path\":...}), http ({\"url\":...}); or an application's own." default:"noop"`
 	Priority       int               `help:"0-9, 9 runs first." default:"0"`
 	MaxRetries     *int              `help:"Retries after a failure (default: the queue's)."`
 	TTL            time.Duration     `name:"ttl" help:"Dead-letter the job if it has not started within this time."`

@@ -120,8 +120,8 @@ SELECT ` + jobColumns + ` FROM updated ORDER BY l_ord`
 // $4 is the worker's types ('{}': every type), a filter on the rows the walk reads: the same plan
 // whatever the worker registered, and for '{}' one array length per row. A typed worker's claim
 // walks on past the jobs of other types (they stay in place for their workers), so its cost
-// grows with how many of those are due ahead of its own (docs/architecture.md, "Type-aware
-// dispatch"). type never changes, so the lock's re-check of a row needs no more than this.
+// grows with how many of those are due ahead of its own (docs/architecture.md,
+// "Dispatch"). type never changes, so the lock's re-check of a row needs no more than this.
 const sqlJobClaim = `-- name: job_claim
 WITH locked AS MATERIALIZED (
     SELECT j.ctid AS l_ctid

@@ -86,7 +86,7 @@ events AS (
 	// result is not used and is dropped at once); its checksum and size are stored either way. An
 	// empty result of a keep_result job is stored as '' so that NULL always means "no result".
 	//
-	// No explicit row lock (issue 21): each item names the state it leaves (i_from), and the UPDATE's
+	// No explicit row lock: each item names the state it leaves (i_from), and the UPDATE's
 	// own compare-and-set — state, attempt and worker — is what applies it. Under READ COMMITTED an
 	// UPDATE that meets a row changed since its snapshot waits for the writer and re-checks the
 	// predicate on the newest version, and its SET reads that version: a report is never applied

@@ -82,7 +82,7 @@ SELECT id::text, max_retries, ttl_ms, not_before, expires_at, created_at FROM in
 
 // sqlJobInsertManyUnkeyed is sqlJobInsertMany for a batch without idempotency keys: nothing can
 // conflict, so no ON CONFLICT — whose speculative insertion costs a WAL record and a buffer lock
-// per row even when the arbiter index's predicate excludes the row (issue 21: 8.07 → 7.08 WAL
+// per row even when the arbiter index's predicate excludes the row (measured: 8.07 → 7.08 WAL
 // records per job in batches of 1,000) — and no lock order to keep (ORDER BY).
 var sqlJobInsertManyUnkeyed = "-- name: job_insert_many_unkeyed\n" + unkeyed(sqlJobInsertMany)
 
@@ -222,7 +222,7 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 		keys[i] = p.IdempotencyKey
 		if p.IdempotencyKey != "" {
 			// Only a keyed job's spec is ever compared; without a key the column holds '' — 32 bytes
-			// less in every version of the row (issue 21), and no hash computed.
+			// less in every version of the row, and no hash computed.
 			hashes[i] = p.SpecHash()
 		} else {
 			hashes[i] = []byte{}
@@ -349,7 +349,7 @@ func resolveExisting(ctx context.Context, tx querier, ps []store.JobInsertParams
 		}
 		if !bytes.Equal(h.hash, hashes[i]) {
 			if h.job.Principal != ps[i].Principal {
-				// Another principal's job: its id is not the caller's to learn (issue 22).
+				// Another principal's job: its id is not the caller's to learn.
 				return fmt.Errorf("%w: key %q of queue %q is used by another job",
 					queue.ErrIdempotencyConflict, ps[i].IdempotencyKey, ps[i].Queue)
 			}
