@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The SDKs' own tests (sdk/python, sdk/typescript) against a real jq server they start, with one jq binary
+# built here. A language whose runtime is missing is skipped with a message, never failed.
+#   scripts/test-sdks.sh [python] [typescript]     (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+langs=("$@")
+[ ${#langs[@]} -eq 0 ] && langs=(python typescript)
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ -z "${JQ_BIN:-}" ]; then
+  go build -o "$tmp/jq" .
+  export JQ_BIN="$tmp/jq"
+fi
+
+for lang in "${langs[@]}"; do
+  case "$lang" in
+  python)
+    if ! command -v python3 >/dev/null || ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+      echo "SKIP sdk/python: python3 >= 3.11 is not installed" >&2
+      continue
+    fi
+    (cd sdk/python/tests && python3 -m unittest -v 2>&1)
+    ;;
+  typescript)
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+      echo "SKIP sdk/typescript: node and npm are not installed" >&2
+      continue
+    fi
+    (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm test)
+    ;;
+  *)
+    echo "unknown SDK $lang (python, typescript)" >&2
+    exit 2
+    ;;
+  esac
+done
