@@ -28,7 +28,14 @@ for lang in "${langs[@]}"; do
       echo "SKIP sdk/typescript: node and npm are not installed" >&2
       continue
     fi
-    (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm test)
+    (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error)
+    # The committed TypeScript types must be what buf and protoc-gen-es make of api/proto now.
+    go tool -modfile=tools/go.mod buf generate --template sdk/typescript/buf.gen.yaml --path api/proto/jq/v1 --output "$tmp/gen"
+    if ! diff -r "$tmp/gen/sdk/typescript/src/gen" sdk/typescript/src/gen; then
+      echo "sdk/typescript/src/gen is stale: run 'go tool -modfile=tools/go.mod task generate:typescript' and commit the result" >&2
+      exit 1
+    fi
+    (cd sdk/typescript && npm test)
     ;;
   *)
     echo "unknown SDK $lang (python, typescript)" >&2
