@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The SDKs' own tests (sdk/python, sdk/typescript) against a real jq server they start, with one jq binary
 # built here. A language whose runtime is missing is skipped with a message, never failed.
-#   scripts/test-sdks.sh [python] [typescript]     (default: both)
+#   scripts/test-sdks.sh [python] [typescript] [conformance]     (default: all three; conformance
+#   uses the TypeScript build, so it comes after typescript)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 langs=("$@")
-[ ${#langs[@]} -eq 0 ] && langs=(python typescript)
+[ ${#langs[@]} -eq 0 ] && langs=(python typescript conformance)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -36,6 +37,12 @@ for lang in "${langs[@]}"; do
       exit 1
     fi
     (cd sdk/typescript && npm test)
+    ;;
+  conformance)
+    # Every worker implementation through the same scenarios (internal/conformance); languages whose
+    # runtime or build is missing are skipped there with a message.
+    JQ_CONFORMANCE=1 go test -race -count=1 -run '^TestConformance$' -v ./internal/conformance 2>&1 |
+      grep -v -e '^=== ' -e '^    --- PASS' -e '^        --- PASS'
     ;;
   *)
     echo "unknown SDK $lang (python, typescript)" >&2
