@@ -82,7 +82,9 @@ interface Task {
   ackQueued: boolean;
   ackBy: number; // performance.now() ms
   fenced: boolean;
-  ctrl: AbortController;
+  // Made when the handler first reads ctx.signal: an AbortController per job was a tenth of a no-op
+  // job's CPU, and most handlers never look.
+  ctrl?: AbortController;
   cause?: Cause;
   startedAt: number; // performance.now() ms; 0 before the start
   timeoutMs: number;
@@ -376,7 +378,7 @@ export class Worker {
     const left = a.deadline ? timestampMs(a.deadline) - Date.now() : 0;
     const t: Task = {
       job, jobId: job.id, attempt: a.attempt, state: S.Queued, abandoned: false, ackQueued: false,
-      ackBy: now() + (left > 1000 ? left : 5000), fenced: false, ctrl: new AbortController(), startedAt: 0,
+      ackBy: now() + (left > 1000 ? left : 5000), fenced: false, startedAt: 0,
       timeoutMs: tms > 0 ? tms : DEFAULT_JOB_TIMEOUT_MS, progressNext: 0, redelivered: false,
     };
     const old = this.tasks.get(job.id);
@@ -411,7 +413,15 @@ export class Worker {
 
   private cancel(t: Task, cause: Cause): void {
     if (!t.cause) t.cause = cause;
-    if (!t.ctrl.signal.aborted) t.ctrl.abort(new JobCancelledError(cause));
+    if (t.ctrl && !t.ctrl.signal.aborted) t.ctrl.abort(new JobCancelledError(t.cause));
+  }
+
+  private signalOf(t: Task): AbortSignal {
+    if (!t.ctrl) {
+      t.ctrl = new AbortController();
+      if (t.cause) t.ctrl.abort(new JobCancelledError(t.cause));
+    }
+    return t.ctrl.signal;
   }
 
   private async execute(t: Task): Promise<void> {
@@ -419,8 +429,12 @@ export class Worker {
     t.startedAt = now();
     t.timer = setTimeout(() => this.cancel(t, "timeout"), t.timeoutMs);
     const handler = this.o.handlers[t.job.type];
+    const signalOf = () => this.signalOf(t);
     const ctx: JobContext = {
-      job: t.job, attempt: t.attempt, payload: t.job.payload, signal: t.ctrl.signal,
+      job: t.job, attempt: t.attempt, payload: t.job.payload,
+      get signal() {
+        return signalOf();
+      },
       json: <T>() => JSON.parse(text(t.job.payload)) as T,
       progress: (p: number, m = "") => this.progress(t, Math.round(Math.min(Math.max(p, 0), 100)), m.slice(0, 256)),
       remainingMs: () => Math.max(t.startedAt + t.timeoutMs - now(), 0),
@@ -428,7 +442,7 @@ export class Worker {
     let res: Payload, err: unknown, threw = false;
     try {
       if (!handler) throw new PermanentError(`no handler for job type ${JSON.stringify(t.job.type)}`);
-      if (t.ctrl.signal.aborted) throw t.ctrl.signal.reason;
+      if (t.cause) throw new JobCancelledError(t.cause);
       res = await handler(ctx);
     } catch (e) {
       err = e;
