@@ -32,7 +32,7 @@ from typing import Any, Callable
 from . import errors
 from ._batch import Batcher, Timers, backoff
 from ._wire import Transport, bytes_field, dumps, duration, parse_duration
-from .types import Job
+from .types import Job, _time
 
 WORKERS = "/jq.v1.WorkerService/"
 log = logging.getLogger("jqsdk.worker")
@@ -188,6 +188,7 @@ class Worker:
         self._progress_due: dict[str, _Task] = {}
         self.fatal: BaseException | None = None
         self.stats = collections.Counter()
+        self._stats_mu = threading.Lock()
 
     # --- public ----------------------------------------------------------------------------------
 
@@ -234,6 +235,10 @@ class Worker:
             t.join(0.2)  # the main thread stays free to run the signal handlers
         if self.fatal is not None:
             raise self.fatal
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._stats_mu:  # += on a Counter from several threads can lose updates
+            self.stats[key] += n
 
     def held(self) -> int:
         with self._mu:
@@ -341,7 +346,7 @@ class Worker:
     # --- assignments and handlers -------------------------------------------------------------------
 
     def _accept(self, a: dict) -> None:
-        self.stats["received"] += 1
+        self._count("received", 1)
         job = Job.from_msg(a.get("job") or {})
         if not job.id:
             log.error("assignment without a job id ignored")
@@ -353,7 +358,6 @@ class Worker:
         # that looks past (late delivery, skew) bounds the ack's retries, never the ack itself.
         ack_window = 5.0
         if a.get("deadline"):
-            from .types import _time
             d = _time(a["deadline"])
             left = d.timestamp() - time.time() if d else 0
             ack_window = left if left > 1 else 5.0
@@ -375,7 +379,7 @@ class Worker:
             else:
                 # More than concurrency plus prefetch: a protocol error. Report it failed, never run it.
                 t.state = _REPORTING
-                self.stats["protocol_errors"] += 1
+                self._count("protocol_errors", 1)
                 self._queue_report(t, {"failure": {"error": f"worker {self.worker_id} received an assignment "
                                                    f"beyond its concurrency of {self.concurrency}", "reason": "error"}})
 
@@ -397,7 +401,7 @@ class Worker:
 
     def _execute(self, t: _Task) -> None:
         ctx = t.ctx
-        self.stats["started"] += 1
+        self._count("started", 1)
         ctx.started = time.monotonic()
         ctx.deadline = ctx.started + ctx.timeout
         self._timers.at(ctx.deadline, lambda: ctx._cancel(TIMEOUT))
@@ -424,7 +428,7 @@ class Worker:
                 self._active -= 1
                 self._start_queued_locked()
                 self._idle.notify_all()
-        self.stats[outcome] += 1
+        self._count(outcome, 1)
         if report:
             rep["startedAgo"] = None
             self._queue_report(t, rep)
@@ -493,7 +497,7 @@ class Worker:
         t.abandoned = True
         if t.state == _QUEUED:
             self._release_locked(t)
-            self.stats["abandoned"] += 1
+            self._count("abandoned", 1)
         elif t.state == _RUNNING:
             t.ctx._cancel(cause)
         if self._tasks.get(t.job_id) is t:
@@ -527,7 +531,7 @@ class Worker:
         with self._mu:
             if t.state not in (_RUNNING, _QUEUED) or (err is None and res and res.get("ok")):
                 return
-            self.stats["acks_rejected"] += 1
+            self._count("acks_rejected", 1)
             log.info("start not acknowledged by the server; stopping the job",
                      extra={"job_id": t.job_id, "reason": (res or {}).get("error") or str(err)})
             self._abandon_locked(t, LEASE_LOST)
@@ -559,11 +563,11 @@ class Worker:
         with self._mu:
             self._release_locked(t)
         if err is not None:
-            self.stats["reports_lost"] += 1
+            self._count("reports_lost", 1)
             log.error("report not delivered; the server's reaper will settle the job",
                       extra={"job_id": t.job_id, "error": str(err)})
         elif not res.get("ok"):
-            self.stats["reports_settled" if t.redelivered else "reports_rejected"] += 1
+            self._count("reports_settled" if t.redelivered else "reports_rejected", 1)
             log.info("report rejected by the server; dropping it", extra={"job_id": t.job_id, "reason": res.get("error")})
 
     def _note_call_error(self, e: Exception) -> None:
@@ -655,7 +659,7 @@ class Worker:
                 t.ctx._cancel(LEASE_EXPIRED)
                 n += 1
             if n:
-                self.stats["fenced"] += n
+                self._count("fenced", n)
                 log.warning("lease not renewed in time; cancelling the running jobs before the server reassigns them",
                             extra={"jobs": n, "since_renewal": since})
             return min(max(self._hb_interval, 0.1), 1.0)
@@ -696,7 +700,7 @@ class Worker:
                 continue
             try:
                 self._call("ReportProgress", {"workerId": self.worker_id, "updates": updates})
-                self.stats["progress_sent"] += len(updates)
+                self._count("progress_sent", len(updates))
             except errors.JqError as e:
                 log.debug("progress not delivered", extra={"error": str(e)})
 
