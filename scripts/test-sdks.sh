@@ -41,8 +41,8 @@ for lang in "${langs[@]}"; do
   conformance)
     # Every worker implementation through the same scenarios (internal/conformance); languages whose
     # runtime or build is missing are skipped there with a message.
-    JQ_CONFORMANCE=1 go test -race -count=1 -run '^TestConformance$' -v ./internal/conformance 2>&1 |
-      grep -v -e '^=== ' -e '^    --- PASS' -e '^        --- PASS'
+    JQ_CONFORMANCE=1 go test -race -count=1 -run '^(TestConformance|TestCrossLanguage)$' -v ./internal/conformance 2>&1 |
+      grep -v -E '^=== |^ +--- PASS'
     ;;
   *)
     echo "unknown SDK $lang (python, typescript)" >&2
