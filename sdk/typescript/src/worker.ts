@@ -138,8 +138,9 @@ class Batcher<T> {
     private send: (items: T[]) => Promise<LeaseResult[]>,
     private done: (item: T, res: LeaseResult | undefined, err: unknown) => void,
     private lo: number, private hi: number,
-  ) {
-    void this.run();
+  ) {}
+  start(): Promise<void> {
+    return this.run();
   }
   add(item: T, deadline: number): void {
     this.items.push({ item, deadline });
@@ -263,7 +264,9 @@ export class Worker {
    * then stops in two phases and deregisters. Rejects only when the server refuses the registration.
    */
   async run(): Promise<void> {
-    const loops = [this.sessionLoop(), this.heartbeatLoop(), this.progressLoop()];
+    // Started here, not in the constructor: an idle sender's wait would keep the process of a worker
+    // that was made but never run alive.
+    const loops = [this.acks.start(), this.reports.start(), this.sessionLoop(), this.heartbeatLoop(), this.progressLoop()];
     while (!this.stopRequested) await this.stopWake.wait(60_000);
     await this.shutdown();
     this.acks.stop();
