@@ -127,6 +127,19 @@ class WorkerTest(ServerCase):
         workers = self.client.transport.unary("/jq.v1.WorkerService/ListWorkers", {})["workers"]
         self.assertEqual([x["status"] for x in workers if x["id"] == w.worker_id], ["WORKER_STATUS_OFFLINE"])
 
+    def test_operator_shutdown_command(self):
+        q = self.new_queue()
+        w = jqsdk.Worker(self.server.addr, queues=[q], handlers={"echo": lambda ctx: ctx.payload}, min_backoff=0.05)
+        t = threading.Thread(target=w.run, daemon=True)
+        t.start()
+        self.addCleanup(lambda: (w.stop(), t.join(20)))
+        self.assertEqual(self.client.wait_result(self.client.submit(q, "echo", b"x", keep_result=True), timeout=20), b"x")
+        self.client.transport.unary("/jq.v1.WorkerService/ShutdownWorker", {"workerId": w.worker_id})
+        t.join(20)  # the next heartbeat carries SHUTDOWN: drain, deregister, run() returns
+        self.assertFalse(t.is_alive(), "run() did not return after the operator's shutdown")
+        workers = self.client.transport.unary("/jq.v1.WorkerService/ListWorkers", {})["workers"]
+        self.assertEqual([x["status"] for x in workers if x["id"] == w.worker_id], ["WORKER_STATUS_OFFLINE"])
+
     def test_grace_over_leaves_the_job_to_the_reaper(self):
         q = self.new_queue()
         started = threading.Event()

@@ -169,6 +169,17 @@ describe("worker", () => {
     assert.equal(ws[0]?.status, 3 /* OFFLINE */);
   });
 
+  it("obeys the operator's SHUTDOWN: drains, deregisters, run() resolves", async () => {
+    const q = await queue();
+    const w = new Worker({ addr: srv.addr, queues: [q], handlers: { echo: (ctx) => ctx.payload }, minBackoffMs: 50 });
+    const run = w.run();
+    assert.equal(text(await c.waitResult(await c.submit(q, "echo", "x", { keepResult: true }), { timeoutMs: 20_000 })), "x");
+    await c.workers.shutdownWorker({ workerId: w.workerId });
+    await run; // the next heartbeat carries SHUTDOWN
+    const ws = (await c.workers.listWorkers({})).workers.filter((x) => x.id === w.workerId);
+    assert.equal(ws[0]?.status, 3 /* OFFLINE */);
+  });
+
   it("fences itself when its heartbeats go unanswered", async () => {
     const q = await queue();
     const causes: string[] = [];
