@@ -91,6 +91,10 @@ class AuthTest(ServerCase):
         self.assertTrue(cm.exception.message)
         with self.assertRaises(jqsdk.PermissionDenied), jqsdk.Client(self.server.addr, token=self.worker_token) as c:
             c.submit(q, "t")
+        # A worker whose registration is refused stops and says why.
+        bad = jqsdk.Worker(self.server.addr, queues=[q], handlers={"echo": lambda ctx: ctx.payload}, token="jq_wrong")
+        with self.assertRaises(jqsdk.Unauthenticated):
+            bad.run()
         jid = self.client.submit(q, "echo", {"v": 1}, keep_result=True)
         self.start_worker(q, {"echo": lambda ctx: ctx.payload}, token=self.worker_token)
         self.assertEqual(self.client.wait_result(jid, timeout=20), b'{"v":1}')

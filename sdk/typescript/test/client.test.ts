@@ -98,6 +98,9 @@ describe("auth", () => {
       (e: unknown) => e instanceof JqError && e.code === "unauthenticated");
     await assert.rejects(new Client({ addr: srv.addr, token: worker }).submit("auth-q", "t"),
       (e: unknown) => e instanceof JqError && e.code === "permission_denied");
+    // A worker whose registration is refused stops and says why.
+    await assert.rejects(new Worker({ addr: srv.addr, token: "jq_wrong", queues: ["auth-q"], handlers: { echo: (ctx) => ctx.payload } }).run(),
+      (e: unknown) => e instanceof JqError && e.code === "unauthenticated");
     const id = await c.submit("auth-q", "echo", "hi", { keepResult: true });
     const w = new Worker({ addr: srv.addr, token: worker, queues: ["auth-q"], handlers: { echo: (ctx) => ctx.payload } });
     const run = w.run();
