@@ -155,6 +155,6 @@ var Table = []Row{
 	{Pkgs: []string{"internal/archtest", "internal/deploytest"}, Third: stdOnly},
 	// The worker conformance suite drives worker programs (its Go one is the executor) against a real
 	// server, and checks each scenario from the server's event log through the API.
-	{Pkgs: []string{"internal/conformance"}, May: apiClientSide},
+	{Pkgs: []string{"internal/conformance"}, May: with(apiClientSide, "internal/testenv")},
 	{Pkgs: []string{"internal/conformance/goworker"}, May: with(apiClientSide, "api/workerconn", "queue/executor")},
 }

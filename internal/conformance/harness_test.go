@@ -22,6 +22,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
+	"github.com/jq-dev/jq/internal/testenv"
 )
 
 // heartbeatTimeout of the suite's servers: long enough that a freeze between 3/4 of it and all of
@@ -90,13 +91,19 @@ type server struct {
 	cl   *rpcclient.Client
 }
 
-func startServer(t *testing.T) *server {
+// startServer starts a server on the embedded store, or with postgres true on Postgres and Redis (a
+// database and a key prefix of its own).
+func startServer(t *testing.T, postgres ...bool) *server {
 	t.Helper()
 	bin, _ := binaries(t)
 	port := freePort(t)
 	s := &server{t: t, bin: bin, addr: "127.0.0.1:" + strconv.Itoa(port), log: &lockedBuffer{}}
-	s.env = append(os.Environ(),
-		"JQ_STORE_DRIVER=sqlite", "JQ_STORE_DATA_DIR="+t.TempDir(),
+	store := []string{"JQ_STORE_DRIVER=sqlite", "JQ_STORE_DATA_DIR=" + t.TempDir()}
+	if len(postgres) > 0 && postgres[0] {
+		store = []string{"JQ_STORE_DRIVER=postgres", "JQ_DB_URL=" + testenv.NewDatabase(t), "JQ_REDIS_ADDR=" + testenv.RedisAddr(),
+			fmt.Sprintf("JQ_REDIS_KEY_PREFIX=jqconf%d", port)}
+	}
+	s.env = append(append(os.Environ(), store...),
 		"JQ_GRPC_HOST=127.0.0.1", "JQ_GRPC_PORT="+strconv.Itoa(port),
 		"JQ_HEALTH_PORT="+strconv.Itoa(freePort(t)), "JQ_METRICS_PORT="+strconv.Itoa(freePort(t)),
 		"JQ_SCHEDULER_WORKER_HEARTBEAT_TIMEOUT_S="+strconv.Itoa(int(heartbeatTimeout/time.Second)),
