@@ -501,6 +501,24 @@ type Worker struct {
 	HTTP WorkerHTTP `koanf:"http"`
 }
 
+// HostAccess lists the settings by which jobs act on the worker's host with the worker's user
+// and access: run its programs (worker.exec.enabled), read and move its files
+// (worker.file.roots), send requests from its network, signed with its secret
+// (worker.http.allow). Empty: no built-in handler of this worker reaches beyond the process.
+func (w Worker) HostAccess() []string {
+	var on []string
+	if w.Exec.Enabled {
+		on = append(on, "worker.exec.enabled")
+	}
+	if len(w.File.Roots) > 0 {
+		on = append(on, "worker.file.roots")
+	}
+	if len(w.HTTP.Allow) > 0 {
+		on = append(on, "worker.http.allow")
+	}
+	return on
+}
+
 // WorkerFile configures the file handler (docs/handlers.md). Roots are the
 // directories whose files jobs may check, absolute; empty (the default)
 // dead-letters every file job. DoneDir and FailedDir, absolute or empty
