@@ -656,7 +656,7 @@ func serveProducerMetrics(pc config.Producer, metrics http.Handler, lm *telemetr
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /healthz", health.LiveHandler())
 	srv := netlimit.SideServer(mux, 30*time.Second)
-	ln = lm.Wrap(telemetry.ListenerMetrics, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	ln = lm.Wrap(telemetry.ListenerMetrics, ln, netlimit.SideOptions())
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("producer metrics listening", zap.String("addr", ln.Addr().String()))
 	return func() { _ = srv.Close() }, nil

@@ -41,7 +41,7 @@ func NewConsole(cfg *config.Config, api *Listener, authn *auth.Authenticator, lm
 	if err != nil {
 		return nil, fmt.Errorf("listen ui: %w", err)
 	}
-	ln = lm.Wrap(telemetry.ListenerConsole, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	ln = lm.Wrap(telemetry.ListenerConsole, ln, netlimit.SideOptions())
 	srv := netlimit.SideServer(c, time.Minute)
 	srv.ErrorLog = zap.NewStdLog(log.Named("console.http"))
 	if api.tlsCfg != nil {

@@ -254,7 +254,7 @@ func NewHealth(cfg *config.Config, checks []health.Check, accept *APIAccept, sto
 	if err != nil {
 		return nil, fmt.Errorf("listen health: %w", err)
 	}
-	healthLn = lm.Wrap(telemetry.ListenerHealth, healthLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	healthLn = lm.Wrap(telemetry.ListenerHealth, healthLn, netlimit.SideOptions())
 	return &Listener{srv: healthSrv, ln: healthLn, grace: cfg.Server.ShutdownGrace(), log: log,
 		afterStop: func(context.Context) { log.Info("server stopped") }}, nil
 }
@@ -278,7 +278,7 @@ func NewMetrics(cfg *config.Config, metrics http.Handler, lm *telemetry.Listener
 	if err != nil {
 		return nil, fmt.Errorf("listen metrics: %w", err)
 	}
-	metricsLn = lm.Wrap(telemetry.ListenerMetrics, metricsLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	metricsLn = lm.Wrap(telemetry.ListenerMetrics, metricsLn, netlimit.SideOptions())
 	return &Listener{srv: metricsSrv, ln: metricsLn, grace: cfg.Server.ShutdownGrace(), log: log}, nil
 }
 

@@ -145,7 +145,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen health: %w", err)
 	}
-	ln = w.deps.Listeners.Wrap(telemetry.ListenerHealth, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	ln = w.deps.Listeners.Wrap(telemetry.ListenerHealth, ln, netlimit.SideOptions())
 	addr := ln.Addr().String()
 	w.healthAddr.Store(&addr)
 	var mln net.Listener
@@ -154,7 +154,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = ln.Close()
 			return fmt.Errorf("listen metrics: %w", err)
 		}
-		mln = w.deps.Listeners.Wrap(telemetry.ListenerMetrics, mln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+		mln = w.deps.Listeners.Wrap(telemetry.ListenerMetrics, mln, netlimit.SideOptions())
 		maddr := mln.Addr().String()
 		w.metricsAddr.Store(&maddr)
 	}
