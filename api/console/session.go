@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // sessionCookie holds the sealed session. Its name carries no prefix: __Host- needs HTTPS, and the
@@ -26,6 +28,7 @@ const maxCookieBytes = 4096
 
 // session is what the sealed cookie holds.
 type session struct {
+	ID      string `json:"i"`           // random: names the session for sign-out (revocations)
 	Token   string `json:"t,omitempty"` // "" when signed in by certificate, or authentication is off
 	Expires int64  `json:"e"`           // unix seconds
 }
@@ -105,7 +108,14 @@ func (s *sealer) csrfOK(cookieValue, got string) bool {
 }
 
 func (c *Console) setSession(w http.ResponseWriter, v session) (string, error) {
-	value, err := c.sealer.seal(v)
+	if v.ID == "" {
+		id := make([]byte, 16)
+		if _, err := rand.Read(id); err != nil {
+			return "", fmt.Errorf("session id: %w", err)
+		}
+		v.ID = hex.EncodeToString(id)
+	}
+	value, err := c.sealer.Load().seal(v)
 	if err != nil {
 		return "", fmt.Errorf("seal session: %w", err)
 	}
@@ -114,6 +124,23 @@ func (c *Console) setSession(w http.ResponseWriter, v session) (string, error) {
 		SameSite: http.SameSiteStrictMode, Expires: time.Unix(v.Expires, 0),
 	})
 	return value, nil
+}
+
+// endSession revokes the request's session, so that a copy of its cookie opens nothing either,
+// and clears the cookie.
+func (c *Console) endSession(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		if sess, err := c.sealer.Load().open(ck.Value, c.now()); err == nil && !c.revoked.revoke(sess.ID, sess.Expires, c.now()) {
+			s, err := newSealer()
+			if err != nil {
+				c.log.Error("console session keys not renewed: a signed-out session stays valid until it expires", zap.Error(err))
+			} else {
+				c.sealer.Store(s)
+				c.log.Warn("console session keys renewed: too many signed-out sessions to keep; every user signs in again")
+			}
+		}
+	}
+	c.clearSession(w)
 }
 
 func (c *Console) clearSession(w http.ResponseWriter) {
