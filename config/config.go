@@ -170,11 +170,16 @@ type Server struct {
 	ShutdownGraceS          int `koanf:"shutdown_grace_s"`
 	// MaxWorkers bounds the live workers registered in the cluster; MaxStreams the assignment
 	// streams open on one server (and, counted apart, the watch streams: WatchJob, WatchEvents).
-	MaxWorkers      int  `koanf:"max_workers"`
-	MaxStreams      int  `koanf:"max_streams"`
-	MaxPayloadBytes int  `koanf:"max_payload_bytes"`
-	MaxResultBytes  int  `koanf:"max_result_bytes"`
-	DryRun          bool `koanf:"dry_run"`
+	MaxWorkers int `koanf:"max_workers"`
+	MaxStreams int `koanf:"max_streams"`
+	// AllowedHosts are more names clients use for this process's listeners, beside addresses,
+	// localhost and the listen hosts: a listener that serves without credentials (API and
+	// console with authentication off, any listener on loopback) refuses every other Host and
+	// Origin (internal/hostcheck).
+	AllowedHosts    []string `koanf:"allowed_hosts"`
+	MaxPayloadBytes int      `koanf:"max_payload_bytes"`
+	MaxResultBytes  int      `koanf:"max_result_bytes"`
+	DryRun          bool     `koanf:"dry_run"`
 	// EventRetentionH keeps published job_events rows (the history `job logs` shows) this long;
 	// unpublished ones are never deleted.
 	EventRetentionH int `koanf:"event_retention_h"`
@@ -620,6 +625,7 @@ func Default() Config {
 			MaxConnectionsPerSource: 1024,
 		},
 		Server: Server{
+			AllowedHosts:   []string{},
 			ShutdownGraceS: 30,
 			MaxWorkers:     10000,
 			MaxStreams:     5000,

@@ -50,6 +50,7 @@ type Console struct {
 	ttl        time.Duration
 	sealer     atomic.Pointer[sealer] // replaced when revocations overflow: every session ends
 	signIns    *signInLimiter
+	cop        *http.CrossOriginProtection
 	revoked    revocations
 	pages      *pages
 	mux        *http.ServeMux
@@ -82,7 +83,7 @@ func New(opts Options) (*Console, error) {
 	}
 	c := &Console{
 		api: newClients(opts.API), auth: opts.Auth, log: opts.Log, now: opts.Now, tracingURL: opts.TracingURL,
-		secure: opts.Secure, ttl: opts.SessionTTL, signIns: newSignInLimiter(), pages: p, mux: http.NewServeMux(),
+		secure: opts.Secure, ttl: opts.SessionTTL, signIns: newSignInLimiter(), cop: http.NewCrossOriginProtection(), pages: p, mux: http.NewServeMux(),
 	}
 	c.sealer.Store(s)
 	static, err := fs.Sub(webFS, "web/static")
@@ -207,7 +208,7 @@ func (c *Console) action(fn func(w http.ResponseWriter, r *http.Request, u *user
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		if !sameOrigin(r) {
+		if !c.sameOrigin(r) {
 			http.Error(w, "refused: the request comes from another site", http.StatusForbidden)
 			return
 		}

@@ -37,7 +37,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if !sameOrigin(r) {
+	if !c.sameOrigin(r) {
 		http.Error(w, "refused: the request comes from another site", http.StatusForbidden)
 		return
 	}
