@@ -140,7 +140,7 @@ func callNested(t *testing.T, cl *http.Client, addr string, md protoreflect.Meth
 	if stream {
 		contentType = "application/connect+msgpack"
 		env := make([]byte, 5, 5+len(body))
-		binary.BigEndian.PutUint32(env[1:], uint32(len(body))) //nolint:gosec // about 1 MB
+		binary.BigEndian.PutUint32(env[1:], uint32(len(body)))
 		body = append(env, body...)
 	}
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
