@@ -170,11 +170,16 @@ type Server struct {
 	ShutdownGraceS          int `koanf:"shutdown_grace_s"`
 	// MaxWorkers bounds the live workers registered in the cluster; MaxStreams the assignment
 	// streams open on one server (and, counted apart, the watch streams: WatchJob, WatchEvents).
-	MaxWorkers      int  `koanf:"max_workers"`
-	MaxStreams      int  `koanf:"max_streams"`
-	MaxPayloadBytes int  `koanf:"max_payload_bytes"`
-	MaxResultBytes  int  `koanf:"max_result_bytes"`
-	DryRun          bool `koanf:"dry_run"`
+	MaxWorkers int `koanf:"max_workers"`
+	MaxStreams int `koanf:"max_streams"`
+	// AllowedHosts are more names clients use for this process's listeners, beside addresses,
+	// localhost and the listen hosts: a listener that serves without credentials (API and
+	// console with authentication off, any listener on loopback) refuses every other Host and
+	// Origin (internal/hostcheck).
+	AllowedHosts    []string `koanf:"allowed_hosts"`
+	MaxPayloadBytes int      `koanf:"max_payload_bytes"`
+	MaxResultBytes  int      `koanf:"max_result_bytes"`
+	DryRun          bool     `koanf:"dry_run"`
 	// EventRetentionH keeps published job_events rows (the history `job logs` shows) this long;
 	// unpublished ones are never deleted.
 	EventRetentionH int `koanf:"event_retention_h"`
@@ -501,6 +506,24 @@ type Worker struct {
 	HTTP WorkerHTTP `koanf:"http"`
 }
 
+// HostAccess lists the settings by which jobs act on the worker's host with the worker's user
+// and access: run its programs (worker.exec.enabled), read and move its files
+// (worker.file.roots), send requests from its network, signed with its secret
+// (worker.http.allow). Empty: no built-in handler of this worker reaches beyond the process.
+func (w Worker) HostAccess() []string {
+	var on []string
+	if w.Exec.Enabled {
+		on = append(on, "worker.exec.enabled")
+	}
+	if len(w.File.Roots) > 0 {
+		on = append(on, "worker.file.roots")
+	}
+	if len(w.HTTP.Allow) > 0 {
+		on = append(on, "worker.http.allow")
+	}
+	return on
+}
+
 // WorkerFile configures the file handler (docs/handlers.md). Roots are the
 // directories whose files jobs may check, absolute; empty (the default)
 // dead-letters every file job. DoneDir and FailedDir, absolute or empty
@@ -602,6 +625,7 @@ func Default() Config {
 			MaxConnectionsPerSource: 1024,
 		},
 		Server: Server{
+			AllowedHosts:   []string{},
 			ShutdownGraceS: 30,
 			MaxWorkers:     10000,
 			MaxStreams:     5000,

@@ -180,6 +180,11 @@ func (c *Config) validateAuth(p *checker) {
 		p.add("server.offline_worker_retention_s", "must be 0 (kept for ever) or more, got %d", c.Server.OfflineWorkerRetentionS)
 	}
 	p.positive("server.max_streams", c.Server.MaxStreams)
+	for i, h := range c.Server.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, ":/ []@") {
+			p.add("server.allowed_hosts["+strconv.Itoa(i)+"]", "must be a host name without scheme, port or path, got %q", h)
+		}
+	}
 	if c.Token != "" && c.TokenFile != "" {
 		p.add("token_file", "set token or token_file, not both")
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -148,15 +149,45 @@ func TestAllRoleListsOnLoopback(t *testing.T) {
 	require.Regexp(t, `(?m)^\s+host: ""$`, r.stdout)
 }
 
-// TestAbuseAllRoleRefusesExecWithoutAuth: --role=all on loopback with authentication off
-// lets every local account submit; with exec enabled that account would run the allowed programs
-// as jq's user, so jq refuses to start.
-func TestAbuseAllRoleRefusesExecWithoutAuth(t *testing.T) {
+// TestAbuseAllRoleRefusesHostHandlersWithoutAuth: --role=all on loopback with authentication off lets
+// every local account submit, and its in-process worker runs jobs as jq's user. So it refuses to
+// start with any handler that reaches the host configured: exec (programs), file (reading and
+// moving files: the hash of /etc/shadow, a root-only file moved) and http (requests from jq's
+// network, signed with its secret); one line names every setting at fault.
+func TestAbuseAllRoleRefusesHostHandlersWithoutAuth(t *testing.T) {
 	t.Parallel()
-	r := runJQ(t, []string{"JQ_WORKER_EXEC_ENABLED=true", "JQ_WORKER_EXEC_ALLOW=/bin/echo"}, "--role=all")
-	require.Equal(t, 1, r.code, r.stderr)
-	require.Contains(t, r.stderr, "worker.exec.enabled with authentication off")
-	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	exec := []string{"JQ_WORKER_EXEC_ENABLED=true", "JQ_WORKER_EXEC_ALLOW=/bin/echo"}
+	file := []string{"JQ_WORKER_FILE_ROOTS=/etc"}
+	http := []string{"JQ_WORKER_HTTP_ALLOW=http://127.0.0.1:9/hook", "JQ_WORKER_HTTP_SIGNING_SECRET=s3cret"}
+	for name, c := range map[string]struct {
+		env  []string
+		want string
+	}{
+		"exec":             {exec, "worker.exec.enabled with authentication off"},
+		"file":             {file, "worker.file.roots with authentication off"},
+		"http":             {http, "worker.http.allow with authentication off"},
+		"all three":        {append(append(append([]string{}, exec...), file...), http...), "worker.exec.enabled, worker.file.roots, worker.http.allow with authentication off"},
+		"auth.enabled off": {append([]string{"JQ_AUTH_ENABLED=false"}, file...), "worker.file.roots with authentication off"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// Bounded: were the rule missing, jq would start and serve until the context ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var out, errb bytes.Buffer
+			env := []string{"JQ_STORE_DATA_DIR=" + t.TempDir(), "JQ_UI_ENABLED=false"}
+			for _, port := range []string{"GRPC_PORT", "HEALTH_PORT", "METRICS_PORT", "WORKER_HEALTH_PORT", "WORKER_METRICS_PORT"} {
+				env = append(env, "JQ_"+port+"="+strconv.Itoa(freePort(t)))
+			}
+			env = append(env, c.env...)
+			code := roles.Main(ctx, []string{"--role=all"}, env, roles.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+			r := result{code: code, stdout: out.String(), stderr: errb.String()}
+			require.Equal(t, 1, r.code, r.stderr)
+			require.Contains(t, r.stderr, c.want)
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+			require.NotContains(t, r.stderr, "s3cret")
+		})
+	}
 }
 
 func TestHelpCommandAndSections(t *testing.T) {

@@ -147,10 +147,12 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 	if cfg.UI.Enabled == config.UIAuto && role != All { // the web console: auto serves it in --role=all only
 		cfg.UI.Enabled = config.UIOff
 	}
-	if role == All && cfg.Worker.Exec.Enabled && !cfg.AuthRequired() {
-		// On loopback with authentication off every local account may submit, and the
-		// exec handler would run its jobs as this process's user.
-		fmt.Fprintln(stdio.Stderr, "jq: worker.exec.enabled with authentication off: any local account could run the allowed programs as this process's user; turn authentication on (auth.enabled true, auth.tokens, and token for the in-process worker) or run exec workers against an authenticated server")
+	if host := cfg.Worker.HostAccess(); role == All && len(host) > 0 && !cfg.AuthRequired() {
+		// With authentication off every local account may submit, and the in-process worker would
+		// run its jobs with this process's user, files, network and secrets: one rule for every
+		// handler that reaches the host.
+		fmt.Fprintf(stdio.Stderr, "jq: %s with authentication off: any local account could submit jobs that run programs, read files or send requests as this process's user; turn authentication on (auth.enabled true, auth.tokens, and token for the in-process worker) or run these handlers in workers of an authenticated server\n",
+			strings.Join(host, ", "))
 		return ExitError
 	}
 	if g.PrintConfig {

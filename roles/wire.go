@@ -31,6 +31,7 @@ import (
 	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/internal/hostcheck"
 	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/queue"
@@ -629,7 +630,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ 
 			defer func() { _ = rdb.Close() }()
 		}
 		if !pc.Once && pc.MetricsPort != 0 && cfg.Metrics.Enabled {
-			stop, err := serveProducerMetrics(pc, telemetry.MetricsHandler(reg), telemetry.NewListeners(reg), log)
+			stop, err := serveProducerMetrics(pc, cfg.Server.AllowedHosts, telemetry.MetricsHandler(reg), telemetry.NewListeners(reg), log)
 			if err != nil {
 				return err
 			}
@@ -647,7 +648,7 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ 
 }
 
 // serveProducerMetrics serves /metrics and /healthz on producer.metrics_port until stop.
-func serveProducerMetrics(pc config.Producer, metrics http.Handler, lm *telemetry.Listeners, log *zap.Logger) (stop func(), err error) {
+func serveProducerMetrics(pc config.Producer, allowedHosts []string, metrics http.Handler, lm *telemetry.Listeners, log *zap.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(pc.BindHost, strconv.Itoa(pc.MetricsPort)))
 	if err != nil {
 		return nil, fmt.Errorf("listen producer metrics: %w", err)
@@ -655,8 +656,8 @@ func serveProducerMetrics(pc config.Producer, metrics http.Handler, lm *telemetr
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /healthz", health.LiveHandler())
-	srv := netlimit.SideServer(mux, 30*time.Second)
-	ln = lm.Wrap(telemetry.ListenerMetrics, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	srv := netlimit.SideServer(hostcheck.ForListener(pc.BindHost, false, allowedHosts).Handler(mux), 30*time.Second)
+	ln = lm.Wrap(telemetry.ListenerMetrics, ln, netlimit.SideOptions())
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("producer metrics listening", zap.String("addr", ln.Addr().String()))
 	return func() { _ = srv.Close() }, nil

@@ -41,5 +41,10 @@
 //   - maps are maps with string keys (an integer or bool key in its decimal or true/false form);
 //   - Timestamp and Duration are strings in their protojson forms ("2026-11-23T10:00:00Z",
 //     "1.500s"); a Timestamp may also be given as the MessagePack timestamp extension (-1). Other
-//     well-known types take their protojson JSON form, converted to MessagePack.
+//     well-known types take their protojson JSON form, converted to MessagePack;
+//   - maps and arrays nest at most MaxDepth (10,000) levels in the whole request, counted through
+//     its messages, lists, maps and every value inside a field (payloads and unknown keys
+//     included), as encoding/json and protojson count for the JSON form. A deeper request is
+//     refused before any of its excess is read; a map or array where a Timestamp, Duration,
+//     FieldMask or wrapper belongs is refused before any of it is read.
 package codec

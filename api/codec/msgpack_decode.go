@@ -21,13 +21,37 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
+// MaxDepth is how deeply a MessagePack request may nest maps and arrays, counted over the whole
+// document: the request's own messages, lists and maps, and every value inside a field
+// (payloads, well-known types, unknown keys). It is the limit of encoding/json and protojson,
+// so the JSON and MessagePack forms of a request nest alike. The bound holds wherever the
+// value goes afterwards: the library's decoder and every handler that decodes a payload
+// recurse once per level.
+const MaxDepth = 10000
+
 // mpDecoder decodes MessagePack along a message descriptor. It peeks at every type code itself:
 // the library's typed decoders are lenient (nil decodes as 0, a str as bytes), and its Skip
 // recurses once per nesting level, which a hostile body could abuse.
 type mpDecoder struct {
-	dec  *msgpack.Decoder
-	r    *bytes.Reader // the decoder's input, read without buffering: it gives the offset
-	data []byte
+	dec   *msgpack.Decoder
+	r     *bytes.Reader // the decoder's input, read without buffering: it gives the offset
+	data  []byte
+	depth int // maps and arrays open around the next value
+}
+
+// enter opens one map or array level; leave closes it.
+func (d *mpDecoder) enter(path string) error {
+	if d.depth >= MaxDepth {
+		return errDepth(path)
+	}
+	d.depth++
+	return nil
+}
+
+func (d *mpDecoder) leave() { d.depth-- }
+
+func errDepth(path string) error {
+	return fmt.Errorf("%s: nested deeper than %d levels", at(path), MaxDepth)
 }
 
 func (d *mpDecoder) offset() int { return len(d.data) - d.r.Len() }
@@ -129,6 +153,10 @@ func (d *mpDecoder) message(m protoreflect.Message, path string) error {
 	if err != nil {
 		return errTruncated(err)
 	}
+	if err := d.enter(path); err != nil {
+		return err
+	}
+	defer d.leave()
 	fields := md.Fields()
 	seen := map[protoreflect.FieldNumber]bool{}
 	for range n {
@@ -148,7 +176,7 @@ func (d *mpDecoder) message(m protoreflect.Message, path string) error {
 			fd = fields.ByTextName(name)
 		}
 		if fd == nil { // unknown fields are ignored, as the JSON codec does
-			if err := d.skip(); err != nil {
+			if err := d.skip(path + queue.Excerpt(name)); err != nil {
 				return err
 			}
 			continue
@@ -186,6 +214,10 @@ func (d *mpDecoder) field(m protoreflect.Message, fd protoreflect.FieldDescripto
 		if err != nil {
 			return errTruncated(err)
 		}
+		if err := d.enter(path + "."); err != nil {
+			return err
+		}
+		defer d.leave()
 		list := m.Mutable(fd).List()
 		for i := range n {
 			epath := fmt.Sprintf("%s[%d]", path, i)
@@ -213,6 +245,10 @@ func (d *mpDecoder) field(m protoreflect.Message, fd protoreflect.FieldDescripto
 		if err != nil {
 			return errTruncated(err)
 		}
+		if err := d.enter(path + "."); err != nil {
+			return err
+		}
+		defer d.leave()
 		mv := m.Mutable(fd).Map()
 		for range n {
 			k, err := d.mapKey(fd.MapKey(), path)
@@ -310,7 +346,7 @@ func (d *mpDecoder) scalar(fd protoreflect.FieldDescriptor, path string) (protor
 		}
 		// Any other value is kept as its own MessagePack encoding.
 		start := d.offset()
-		if err := d.skip(); err != nil {
+		if err := d.skip(path); err != nil {
 			return protoreflect.Value{}, err
 		}
 		return protoreflect.ValueOfBytes(bytes.Clone(d.data[start:d.offset()])), nil
@@ -473,10 +509,14 @@ func (d *mpDecoder) wellKnown(m protoreflect.Message, path string) error {
 		proto.Merge(m.Interface(), ts)
 		return nil
 	}
+	if want, ok := scalarForm[m.Descriptor().FullName()]; ok && (isMap(c) || isArray(c)) {
+		return fmt.Errorf("%s: want %s for %s, got %s", at(path), want, m.Descriptor().Name(), typeName(c))
+	}
 	// Struct, ListValue, wrappers and the like go through protojson. skip checks every nested
-	// header against the input first, so the library's decode of that span is bounded by it.
+	// header against the input and the nesting against MaxDepth first, so the library's
+	// recursive decode of that span is bounded by both.
 	start := d.offset()
-	if err := d.skip(); err != nil {
+	if err := d.skip(at(path)); err != nil {
 		return err
 	}
 	var v any
@@ -488,6 +528,17 @@ func (d *mpDecoder) wellKnown(m protoreflect.Message, path string) error {
 		return fmt.Errorf("%s: %w", at(path), err)
 	}
 	return protojsonInto(b, m, path)
+}
+
+// scalarForm names the form of the well-known types whose protojson form is a single scalar: a
+// map or array there is refused before any of it is read.
+var scalarForm = map[protoreflect.FullName]string{
+	"google.protobuf.Timestamp": "a str or timestamp ext", "google.protobuf.Duration": "a str",
+	"google.protobuf.FieldMask": "a str", "google.protobuf.BoolValue": "a bool",
+	"google.protobuf.StringValue": "a str", "google.protobuf.BytesValue": "a str",
+	"google.protobuf.DoubleValue": "a number", "google.protobuf.FloatValue": "a number",
+	"google.protobuf.Int32Value": "a number", "google.protobuf.Int64Value": "a number",
+	"google.protobuf.UInt32Value": "a number", "google.protobuf.UInt64Value": "a number",
 }
 
 // timestamp reads the MessagePack timestamp extension (type -1) in its three sizes. It reads
@@ -532,31 +583,43 @@ func protojsonInto(b []byte, m protoreflect.Message, path string) error {
 }
 
 // skip passes over one value of any type without recursion: a hostile body of nested arrays
-// must not cost a stack frame per level.
-func (d *mpDecoder) skip() error {
-	for n := 1; n > 0; n-- {
+// must not cost a stack frame per level. It refuses a value nested deeper than MaxDepth in the
+// document, so what it passed over is safe for a recursive decoder. name is the value's place
+// in the request, for the error.
+func (d *mpDecoder) skip(name string) error {
+	// left[i] is how many values remain to be read in the container open at level i.
+	left := []int{1}
+	for len(left) > 0 {
+		top := len(left) - 1
+		if left[top] == 0 {
+			left = left[:top]
+			continue
+		}
+		left[top]--
 		c, err := d.peek()
 		if err != nil {
 			return err
 		}
+		var l int
 		switch {
 		case isArray(c):
-			l, err := d.dec.DecodeArrayLen()
-			if err != nil {
-				return errTruncated(err)
-			}
-			n += l
+			l, err = d.dec.DecodeArrayLen()
 		case isMap(c):
-			l, err := d.dec.DecodeMapLen()
-			if err != nil {
-				return errTruncated(err)
-			}
-			n += 2 * l
+			l, err = d.dec.DecodeMapLen()
+			l *= 2
 		default:
 			if err := d.dec.Skip(); err != nil {
 				return errTruncated(err)
 			}
+			continue
 		}
+		if err != nil {
+			return errTruncated(err)
+		}
+		if d.depth+len(left) > MaxDepth {
+			return fmt.Errorf("%s: nested deeper than %d levels", name, MaxDepth)
+		}
+		left = append(left, l)
 	}
 	return nil
 }

@@ -1,12 +1,15 @@
 package codec_test
 
 import (
+	"bytes"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -124,15 +127,18 @@ func TestMsgPackRefuses(t *testing.T) {
 		map[string]any{"success": map[string]any{}, "failure": map[string]any{}}}}), &jqv1.ReportJobsRequest{}), "two oneof members")
 }
 
+// An unknown key is skipped without recursion, and refused past codec.MaxDepth: a million levels
+// cost neither a stack frame nor a read per level beyond the limit.
 func TestMsgPackSkipsDeepNestingWithoutRecursion(t *testing.T) {
 	t.Parallel()
-	const depth = 1 << 20
 	body := []byte{0x81, 0xa7, 'u', 'n', 'k', 'n', 'o', 'w', 'n'}
-	for range depth {
+	for range 1 << 20 {
 		body = append(body, 0x91) // fixarray of one
 	}
 	body = append(body, 0xc0)
-	require.NoError(t, codec.MsgPack{}.Unmarshal(body, &jqv1.ListJobsRequest{}))
+	require.ErrorContains(t, codec.MsgPack{}.Unmarshal(body, &jqv1.ListJobsRequest{}), `"unknown": nested deeper than 10000 levels`)
+	ok := append([]byte{0x81, 0xa7, 'u', 'n', 'k', 'n', 'o', 'w', 'n'}, bytes.Repeat([]byte{0x91}, codec.MaxDepth-1)...)
+	require.NoError(t, codec.MsgPack{}.Unmarshal(append(ok, 0xc0), &jqv1.ListJobsRequest{}))
 }
 
 // allocCap is what decoding any input may allocate: a fixed multiple of its size plus a
@@ -199,12 +205,83 @@ func TestMsgPackTimestampNanosInRange(t *testing.T) {
 	require.Equal(t, int64(0x6553f100), spec.GetRunAt().GetSeconds())
 }
 
+// deepSeeds nest arrays depth levels deep in every field of a job spec, in a label's value and
+// under an unknown key: the attack that overflowed the stack through a Timestamp or Duration
+// field (a million levels, 1 MB). The tests use a quarter of that: with the bound removed it
+// overflows the fuzz target's capped stack all the same, at a quarter of the race detector's time.
+func deepSeeds(depth int) map[string][]byte {
+	nested := append(bytes.Repeat([]byte{0x91}, depth), 0xc0)
+	str := func(s string) []byte { return append([]byte{byte(0xa0 | len(s))}, s...) }
+	job := func(field string, v []byte) []byte {
+		b := append([]byte{0x81}, str("jobs")...)
+		b = append(b, 0x91, 0x81)
+		b = append(b, str(field)...)
+		return append(b, v...)
+	}
+	seeds := map[string][]byte{"unknown": job("unknownField", nested)}
+	fields := (&jqv1.JobSpec{}).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		seeds[fd.JSONName()] = job(fd.JSONName(), nested)
+		if fd.IsMap() {
+			seeds[fd.JSONName()+" value"] = job(fd.JSONName(), append(append([]byte{0x81}, str("k")...), nested...))
+		}
+	}
+	return seeds
+}
+
+// nesting is how deeply data nests maps and arrays, read without recursion; -1 when it is not
+// well-formed MessagePack.
+func nesting(data []byte) int {
+	dec := msgpack.NewDecoder(bytes.NewReader(data))
+	deepest := 0
+	left := []int{1}
+	for len(left) > 0 {
+		if left[len(left)-1] == 0 {
+			left = left[:len(left)-1]
+			continue
+		}
+		left[len(left)-1]--
+		c, err := dec.PeekCode()
+		if err != nil {
+			return -1
+		}
+		var n int
+		switch {
+		case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+			n, err = dec.DecodeArrayLen()
+		case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+			n, err = dec.DecodeMapLen()
+			n *= 2
+		default:
+			if dec.Skip() != nil {
+				return -1
+			}
+			continue
+		}
+		if err != nil || n > len(data) {
+			return -1
+		}
+		left = append(left, n)
+		deepest = max(deepest, len(left)-1)
+	}
+	return deepest
+}
+
 // FuzzMsgPackDecode decodes arbitrary bytes as the largest request: it must never allocate more
-// than allocCap of the input, and whatever decodes must re-encode to the same message.
+// than allocCap of the input, never accept a value nested deeper than codec.MaxDepth, and
+// whatever decodes must re-encode to the same message. The stack is capped well below the
+// runtime's 1 GB so that a decoder recursing once per level of the input dies here at once (with
+// deepSeeds) instead of after seconds and a gigabyte; within MaxDepth the decoder needs far less.
 func FuzzMsgPackDecode(f *testing.F) {
+	prev := debug.SetMaxStack(64 << 20)
+	f.Cleanup(func() { debug.SetMaxStack(prev) })
 	f.Add([]byte{0x80})
 	f.Add([]byte{0x81, 0xa3, 'j', 'o', 'b', 0x81, 0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd', 0x91, 0x01})
 	for _, b := range hostileBodies() {
+		f.Add(b)
+	}
+	for _, b := range deepSeeds(1 << 18) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -213,6 +290,9 @@ func FuzzMsgPackDecode(f *testing.F) {
 		n := allocated(func() { err = codec.MsgPack{}.Unmarshal(data, &req) })
 		if n > allocCap(len(data)) {
 			t.Fatalf("decoding %d bytes allocated %d (cap %d)", len(data), n, allocCap(len(data)))
+		}
+		if d := nesting(data); d > codec.MaxDepth && err == nil {
+			t.Fatalf("a request nested %d levels deep decoded (max %d)", d, codec.MaxDepth)
 		}
 		if err != nil {
 			return
@@ -224,4 +304,52 @@ func FuzzMsgPackDecode(f *testing.F) {
 		require.NoError(t, codec.MsgPack{}.Unmarshal(b, &back))
 		require.True(t, proto.Equal(&req, &back))
 	})
+}
+
+// Every field of a job spec refuses a deeply nested body at once, with a one-line error naming
+// the field; the well-known types before reading any of it.
+func TestMsgPackDeepNestingRefusedInEveryField(t *testing.T) {
+	t.Parallel()
+	for name, body := range deepSeeds(1 << 18) {
+		err := codec.MsgPack{}.Unmarshal(body, &jqv1.SubmitJobsRequest{})
+		require.Error(t, err, name)
+		require.NotContains(t, err.Error(), "\n")
+		switch name {
+		case "ttl", "timeout":
+			require.ErrorContains(t, err, "want a str for Duration, got array", name)
+		case "runAt":
+			require.ErrorContains(t, err, "want a str or timestamp ext for Timestamp, got array", name)
+		case "payload", "unknown":
+			require.ErrorContains(t, err, "nested deeper than 10000 levels", name)
+		case "labels value", "traceContext value":
+			require.ErrorContains(t, err, "want string, got array", name)
+		}
+	}
+	// MaxDepth levels in all are accepted: a payload nested to the limit, inside the request's
+	// own map, list and job map.
+	payload := append(bytes.Repeat([]byte{0x91}, codec.MaxDepth-3), 0xc0)
+	body := append([]byte{0x81, 0xa4, 'j', 'o', 'b', 's', 0x91, 0x81, 0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd'}, payload...)
+	var req jqv1.SubmitJobsRequest
+	require.NoError(t, codec.MsgPack{}.Unmarshal(body, &req))
+	require.Equal(t, payload, req.GetJobs()[0].GetPayload())
+	body = append([]byte{0x81, 0xa4, 'j', 'o', 'b', 's', 0x91, 0x81, 0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd', 0x91}, payload...)
+	require.ErrorContains(t, codec.MsgPack{}.Unmarshal(body, &req), "jobs[0].payload: nested deeper than 10000 levels")
+}
+
+// BenchmarkMsgPackNestedBomb decodes the million-level body in each place it used to recurse or
+// could: the figure behind "refused in under 50 ms".
+func BenchmarkMsgPackNestedBomb(b *testing.B) {
+	seeds := deepSeeds(1 << 20)
+	for _, name := range []string{"runAt", "ttl", "payload", "unknown"} {
+		body := seeds[name]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if err := (codec.MsgPack{}).Unmarshal(body, &jqv1.SubmitJobsRequest{}); err == nil {
+					b.Fatal("decoded")
+				}
+			}
+		})
+	}
 }

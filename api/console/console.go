@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -47,7 +48,10 @@ type Console struct {
 	tracingURL string
 	secure     bool
 	ttl        time.Duration
-	sealer     *sealer
+	sealer     atomic.Pointer[sealer] // replaced when revocations overflow: every session ends
+	signIns    *signInLimiter
+	cop        *http.CrossOriginProtection
+	revoked    revocations
 	pages      *pages
 	mux        *http.ServeMux
 }
@@ -79,8 +83,9 @@ func New(opts Options) (*Console, error) {
 	}
 	c := &Console{
 		api: newClients(opts.API), auth: opts.Auth, log: opts.Log, now: opts.Now, tracingURL: opts.TracingURL,
-		secure: opts.Secure, ttl: opts.SessionTTL, sealer: s, pages: p, mux: http.NewServeMux(),
+		secure: opts.Secure, ttl: opts.SessionTTL, signIns: newSignInLimiter(), cop: http.NewCrossOriginProtection(), pages: p, mux: http.NewServeMux(),
 	}
+	c.sealer.Store(s)
 	static, err := fs.Sub(webFS, "web/static")
 	if err != nil {
 		return nil, err
@@ -148,7 +153,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*user, bool)
 	var sess session
 	ck, err := r.Cookie(sessionCookie)
 	if err == nil {
-		if sess, err = c.sealer.open(ck.Value, now); err == nil {
+		if sess, err = c.sealer.Load().open(ck.Value, now); err == nil && !c.revoked.has(sess.ID) {
 			value = ck.Value
 		}
 	}
@@ -162,7 +167,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*user, bool)
 			return nil, false
 		}
 	}
-	u := &user{cred: credential{token: sess.Token, tls: r.TLS, remoteAddr: r.RemoteAddr}, csrf: c.sealer.csrf(value)}
+	u := &user{cred: credential{token: sess.Token, tls: r.TLS, remoteAddr: r.RemoteAddr}, csrf: c.sealer.Load().csrf(value)}
 	if c.auth != nil {
 		h := http.Header{}
 		if sess.Token != "" {
@@ -203,7 +208,7 @@ func (c *Console) action(fn func(w http.ResponseWriter, r *http.Request, u *user
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		if !sameOrigin(r) {
+		if !c.sameOrigin(r) {
 			http.Error(w, "refused: the request comes from another site", http.StatusForbidden)
 			return
 		}
@@ -213,7 +218,7 @@ func (c *Console) action(fn func(w http.ResponseWriter, r *http.Request, u *user
 			return
 		}
 		ck, _ := r.Cookie(sessionCookie)
-		if ck == nil || !c.sealer.csrfOK(ck.Value, r.PostFormValue("csrf")) {
+		if ck == nil || !c.sealer.Load().csrfOK(ck.Value, r.PostFormValue("csrf")) {
 			http.Error(w, "refused: missing or wrong CSRF token; reload the page and try again", http.StatusForbidden)
 			return
 		}

@@ -3,7 +3,13 @@ package console
 import (
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/jq-dev/jq/api/auth"
 )
 
 // consoleProcedure names the console's sign-in in the API's refusal counts and logs.
@@ -31,12 +37,22 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if !sameOrigin(r) {
+	if !c.sameOrigin(r) {
 		http.Error(w, "refused: the request comes from another site", http.StatusForbidden)
 		return
 	}
 	if c.auth == nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	src := host(r.RemoteAddr)
+	giveBack, wait := c.signIns.attempt(src, c.now())
+	if giveBack == nil {
+		d := &auth.Denial{Code: connect.CodeResourceExhausted, Reason: auth.ReasonRateLimited, Msg: signInRefusal(src, wait)}
+		c.auth.Refused("addr:"+src, consoleProcedure, d)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		c.render(w, r, nil, http.StatusTooManyRequests, "login", view{Title: "Sign in",
+			Data: &loginData{Err: "resource exhausted: " + d.Msg, Cert: hasCert(r)}})
 		return
 	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
@@ -46,11 +62,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	_, d := c.auth.Authenticate(h, r.TLS)
 	if d != nil {
-		c.auth.Refused("addr:"+host(r.RemoteAddr), consoleProcedure, d)
+		c.auth.Refused("addr:"+src, consoleProcedure, d)
 		c.render(w, r, nil, http.StatusUnauthorized, "login", view{Title: "Sign in",
 			Data: &loginData{Err: "unauthenticated: " + d.Msg, Cert: hasCert(r)}})
 		return
 	}
+	giveBack()
 	if _, err := c.setSession(w, session{Token: tok, Expires: c.now().Add(c.ttl).Unix()}); err != nil {
 		http.Error(w, "internal error: session not created", http.StatusInternalServerError)
 		return
@@ -59,7 +76,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ *user) {
-	c.clearSession(w)
+	c.endSession(w, r)
 	to := "/login"
 	if c.auth == nil {
 		to = "/"

@@ -13,8 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // sessionCookie holds the sealed session. Its name carries no prefix: __Host- needs HTTPS, and the
@@ -26,6 +27,7 @@ const maxCookieBytes = 4096
 
 // session is what the sealed cookie holds.
 type session struct {
+	ID      string `json:"i"`           // random: names the session for sign-out (revocations)
 	Token   string `json:"t,omitempty"` // "" when signed in by certificate, or authentication is off
 	Expires int64  `json:"e"`           // unix seconds
 }
@@ -105,7 +107,14 @@ func (s *sealer) csrfOK(cookieValue, got string) bool {
 }
 
 func (c *Console) setSession(w http.ResponseWriter, v session) (string, error) {
-	value, err := c.sealer.seal(v)
+	if v.ID == "" {
+		id := make([]byte, 16)
+		if _, err := rand.Read(id); err != nil {
+			return "", fmt.Errorf("session id: %w", err)
+		}
+		v.ID = hex.EncodeToString(id)
+	}
+	value, err := c.sealer.Load().seal(v)
 	if err != nil {
 		return "", fmt.Errorf("seal session: %w", err)
 	}
@@ -116,22 +125,34 @@ func (c *Console) setSession(w http.ResponseWriter, v session) (string, error) {
 	return value, nil
 }
 
+// endSession revokes the request's session, so that a copy of its cookie opens nothing either,
+// and clears the cookie.
+func (c *Console) endSession(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		if sess, err := c.sealer.Load().open(ck.Value, c.now()); err == nil && !c.revoked.revoke(sess.ID, sess.Expires, c.now()) {
+			s, err := newSealer()
+			if err != nil {
+				c.log.Error("console session keys not renewed: a signed-out session stays valid until it expires", zap.Error(err))
+			} else {
+				c.sealer.Store(s)
+				c.log.Warn("console session keys renewed: too many signed-out sessions to keep; every user signs in again")
+			}
+		}
+	}
+	c.clearSession(w)
+}
+
 func (c *Console) clearSession(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: c.secure, //nolint:gosec // Secure follows the listener (set over TLS); a plain-HTTP console on loopback must still get its cookie
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 }
 
-// sameOrigin refuses a POST whose Origin (or, without one, Referer) names another site; browsers
-// send Origin with every cross-site POST. A request with neither (a non-browser client) still
-// needs the CSRF token.
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		o = r.Header.Get("Referer")
-	}
-	if o == "" {
-		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin"
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+// sameOrigin refuses a POST from another site, by the standard library's cross-origin
+// protection: the browser's Sec-Fetch-Site, or without it an Origin whose host is not the
+// request's Host. A request with neither (a non-browser client) still needs the CSRF token. The
+// Host itself, and any Origin, are checked against the console's names before this, by the
+// listener (internal/hostcheck): a page that reached the console under its own name by DNS
+// rebinding is same-origin to the browser.
+func (c *Console) sameOrigin(r *http.Request) bool {
+	return c.cop.Check(r) == nil
 }

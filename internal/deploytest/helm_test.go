@@ -188,6 +188,53 @@ func TestHelmManifests(t *testing.T) {
 	require.Len(t, objs["PodMonitor"], 1)
 }
 
+// healthSources returns, per NetworkPolicy, the "from" of each rule that admits a health port
+// (8080 on servers, 8081 on workers and the producer); a rule without "from" admits everyone.
+func healthSources(t *testing.T, out []byte) map[string][]any {
+	t.Helper()
+	got := map[string][]any{}
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	for {
+		var o object
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if o == nil || o["kind"] != "NetworkPolicy" {
+			continue
+		}
+		name := get(t, o, "metadata", "name").(string)
+		got[name] = nil
+		for _, rule := range get(t, o, "spec", "ingress").([]any) {
+			for _, p := range get(t, rule, "ports").([]any) {
+				if port := get(t, p, "port"); port == 8080 || port == 8081 {
+					from, ok := rule.(object)["from"]
+					require.True(t, ok, "%s admits the health port from everywhere", name)
+					got[name] = append(got[name], from)
+				}
+			}
+		}
+	}
+	require.Len(t, got, 2)
+	return got
+}
+
+// TestHelmHealthPortRestricted: no pod may reach a health port (it could hold the connections
+// and starve the kubelet's probes); networkPolicy.healthFrom admits the nodes' range where the
+// CNI filters the kubelet's traffic.
+func TestHelmHealthPortRestricted(t *testing.T) {
+	t.Parallel()
+	for name, from := range healthSources(t, helm(t, append([]string{"template", "t", "deploy/helm/jq"}, allOn...)...)) {
+		require.Empty(t, from, "%s: the health port admits %v", name, from)
+	}
+	out := helm(t, append([]string{"template", "t", "deploy/helm/jq", "--set", "networkPolicy.healthFrom[0].ipBlock.cidr=10.1.0.0/16"}, allOn...)...)
+	for name, from := range healthSources(t, out) {
+		require.Len(t, from, 1, name)
+		require.Equal(t, "10.1.0.0/16", get(t, from[0], 0, "ipBlock", "cidr"), name)
+	}
+}
+
 // TestHelmExistingSecret: naming an existing Secret creates none and points every reference at it.
 func TestHelmExistingSecret(t *testing.T) {
 	t.Parallel()

@@ -3,6 +3,12 @@
 // small HTTP servers (health, metrics) that face no credential. A connection over a cap is
 // accepted and closed at once, so it costs a descriptor for microseconds and the kernel's
 // backlog never fills with connections nobody will serve.
+//
+// A side listener (health, metrics, console) also shares its total fairly (Options.FairShare):
+// at the total cap, a connection from an address holding fewer connections than the heaviest
+// address takes the place of that address's oldest connection. Without it, Max/PerSource
+// addresses (8 for the side listeners) holding their per-address caps left nothing for the
+// kubelet's probes, which then restarted a healthy pod.
 package netlimit
 
 import (
@@ -21,8 +27,14 @@ type Options struct {
 	// Max bounds the open connections (0: unlimited); PerSource those from one IP address.
 	Max       int
 	PerSource int
-	// Refused is called for every connection closed over a cap (ReasonTotal or
-	// ReasonPerSource); nil: not counted.
+	// FairShare, at the total cap, makes room for a connection from an address that holds at
+	// least two fewer connections than the heaviest address, by closing that address's oldest
+	// connection (counted as ReasonEvicted). A new address is then refused only when at least
+	// Max addresses hold one connection each. For listeners whose connections are short (probes,
+	// scrapes, pages): it would cut a long-lived stream.
+	FairShare bool
+	// Refused is called for every connection closed over a cap (ReasonTotal, ReasonPerSource,
+	// ReasonEvicted); nil: not counted.
 	Refused func(reason string)
 	// Now is the clock for AcceptHealthy (nil: time.Now).
 	Now func() time.Time
@@ -32,6 +44,9 @@ type Options struct {
 const (
 	ReasonTotal     = "total"
 	ReasonPerSource = "per_source"
+	// ReasonEvicted: a held connection closed to make room for one from a lighter address
+	// (Options.FairShare).
+	ReasonEvicted = "evicted"
 )
 
 // Listener is a net.Listener with connection caps.
@@ -41,7 +56,7 @@ type Listener struct {
 
 	mu     sync.Mutex
 	open   int
-	source map[string]int
+	source map[string][]*conn // the connections each address holds, oldest first
 
 	lastAcceptErr atomic.Int64 // unix nanos of the last failed accept (EMFILE and the like)
 }
@@ -54,7 +69,7 @@ func Wrap(ln net.Listener, opts Options) *Listener {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Listener{Listener: ln, opts: opts, source: map[string]int{}}
+	return &Listener{Listener: ln, opts: opts, source: map[string][]*conn{}}
 }
 
 // Accept returns the next connection within the caps; those over a cap are closed here.
@@ -67,38 +82,77 @@ func (l *Listener) Accept() (net.Conn, error) {
 			}
 			return nil, err
 		}
-		host := hostOf(c.RemoteAddr())
-		if reason := l.take(host); reason != "" {
+		held := &conn{Conn: c}
+		held.release = func() { l.give(hostOf(c.RemoteAddr()), held) }
+		evicted, reason := l.take(hostOf(c.RemoteAddr()), held)
+		if reason != "" {
 			// Counted before the close: a peer that sees its connection closed finds the
 			// refusal counted (TestAbuseCapsCloseExtraConnections failed the other way round).
 			l.opts.Refused(reason)
 			_ = c.Close()
 			continue
 		}
-		return &conn{Conn: c, release: func() { l.give(host) }}, nil
+		if evicted != nil {
+			l.opts.Refused(ReasonEvicted)
+			_ = evicted.Conn.Close() // its server goroutine sees the close; the place is already free
+		}
+		return held, nil
 	}
 }
 
-func (l *Listener) take(host string) string {
+// take admits c from host within the caps, or returns why not. With FairShare at the total cap
+// it may instead return a connection it released to make room, for the caller to close.
+func (l *Listener) take(host string, c *conn) (evicted *conn, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.opts.Max > 0 && l.open >= l.opts.Max {
-		return ReasonTotal
+	if l.opts.PerSource > 0 && len(l.source[host]) >= l.opts.PerSource {
+		return nil, ReasonPerSource
 	}
-	if l.opts.PerSource > 0 && l.source[host] >= l.opts.PerSource {
-		return ReasonPerSource
+	if l.opts.Max > 0 && l.open >= l.opts.Max {
+		heavy := l.heaviest()
+		if !l.opts.FairShare || len(l.source[host]) >= len(l.source[heavy])-1 {
+			return nil, ReasonTotal
+		}
+		evicted = l.source[heavy][0]
+		evicted.once.Do(func() {}) // released here, not again when its server closes it
+		l.remove(heavy, evicted)
 	}
 	l.open++
-	l.source[host]++
-	return ""
+	l.source[host] = append(l.source[host], c)
+	return evicted, ""
 }
 
-func (l *Listener) give(host string) {
+// heaviest is the address holding the most connections (any of them on a tie).
+func (l *Listener) heaviest() string {
+	var h string
+	n := -1
+	for host, cs := range l.source {
+		if len(cs) > n {
+			h, n = host, len(cs)
+		}
+	}
+	return h
+}
+
+func (l *Listener) give(host string, c *conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.open--
-	if l.source[host]--; l.source[host] <= 0 {
-		delete(l.source, host)
+	l.remove(host, c)
+}
+
+// remove drops c from host's connections; the caller holds mu.
+func (l *Listener) remove(host string, c *conn) {
+	cs := l.source[host]
+	for i, x := range cs {
+		if x == c {
+			l.open--
+			if len(cs) == 1 {
+				delete(l.source, host)
+			} else {
+				l.source[host] = append(cs[:i:i], cs[i+1:]...)
+			}
+			return
+		}
 	}
 }
 
@@ -164,12 +218,17 @@ func RaiseFDLimit() (uint64, error) {
 	return r.Cur, nil
 }
 
-// Side listeners (health, metrics) take little: a probe or a scrape at a time from a few
-// sources.
+// Side listeners (health, metrics, console) take little: a probe or a scrape at a time from a
+// few sources.
 const (
 	SideMax       = 256
 	SidePerSource = 32
 )
+
+// SideOptions are the caps of a side listener, shared fairly between addresses.
+func SideOptions() Options {
+	return Options{Max: SideMax, PerSource: SidePerSource, FairShare: true}
+}
 
 // fdReserve is kept back from the API's share for everything else the process opens: database
 // and Redis pools, Kafka, log files, the side listeners.

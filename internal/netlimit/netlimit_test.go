@@ -112,3 +112,105 @@ func TestRaiseFDLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, n)
 }
+
+// TestProbesAnsweredWhileAddressesHoldTheirCaps: 12 addresses each hold their 32 connections to a
+// side listener (384 dialled against a total of 256) and never send a byte; probes from other
+// addresses are still answered, every one, because a lighter address takes the place of the
+// heaviest one's oldest connection. Without the fair share the total was full and no probe got
+// in. The held connections outlive the test (a minute for headers), as an attacker's re-dialled
+// ones would.
+func TestProbesAnsweredWhileAddressesHoldTheirCaps(t *testing.T) {
+	t.Parallel()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var evicted atomic.Int32
+	opts := netlimit.SideOptions()
+	opts.Refused = func(reason string) {
+		if reason == netlimit.ReasonEvicted {
+			evicted.Add(1)
+		}
+	}
+	ln := netlimit.Wrap(raw, opts)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv := netlimit.SideServer(mux, 10*time.Second)
+	srv.ReadHeaderTimeout = time.Minute
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	const addresses = 12
+	for i := range addresses {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(10+i))}}
+		for range netlimit.SidePerSource {
+			c, err := d.Dial("tcp", raw.Addr().String())
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}
+	eventually(t, 10*time.Second, func() bool { return ln.Open() == netlimit.SideMax })
+
+	for i := range 30 {
+		src := net.IPv4(127, 0, 1, byte(1+i%3)) // the kubelet's address, and two more
+		tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: src}}).DialContext}
+		cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+		resp, err := cl.Get("http://" + raw.Addr().String() + "/healthz")
+		require.NoError(t, err, "probe %d from %s", i, src)
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, "ok", string(b))
+	}
+	require.Positive(t, evicted.Load())
+	require.LessOrEqual(t, ln.Open(), netlimit.SideMax)
+}
+
+// The fair share never goes past the caps, and gives nothing to an address that holds as many as
+// the heaviest but one (no churn between equals).
+func TestFairShareKeepsTheCaps(t *testing.T) {
+	t.Parallel()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := netlimit.Wrap(raw, netlimit.Options{Max: 4, PerSource: 3, FairShare: true})
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func(src string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", raw.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	admitted := func() {
+		t.Helper()
+		select {
+		case <-accepted:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the connection was not admitted")
+		}
+	}
+	a1 := dial("127.0.0.1")
+	admitted()
+	dial("127.0.0.1")
+	admitted()
+	dial("127.0.0.1")
+	admitted()
+	require.True(t, closedByServer(t, dial("127.0.0.1")), "over the per-address cap")
+	dial("127.0.0.2")
+	admitted()
+	require.Equal(t, 4, ln.Open())
+	dial("127.0.0.3") // holds 0, the heaviest 3: a1, the oldest, makes room
+	admitted()
+	require.True(t, closedByServer(t, a1))
+	require.Equal(t, 4, ln.Open())
+	// Now 2, 1, 1: an address holding 1 gains nothing from 2.
+	require.True(t, closedByServer(t, dial("127.0.0.2")))
+	require.Equal(t, 4, ln.Open())
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/jq-dev/jq/api/auth"
 	"github.com/jq-dev/jq/api/console"
 	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/internal/hostcheck"
 	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/roles/telemetry"
 )
@@ -41,8 +42,8 @@ func NewConsole(cfg *config.Config, api *Listener, authn *auth.Authenticator, lm
 	if err != nil {
 		return nil, fmt.Errorf("listen ui: %w", err)
 	}
-	ln = lm.Wrap(telemetry.ListenerConsole, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
-	srv := netlimit.SideServer(c, time.Minute)
+	ln = lm.Wrap(telemetry.ListenerConsole, ln, netlimit.SideOptions())
+	srv := netlimit.SideServer(hostcheck.ForListener(cfg.GRPC.Host, authn == nil, cfg.Server.AllowedHosts).Handler(c), time.Minute)
 	srv.ErrorLog = zap.NewStdLog(log.Named("console.http"))
 	if api.tlsCfg != nil {
 		srv.TLSConfig = api.tlsCfg.Clone()

@@ -28,6 +28,7 @@ import (
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/internal/hostcheck"
 	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -192,7 +193,8 @@ func NewAPI(deps Deps) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	apiSrv := newAPIServer(cfg.GRPC, api, tlsCfg, log)
+	// The console calls api in-process; the listener's requests pass the Host check first.
+	apiSrv := newAPIServer(cfg.GRPC, hostcheck.ForListener(cfg.GRPC.Host, deps.Auth == nil, cfg.Server.AllowedHosts).Handler(api), tlsCfg, log)
 	apiLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.GRPC.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen api: %w", err)
@@ -249,12 +251,12 @@ func NewHealth(cfg *config.Config, checks []health.Check, accept *APIAccept, sto
 	if accept != nil {
 		checks = slices.Concat(checks, []health.Check{accept.Check()})
 	}
-	healthSrv := netlimit.SideServer(healthMux(checks, stopping), 10*time.Second)
+	healthSrv := netlimit.SideServer(hostcheck.ForListener(cfg.Health.Host, false, cfg.Server.AllowedHosts).Handler(healthMux(checks, stopping)), 10*time.Second)
 	healthLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Health.Host, strconv.Itoa(cfg.Health.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen health: %w", err)
 	}
-	healthLn = lm.Wrap(telemetry.ListenerHealth, healthLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	healthLn = lm.Wrap(telemetry.ListenerHealth, healthLn, netlimit.SideOptions())
 	return &Listener{srv: healthSrv, ln: healthLn, grace: cfg.Server.ShutdownGrace(), log: log,
 		afterStop: func(context.Context) { log.Info("server stopped") }}, nil
 }
@@ -273,12 +275,12 @@ func NewMetrics(cfg *config.Config, metrics http.Handler, lm *telemetry.Listener
 	if cfg.Metrics.Pprof {
 		writeTimeout = 0 // a CPU profile streams for as long as asked
 	}
-	metricsSrv := netlimit.SideServer(mux, writeTimeout)
+	metricsSrv := netlimit.SideServer(hostcheck.ForListener(cfg.Metrics.Host, false, cfg.Server.AllowedHosts).Handler(mux), writeTimeout)
 	metricsLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Metrics.Host, strconv.Itoa(cfg.Metrics.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen metrics: %w", err)
 	}
-	metricsLn = lm.Wrap(telemetry.ListenerMetrics, metricsLn, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	metricsLn = lm.Wrap(telemetry.ListenerMetrics, metricsLn, netlimit.SideOptions())
 	return &Listener{srv: metricsSrv, ln: metricsLn, grace: cfg.Server.ShutdownGrace(), log: log}, nil
 }
 

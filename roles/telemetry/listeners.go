@@ -37,7 +37,7 @@ func NewListeners(reg prometheus.Registerer) *Listeners {
 	m := &Listeners{
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jq_listener_connections_refused_total",
-			Help: "Connections accepted and closed at once because the listener was at a cap: total (its max connections) or per_source (its max connections from one address).",
+			Help: "Connections closed because the listener was at a cap: total (its max connections) or per_source (its max connections from one address), at accept; evicted (a side listener at its total closed the oldest connection of its heaviest address to admit one from a lighter address).",
 		}, []string{"listener", "reason"}),
 		openDesc: prometheus.NewDesc("jq_listener_connections_open",
 			"Connections the listener holds now (those within its caps).", []string{"listener"}, nil),
@@ -52,7 +52,7 @@ func (m *Listeners) Wrap(name string, ln net.Listener, opts netlimit.Options) *n
 	if m == nil {
 		return netlimit.Wrap(ln, opts)
 	}
-	for _, r := range []string{netlimit.ReasonTotal, netlimit.ReasonPerSource} {
+	for _, r := range []string{netlimit.ReasonTotal, netlimit.ReasonPerSource, netlimit.ReasonEvicted} {
 		m.refused.WithLabelValues(name, r)
 	}
 	count := opts.Refused

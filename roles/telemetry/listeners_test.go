@@ -41,6 +41,7 @@ func TestListenerMetrics(t *testing.T) {
 				"jq_listener_connections_open{listener=health}":                             open,
 				"jq_listener_connections_refused_total{listener=health}{reason=per_source}": perSource,
 				"jq_listener_connections_refused_total{listener=health}{reason=total}":      0,
+				"jq_listener_connections_refused_total{listener=health}{reason=evicted}":    0,
 			}
 			if fmt.Sprint(got) == fmt.Sprint(exp) || time.Now().After(deadline) {
 				require.Equal(t, exp, got)

@@ -25,6 +25,7 @@ import (
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"
+	"github.com/jq-dev/jq/internal/hostcheck"
 	"github.com/jq-dev/jq/internal/netlimit"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
@@ -145,7 +146,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen health: %w", err)
 	}
-	ln = w.deps.Listeners.Wrap(telemetry.ListenerHealth, ln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+	ln = w.deps.Listeners.Wrap(telemetry.ListenerHealth, ln, netlimit.SideOptions())
 	addr := ln.Addr().String()
 	w.healthAddr.Store(&addr)
 	var mln net.Listener
@@ -154,14 +155,15 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = ln.Close()
 			return fmt.Errorf("listen metrics: %w", err)
 		}
-		mln = w.deps.Listeners.Wrap(telemetry.ListenerMetrics, mln, netlimit.Options{Max: netlimit.SideMax, PerSource: netlimit.SidePerSource})
+		mln = w.deps.Listeners.Wrap(telemetry.ListenerMetrics, mln, netlimit.SideOptions())
 		maddr := mln.Addr().String()
 		w.metricsAddr.Store(&maddr)
 	}
 	// Readiness turns 503 the moment ctx ends, before the executor starts
 	// its stop.
 	w.runCtx = ctx
-	healthSrv := netlimit.SideServer(w.healthMux(), 10*time.Second)
+	hosts := hostcheck.ForListener(host, false, cfg.Server.AllowedHosts)
+	healthSrv := netlimit.SideServer(hosts.Handler(w.healthMux()), 10*time.Second)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- healthSrv.Serve(ln) }()
 	if mln != nil {
@@ -174,7 +176,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if cfg.Metrics.Pprof {
 			writeTimeout = 0 // a CPU profile streams for as long as asked
 		}
-		metricsSrv := netlimit.SideServer(mux, writeTimeout)
+		metricsSrv := netlimit.SideServer(hosts.Handler(mux), writeTimeout)
 		go func() { _ = metricsSrv.Serve(mln) }()
 		defer func() { _ = metricsSrv.Close() }()
 	}

@@ -14,7 +14,7 @@ import (
 // lockFile takes an exclusive, non-blocking flock on path (created when missing) and writes this
 // process's id into it. The kernel releases the lock when the process ends, however it ends.
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640) //nolint:gosec // the data directory's own lock file
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open the lock file: %w", err)
 	}

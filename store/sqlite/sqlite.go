@@ -99,15 +99,23 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	// The database holds payloads and results: only its owner reads it, and nobody else may
+	// replace it. SQLite gives the -wal and -shm files the database file's mode.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create the data directory: %w", err)
+	}
+	if err := checkOwner(filepath.Dir(path), true); err != nil {
+		return nil, err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := checkOwner(p, false); err != nil {
+			return nil, err
+		}
 	}
 	lock, err := lockFile(path + ".lock")
 	if err != nil {
 		return nil, err
 	}
-	// The database holds payloads and results: only its owner reads it. SQLite gives the -wal and
-	// -shm files the database file's mode.
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 		_ = f.Close()
 	}
