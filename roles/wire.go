@@ -309,6 +309,7 @@ func serverEngine(_ context.Context, p *process) (part, error) {
 		HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
 		TimeoutGrace:      cfg.Scheduler.TimeoutGrace(),
 		Tracer:            p.tr.Tracer(),
+		KafkaOff:          !cfg.Kafka.Enabled,
 	})
 	if err != nil {
 		return part{}, err
