@@ -44,8 +44,9 @@ type Limits struct {
 	// include_payloads being built, encoded and written at once, as a number of full pages
 	// (MaxPageBytes each; 0: DefaultMaxPayloadPages).
 	MaxPayloadPages int
-	// OfflineWorkerRetention is how long an OFFLINE worker's row (and its id) is kept: until
-	// then it counts against MaxWorkersPerPrincipal (0: kept for ever).
+	// OfflineWorkerRetention is how long an OFFLINE worker's row (and its id) is kept (0: for
+	// ever), unless its principal's new ids need its place (MaxWorkersPerPrincipal bounds a
+	// principal's rows too; only live workers are refused).
 	OfflineWorkerRetention time.Duration
 }
 
