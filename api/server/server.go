@@ -180,7 +180,7 @@ func New(opts Options) http.Handler {
 	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
-	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, now: time.Now, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine),
+	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, now: time.Now, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine, opts.Store.EventsRead, opts.Log.Named("watch")),
 		watchers: newStreamCounter("watch"), refused: refusedFunc(opts)}
 	mux.Handle(jqv1connect.NewJobServiceHandler(jobs, hopts...))
 	// Seed 003's public API: a facade over the same job paths, behind the same interceptors.
