@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -53,11 +52,12 @@ type watchHub struct {
 	n       int           // open subscriptions
 	running bool          // the feed reader runs
 	ready   chan struct{} // closed once the running reader has its cursor
-	reads   atomic.Int64  // feed reads, for tests
+	idle    chan struct{} // the last subscription ended: the reader stops now
 }
 
 func newWatchHub(e *engine.Engine, read func(context.Context, store.EventsReadParams) (store.EventsReadResult, error), log *zap.Logger) *watchHub {
-	h := &watchHub{read: read, log: log, subs: map[string]map[chan struct{}]struct{}{}, any: map[chan struct{}]struct{}{}}
+	h := &watchHub{read: read, log: log, subs: map[string]map[chan struct{}]struct{}{}, any: map[chan struct{}]struct{}{},
+		idle: make(chan struct{}, 1)}
 	if e != nil {
 		e.OnJobChange(h.notify)
 	}
@@ -96,7 +96,7 @@ func (h *watchHub) subscribeAll(ctx context.Context) (<-chan struct{}, func()) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		delete(h.any, ch)
-		h.n--
+		h.ended()
 	}
 }
 
@@ -118,7 +118,7 @@ func (h *watchHub) subscribe(ctx context.Context, id string) (<-chan struct{}, f
 		if len(h.subs[id]) == 0 {
 			delete(h.subs, id)
 		}
-		h.n--
+		h.ended()
 	}
 }
 
@@ -131,6 +131,13 @@ func (h *watchHub) started() chan struct{} {
 		go h.run(h.ready)
 	}
 	return h.ready
+}
+
+// ended counts a subscription's end; the last one stops the reader. Called with h.mu held.
+func (h *watchHub) ended() {
+	if h.n--; h.n == 0 {
+		wakeUp(h.idle)
+	}
 }
 
 func (h *watchHub) waitReady(ctx context.Context, ready chan struct{}) {
@@ -167,7 +174,6 @@ func (h *watchHub) run(ready chan struct{}) {
 		}
 		h.mu.Unlock()
 		r, err := h.read(ctx, p)
-		h.reads.Add(1)
 		switch {
 		case err != nil && !failing:
 			failing = true
@@ -192,6 +198,7 @@ func (h *watchHub) run(ready chan struct{}) {
 		select {
 		case <-tick.C:
 		case <-soon.C:
+		case <-h.idle:
 		}
 	}
 }
