@@ -270,6 +270,7 @@ func serverBackground(_ context.Context, p *process) (part, error) {
 	maint, err := maintenance.New(maintenance.Options{
 		Store:     p.st,
 		Progress:  p.st,
+		Buckets:   p.st,
 		Log:       p.srvLog.Named("maintenance"),
 		Retention: p.cfg.Server.EventRetention(),
 		KafkaOff:  !p.cfg.Kafka.Enabled,

@@ -46,6 +46,43 @@ type ConstraintStore interface {
 	// Claims that share a constraint are serialized across replicas; claims of queues no
 	// constraint applies to are not, and run as JobClaim does. Errors: ErrInvalidArgument.
 	JobClaimConstrained(ctx context.Context, p JobClaimParams) (*ConstrainedClaim, error)
+	// ConstraintBucketsPrune deletes up to p.Limit rate buckets that have refilled to full: of each
+	// constraint in p.Refill, those last written at least its refill time ago by the store's clock.
+	// A full bucket and no row are the same to the limiter, so this changes no decision; without it
+	// a bucket row would stay for every key ever seen. It returns how many it deleted. Errors:
+	// ErrInvalidArgument (p.Limit out of 1..MaxBucketsPrune).
+	ConstraintBucketsPrune(ctx context.Context, p ConstraintBucketsPruneParams) (int64, error)
+}
+
+// MaxBucketsPrune bounds one ConstraintBucketsPrune.
+const MaxBucketsPrune = 10_000
+
+// ConstraintBucketsPruneParams selects the buckets ConstraintBucketsPrune deletes.
+type ConstraintBucketsPruneParams struct {
+	// Refill is, by constraint name, the time after which a bucket last written is full again.
+	Refill map[string]time.Duration
+	Limit  int
+}
+
+// BucketsPruneParams returns the prune of the rate buckets of the constraints of set, up to limit:
+// each bucket once its rate's refill time (queue.RateLimit.Refill) and a millisecond passed, as
+// the claim reads them.
+func BucketsPruneParams(set *queue.ConstraintSet, limit int) ConstraintBucketsPruneParams {
+	p := ConstraintBucketsPruneParams{Refill: map[string]time.Duration{}, Limit: limit}
+	for _, c := range set.Constraints {
+		if !c.Rate.IsZero() {
+			p.Refill[c.Name] = c.Rate.Refill() + time.Millisecond
+		}
+	}
+	return p
+}
+
+// Validate checks p.
+func (p ConstraintBucketsPruneParams) Validate() error {
+	if p.Limit < 1 || p.Limit > MaxBucketsPrune {
+		return invalid("buckets prune limit must be 1..%d, got %d", MaxBucketsPrune, p.Limit)
+	}
+	return nil
 }
 
 // ConstraintCreateParams creates or replaces a constraint.

@@ -629,3 +629,34 @@ func candidateArrays(cs []store.ClaimCandidate) (ctids []pgtype.TID, keys []*str
 	}
 	return ctids, keys
 }
+
+// The buckets refilled to full ($1 constraint names, $2 their refill time in ms), at most $3; a
+// bucket a claim holds is skipped (the claim writes it as it decided).
+const sqlConstraintBucketsPrune = `-- name: constraint_buckets_prune
+DELETE FROM constraint_buckets WHERE (constraint_name, key) IN (
+    SELECT b.constraint_name, b.key
+    FROM unnest($1::text[], $2::bigint[]) AS r(name, refill_ms)
+    JOIN constraint_buckets b ON b.constraint_name = r.name
+    WHERE b.at <= now() - r.refill_ms * interval '1 millisecond'
+    LIMIT $3
+    FOR UPDATE OF b SKIP LOCKED)`
+
+// ConstraintBucketsPrune implements store.ConstraintStore.
+func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBucketsPruneParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if len(p.Refill) == 0 {
+		return 0, nil
+	}
+	var names []string
+	var refill []int64
+	for n, d := range p.Refill {
+		names, refill = append(names, n), append(refill, d.Milliseconds())
+	}
+	tag, err := s.pool.Exec(ctx, sqlConstraintBucketsPrune, names, refill, p.Limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune constraint buckets: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -557,3 +557,40 @@ func scanConstraint(row scanner) (*queue.Constraint, error) {
 	}
 	return &c, nil
 }
+
+// The buckets refilled to full: ?1 is a JSON object of constraint name → the microsecond before
+// which a bucket last written is full; at most ?2.
+const sqlConstraintBucketsPrune = `-- name: constraint_buckets_prune
+DELETE FROM constraint_buckets WHERE (constraint_name, key) IN (
+    SELECT b.constraint_name, b.key
+    FROM json_each(?1) AS r
+    JOIN constraint_buckets b ON b.constraint_name = r.key
+    WHERE b.at <= r.value
+    LIMIT ?2)`
+
+// ConstraintBucketsPrune implements store.ConstraintStore.
+func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBucketsPruneParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if len(p.Refill) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err := s.write(ctx, func(tx *wtx) error {
+		before := make(map[string]int64, len(p.Refill))
+		for name, d := range p.Refill {
+			before[name] = us(tx.now.Add(-d))
+		}
+		res, err := tx.exec(sqlConstraintBucketsPrune, jsonText(before), p.Limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: prune constraint buckets: %w", err)
+	}
+	return n, nil
+}
