@@ -155,7 +155,13 @@ type ClaimCandidate struct {
 // admitted or not by l, until the step has its jobs or no candidate is left. It returns the admitted
 // candidates in the order taken, with their entries, and the candidates it keyed and did not admit
 // (their entries to store, so later claims pass over them while their keys are blocked).
-func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimStep, blocked, seen []string, n int) ([]ClaimCandidate, error)) (taken, keyed []ClaimCandidate, err error) {
+//
+// The limiter may have been given only the rate buckets that can be out of tokens (written within
+// their rate's TokenTime): before a round is decided, load reads the stored buckets of the
+// round's entries the limiter has not read (Limiter.Unread; a missing one is full), so a claim
+// reads the buckets of its candidates' keys, not those of every key that took a token lately.
+func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimStep, blocked, seen []string, n int) ([]ClaimCandidate, error),
+	load func(entries []string) (map[string]queue.Bucket, error)) (taken, keyed []ClaimCandidate, err error) {
 	var seen []string
 	step := func(st ClaimStep) (int, error) {
 		got := 0
@@ -165,6 +171,26 @@ func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimSte
 			if err != nil {
 				return got, err
 			}
+			var unread []string
+			asked := map[string]bool{}
+			for i := range cands {
+				if !cands[i].Keyed {
+					cands[i].Entries = l.Entries(cands[i].Job)
+				}
+				for _, e := range l.Unread(cands[i].Entries) {
+					if !asked[e] {
+						asked[e] = true
+						unread = append(unread, e)
+					}
+				}
+			}
+			if len(unread) > 0 {
+				bs, err := load(unread)
+				if err != nil {
+					return got, err
+				}
+				l.Load(unread, bs)
+			}
 			for _, c := range cands {
 				if got == st.Limit {
 					break // the rest stay as they are, unseen
@@ -172,7 +198,7 @@ func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimSte
 				seen = append(seen, c.ID)
 				fresh := !c.Keyed
 				if fresh {
-					c.Entries, c.Keyed, c.Computed = l.Entries(c.Job), true, true
+					c.Keyed, c.Computed = true, true
 				}
 				c.Job = nil
 				if l.Admit(c.Entries) {

@@ -40,6 +40,24 @@ func RunConstraintStore[S interface {
 	t.Run("OtherQueue", func(t *testing.T) { testConstraintOtherQueue(t, newStore) })
 	t.Run("ExpectedSet", func(t *testing.T) { testConstraintExpectedSet(t, newStore) })
 	t.Run("BucketsPruned", func(t *testing.T) { testConstraintBucketsPruned(t, newStore) })
+	t.Run("RatePartlyRefilled", func(t *testing.T) { testConstraintRatePartlyRefilled(t, newStore) })
+}
+
+// A bucket written longer ago than one token's time is not among those the claim reads first (it
+// holds a token at least), but the claim still decides with what it holds: 10 per 10 s, 8 taken,
+// a little over a second later 3 (or, on a slow machine, a few more), never a full bucket's 10.
+func testConstraintRatePartlyRefilled(t *testing.T, newStore NewStoreFunc) {
+	b := setupConstraintStore(t, newStore)
+	b.constraint(queue.Constraint{Name: uniqueName("ten"), Key: "{{.labels.tenant}}",
+		Rate: queue.RateLimit{Limit: 10, Interval: 10 * time.Second}})
+	b.insertTenant("a", 30)
+	first := time.Now()
+	require.Len(t, b.claimN(8).Jobs, 8)
+	time.Sleep(1100 * time.Millisecond) // the bucket's own clock is what is tested
+	got := len(b.claimN(20).Jobs)
+	most := 2 + int(time.Since(first)/time.Second) + 1
+	require.GreaterOrEqual(t, got, 3)
+	require.LessOrEqual(t, got, most, "the bucket's tokens, not a full bucket")
 }
 
 // Rate buckets that refilled to full are deleted by ConstraintBucketsPrune (a full bucket is no
