@@ -83,8 +83,6 @@ func (r RateLimit) BucketSize() int {
 // perSecond is the refill rate.
 func (r RateLimit) perSecond() float64 { return float64(r.Limit) / r.Interval.Seconds() }
 
-// Refill is how long an empty bucket takes to fill: a bucket last touched longer ago is full, and
-// its state need not be kept.
 // TokenTime is how long the bucket takes to gain one token: a bucket written longer ago holds at
 // least one, so a claim only needs to read the buckets written since, to know which keys are out
 // of tokens.
@@ -95,6 +93,8 @@ func (r RateLimit) TokenTime() time.Duration {
 	return time.Duration(float64(time.Second) / r.perSecond())
 }
 
+// Refill is how long an empty bucket takes to fill: a bucket last touched longer ago is full, and
+// its state need not be kept.
 func (r RateLimit) Refill() time.Duration {
 	if r.IsZero() {
 		return 0

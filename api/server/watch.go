@@ -222,7 +222,7 @@ func (h *watchHub) wake(evs []queue.Event) {
 
 // safetyInterval is one stream's own re-read interval, jittered.
 func safetyInterval() time.Duration {
-	return watchSafety + rand.N(watchSafety/4) //nolint:gosec // jitter, not a secret
+	return watchSafety + rand.N(watchSafety/4)
 }
 
 // errWatchShutdown ends the streams of a replica that is shutting down (UNAVAILABLE: watch again

@@ -381,11 +381,11 @@ func (s *Schedules) fireChunk(ctx context.Context, chunk []fire, clock func() ti
 		return fmt.Errorf("schedules: fire %d: %w", len(chunk), err)
 	}
 	var inserted []store.JobInsertResult
-	for i, r := range res {
-		if !r.Fired {
+	for i, f := range chunk {
+		if i >= len(res) || !res[i].Fired {
 			continue // deleted, paused or advanced by another replica since it was read
 		}
-		f := chunk[i]
+		r := res[i]
 		s.observeMissed(f)
 		for j, jr := range r.Jobs {
 			if jr.Existing {

@@ -180,7 +180,7 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 				return err
 			}
 			if _, err := b.s.WorkerGet(b.ctx, owned[2]); !errors.Is(err, queue.ErrWorkerNotFound) {
-				return fmt.Errorf("offline row still there: %v", err)
+				return fmt.Errorf("offline row still there: %w", err)
 			}
 			return nil
 		})
