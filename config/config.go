@@ -165,7 +165,8 @@ type ServerTLS struct {
 // Server holds server-role limits and switches.
 type Server struct {
 	// OfflineWorkerRetentionS is how long a deregistered or lost (OFFLINE) worker's row is kept;
-	// until then its id stays its owner's and counts against auth.max_workers_per_principal.
+	// until then its id stays its owner's (unless the owner's new ids need its place:
+	// auth.max_workers_per_principal bounds a principal's rows too).
 	OfflineWorkerRetentionS int `koanf:"offline_worker_retention_s"`
 	ShutdownGraceS          int `koanf:"shutdown_grace_s"`
 	// MaxWorkers bounds the live workers registered in the cluster; MaxStreams the assignment

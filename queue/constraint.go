@@ -83,6 +83,16 @@ func (r RateLimit) BucketSize() int {
 // perSecond is the refill rate.
 func (r RateLimit) perSecond() float64 { return float64(r.Limit) / r.Interval.Seconds() }
 
+// TokenTime is how long the bucket takes to gain one token: a bucket written longer ago holds at
+// least one, so a claim only needs to read the buckets written since, to know which keys are out
+// of tokens.
+func (r RateLimit) TokenTime() time.Duration {
+	if r.IsZero() {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / r.perSecond())
+}
+
 // Refill is how long an empty bucket takes to fill: a bucket last touched longer ago is full, and
 // its state need not be kept.
 func (r RateLimit) Refill() time.Duration {
@@ -505,6 +515,7 @@ type Limiter struct {
 	keyer     *Keyer
 	running   map[string]int
 	buckets   map[string]Bucket // read, refilled lazily to now
+	loaded    map[string]bool   // entries whose bucket Load read (none stored: full)
 	taken     map[string]bool   // buckets that gave tokens in this claim
 	blocked   map[string]bool
 	throttled map[string]int
@@ -516,7 +527,7 @@ type Limiter struct {
 func NewLimiter(cs []*Constraint, running map[string]int, buckets map[string]Bucket, now time.Time) *Limiter {
 	l := &Limiter{
 		now: now, cons: map[string]*Constraint{}, keyer: NewKeyer(cs),
-		running: running, buckets: buckets, taken: map[string]bool{}, blocked: map[string]bool{},
+		running: running, buckets: buckets, loaded: map[string]bool{}, taken: map[string]bool{}, blocked: map[string]bool{},
 		throttled: map[string]int{},
 	}
 	if l.running == nil {
@@ -543,6 +554,41 @@ func NewLimiter(cs []*Constraint, running map[string]int, buckets map[string]Buc
 }
 
 func entryConstraint(e string) string { name, _ := SplitLimitEntry(e); return name }
+
+// Unread returns the entries of entries with a rate limit whose bucket the limiter has neither been
+// given nor loaded. A claim that gave NewLimiter only the buckets that may be out of tokens (those
+// written within TokenTime) reads these, and Loads them, before Admit decides a job of theirs.
+func (l *Limiter) Unread(entries []string) []string {
+	var out []string
+	for _, e := range entries {
+		c := l.cons[entryConstraint(e)]
+		if c == nil || c.Rate.IsZero() || l.loaded[e] {
+			continue
+		}
+		if _, ok := l.buckets[e]; ok {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Load adds the stored buckets of the entries asked (read for Unread's entries; one not in buckets
+// has none stored: it is full).
+func (l *Limiter) Load(asked []string, buckets map[string]Bucket) {
+	for _, e := range asked {
+		l.loaded[e] = true
+		b, ok := buckets[e]
+		if !ok {
+			continue
+		}
+		l.buckets[e] = b
+		if c := l.cons[entryConstraint(e)]; c != nil && !c.Rate.IsZero() && l.tokens(c, e) < 1 {
+			l.blocked[e] = true
+			l.noteRetry(c, e)
+		}
+	}
+}
 
 // Entries returns the entries the job counts against (Keyer.Entries).
 func (l *Limiter) Entries(j *Job) []string { return l.keyer.Entries(j) }

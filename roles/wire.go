@@ -271,6 +271,7 @@ func serverBackground(_ context.Context, p *process) (part, error) {
 	maint, err := maintenance.New(maintenance.Options{
 		Store:     p.st,
 		Progress:  p.st,
+		Buckets:   p.st,
 		Log:       p.srvLog.Named("maintenance"),
 		Retention: p.cfg.Server.EventRetention(),
 		KafkaOff:  !p.cfg.Kafka.Enabled,
@@ -310,6 +311,7 @@ func serverEngine(_ context.Context, p *process) (part, error) {
 		HeartbeatTimeout:  cfg.Scheduler.HeartbeatTimeout(),
 		TimeoutGrace:      cfg.Scheduler.TimeoutGrace(),
 		Tracer:            p.tr.Tracer(),
+		KafkaOff:          !cfg.Kafka.Enabled,
 	})
 	if err != nil {
 		return part{}, err

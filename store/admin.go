@@ -26,8 +26,8 @@ type AdminStore interface {
 	JobPurgeDeadLetters(ctx context.Context, p JobPurgeDeadLettersParams) (deleted int64, err error)
 	// JobDelete permanently deletes one finished job (DONE or DEAD_LETTERED), with its result and
 	// its published events (an unpublished event stays until the relay has published it and
-	// retention removes it), with a compare-and-set on p.State: a job no longer in that state is
-	// kept. Errors: ErrIllegalTransition (p.State is not DONE or DEAD_LETTERED; checked before any
+	// retention removes it; with p.Unpublished every event of the job goes), with a compare-and-set
+	// on p.State: a job no longer in that state is kept. Errors: ErrIllegalTransition (p.State is not DONE or DEAD_LETTERED; checked before any
 	// I/O), ErrInvalidArgument (malformed id), ErrJobNotFound, ErrStaleAttempt (the job exists but
 	// is no longer in p.State; nothing was deleted).
 	JobDelete(ctx context.Context, p JobDeleteParams) error
@@ -89,6 +89,9 @@ type JobPurgeDeadLettersParams struct {
 type JobDeleteParams struct {
 	ID    string
 	State queue.State // DONE or DEAD_LETTERED: the job is deleted only while it is still in it
+	// Unpublished: Kafka is off, so no relay will ever publish the job's unpublished events: they
+	// are owed to no one and go with the job.
+	Unpublished bool
 }
 
 // DispatchCounts are the sizes of one queue's Redis dispatch structures.

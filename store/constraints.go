@@ -46,6 +46,43 @@ type ConstraintStore interface {
 	// Claims that share a constraint are serialized across replicas; claims of queues no
 	// constraint applies to are not, and run as JobClaim does. Errors: ErrInvalidArgument.
 	JobClaimConstrained(ctx context.Context, p JobClaimParams) (*ConstrainedClaim, error)
+	// ConstraintBucketsPrune deletes up to p.Limit rate buckets that have refilled to full: of each
+	// constraint in p.Refill, those last written at least its refill time ago by the store's clock.
+	// A full bucket and no row are the same to the limiter, so this changes no decision; without it
+	// a bucket row would stay for every key ever seen. It returns how many it deleted. Errors:
+	// ErrInvalidArgument (p.Limit out of 1..MaxBucketsPrune).
+	ConstraintBucketsPrune(ctx context.Context, p ConstraintBucketsPruneParams) (int64, error)
+}
+
+// MaxBucketsPrune bounds one ConstraintBucketsPrune.
+const MaxBucketsPrune = 10_000
+
+// ConstraintBucketsPruneParams selects the buckets ConstraintBucketsPrune deletes.
+type ConstraintBucketsPruneParams struct {
+	// Refill is, by constraint name, the time after which a bucket last written is full again.
+	Refill map[string]time.Duration
+	Limit  int
+}
+
+// BucketsPruneParams returns the prune of the rate buckets of the constraints of set, up to limit:
+// each bucket once its rate's refill time (queue.RateLimit.Refill) and a millisecond passed, as
+// the claim reads them.
+func BucketsPruneParams(set *queue.ConstraintSet, limit int) ConstraintBucketsPruneParams {
+	p := ConstraintBucketsPruneParams{Refill: map[string]time.Duration{}, Limit: limit}
+	for _, c := range set.Constraints {
+		if !c.Rate.IsZero() {
+			p.Refill[c.Name] = c.Rate.Refill() + time.Millisecond
+		}
+	}
+	return p
+}
+
+// Validate checks p.
+func (p ConstraintBucketsPruneParams) Validate() error {
+	if p.Limit < 1 || p.Limit > MaxBucketsPrune {
+		return invalid("buckets prune limit must be 1..%d, got %d", MaxBucketsPrune, p.Limit)
+	}
+	return nil
 }
 
 // ConstraintCreateParams creates or replaces a constraint.
@@ -118,7 +155,13 @@ type ClaimCandidate struct {
 // admitted or not by l, until the step has its jobs or no candidate is left. It returns the admitted
 // candidates in the order taken, with their entries, and the candidates it keyed and did not admit
 // (their entries to store, so later claims pass over them while their keys are blocked).
-func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimStep, blocked, seen []string, n int) ([]ClaimCandidate, error)) (taken, keyed []ClaimCandidate, err error) {
+//
+// The limiter may have been given only the rate buckets that can be out of tokens (written within
+// their rate's TokenTime): before a round is decided, load reads the stored buckets of the
+// round's entries the limiter has not read (Limiter.Unread; a missing one is full), so a claim
+// reads the buckets of its candidates' keys, not those of every key that took a token lately.
+func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimStep, blocked, seen []string, n int) ([]ClaimCandidate, error),
+	load func(entries []string) (map[string]queue.Bucket, error)) (taken, keyed []ClaimCandidate, err error) {
 	var seen []string
 	step := func(st ClaimStep) (int, error) {
 		got := 0
@@ -128,6 +171,26 @@ func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimSte
 			if err != nil {
 				return got, err
 			}
+			var unread []string
+			asked := map[string]bool{}
+			for i := range cands {
+				if !cands[i].Keyed {
+					cands[i].Entries = l.Entries(cands[i].Job)
+				}
+				for _, e := range l.Unread(cands[i].Entries) {
+					if !asked[e] {
+						asked[e] = true
+						unread = append(unread, e)
+					}
+				}
+			}
+			if len(unread) > 0 {
+				bs, err := load(unread)
+				if err != nil {
+					return got, err
+				}
+				l.Load(unread, bs)
+			}
 			for _, c := range cands {
 				if got == st.Limit {
 					break // the rest stay as they are, unseen
@@ -135,7 +198,7 @@ func ConstrainedSteps(p JobClaimParams, l *queue.Limiter, fetch func(st ClaimSte
 				seen = append(seen, c.ID)
 				fresh := !c.Keyed
 				if fresh {
-					c.Entries, c.Keyed, c.Computed = l.Entries(c.Job), true, true
+					c.Keyed, c.Computed = true, true
 				}
 				c.Job = nil
 				if l.Admit(c.Entries) {

@@ -178,10 +178,12 @@ type WorkerRegisterParams struct {
 	Principal string
 	// AnyOwner lets the caller (an admin) register an id another principal owns; the owner stays.
 	AnyOwner bool
-	// MaxOfPrincipal, when above 0 and Principal is set, refuses (queue.ErrLimitReached) a worker
-	// id new to Principal while it already owns that many: OFFLINE ones count until garbage
-	// collected. The count and the insert are one transaction, serialised per principal, so
-	// concurrent registrations cannot overshoot.
+	// MaxOfPrincipal, when above 0 and Principal is set, refuses (queue.ErrLimitReached) a
+	// registration while that many other workers of Principal are live (not OFFLINE). A principal
+	// also holds at most that many rows: when one more would exceed it, its oldest OFFLINE rows are
+	// deleted in the same transaction (their ids are free again, for any principal). The count and
+	// the insert are one transaction, serialised per principal, so concurrent registrations cannot
+	// overshoot.
 	MaxOfPrincipal int
 	// MaxLive, when above 0, refuses (queue.ErrLimitReached) a registration while that many
 	// other workers of the whole cluster are live (not OFFLINE): server.max_workers. The count

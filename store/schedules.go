@@ -38,6 +38,77 @@ type ScheduleStore interface {
 	// the last_* fields, on the condition that next_fire_at still is p.From. It reports whether it
 	// did: false means another replica advanced the schedule first (or it was changed or deleted).
 	ScheduleAdvance(ctx context.Context, p ScheduleAdvanceParams) (bool, error)
+	// ScheduleFire records the handled fires of many schedules in one transaction. For each p whose
+	// schedule still exists, unpaused, with next_fire_at = p.From (read under a lock held to the
+	// commit), it inserts p.Jobs as JobInsertMany does and advances the schedule as ScheduleAdvance
+	// does; when p.Jobs is not empty the last_* fields describe the last job (its id, and
+	// FireSubmitted or FireExisting), whatever p says. A schedule deleted, paused or advanced
+	// meanwhile gets nothing (Fired false, no job): a delete or pause that returned stops every later
+	// fire, and of two replicas firing the same time one inserts. The batch is all or nothing: a job
+	// refused (ErrQueueNotFound, ErrInvalidArgument, ErrIdempotencyConflict) fails the call, and
+	// nothing is written. Results are in the order of ps.
+	ScheduleFire(ctx context.Context, ps []ScheduleFireParams) ([]ScheduleFireResult, error)
+}
+
+// MaxScheduleFireJobs bounds the jobs of one ScheduleFire call.
+const MaxScheduleFireJobs = 10_000
+
+// ScheduleFireParams are one schedule's fires of a pass.
+type ScheduleFireParams struct {
+	ScheduleAdvanceParams
+	// Jobs are the fires' jobs, oldest first (none: only the advance, e.g. a refused fire).
+	Jobs []JobInsertParams
+}
+
+// ScheduleFireResult is what ScheduleFire did for one schedule.
+type ScheduleFireResult struct {
+	// Fired: the schedule was still due as read, its jobs are inserted and it is advanced.
+	Fired bool
+	// Jobs are the results of p.Jobs, in order (nil unless Fired).
+	Jobs []JobInsertResult
+}
+
+// ValidateScheduleFire checks a ScheduleFire batch before any I/O and returns its jobs in order.
+func ValidateScheduleFire(ps []ScheduleFireParams) ([]JobInsertParams, error) {
+	var jobs []JobInsertParams
+	seen := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		if err := queue.ValidateScheduleName(p.Name); err != nil {
+			return nil, err
+		}
+		if seen[p.Name] {
+			return nil, invalid("schedule %s fired twice in one batch", p.Name)
+		}
+		seen[p.Name] = true
+		if p.LastJobID != "" {
+			if _, err := ParseJobID(p.LastJobID); err != nil {
+				return nil, err
+			}
+		}
+		for i, j := range p.Jobs {
+			if err := j.Validate(); err != nil {
+				return nil, fmt.Errorf("schedule %s: job %d: %w", p.Name, i, err)
+			}
+		}
+		jobs = append(jobs, p.Jobs...)
+	}
+	if len(jobs) > MaxScheduleFireJobs {
+		return nil, invalid("%d jobs in one schedule fire batch, at most %d", len(jobs), MaxScheduleFireJobs)
+	}
+	return jobs, nil
+}
+
+// Advanced returns p's advance as recorded after its jobs' results: the last job's id and outcome
+// when there are jobs.
+func (p ScheduleFireParams) Advanced(res []JobInsertResult) ScheduleAdvanceParams {
+	a := p.ScheduleAdvanceParams
+	if n := len(res); n > 0 && res[n-1].Job != nil {
+		a.LastJobID, a.LastOutcome, a.LastError = res[n-1].Job.ID, queue.FireSubmitted, ""
+		if res[n-1].Existing {
+			a.LastOutcome = queue.FireExisting
+		}
+	}
+	return a
 }
 
 // ScheduleParams describes a schedule to create or reconcile.

@@ -44,8 +44,9 @@ type Limits struct {
 	// include_payloads being built, encoded and written at once, as a number of full pages
 	// (MaxPageBytes each; 0: DefaultMaxPayloadPages).
 	MaxPayloadPages int
-	// OfflineWorkerRetention is how long an OFFLINE worker's row (and its id) is kept: until
-	// then it counts against MaxWorkersPerPrincipal (0: kept for ever).
+	// OfflineWorkerRetention is how long an OFFLINE worker's row (and its id) is kept (0: for
+	// ever), unless its principal's new ids need its place (MaxWorkersPerPrincipal bounds a
+	// principal's rows too; only live workers are refused).
 	OfflineWorkerRetention time.Duration
 }
 
@@ -179,7 +180,7 @@ func New(opts Options) http.Handler {
 	hopts = append(hopts, codecs()...)
 	hopts = append(hopts, opts.HandlerOptions...)
 
-	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, now: time.Now, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine),
+	jobs := &jobService{store: opts.Store, engine: opts.Engine, limits: opts.Limits, log: opts.Log, now: time.Now, trace: newSubmitTracer(opts.Tracing), watch: newWatchHub(opts.Engine, opts.Store.EventsRead, opts.Log.Named("watch")),
 		watchers: newStreamCounter("watch"), refused: refusedFunc(opts)}
 	mux.Handle(jqv1connect.NewJobServiceHandler(jobs, hopts...))
 	// Seed 003's public API: a facade over the same job paths, behind the same interceptors.

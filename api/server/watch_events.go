@@ -17,12 +17,14 @@ import (
 const watchEventsLimit = 1000
 
 // watchEventsSoon is the first pause before a stream reads again while newer events wait for
-// their horizon (a transaction that began before them still runs); it doubles up to watchReread.
+// their horizon (a transaction that began before them still runs); it doubles up to
+// watchFeedInterval.
 const watchEventsSoon = 5 * time.Millisecond
 
 // WatchEvents streams the events recorded from now on, of one queue or all, as the feed
-// (store.EventFeed) makes them final: read again when this replica's engine changes a job, at least
-// every watchReread for the changes it does not announce, and soon while events wait on a horizon.
+// (store.EventFeed) makes them final: read again when the watch hub hears a change (this replica's
+// engine's at once, any other through the hub's feed), soon while events wait on a horizon, and on
+// its own every watchSafety.
 func (s *jobService) WatchEvents(ctx context.Context, req *connect.Request[jqv1.WatchEventsRequest], stream *connect.ServerStream[jqv1.WatchEventsResponse]) error {
 	q := req.Msg.GetQueue()
 	if q != "" {
@@ -39,7 +41,7 @@ func (s *jobService) WatchEvents(ctx context.Context, req *connect.Request[jqv1.
 	}
 	defer release()
 	// Subscribed before the first read: no change between the read and the wait is missed.
-	wake, unsubscribe := s.watch.subscribeAll()
+	wake, unsubscribe := s.watch.subscribeAll(ctx)
 	defer unsubscribe()
 	p := store.EventsReadParams{Queue: q, Limit: watchEventsLimit, FromNow: true}
 	p.Principal, _ = ownJobsOnly(ctx) // like ListJobs: a producer sees its own jobs' events
@@ -51,7 +53,7 @@ func (s *jobService) WatchEvents(ctx context.Context, req *connect.Request[jqv1.
 	if err := stream.Send(&jqv1.WatchEventsResponse{}); err != nil { // open: what follows is new
 		return err
 	}
-	tick := time.NewTicker(watchReread)
+	tick := time.NewTicker(safetyInterval())
 	defer tick.Stop()
 	soon := time.NewTimer(time.Hour)
 	soon.Stop()
@@ -87,6 +89,6 @@ func (s *jobService) WatchEvents(ctx context.Context, req *connect.Request[jqv1.
 			continue
 		}
 		soon.Reset(pause)
-		pause = min(2*pause, watchReread)
+		pause = min(2*pause, watchFeedInterval)
 	}
 }

@@ -61,7 +61,8 @@ func (e *Engine) JobRetry(ctx context.Context, id string) (*queue.Job, error) {
 }
 
 // JobDelete deletes a finished job (DONE or DEAD_LETTERED, queue.Delete) with its result and its
-// published events, and returns it as it was. A job that could still move (PENDING, ASSIGNED,
+// events — with Kafka on, only those already published: the others are still owed to Kafka and
+// go later with retention — and returns it as it was. A job that could still move (PENDING, ASSIGNED,
 // RUNNING, FAILED) must be cancelled first. Errors: ErrJobNotFound, ErrInvalidArgument,
 // ErrIllegalTransition.
 func (e *Engine) JobDelete(ctx context.Context, id string) (*queue.Job, error) {
@@ -69,7 +70,8 @@ func (e *Engine) JobDelete(ctx context.Context, id string) (*queue.Job, error) {
 		if err := queue.Delete(j.State); err != nil {
 			return nil, fmt.Errorf("job %s: %w", j.ID, err)
 		}
-		if err := e.opts.Store.JobDelete(ctx, store.JobDeleteParams{ID: j.ID, State: j.State}); err != nil {
+		if err := e.opts.Store.JobDelete(ctx, store.JobDeleteParams{ID: j.ID, State: j.State,
+			Unpublished: e.opts.KafkaOff}); err != nil {
 			return nil, err
 		}
 		return j, nil

@@ -82,6 +82,9 @@ type Options struct {
 	Clock func() time.Time
 	// Rand is the jitter source of the retry backoff, uniform in [0,1); nil: math/rand/v2.
 	Rand func() float64
+	// KafkaOff: no relay publishes events (kafka.enabled false), so a deleted job's unpublished
+	// events are owed to no one and go with it (JobDelete).
+	KafkaOff bool
 }
 
 func (o *Options) defaults() error {

@@ -19,15 +19,15 @@ import (
 // them, and the fire loop every server replica runs.
 //
 // The fire loop, on every replica alike, with no leader: read the schedules due by the store's
-// clock; for each, decide its fires with queue/schedule's rules (PlanFires: the missed-fire policy,
-// never a fire time later than now); submit every fire's job through the engine's normal submit
-// path with the idempotency key schedule:<name>:<fire time>; then advance next_fire_at with a
-// compare-and-set on the value read. Two replicas firing the same time submit the same key, and
-// the store keeps one job per key: exactly one job per fire time. A replica that dies between the
-// submit and the advance leaves next_fire_at where it was; whoever looks next submits the same
-// key again (and finds the job) and advances. An infrastructure failure leaves the schedule
-// unadvanced for the next pass; a refused job (its queue deleted, say) is recorded as the fire's
-// outcome and the schedule moves on.
+// clock; for each, decide its fires with queue/schedule's rules (PlanFires: at most one on-time
+// fire and catch_up_max caught-up ones per pass, never a fire time later than now); then write the
+// fires of many schedules in one transaction (store ScheduleFire): each schedule's jobs, with the
+// idempotency key schedule:<name>:<fire time>, are inserted and its next_fire_at advanced only if
+// it is still due as read — not deleted, paused or advanced by another replica — under a lock held
+// to the commit. So exactly one job per fire time, and a DeleteSchedule or pause that returned
+// stops every later fire. The jobs then wake the sessions as a submit's do. An infrastructure
+// failure leaves the schedules unadvanced for the next pass; a refused job (its queue deleted,
+// say) is recorded as the fire's outcome and the schedule moves on.
 type Schedules struct {
 	e    *Engine
 	opts ScheduleOptions
@@ -64,7 +64,7 @@ type ScheduleOptions struct {
 	// Interval is the longest pause between two looks at the table (1 s); the loop wakes earlier
 	// for the earliest next fire time it saw, and at once after a create or resume here.
 	Interval time.Duration
-	// Batch is the most due schedules one pass reads (100).
+	// Batch is the most due schedules one read of a pass returns (500).
 	Batch    int
 	Observer ScheduleObserver
 }
@@ -84,7 +84,7 @@ func NewSchedules(e *Engine, o ScheduleOptions) (*Schedules, error) {
 		o.Interval = time.Second
 	}
 	if o.Batch <= 0 {
-		o.Batch = 100
+		o.Batch = 500
 	}
 	if o.Observer == nil {
 		o.Observer = NopScheduleObserver{}
@@ -269,7 +269,21 @@ func (s *Schedules) Run(ctx context.Context) error {
 	}
 }
 
-// Pass fires every schedule due now and returns how long to wait before the next pass.
+// fireChunkJobs bounds the jobs of one ScheduleFire call: a pass writes its fires in transactions
+// of about this many jobs (at least one schedule each).
+const fireChunkJobs = 1000
+
+// fire is one due schedule's share of a pass.
+type fire struct {
+	sc   *queue.Schedule
+	plan schedule.Plan
+	p    store.ScheduleFireParams
+}
+
+// Pass fires every schedule due now and returns how long to wait before the next pass. Each due
+// schedule is handled once per pass, earliest first, with at most 1 + its catch_up_max jobs
+// (PlanFires); the fires of many schedules are written together (ScheduleFire, about
+// fireChunkJobs jobs a transaction), each conditional on its schedule still being due as read.
 func (s *Schedules) Pass(ctx context.Context) (time.Duration, error) {
 	for {
 		start := time.Now()
@@ -279,10 +293,20 @@ func (s *Schedules) Pass(ctx context.Context) (time.Duration, error) {
 		}
 		// The store's clock, moved on by what this pass spent so far.
 		clock := func() time.Time { return res.Now.Add(time.Since(start)) }
+		var chunk []fire
+		jobs := 0
 		for _, sc := range res.Due {
-			if err := s.fire(ctx, sc, clock); err != nil {
-				return s.opts.Interval, err
+			f := s.plan(ctx, sc, clock())
+			if len(chunk) > 0 && jobs+len(f.p.Jobs) > fireChunkJobs {
+				if err := s.fireChunk(ctx, chunk, clock); err != nil {
+					return s.opts.Interval, err
+				}
+				chunk, jobs = chunk[:0], 0
 			}
+			chunk, jobs = append(chunk, f), jobs+len(f.p.Jobs)
+		}
+		if err := s.fireChunk(ctx, chunk, clock); err != nil {
+			return s.opts.Interval, err
 		}
 		if len(res.Due) == s.opts.Batch {
 			continue // more are due
@@ -298,50 +322,101 @@ func (s *Schedules) Pass(ctx context.Context) (time.Duration, error) {
 	}
 }
 
-// fire handles one due schedule by the store's clock.
-func (s *Schedules) fire(ctx context.Context, sc *queue.Schedule, clock func() time.Time) error {
-	adv := store.ScheduleAdvanceParams{Name: sc.Name, From: sc.NextFireAt}
+// plan decides one due schedule's fires at now (the store's clock) and builds their jobs.
+func (s *Schedules) plan(ctx context.Context, sc *queue.Schedule, now time.Time) fire {
+	f := fire{sc: sc, p: store.ScheduleFireParams{ScheduleAdvanceParams: store.ScheduleAdvanceParams{Name: sc.Name, From: sc.NextFireAt}}}
 	spec, err := schedule.Parse(sc.Cron, sc.TimeZone)
 	if err != nil { // stored by an older release whose parser accepted it: stop, say why
-		adv.LastFireAt, adv.LastOutcome, adv.LastError = sc.NextFireAt, queue.FireFailed, err.Error()
+		f.p.LastFireAt, f.p.LastOutcome, f.p.LastError = sc.NextFireAt, queue.FireFailed, err.Error()
 		s.log.Error("schedule spec does not parse; schedule stopped", zap.String("schedule", sc.Name), zap.Error(err))
-		_, err := s.opts.Store.ScheduleAdvance(ctx, adv)
-		return err
+		return f
 	}
-	plan := schedule.PlanFires(spec, sc.NextFireAt, clock(), s.opts.Grace, sc.Missed, sc.CatchUpMax)
-	adv.Next = plan.Next
-	if plan.Missed > 0 || plan.CaughtUp > 0 {
-		if plan.Missed > 0 {
-			s.opts.Observer.ScheduleMissed(sc.Name, plan.Missed)
+	f.plan = schedule.PlanFires(spec, sc.NextFireAt, now, s.opts.Grace, sc.Missed, sc.CatchUpMax)
+	f.p.Next = f.plan.Next
+	if n := len(f.plan.Fires); n > 0 {
+		f.p.LastFireAt = f.plan.Fires[n-1]
+	}
+	f.p.Jobs = make([]store.JobInsertParams, len(f.plan.Fires))
+	for i, at := range f.plan.Fires {
+		f.p.Jobs[i] = jobOf(sc, schedule.IdempotencyKey(sc.Name, at), at)
+		s.e.keyJob(ctx, &f.p.Jobs[i])
+	}
+	return f
+}
+
+// fireChunk writes the fires of many schedules in one transaction. When a job of one of them is
+// refused (its queue deleted, say), the chunk is written again one schedule at a time, so only that
+// schedule's fire is recorded as failed.
+func (s *Schedules) fireChunk(ctx context.Context, chunk []fire, clock func() time.Time) error {
+	if len(chunk) == 0 {
+		return nil
+	}
+	ps := make([]store.ScheduleFireParams, len(chunk))
+	for i, f := range chunk {
+		ps[i] = f.p
+	}
+	res, err := s.opts.Store.ScheduleFire(ctx, ps)
+	switch {
+	case err != nil && isCallerError(err) && len(chunk) > 1:
+		for _, f := range chunk {
+			if err := s.fireChunk(ctx, []fire{f}, clock); err != nil {
+				return err
+			}
 		}
-		s.log.Info("schedule fire times missed", zap.String("schedule", sc.Name), zap.String("policy", string(sc.Missed)),
-			zap.Int("missed", plan.Missed+plan.CaughtUp), zap.Int("dropped", plan.Missed), zap.Int("caught_up", plan.CaughtUp),
-			zap.Time("next_fire_at", plan.Next))
+		return nil
+	case err != nil && isCallerError(err):
+		f := chunk[0]
+		f.p.Jobs, f.p.LastJobID, f.p.LastOutcome, f.p.LastError = nil, "", queue.FireFailed, err.Error()
+		res, err2 := s.opts.Store.ScheduleFire(ctx, []store.ScheduleFireParams{f.p})
+		if err2 != nil {
+			return fmt.Errorf("schedule %s: record refused fire: %w", f.sc.Name, err2)
+		}
+		if res[0].Fired {
+			s.opts.Observer.ScheduleFireFailed(f.sc.Name)
+			s.log.Warn("schedule fire refused", zap.String("schedule", f.sc.Name), zap.Time("fire_at", f.p.LastFireAt), zap.Error(err))
+			s.observeMissed(f)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("schedules: fire %d: %w", len(chunk), err)
 	}
-	for _, at := range plan.Fires {
-		res, err := s.e.Submit(ctx, jobOf(sc, schedule.IdempotencyKey(sc.Name, at), at))
-		adv.LastFireAt, adv.LastError = at, ""
-		switch {
-		case err != nil && isCallerError(err):
-			adv.LastJobID, adv.LastOutcome, adv.LastError = "", queue.FireFailed, err.Error()
-			s.opts.Observer.ScheduleFireFailed(sc.Name)
-			s.log.Warn("schedule fire refused", zap.String("schedule", sc.Name), zap.Time("fire_at", at), zap.Error(err))
-		case err != nil:
-			return fmt.Errorf("schedule %s: fire %s: %w", sc.Name, at.Format(time.RFC3339), err)
-		case res.Existing:
-			adv.LastJobID, adv.LastOutcome = res.Job.ID, queue.FireExisting
-		default:
-			adv.LastJobID, adv.LastOutcome = res.Job.ID, queue.FireSubmitted
+	var inserted []store.JobInsertResult
+	for i, f := range chunk {
+		if i >= len(res) || !res[i].Fired {
+			continue // deleted, paused or advanced by another replica since it was read
+		}
+		r := res[i]
+		s.observeMissed(f)
+		for j, jr := range r.Jobs {
+			if jr.Existing {
+				continue
+			}
+			at := f.plan.Fires[j]
 			lag := clock().Sub(at)
-			s.opts.Observer.ScheduleFired(sc.Name, lag)
-			s.log.Debug("schedule fired", zap.String("schedule", sc.Name), zap.Time("fire_at", at),
-				zap.String("job_id", res.Job.ID), zap.Duration("lag", lag))
+			s.opts.Observer.ScheduleFired(f.sc.Name, lag)
+			s.log.Debug("schedule fired", zap.String("schedule", f.sc.Name), zap.Time("fire_at", at),
+				zap.String("job_id", jr.Job.ID), zap.Duration("lag", lag))
 		}
+		inserted = append(inserted, r.Jobs...)
 	}
-	if _, err := s.opts.Store.ScheduleAdvance(ctx, adv); err != nil {
-		return err
+	if len(inserted) > 0 {
+		s.e.afterInsert(ctx, inserted)
 	}
 	return nil
+}
+
+// observeMissed counts and logs the fire times a recorded fire dropped or caught up.
+func (s *Schedules) observeMissed(f fire) {
+	pl := f.plan
+	if pl.Missed == 0 && pl.CaughtUp == 0 {
+		return
+	}
+	if pl.Missed > 0 {
+		s.opts.Observer.ScheduleMissed(f.sc.Name, pl.Missed)
+	}
+	s.log.Info("schedule fire times missed", zap.String("schedule", f.sc.Name), zap.String("policy", string(f.sc.Missed)),
+		zap.Int("missed", pl.Missed+pl.CaughtUp), zap.Int("dropped", pl.Missed), zap.Int("caught_up", pl.CaughtUp),
+		zap.Time("next_fire_at", pl.Next))
 }
 
 // jobOf is the job a schedule submits: its template, the schedule's label, the key, due at runAt

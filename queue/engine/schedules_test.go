@@ -166,13 +166,15 @@ func TestScheduleCommands(t *testing.T) {
 }
 
 // Two replicas fire an @every 1s schedule; one stops half-way. Every fire time in the window has
-// exactly one job, none created before its fire time, none missing.
+// exactly one job, none created before its fire time, none unaccounted for: a fire time without a
+// job was counted missed (a pass that came more than a second late fires only the latest).
 func TestScheduleReplicasOneJobPerFireTime(t *testing.T) {
 	t.Parallel()
 	env := newSchedEnv(t)
-	r1 := env.replica(nil, engine.ScheduleOptions{Interval: 200 * time.Millisecond})
-	r2 := env.replica(nil, engine.ScheduleOptions{Interval: 200 * time.Millisecond})
-	_, err := r1.ScheduleCreate(env.ctx, env.params("tick", "@every 1s"))
+	o1, o2 := &countingObserver{}, &countingObserver{}
+	r1 := env.replica(nil, engine.ScheduleOptions{Interval: 200 * time.Millisecond, Observer: o1})
+	r2 := env.replica(nil, engine.ScheduleOptions{Interval: 200 * time.Millisecond, Observer: o2})
+	created, err := r1.ScheduleCreate(env.ctx, env.params("tick", "@every 1s"))
 	require.NoError(t, err)
 	stop1 := runLoop(t, r1)
 	stop2 := runLoop(t, r2)
@@ -194,11 +196,10 @@ func TestScheduleReplicasOneJobPerFireTime(t *testing.T) {
 			last = at
 		}
 	}
-	for at := first; !at.After(last); at = at.Add(time.Second) {
-		require.Contains(t, byFire, at, "fire time %s lost", at)
-	}
 	sc, err := env.st.ScheduleGet(env.ctx, "tick")
 	require.NoError(t, err)
+	total := int(sc.NextFireAt.Sub(created.NextFireAt) / time.Second)
+	require.Equal(t, total, len(byFire)+o1.missed()+o2.missed(), "every fire time is a job or counted missed")
 	require.True(t, last.Equal(sc.LastFireAt))
 	require.Equal(t, byFire[last][0].ID, sc.LastJobID)
 	require.Contains(t, []string{queue.FireSubmitted, queue.FireExisting}, sc.LastOutcome)

@@ -3,7 +3,7 @@ package engine
 import "sync"
 
 // changeHooks are told the id of each job whose state this replica just changed, so a WatchJob
-// stream (api/server/watch.go) wakes at once instead of on its next re-read. Hooks run on the
+// stream (api/server/watch.go) wakes at once instead of when the watch hub's feed reads the event. Hooks run on the
 // engine's commit paths: they must not block.
 type changeHooks struct {
 	mu  sync.RWMutex
@@ -13,7 +13,7 @@ type changeHooks struct {
 // OnJobChange registers f to hear the ids of the jobs this replica moves: submits (PENDING),
 // claims (ASSIGNED), acks (RUNNING), reports (DONE, FAILED, dead-lettered), an operator's cancel
 // and retry. Transitions made by the reaper, the retry sweep or another replica are not heard; a
-// watcher re-reads on a timer for those.
+// watcher hears those through their events (the watch hub reads the event feed).
 func (e *Engine) OnJobChange(f func(jobID string)) {
 	e.changes.mu.Lock()
 	defer e.changes.mu.Unlock()

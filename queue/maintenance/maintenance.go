@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
 
@@ -17,7 +18,11 @@ type Options struct {
 	// Progress, when set, has each pass also delete the progress of attempts that are over
 	// (job_progress); nil: none kept, none pruned.
 	Progress store.ProgressStore
-	Log      *zap.Logger
+	// Buckets, when set, has each pass delete the rate buckets of constraints that have refilled
+	// to full (a full bucket and no row are the same to the limiter); nil: none pruned. Without it
+	// one row would stay for every key a rate limit ever saw.
+	Buckets BucketStore
+	Log     *zap.Logger
 	// Retention is how long published events are kept (server.event_retention_h); required.
 	Retention time.Duration
 	// KafkaOff: events are never published (kafka.enabled false), so unpublished events expire
@@ -33,6 +38,12 @@ type Options struct {
 	MaxBatches int
 	// StatementTimeout bounds one statement (30 s).
 	StatementTimeout time.Duration
+}
+
+// BucketStore is the maintenance pass's view of the constraints' rate buckets.
+type BucketStore interface {
+	ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error)
+	ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBucketsPruneParams) (int64, error)
 }
 
 func (o *Options) defaults() error {
@@ -65,6 +76,8 @@ type Stats struct {
 	EventsDeleted int64
 	// ResultsDropped counts kept job results dropped after their queue's result_retention.
 	ResultsDropped int64
+	// BucketsPruned counts the constraints' rate buckets deleted once full again.
+	BucketsPruned int64
 }
 
 // Maintenance runs the housekeeping passes; see the package documentation.
@@ -72,9 +85,9 @@ type Maintenance struct {
 	opts Options
 	log  *zap.Logger
 
-	passes, failures, deleted, dropped atomic.Int64
-	failing                            bool // only Run's goroutine touches it
-	running                            atomic.Bool
+	passes, failures, deleted, dropped, buckets atomic.Int64
+	failing                                     bool // only Run's goroutine touches it
+	running                                     atomic.Bool
 }
 
 // New validates opts. It contacts nothing: the server has pinged Postgres already.
@@ -88,7 +101,7 @@ func New(opts Options) (*Maintenance, error) {
 // Stats returns the counters, for metrics.
 func (m *Maintenance) Stats() Stats {
 	return Stats{Passes: m.passes.Load(), Failures: m.failures.Load(), EventsDeleted: m.deleted.Load(),
-		ResultsDropped: m.dropped.Load()}
+		ResultsDropped: m.dropped.Load(), BucketsPruned: m.buckets.Load()}
 }
 
 // Run runs a pass every Interval until ctx ends. A statement in flight when ctx ends is cancelled:
@@ -165,6 +178,12 @@ func (m *Maintenance) Pass(ctx context.Context) int64 {
 		}
 		return total
 	}
+	if err := m.pruneBuckets(ctx); err != nil {
+		if ctx.Err() == nil {
+			m.fail("buckets", err, total)
+		}
+		return total
+	}
 	m.passes.Add(1)
 	if m.failing {
 		m.failing = false
@@ -218,6 +237,40 @@ func (m *Maintenance) pruneProgress(ctx context.Context) error {
 		n, err := m.opts.Progress.JobProgressPrune(pctx, limit)
 		cancel()
 		if err != nil || n < int64(limit) {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneBuckets deletes the rate buckets that refilled to full, in batches of BatchSize.
+func (m *Maintenance) pruneBuckets(ctx context.Context) error {
+	if m.opts.Buckets == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, m.opts.StatementTimeout)
+	set, err := m.opts.Buckets.ConstraintSet(sctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	p := store.BucketsPruneParams(set, min(m.opts.BatchSize, store.MaxBucketsPrune))
+	if len(p.Refill) == 0 {
+		return nil
+	}
+	var total int64
+	defer func() {
+		m.buckets.Add(total)
+		if total > 0 {
+			m.log.Info("full rate buckets deleted", zap.Int64("buckets", total))
+		}
+	}()
+	for range m.opts.MaxBatches {
+		pctx, cancel := context.WithTimeout(ctx, m.opts.StatementTimeout)
+		n, err := m.opts.Buckets.ConstraintBucketsPrune(pctx, p)
+		cancel()
+		total += n
+		if err != nil || n < int64(p.Limit) {
 			return err
 		}
 	}

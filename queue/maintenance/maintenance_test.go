@@ -311,3 +311,41 @@ func TestPassPrunesFinishedProgress(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 50, p.Percent)
 }
+
+// A pass deletes the rate buckets that refilled to full, and only those: with a fast rate the
+// buckets of five keys go, with a slow one they stay.
+func TestPassPrunesFullBuckets(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := stores.Postgres(ctx, t, 4)
+	_, err := st.QueueCreate(ctx, store.QueueCreateParams{Name: "q"})
+	require.NoError(t, err)
+	for _, c := range []queue.Constraint{
+		{Name: "fast", Match: queue.JobMatcher{Queue: "q"}, Key: "{{.labels.tenant}}",
+			Rate: queue.RateLimit{Limit: 1000, Interval: time.Second, Burst: 1}},
+		{Name: "slow", Match: queue.JobMatcher{Queue: "q", Type: "slow"}, Key: "{{.labels.tenant}}",
+			Rate: queue.RateLimit{Limit: 1, Interval: time.Hour}},
+	} {
+		_, err := st.ConstraintCreate(ctx, store.ConstraintCreateParams{Constraint: c})
+		require.NoError(t, err)
+	}
+	var ps []store.JobInsertParams
+	for i, typ := range []string{"t", "t", "t", "slow", "slow"} {
+		ps = append(ps, store.JobInsertParams{Queue: "q", Type: typ, Labels: map[string]string{"tenant": string(rune('a' + i))}})
+	}
+	_, err = st.JobInsertMany(ctx, ps)
+	require.NoError(t, err)
+	_, err = st.WorkerRegister(ctx, store.WorkerRegisterParams{ID: "w", Queues: []string{"q"}, Concurrency: 10})
+	require.NoError(t, err)
+	got, err := st.JobClaimConstrained(ctx, store.JobClaimParams{Queue: "q", WorkerID: "w", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, got.Jobs, 5) // 5 buckets of fast, 2 of slow
+
+	core, _ := observer.New(zapcore.DebugLevel)
+	m, err := maintenance.New(maintenance.Options{Store: &fakeStore{}, Buckets: st, Log: zap.New(core), Retention: time.Hour})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { m.Pass(ctx); return m.Stats().BucketsPruned >= 5 }, 10*time.Second, 5*time.Millisecond)
+	m.Pass(ctx)
+	require.EqualValues(t, 5, m.Stats().BucketsPruned, "the slow buckets are not full yet")
+}

@@ -50,8 +50,12 @@ func TestPlanFires(t *testing.T) {
 			times("2026-01-02T00:00:00Z", "2026-01-02T01:00:00Z", "2026-01-02T02:00:00Z"), 21, "2026-01-02T03:00:00Z"},
 		{"catch_up: missed then on time", hourly, "2026-01-01T03:00:00Z", "2026-01-01T05:00:10Z", queue.MissedCatchUp, 10,
 			times("2026-01-01T03:00:00Z", "2026-01-01T04:00:00Z", "2026-01-01T05:00:00Z"), 0, "2026-01-01T06:00:00Z"},
-		{"every second: all within the grace", everySec, "2026-01-01T00:00:00Z", "2026-01-01T00:00:02.5Z", queue.MissedSkip, 0,
-			times("2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"), 0, "2026-01-01T00:00:03Z"},
+		{"every second: one fire a pass, the latest", everySec, "2026-01-01T00:00:00Z", "2026-01-01T00:00:02.5Z", queue.MissedSkip, 0,
+			times("2026-01-01T00:00:02Z"), 2, "2026-01-01T00:00:03Z"},
+		{"every second: catch_up within the grace", everySec, "2026-01-01T00:00:00Z", "2026-01-01T00:00:02.5Z", queue.MissedCatchUp, 1,
+			times("2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"), 1, "2026-01-01T00:00:03Z"},
+		{"every second: a minute behind, one fire", everySec, "2026-01-01T00:00:00Z", "2026-01-01T00:00:59Z", queue.MissedSkip, 0,
+			times("2026-01-01T00:00:59Z"), 59, "2026-01-01T00:01:00Z"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,16 +72,16 @@ func TestPlanFires(t *testing.T) {
 }
 
 // A per-second schedule after two days without servers: the walk jumps ahead and still fires
-// exactly the most recent missed fire times and the on-time ones.
+// exactly the most recent missed fire times and the on-time one.
 func TestPlanFarBehind(t *testing.T) {
 	t.Parallel()
 	s, err := schedule.Parse("* * * * * *", "UTC")
 	require.NoError(t, err)
 	next, now := utc("2026-01-01T00:00:00Z"), utc("2026-01-03T00:00:00Z")
 	p := schedule.PlanFires(s, next, now, 10*time.Second, queue.MissedCatchUp, 5)
-	require.Len(t, p.Fires, 5+11) // 5 missed (23:59:45..49) and 11 on time (23:59:50..00:00:00)
+	require.Len(t, p.Fires, 5+1) // 5 missed (23:59:55..59) and the on-time one (00:00:00)
 	require.Equal(t, 5, p.CaughtUp)
-	require.Equal(t, utc("2026-01-02T23:59:45Z"), p.Fires[0])
+	require.Equal(t, utc("2026-01-02T23:59:55Z"), p.Fires[0])
 	require.Equal(t, now, p.Fires[len(p.Fires)-1])
 	require.Equal(t, now.Add(time.Second), p.Next)
 	for i := 1; i < len(p.Fires); i++ {
@@ -85,7 +89,7 @@ func TestPlanFarBehind(t *testing.T) {
 	}
 
 	p = schedule.PlanFires(s, next, now, 10*time.Second, queue.MissedSkip, 0)
-	require.Len(t, p.Fires, 11)
+	require.Equal(t, []time.Time{now}, p.Fires)
 	require.Equal(t, now.Add(time.Second), p.Next)
 }
 

@@ -180,8 +180,9 @@ func (s *Store) purgeBatch(ctx context.Context, queueName string, cutoff time.Ti
 	return n, nil
 }
 
-// JobDelete implements store.AdminStore. As a purge batch: the job's published events go in the
-// same transaction, after the job's delete, whose row lock waited for any change in flight.
+// JobDelete implements store.AdminStore. As a purge batch: the job's published events (every
+// event, with p.Unpublished) go in the same transaction, after the job's delete, whose row lock
+// waited for any change in flight.
 func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	id, err := p.Validate()
 	if err != nil {
@@ -196,7 +197,11 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 		if deleted = tag.RowsAffected() == 1; !deleted {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, sqlDeleteJobEvents, []string{id}); err != nil {
+		events := sqlDeleteJobEvents
+		if p.Unpublished {
+			events = sqlDeleteAllJobEvents
+		}
+		if _, err := tx.Exec(ctx, events, []string{id}); err != nil {
 			return fmt.Errorf("postgres: delete job's events: %w", err)
 		}
 		return nil

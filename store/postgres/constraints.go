@@ -101,13 +101,21 @@ FROM (
     GROUP BY e
 ) r`
 
-	// The rate buckets of the given constraints touched within their refill time ($2, ms): an
-	// older one is full, the same as no row.
+	// The rate buckets of the given constraints written within one token's time ($2, ms), over
+	// constraint_buckets_at_idx: the only ones that can be out of tokens, which the claim must know
+	// to pass over their keys' jobs. An older one holds a token at least; the claim reads those of
+	// its candidates' keys when it meets them (sqlConstraintBucketsOfEntries).
 	sqlConstraintBuckets = `-- name: constraint_buckets
 SELECT b.constraint_name, b.key, b.tokens, b.at
-FROM unnest($1::text[], $2::bigint[]) AS r(name, refill_ms)
+FROM unnest($1::text[], $2::bigint[]) AS r(name, token_ms)
 JOIN constraint_buckets b ON b.constraint_name = r.name
-WHERE b.at > now() - r.refill_ms * interval '1 millisecond'`
+WHERE b.at > now() - r.token_ms * interval '1 millisecond'`
+
+	// The stored buckets of some entries ($1 constraint names, $2 keys), by primary key.
+	sqlConstraintBucketsOfEntries = `-- name: constraint_buckets_of_entries
+SELECT b.constraint_name, b.key, b.tokens, b.at
+FROM unnest($1::text[], $2::text[]) AS e(name, key)
+JOIN constraint_buckets b ON b.constraint_name = e.name AND b.key = e.key`
 
 	sqlConstraintBucketsOf = `-- name: constraint_buckets_of
 SELECT key, tokens, at FROM constraint_buckets WHERE constraint_name = $1 AND key = ANY($2::text[])`
@@ -444,7 +452,7 @@ func queueLimitReads(b *pgx.Batch, cs []*queue.Constraint, lim *claimLimits) {
 		names[i], locks[i] = c.Name, constraintLockKey(c.Name)
 		if !c.Rate.IsZero() {
 			rated = append(rated, c.Name)
-			refill = append(refill, c.Rate.Refill().Milliseconds()+1)
+			refill = append(refill, c.Rate.TokenTime().Milliseconds()+1)
 		}
 	}
 	slices.Sort(locks)
@@ -532,6 +540,24 @@ func (s *Store) claimConstrained(ctx context.Context, conn *pgx.Conn, p store.Jo
 	out = &store.ConstrainedClaim{Gen: set.Gen}
 	l := queue.NewLimiter(applicable, lim.running, lim.buckets, lim.now)
 	needPayload := queue.NeedsPayload(applicable)
+	load := func(entries []string) (map[string]queue.Bucket, error) {
+		names, keys := make([]string, len(entries)), make([]string, len(entries))
+		for i, e := range entries {
+			names[i], keys[i] = queue.SplitLimitEntry(e)
+		}
+		rows, err := conn.Query(ctx, sqlConstraintBucketsOfEntries, names, keys)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]queue.Bucket{}
+		var name, key string
+		var bk queue.Bucket
+		_, err = pgx.ForEachRow(rows, []any{&name, &key, &bk.Tokens, &bk.At}, func() error {
+			out[queue.LimitEntry(name, key)] = bk
+			return nil
+		})
+		return out, err
+	}
 	taken, keyed, err := store.ConstrainedSteps(p, l, func(st store.ClaimStep, blocked, seen []string, n int) ([]store.ClaimCandidate, error) {
 		q, arg := sqlConstraintCandidatesRest, any(nil)
 		switch st.Kind {
@@ -565,7 +591,7 @@ func (s *Store) claimConstrained(ctx context.Context, conn *pgx.Conn, p store.Jo
 			}
 			return c, nil
 		})
-	})
+	}, load)
 	if err != nil {
 		return nil, err
 	}
@@ -628,4 +654,35 @@ func candidateArrays(cs []store.ClaimCandidate) (ctids []pgtype.TID, keys []*str
 		}
 	}
 	return ctids, keys
+}
+
+// The buckets refilled to full ($1 constraint names, $2 their refill time in ms), at most $3; a
+// bucket a claim holds is skipped (the claim writes it as it decided).
+const sqlConstraintBucketsPrune = `-- name: constraint_buckets_prune
+DELETE FROM constraint_buckets WHERE (constraint_name, key) IN (
+    SELECT b.constraint_name, b.key
+    FROM unnest($1::text[], $2::bigint[]) AS r(name, refill_ms)
+    JOIN constraint_buckets b ON b.constraint_name = r.name
+    WHERE b.at <= now() - r.refill_ms * interval '1 millisecond'
+    LIMIT $3
+    FOR UPDATE OF b SKIP LOCKED)`
+
+// ConstraintBucketsPrune implements store.ConstraintStore.
+func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBucketsPruneParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if len(p.Refill) == 0 {
+		return 0, nil
+	}
+	var names []string
+	var refill []int64
+	for n, d := range p.Refill {
+		names, refill = append(names, n), append(refill, d.Milliseconds())
+	}
+	tag, err := s.pool.Exec(ctx, sqlConstraintBucketsPrune, names, refill, p.Limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune constraint buckets: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

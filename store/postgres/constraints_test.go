@@ -25,3 +25,11 @@ func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
 		return stores.Postgres(context.Background(), b, 8)
 	})
 }
+
+// BenchmarkConstrainedClaimManyKeys: storetest.BenchConstrainedClaimManyKeys on Postgres
+// (docs/performance.md, "Loops the API can start, bounded").
+func BenchmarkConstrainedClaimManyKeys(b *testing.B) {
+	storetest.BenchConstrainedClaimManyKeys(b, func(b *testing.B) *postgres.Store {
+		return stores.Postgres(context.Background(), b, 8)
+	})
+}

@@ -53,6 +53,10 @@ DELETE FROM jobs WHERE queue = $1 RETURNING id::text`
 DELETE FROM job_events
 WHERE job_id = ANY($1::uuid[]) AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
 
+	// Every event of the deleted jobs: with Kafka off none is owed to anyone.
+	sqlDeleteAllJobEvents = `-- name: delete_all_job_events
+DELETE FROM job_events WHERE job_id = ANY($1::uuid[])`
+
 	sqlQueueDelete = `-- name: queue_delete
 DELETE FROM queues WHERE name = $1`
 )

@@ -286,3 +286,103 @@ func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvancePara
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+const (
+	// The schedules of a fire batch still due as read ($1 names, $2 their next_fire_at), locked to
+	// the commit in name order (two replicas' batches cannot deadlock). A schedule deleted, paused
+	// or advanced meanwhile is not returned: its fires are not inserted. A delete or pause that
+	// comes later waits for this transaction, so once it returns no fire of the batch is pending.
+	sqlScheduleFireLock = `-- name: schedule_fire_lock
+SELECT name FROM schedules
+WHERE (name, next_fire_at) IN (SELECT * FROM unnest($1::text[], $2::timestamptz[])) AND NOT paused
+ORDER BY name
+FOR NO KEY UPDATE`
+
+	// The advances of the locked schedules of a fire batch, one statement (sqlScheduleAdvance's
+	// columns from parallel arrays).
+	sqlScheduleFireAdvance = `-- name: schedule_fire_advance
+UPDATE schedules AS s SET next_fire_at = u.next,
+    last_fire_at = coalesce(u.last_fire_at, s.last_fire_at),
+    last_job_id  = CASE WHEN u.last_fire_at IS NULL THEN s.last_job_id ELSE u.last_job_id END,
+    last_outcome = CASE WHEN u.last_fire_at IS NULL THEN s.last_outcome ELSE u.last_outcome END,
+    last_error   = CASE WHEN u.last_fire_at IS NULL THEN s.last_error ELSE u.last_error END,
+    updated_at = now()
+FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::uuid[], $5::text[], $6::text[])
+     AS u(name, next, last_fire_at, last_job_id, last_outcome, last_error)
+WHERE s.name = u.name`
+)
+
+// ScheduleFire implements store.ScheduleStore: three statements in one transaction — lock the
+// schedules still due, insert the jobs of those, advance them.
+func (s *Store) ScheduleFire(ctx context.Context, ps []store.ScheduleFireParams) ([]store.ScheduleFireResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	if _, err := store.ValidateScheduleFire(ps); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ps))
+	froms := make([]time.Time, len(ps))
+	for i, p := range ps {
+		names[i], froms[i] = p.Name, p.From
+	}
+	var out []store.ScheduleFireResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = make([]store.ScheduleFireResult, len(ps))
+		rows, err := tx.Query(ctx, sqlScheduleFireLock, names, froms)
+		if err != nil {
+			return err
+		}
+		locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		due := make(map[string]bool, len(locked))
+		for _, n := range locked {
+			due[n] = true
+		}
+		var jobs []store.JobInsertParams
+		for _, p := range ps {
+			if due[p.Name] {
+				jobs = append(jobs, p.Jobs...)
+			}
+		}
+		var res []store.JobInsertResult
+		if len(jobs) > 0 {
+			if res, err = insertJobs(ctx, tx, jobs); err != nil {
+				return err
+			}
+		}
+		var (
+			advNames, outcomes, errs []string
+			nexts, lastFires         []*time.Time
+			jobIDs                   []*string
+		)
+		for i, p := range ps {
+			if !due[p.Name] {
+				continue
+			}
+			out[i] = store.ScheduleFireResult{Fired: true, Jobs: res[:len(p.Jobs):len(p.Jobs)]}
+			res = res[len(p.Jobs):]
+			a := p.Advanced(out[i].Jobs)
+			var id *string
+			if a.LastJobID != "" {
+				id = &a.LastJobID
+			}
+			advNames, nexts, lastFires = append(advNames, a.Name), append(nexts, timePtr(a.Next)), append(lastFires, timePtr(a.LastFireAt))
+			jobIDs, outcomes, errs = append(jobIDs, id), append(outcomes, a.LastOutcome), append(errs, a.LastError)
+		}
+		if len(advNames) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, sqlScheduleFireAdvance, advNames, nexts, lastFires, jobIDs, outcomes, errs)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrInvalidArgument) || errors.Is(err, queue.ErrIdempotencyConflict) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("postgres: fire schedules: %w", err)
+	}
+	return out, nil
+}

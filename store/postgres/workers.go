@@ -47,10 +47,17 @@ SELECT count(*) FROM workers WHERE status <> 'OFFLINE' AND id <> $1`
 DELETE FROM workers WHERE id IN (
     SELECT id FROM workers WHERE status = 'OFFLINE' AND updated_at < now() - $1::interval LIMIT 1000)`
 
-	// Every row of the principal counts, OFFLINE ones too, but the id registering (its own
-	// re-registration takes nothing new).
+	// The principal's rows but the id registering (its own re-registration takes nothing new): the
+	// live ones, and all.
 	sqlWorkerCountOfPrincipal = `-- name: worker_count_of_principal
-SELECT count(*) FROM workers WHERE principal = $1 AND id <> $2`
+SELECT count(*) FILTER (WHERE status <> 'OFFLINE'), count(*) FROM workers WHERE principal = $1 AND id <> $2`
+
+	// Room for one more row of the principal: its $3 oldest OFFLINE rows go (their ids are free
+	// again), so a principal never holds more rows than its limit, live or not.
+	sqlWorkerPruneOfPrincipal = `-- name: worker_prune_of_principal
+DELETE FROM workers WHERE id IN (
+    SELECT id FROM workers WHERE principal = $1 AND status = 'OFFLINE' AND id <> $2
+    ORDER BY updated_at, id LIMIT $3)`
 
 	sqlWorkerCounts = `-- name: worker_counts
 SELECT count(*), count(*) FILTER (WHERE principal = $1)
@@ -113,13 +120,18 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 			if _, err := tx.Exec(ctx, sqlWorkerLockPrincipal, p.Principal); err != nil {
 				return err
 			}
-			var n int
-			if err := tx.QueryRow(ctx, sqlWorkerCountOfPrincipal, p.Principal, p.ID).Scan(&n); err != nil {
+			var live, rows int
+			if err := tx.QueryRow(ctx, sqlWorkerCountOfPrincipal, p.Principal, p.ID).Scan(&live, &rows); err != nil {
 				return err
 			}
-			if n >= p.MaxOfPrincipal {
-				return fmt.Errorf("%w: %s owns %d worker ids, the most allowed (auth.max_workers_per_principal; OFFLINE ids count until server.offline_worker_retention_s)",
-					queue.ErrLimitReached, p.Principal, n)
+			if live >= p.MaxOfPrincipal {
+				return fmt.Errorf("%w: %s has %d live workers, the most allowed (auth.max_workers_per_principal)",
+					queue.ErrLimitReached, p.Principal, live)
+			}
+			if rows >= p.MaxOfPrincipal {
+				if _, err := tx.Exec(ctx, sqlWorkerPruneOfPrincipal, p.Principal, p.ID, rows-p.MaxOfPrincipal+1); err != nil {
+					return err
+				}
 			}
 		}
 		var err error

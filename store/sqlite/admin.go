@@ -79,6 +79,10 @@ DELETE FROM job_events
 WHERE job_n IN (SELECT value FROM json_each(?1))
   AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
 
+	// Every event of a deleted job (?1 its n): with Kafka off none is owed to anyone.
+	sqlDeleteAllJobEvents = `-- name: delete_all_job_events
+DELETE FROM job_events WHERE job_n = ?1`
+
 	// The progress rows of deleted jobs (?1, a JSON array of ids); the maintenance pass would
 	// prune them later, as in Postgres, where nothing shows them once the job is finished.
 	sqlDeleteJobsProgress = `-- name: delete_jobs_progress
@@ -212,8 +216,8 @@ func deleteJobsRest(tx *wtx, jobs []deletedJob) error {
 	return nil
 }
 
-// JobDelete implements store.AdminStore: the job, its published events and its progress row in one
-// write, with a compare-and-set on the state; when nothing matched, the same write tells a missing
+// JobDelete implements store.AdminStore: the job, its published events (every event, with
+// p.Unpublished) and its progress row in one write, with a compare-and-set on the state; when nothing matched, the same write tells a missing
 // job from a lost compare-and-set.
 func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	id, err := p.Validate()
@@ -230,6 +234,11 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 		}
 		if err != nil {
 			return err
+		}
+		if p.Unpublished {
+			if _, err := tx.exec(sqlDeleteAllJobEvents, n); err != nil {
+				return fmt.Errorf("events: %w", err)
+			}
 		}
 		return deleteJobsRest(tx, []deletedJob{{id: id, n: n}})
 	})

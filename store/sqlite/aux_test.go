@@ -188,3 +188,9 @@ func TestConstraintStore(t *testing.T) {
 func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
 	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
 }
+
+// BenchmarkConstrainedClaimManyKeys: storetest.BenchConstrainedClaimManyKeys on the embedded store
+// (docs/performance.md, "Loops the API can start, bounded").
+func BenchmarkConstrainedClaimManyKeys(b *testing.B) {
+	storetest.BenchConstrainedClaimManyKeys(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -56,6 +57,9 @@ GROUP BY e.value`
 	// full, the same as no row (as in Postgres). A range of the primary key.
 	sqlConstraintBuckets = `
 SELECT key, tokens, at FROM constraint_buckets WHERE constraint_name = ?1 AND at > ?2`
+
+	sqlConstraintBucketOf = `
+SELECT tokens, at FROM constraint_buckets WHERE constraint_name = ?1 AND key = ?2`
 
 	sqlConstraintBucketUpsert = `
 INSERT INTO constraint_buckets (constraint_name, key, tokens, at) VALUES (?1, ?2, ?3, ?4)
@@ -347,7 +351,9 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 		}
 		return scanCandidates(rows, set.Gen)
 	}
-	taken, keyed, err := store.ConstrainedSteps(p, l, fetch)
+	taken, keyed, err := store.ConstrainedSteps(p, l, fetch, func(entries []string) (map[string]queue.Bucket, error) {
+		return loadBuckets(tx, entries)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -490,9 +496,11 @@ func readBuckets(tx *wtx, cs []*queue.Constraint) (map[string]queue.Bucket, erro
 	return buckets, nil
 }
 
-// readBucketsOf adds constraint c's buckets touched within its refill time to buckets.
+// readBucketsOf adds constraint c's buckets written within one token's time to buckets: the only
+// ones that can be out of tokens (over constraint_buckets_at_idx). The claim reads the others of
+// its candidates' keys when it meets them (loadBuckets).
 func readBucketsOf(tx *wtx, c *queue.Constraint, buckets map[string]queue.Bucket) error {
-	rows, err := tx.query(sqlConstraintBuckets, c.Name, us(tx.now.Add(-c.Rate.Refill())))
+	rows, err := tx.query(sqlConstraintBuckets, c.Name, us(tx.now.Add(-c.Rate.TokenTime()-time.Millisecond)))
 	if err != nil {
 		return err
 	}
@@ -506,6 +514,24 @@ func readBucketsOf(tx *wtx, c *queue.Constraint, buckets map[string]queue.Bucket
 		buckets[queue.LimitEntry(c.Name, key)] = b
 	}
 	return rows.Err()
+}
+
+// loadBuckets reads the stored buckets of entries, by primary key.
+func loadBuckets(tx *wtx, entries []string) (map[string]queue.Bucket, error) {
+	out := map[string]queue.Bucket{}
+	for _, e := range entries {
+		name, key := queue.SplitLimitEntry(e)
+		var b queue.Bucket
+		err := tx.queryRow(sqlConstraintBucketOf, name, key).Scan(&b.Tokens, tm{&b.At})
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[e] = b
+	}
+	return out, nil
 }
 
 // scanCandidates reads candidateSelect's rows and closes rows.
@@ -556,4 +582,41 @@ func scanConstraint(row scanner) (*queue.Constraint, error) {
 		c.Match.Labels = labels
 	}
 	return &c, nil
+}
+
+// The buckets refilled to full: ?1 is a JSON object of constraint name → the microsecond before
+// which a bucket last written is full; at most ?2.
+const sqlConstraintBucketsPrune = `-- name: constraint_buckets_prune
+DELETE FROM constraint_buckets WHERE (constraint_name, key) IN (
+    SELECT b.constraint_name, b.key
+    FROM json_each(?1) AS r
+    JOIN constraint_buckets b ON b.constraint_name = r.key
+    WHERE b.at <= r.value
+    LIMIT ?2)`
+
+// ConstraintBucketsPrune implements store.ConstraintStore.
+func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBucketsPruneParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if len(p.Refill) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err := s.write(ctx, func(tx *wtx) error {
+		before := make(map[string]int64, len(p.Refill))
+		for name, d := range p.Refill {
+			before[name] = us(tx.now.Add(-d))
+		}
+		res, err := tx.exec(sqlConstraintBucketsPrune, jsonText(before), p.Limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: prune constraint buckets: %w", err)
+	}
+	return n, nil
 }

@@ -40,22 +40,12 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 	if err := validateInserts(ps); err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(ps))
-	seen := make(map[string]bool, len(ps))
-	for i, p := range ps {
-		ids[i] = p.ID
-		if ids[i] == "" {
-			ids[i] = uuid.NewString()
-		} else {
-			ids[i], _ = store.ParseJobID(p.ID) // validated above
-		}
-		if seen[ids[i]] {
-			return nil, fmt.Errorf("%w: job id %s appears twice in the batch", queue.ErrInvalidArgument, ids[i])
-		}
-		seen[ids[i]] = true
+	ids, err := newJobIDs(ps)
+	if err != nil {
+		return nil, err
 	}
 	var results []store.JobInsertResult
-	err := s.write(ctx, func(tx *wtx) error {
+	err = s.write(ctx, func(tx *wtx) error {
 		var err error
 		results, err = insertJobs(tx, ps, ids)
 		return err
@@ -64,6 +54,25 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 		return nil, err
 	}
 	return results, nil
+}
+
+// newJobIDs returns the ids of a validated batch: each job's own, or a new one.
+func newJobIDs(ps []store.JobInsertParams) ([]string, error) {
+	ids := make([]string, len(ps))
+	seen := make(map[string]bool, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+		if ids[i] == "" {
+			ids[i] = uuid.NewString()
+		} else {
+			ids[i], _ = store.ParseJobID(p.ID) // validated by the caller
+		}
+		if seen[ids[i]] {
+			return nil, fmt.Errorf("%w: job id %s appears twice in the batch", queue.ErrInvalidArgument, ids[i])
+		}
+		seen[ids[i]] = true
+	}
+	return ids, nil
 }
 
 // validateInserts checks every job of a batch and reports all the bad ones.

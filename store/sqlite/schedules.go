@@ -341,3 +341,74 @@ func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvancePara
 	}
 	return n == 1, nil
 }
+
+// sqlScheduleStillDue: the schedule is still due as the fire loop read it (not deleted, paused or
+// advanced meanwhile).
+const sqlScheduleStillDue = `-- name: schedule_still_due
+SELECT count(*) FROM schedules WHERE name = ?1 AND next_fire_at = ?2 AND NOT paused`
+
+// ScheduleFire implements store.ScheduleStore: one write of the writer, so a delete or pause is
+// either before it (nothing fires) or after it.
+func (s *Store) ScheduleFire(ctx context.Context, ps []store.ScheduleFireParams) ([]store.ScheduleFireResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	all, err := store.ValidateScheduleFire(ps)
+	if err != nil {
+		return nil, err
+	}
+	allIDs, err := newJobIDs(all)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.ScheduleFireResult
+	err = s.write(ctx, func(tx *wtx) error {
+		out = make([]store.ScheduleFireResult, len(ps))
+		due := make([]bool, len(ps))
+		var jobs []store.JobInsertParams
+		var ids []string
+		off := 0
+		for i, p := range ps {
+			var n int
+			if err := tx.queryRow(sqlScheduleStillDue, p.Name, us(p.From)).Scan(&n); err != nil {
+				return err
+			}
+			if due[i] = n == 1; due[i] {
+				jobs = append(jobs, p.Jobs...)
+				ids = append(ids, allIDs[off:off+len(p.Jobs)]...)
+			}
+			off += len(p.Jobs)
+		}
+		var res []store.JobInsertResult
+		if len(jobs) > 0 {
+			var err error
+			if res, err = insertJobs(tx, jobs, ids); err != nil {
+				return err
+			}
+		}
+		for i, p := range ps {
+			if !due[i] {
+				continue
+			}
+			out[i] = store.ScheduleFireResult{Fired: true, Jobs: res[:len(p.Jobs):len(p.Jobs)]}
+			res = res[len(p.Jobs):]
+			a := p.Advanced(out[i].Jobs)
+			var jobID any
+			if a.LastJobID != "" {
+				jobID = a.LastJobID
+			}
+			if _, err := tx.exec(sqlScheduleAdvance, a.Name, us(a.From), usPtr(a.Next), usPtr(a.LastFireAt), jobID,
+				a.LastOutcome, a.LastError, us(tx.now)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrInvalidArgument) || errors.Is(err, queue.ErrIdempotencyConflict) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sqlite: fire schedules: %w", err)
+	}
+	return out, nil
+}

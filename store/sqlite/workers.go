@@ -34,7 +34,14 @@ WHERE excluded.principal = '' OR workers.principal = '' OR workers.principal = e
 	sqlWorkerGC = `DELETE FROM workers WHERE id IN (
     SELECT id FROM workers WHERE status = 'OFFLINE' AND updated_at < ?1 LIMIT 1000)`
 
-	sqlWorkerCountOfPrincipal = `SELECT count(*) FROM workers WHERE principal = ?1 AND id <> ?2`
+	// The principal's rows but the id registering: the live ones, and all.
+	sqlWorkerCountOfPrincipal = `SELECT coalesce(sum(status <> 'OFFLINE'), 0), count(*)
+FROM workers WHERE principal = ?1 AND id <> ?2`
+
+	// Room for one more row of the principal: its ?3 oldest OFFLINE rows go.
+	sqlWorkerPruneOfPrincipal = `DELETE FROM workers WHERE id IN (
+    SELECT id FROM workers WHERE principal = ?1 AND status = 'OFFLINE' AND id <> ?2
+    ORDER BY updated_at, id LIMIT ?3)`
 
 	sqlWorkerCounts = `SELECT count(*), coalesce(sum(principal = ?1), 0)
 FROM workers WHERE status <> 'OFFLINE' AND id <> ?2`
@@ -76,13 +83,18 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 			}
 		}
 		if p.MaxOfPrincipal > 0 && p.Principal != "" {
-			var n int
-			if err := tx.queryRow(sqlWorkerCountOfPrincipal, p.Principal, p.ID).Scan(&n); err != nil {
+			var live, rows int
+			if err := tx.queryRow(sqlWorkerCountOfPrincipal, p.Principal, p.ID).Scan(&live, &rows); err != nil {
 				return err
 			}
-			if n >= p.MaxOfPrincipal {
-				return fmt.Errorf("%w: %s owns %d worker ids, the most allowed (auth.max_workers_per_principal; OFFLINE ids count until server.offline_worker_retention_s)",
-					queue.ErrLimitReached, p.Principal, n)
+			if live >= p.MaxOfPrincipal {
+				return fmt.Errorf("%w: %s has %d live workers, the most allowed (auth.max_workers_per_principal)",
+					queue.ErrLimitReached, p.Principal, live)
+			}
+			if rows >= p.MaxOfPrincipal {
+				if _, err := tx.exec(sqlWorkerPruneOfPrincipal, p.Principal, p.ID, rows-p.MaxOfPrincipal+1); err != nil {
+					return err
+				}
 			}
 		}
 		res, err := tx.exec(sqlWorkerRegister, p.ID, p.Hostname, p.Concurrency, listText(p.Queues), p.Version,

@@ -31,6 +31,7 @@ func RunAdminStore[S interface {
 	t.Run("JobDueTypeList", func(t *testing.T) { testJobDueTypeList(t, newStore) })
 	t.Run("JobDelete", func(t *testing.T) { testJobDelete(t, newStore) })
 	t.Run("JobDeleteRefused", func(t *testing.T) { testJobDeleteRefused(t, newStore) })
+	t.Run("JobDeleteUnpublished", func(t *testing.T) { testJobDeleteUnpublished(t, newStore) })
 	t.Run("Isolated", func(t *testing.T) {
 		if newIsolated == nil {
 			t.Skip("no isolated store")
@@ -217,6 +218,38 @@ func testJobDelete(t *testing.T, newStore NewStoreFunc) {
 	require.NoError(t, b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: kept.ID, State: queue.StateDone}))
 	_, err = b.s.QueueDelete(b.ctx, store.QueueDeleteParams{Name: b.queue})
 	require.NoError(t, err)
+}
+
+// With Kafka off (Unpublished) a deleted job takes every event with it: none is owed to a relay.
+// The events are read back through the store's EventFeed, from a reader started before the jobs.
+func testJobDeleteUnpublished(t *testing.T, newStore NewStoreFunc) {
+	b := setupAdmin(t, newStore)
+	feed := as[store.EventFeed](t, b.s)
+	p := store.EventsReadParams{Queue: b.queue, Limit: 1000, FromNow: true}
+	r, err := feed.EventsRead(b.ctx, p)
+	require.NoError(t, err)
+	p = r.Next(p)
+
+	gone := b.advance(b.insertOne(b.job("t")), queue.StateAssigned, queue.StateRunning, queue.StateDone)
+	dead := b.dead("")
+	kept := b.advance(b.insertOne(b.job("t")), queue.StateAssigned, queue.StateRunning, queue.StateDone)
+	want := len(b.events(kept.ID))
+	for _, j := range []*queue.Job{gone, dead} {
+		require.NoError(t, b.a.JobDelete(b.ctx, store.JobDeleteParams{ID: j.ID, State: j.State, Unpublished: true}))
+		b.requireGone(j.ID)
+	}
+	// kept's events are the newest: once they are read, every older one of the queue was too.
+	var got []queue.Event
+	require.Eventually(t, func() bool {
+		r, err := feed.EventsRead(b.ctx, p)
+		require.NoError(t, err)
+		got, p = append(got, r.Events...), r.Next(p)
+		return len(got) >= want
+	}, 10*time.Second, 5*time.Millisecond)
+	for _, e := range got {
+		require.Equal(t, kept.ID, e.JobID, "an event of a deleted job is left: %+v", e)
+	}
+	require.Len(t, got, want)
 }
 
 func testJobDeleteRefused(t *testing.T, newStore NewStoreFunc) {

@@ -39,6 +39,67 @@ func RunConstraintStore[S interface {
 	t.Run("Usage", func(t *testing.T) { testConstraintUsage(t, newStore) })
 	t.Run("OtherQueue", func(t *testing.T) { testConstraintOtherQueue(t, newStore) })
 	t.Run("ExpectedSet", func(t *testing.T) { testConstraintExpectedSet(t, newStore) })
+	t.Run("BucketsPruned", func(t *testing.T) { testConstraintBucketsPruned(t, newStore) })
+	t.Run("RatePartlyRefilled", func(t *testing.T) { testConstraintRatePartlyRefilled(t, newStore) })
+}
+
+// A bucket written longer ago than one token's time is not among those the claim reads first (it
+// holds a token at least), but the claim still decides with what it holds: 10 per 10 s, 8 taken,
+// a little over a second later 3 (or, on a slow machine, a few more), never a full bucket's 10.
+func testConstraintRatePartlyRefilled(t *testing.T, newStore NewStoreFunc) {
+	b := setupConstraintStore(t, newStore)
+	b.constraint(queue.Constraint{Name: uniqueName("ten"), Key: "{{.labels.tenant}}",
+		Rate: queue.RateLimit{Limit: 10, Interval: 10 * time.Second}})
+	b.insertTenant("a", 30)
+	first := time.Now()
+	require.Len(t, b.claimN(8).Jobs, 8)
+	time.Sleep(1100 * time.Millisecond) // the bucket's own clock is what is tested
+	got := len(b.claimN(20).Jobs)
+	most := 2 + int(time.Since(first)/time.Second) + 1
+	require.GreaterOrEqual(t, got, 3)
+	require.LessOrEqual(t, got, most, "the bucket's tokens, not a full bucket")
+}
+
+// Rate buckets that refilled to full are deleted by ConstraintBucketsPrune (a full bucket is no
+// row), the others kept, and the claims decide as before.
+func testConstraintBucketsPruned(t *testing.T, newStore NewStoreFunc) {
+	b := setupConstraintStore(t, newStore)
+	fast, slow := uniqueName("fast"), uniqueName("slow")
+	b.constraint(queue.Constraint{Name: fast, Key: "{{.labels.tenant}}", Rate: queue.RateLimit{Limit: 1000, Interval: time.Second, Burst: 1}})
+	b.constraint(queue.Constraint{Name: slow, Key: "{{.labels.tenant}}", Rate: queue.RateLimit{Limit: 1, Interval: time.Hour}})
+	for i := range 5 {
+		b.insertTenant(fmt.Sprint("t", i), 2)
+	}
+	require.Len(t, b.claimN(10).Jobs, 5, "one per tenant: the slow rate's bucket holds one")
+
+	set, err := b.cs.ConstraintSet(b.ctx)
+	require.NoError(t, err)
+	p := store.BucketsPruneParams(set, 100)
+	for name := range p.Refill {
+		if name != fast && name != slow { // other tests' constraints in a shared store
+			delete(p.Refill, name)
+		}
+	}
+	require.Len(t, p.Refill, 2)
+	var pruned int64
+	require.Eventually(t, func() bool {
+		n, err := b.cs.ConstraintBucketsPrune(b.ctx, p)
+		require.NoError(t, err)
+		pruned += n
+		return pruned >= 5
+	}, 10*time.Second, 5*time.Millisecond)
+	require.EqualValues(t, 5, pruned, "the fast constraint's 5 buckets, full again; the slow ones are empty and stay")
+	n, err := b.cs.ConstraintBucketsPrune(b.ctx, p)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Empty(t, b.claimN(10).Jobs, "the slow buckets still hold every tenant back")
+	u, err := b.cs.ConstraintUsage(b.ctx, store.ConstraintUsageParams{Name: fast, Keys: []string{"t0"}})
+	require.NoError(t, err)
+	require.InDelta(t, 1, u.Top[0].Tokens, 1e-9, "a pruned bucket reads full")
+
+	p.Limit = 0
+	_, err = b.cs.ConstraintBucketsPrune(b.ctx, p)
+	require.ErrorIs(t, err, queue.ErrInvalidArgument)
 }
 
 // A claim told to expect a set (JobClaimParams.Expect, the engine's cache) decides with the set in

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -67,6 +68,84 @@ func BenchConstrainedClaimBehindBlocked[S interface {
 				require.Len(b, got.Jobs, 1, "b's first job: one slot per tenant")
 				b.StopTimer()
 				_, err = st.JobReportMany(ctx, []store.JobReportParams{{JobLease: store.JobLease{ID: got.Jobs[0].ID, Attempt: 1, WorkerID: "w"}, Success: true}})
+				require.NoError(b, err)
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchConstrainedClaimManyKeys times a claim of 10 jobs of one key under a slow rate (a million
+// starts a day per key: a bucket that gave a token stays short of full for a day) after other
+// keys each took a token: none (keys=1) or 20,000. Their buckets are not full, so a claim that read
+// every such bucket would cost more with every key ever seen; one that reads its candidates' keys
+// costs the same. Each iteration's jobs are reported done, untimed. newStore returns a store of the
+// benchmark's own.
+func BenchConstrainedClaimManyKeys[S interface {
+	store.Store
+	store.DispatchStore
+	store.ConstraintStore
+}](b *testing.B, newStore func(*testing.B) S) {
+	for _, keys := range []int{1, 20000} {
+		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
+			st := newStore(b)
+			ctx := context.Background()
+			_, err := st.QueueCreate(ctx, store.QueueCreateParams{Name: "mk"})
+			require.NoError(b, err)
+			_, err = st.ConstraintCreate(ctx, store.ConstraintCreateParams{Constraint: queue.Constraint{
+				Name: "per-tenant", Match: queue.JobMatcher{Queue: "mk"}, Key: "{{.labels.tenant}}",
+				Rate: queue.RateLimit{Limit: 1_000_000, Interval: 24 * time.Hour}}})
+			require.NoError(b, err)
+			set, err := st.ConstraintSet(ctx)
+			require.NoError(b, err)
+			insert := func(tenant func(i int) string, n int) {
+				for off := 0; off < n; off += 1000 {
+					ps := make([]store.JobInsertParams, min(1000, n-off))
+					for i := range ps {
+						t := tenant(off + i)
+						ps[i] = store.JobInsertParams{Queue: "mk", Type: "t", Labels: map[string]string{"tenant": t},
+							Limits: &store.LimitKeys{Entries: []string{queue.LimitEntry("per-tenant", t)}, Gen: set.Gen}}
+					}
+					_, err := st.JobInsertMany(ctx, ps)
+					require.NoError(b, err)
+				}
+			}
+			_, err = st.WorkerRegister(ctx, store.WorkerRegisterParams{ID: "w", Queues: []string{"mk"}, Concurrency: 1000})
+			require.NoError(b, err)
+			claim := func(limit int) []*queue.Job {
+				got, err := st.JobClaimConstrained(ctx, store.JobClaimParams{Queue: "mk", WorkerID: "w", Limit: limit, Expect: set})
+				require.NoError(b, err)
+				if len(got.Jobs) > 0 {
+					rs := make([]store.JobReportParams, len(got.Jobs))
+					for i, j := range got.Jobs {
+						rs[i] = store.JobReportParams{JobLease: store.JobLease{ID: j.ID, Attempt: j.Attempt, WorkerID: "w"}, Success: true}
+					}
+					_, err = st.JobReportMany(ctx, rs)
+					require.NoError(b, err)
+				}
+				return got.Jobs
+			}
+			if keys > 1 { // every other key takes a token
+				insert(func(i int) string { return "k" + strconv.Itoa(i) }, keys)
+				for taken := 0; taken < keys; {
+					n := len(claim(1000))
+					require.Positive(b, n)
+					taken += n
+				}
+			}
+			insert(func(int) string { return "b" }, 10*b.N)
+			p := store.JobClaimParams{Queue: "mk", WorkerID: "w", Limit: 10, Expect: set}
+			b.ResetTimer()
+			for range b.N {
+				got, err := st.JobClaimConstrained(ctx, p)
+				require.NoError(b, err)
+				require.Len(b, got.Jobs, 10)
+				b.StopTimer()
+				rs := make([]store.JobReportParams, len(got.Jobs))
+				for i, j := range got.Jobs {
+					rs[i] = store.JobReportParams{JobLease: store.JobLease{ID: j.ID, Attempt: j.Attempt, WorkerID: "w"}, Success: true}
+				}
+				_, err = st.JobReportMany(ctx, rs)
 				require.NoError(b, err)
 				b.StartTimer()
 			}

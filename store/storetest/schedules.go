@@ -198,6 +198,112 @@ func RunScheduleStore[S interface {
 		require.ErrorIs(t, err, queue.ErrInvalidArgument)
 	})
 
+	// ScheduleFire: the fires of many schedules in one call, each only while its schedule is still
+	// due as read; a deleted, paused or already advanced schedule gets no job; a refused job fails
+	// the whole batch and writes nothing.
+	t.Run("Fire", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		due0, err := ss.ScheduleDue(b.ctx, 1)
+		require.NoError(t, err)
+		past := due0.Now.Add(-time.Hour).Truncate(time.Second)
+		names := make([]string, 5)
+		for i := range names {
+			names[i] = uniqueName("sc")
+			_, err := ss.ScheduleCreate(b.ctx, params(b, names[i], past))
+			require.NoError(t, err)
+		}
+		job := func(name string, at time.Time) store.JobInsertParams {
+			return store.JobParamsOf(queue.JobTemplate{Queue: b.queue, Type: "report"},
+				"schedule:"+name+":"+at.Format(time.RFC3339), at)
+		}
+		fireOf := func(name string, ats ...time.Time) store.ScheduleFireParams {
+			p := store.ScheduleFireParams{ScheduleAdvanceParams: store.ScheduleAdvanceParams{
+				Name: name, From: past, Next: past.Add(24 * time.Hour), LastFireAt: ats[len(ats)-1]}}
+			for _, at := range ats {
+				p.Jobs = append(p.Jobs, job(name, at))
+			}
+			return p
+		}
+		// Before the batch: one deleted, one paused, one advanced by "another replica".
+		require.NoError(t, ss.ScheduleDelete(b.ctx, store.ScheduleDeleteParams{Name: names[2], Owner: queue.OwnerAPI}))
+		_, err = ss.ScheduleSetPaused(b.ctx, store.ScheduleSetPausedParams{Name: names[3], Paused: true})
+		require.NoError(t, err)
+		ok, err := ss.ScheduleAdvance(b.ctx, store.ScheduleAdvanceParams{Name: names[4], From: past, Next: past.Add(time.Hour)})
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		earlier := past.Add(-time.Minute)
+		ps := []store.ScheduleFireParams{fireOf(names[0], earlier, past), fireOf(names[1], past), fireOf(names[2], past),
+			fireOf(names[3], past), fireOf(names[4], past)}
+		res, err := ss.ScheduleFire(b.ctx, ps)
+		require.NoError(t, err)
+		require.Len(t, res, len(ps))
+		require.True(t, res[0].Fired)
+		require.Len(t, res[0].Jobs, 2)
+		require.True(t, res[1].Fired)
+		require.Len(t, res[1].Jobs, 1)
+		for i := 2; i < 5; i++ {
+			require.False(t, res[i].Fired, names[i])
+			require.Empty(t, res[i].Jobs)
+		}
+		for _, r := range res[:2] {
+			for _, jr := range r.Jobs {
+				require.False(t, jr.Existing)
+				require.Equal(t, queue.StatePending, b.get(jr.Job.ID).State)
+			}
+		}
+		require.True(t, earlier.Equal(res[0].Jobs[0].Job.NotBefore), "each job due at its fire time")
+		s0, err := ss.ScheduleGet(b.ctx, names[0])
+		require.NoError(t, err)
+		require.True(t, past.Add(24*time.Hour).Equal(s0.NextFireAt))
+		require.True(t, past.Equal(s0.LastFireAt))
+		require.Equal(t, res[0].Jobs[1].Job.ID, s0.LastJobID, "the last fire's job")
+		require.Equal(t, queue.FireSubmitted, s0.LastOutcome)
+		// Nothing was inserted for the schedules that were not due: their keys are free.
+		for _, n := range names[2:] {
+			r := b.insert(job(n, past))
+			require.False(t, r[0].Existing, n)
+		}
+		s3, err := ss.ScheduleGet(b.ctx, names[3])
+		require.NoError(t, err)
+		require.True(t, past.Equal(s3.NextFireAt), "a paused schedule is not advanced")
+
+		// The same batch again: every schedule has moved on, nothing is written.
+		res, err = ss.ScheduleFire(b.ctx, ps[:2])
+		require.NoError(t, err)
+		require.False(t, res[0].Fired)
+		require.False(t, res[1].Fired)
+
+		// A job the store refuses fails the batch; the other schedule is not advanced either.
+		a, c := uniqueName("sc"), uniqueName("sc")
+		for _, n := range []string{a, c} {
+			_, err := ss.ScheduleCreate(b.ctx, params(b, n, past))
+			require.NoError(t, err)
+		}
+		bad := fireOf(c, past)
+		bad.Jobs[0].Queue = uniqueName("gone")
+		_, err = ss.ScheduleFire(b.ctx, []store.ScheduleFireParams{fireOf(a, past), bad})
+		require.ErrorIs(t, err, queue.ErrQueueNotFound)
+		sa, err := ss.ScheduleGet(b.ctx, a)
+		require.NoError(t, err)
+		require.True(t, past.Equal(sa.NextFireAt), "nothing written")
+		// A refused fire is recorded without jobs.
+		bad.Jobs, bad.LastOutcome, bad.LastError = nil, queue.FireFailed, "queue not found"
+		res, err = ss.ScheduleFire(b.ctx, []store.ScheduleFireParams{fireOf(a, past), bad})
+		require.NoError(t, err)
+		require.True(t, res[0].Fired)
+		require.True(t, res[1].Fired)
+		sc, err := ss.ScheduleGet(b.ctx, c)
+		require.NoError(t, err)
+		require.Equal(t, queue.FireFailed, sc.LastOutcome)
+		require.Equal(t, "queue not found", sc.LastError)
+		require.Empty(t, sc.LastJobID)
+
+		_, err = ss.ScheduleFire(b.ctx, []store.ScheduleFireParams{fireOf(a, past), fireOf(a, past)})
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, "a schedule twice in a batch")
+	})
+
 	t.Run("Reconcile", func(t *testing.T) {
 		b := setup(t, newS)
 		ss := sched(b)

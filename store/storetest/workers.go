@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -117,8 +119,9 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.GreaterOrEqual(t, c.Live, 1)
 	})
 
-	// One principal cannot squat the worker table: it cannot own more than MaxOfPrincipal worker ids, concurrent
-	// registrations included; OFFLINE ids count until garbage-collected after OfflineRetention.
+	// One principal cannot have more than MaxOfPrincipal live workers, concurrent registrations
+	// included; an OFFLINE id does not count (a worker whose ids churn is never locked out), and
+	// the principal's oldest OFFLINE rows make room, so it never holds more rows than the limit.
 	t.Run("PrincipalLimit", func(t *testing.T) {
 		b := setup(t, newStore)
 		owner := uniqueName("p")
@@ -146,13 +149,41 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		}
 		require.Len(t, owned, limit, "concurrent registrations do not overshoot")
 		require.NoError(t, reg(owned[0], 0), "an owned id registers again at the limit")
+		require.ErrorIs(t, reg(uniqueName("w"), 0), queue.ErrLimitReached, "a fourth live worker is refused")
 		require.NoError(t, b.s.WorkerDeregister(b.ctx, owned[1]))
-		require.ErrorIs(t, reg(uniqueName("w"), 0), queue.ErrLimitReached, "an OFFLINE id still counts")
-		// Past the retention the OFFLINE row is collected and its place is free.
 		fresh := uniqueName("w")
-		testenv.Eventually(t, 10*time.Second, func() error { return reg(fresh, 2*time.Second) })
+		require.NoError(t, reg(fresh, 0), "an OFFLINE worker does not count")
 		_, err := b.s.WorkerGet(b.ctx, owned[1])
-		require.ErrorIs(t, err, queue.ErrWorkerNotFound, "the OFFLINE row was collected")
+		require.ErrorIs(t, err, queue.ErrWorkerNotFound, "the OFFLINE row made room for the new one")
+		// Ids that churn (a new id per restart, the old one deregistered or lost) never lock the
+		// principal out, and its rows stay at the limit.
+		last := fresh
+		for range 10 {
+			require.NoError(t, b.s.WorkerDeregister(b.ctx, last))
+			last = uniqueName("w")
+			require.NoError(t, reg(last, 0))
+		}
+		rows := 0
+		all, err := b.s.WorkerList(b.ctx)
+		require.NoError(t, err)
+		for _, w := range all {
+			if w.Principal == owner {
+				rows++
+			}
+		}
+		require.Equal(t, limit, rows, "OFFLINE rows beyond the limit are deleted")
+		require.ErrorIs(t, reg(uniqueName("w"), 0), queue.ErrLimitReached, "three live again")
+		// Past the retention an OFFLINE row is collected by any registration.
+		require.NoError(t, b.s.WorkerDeregister(b.ctx, owned[2]))
+		testenv.Eventually(t, 10*time.Second, func() error {
+			if err := reg(owned[0], 2*time.Second); err != nil {
+				return err
+			}
+			if _, err := b.s.WorkerGet(b.ctx, owned[2]); !errors.Is(err, queue.ErrWorkerNotFound) {
+				return fmt.Errorf("offline row still there: %w", err)
+			}
+			return nil
+		})
 	})
 
 	t.Run("ListPage", func(t *testing.T) {

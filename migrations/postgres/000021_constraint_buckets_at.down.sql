@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS constraint_buckets_at_idx;
