@@ -14,19 +14,17 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
-// freshCloneStep is one timed line of scripts/fresh-clone.sh.
-// A line may start after an ANSI reset: task colours its own lines when CI is set, and the reset
-// of its last one lands at the start of the script's next.
+// freshCloneStep is one timed line of scripts/fresh-clone.sh (after an ANSI reset, should a
+// coloured line of a tool end just before it).
 var freshCloneStep = regexp.MustCompile(`(?m)^(?:\x1b\[[0-9;]*m)*fresh-clone: (.+?)\s+([0-9.]+) s$`)
 
 // TestFreshClone runs scripts/fresh-clone.sh, the acceptance of issues 27 and 23: clone this
-// repository (its HEAD: what is committed), build it with the README's command, start jq
-// --role=all as `task run` does — on the embedded store, in a network namespace where no Postgres
+// repository (its HEAD: what is committed), build and start it with the README's run command
+// (`go build`, then jq --role=all) — on the embedded store, in a network namespace where no Postgres
 // or Redis can be reached when the machine allows one — wait for it to be ready and for the first
 // job to be DONE with the admin CLI, kill -9 it, start it again and find the job DONE, and log
 // each step's wall time. Go may not download anything (GOPROXY=off): the build uses the module
-// cache the suite fills anyway (the main module's, and tools/go.mod's for task, which lint and the
-// Helm test use too). The ports are the test's own.
+// cache the suite fills anyway. The ports are the test's own.
 func TestFreshClone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("clones and builds jq (a minute or more on a cold build cache): not with -short")
