@@ -95,6 +95,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return nil, nil, fmt.Errorf("config: decode: %w", err)
 	}
+	cfg.applyPortOffset()
 	problems = append(problems, cfg.problems()...)
 	var warnings []string
 	if len(secrets) > 0 && opts.Production != nil && opts.Production(&cfg) {

@@ -648,9 +648,9 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ 
 
 // serveProducerMetrics serves /metrics and /healthz on producer.metrics_port until stop.
 func serveProducerMetrics(pc config.Producer, metrics http.Handler, lm *telemetry.Listeners, log *zap.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(pc.BindHost, strconv.Itoa(pc.MetricsPort)))
+	ln, err := config.Listen("producer metrics", "producer.metrics_port", pc.BindHost, pc.MetricsPort)
 	if err != nil {
-		return nil, fmt.Errorf("listen producer metrics: %w", err)
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
