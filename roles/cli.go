@@ -32,6 +32,13 @@ func ParseName(s string) (Name, error) {
 			return r, nil
 		}
 	}
+	names := make([]string, len(allNames))
+	for i, r := range allNames {
+		names[i] = string(r)
+	}
+	if c := closest(s, names); c != "" {
+		return "", fmt.Errorf("unknown role %q (did you mean %q? want server, worker, producer, admin or all)", s, c)
+	}
 	return "", fmt.Errorf("unknown role %q (want server, worker, producer, admin or all)", s)
 }
 

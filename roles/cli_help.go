@@ -67,7 +67,17 @@ func preflight(args []string, environ []string, getenv func(string) string, stdi
 	if args[0] == first && getenv("JQ_ROLE") == "" {
 		// Only the admin grammar has commands; any other role would say "unexpected argument".
 		msg := fmt.Sprintf("jq: unknown command %q", first)
-		if s := closest(first, operatorCommandNames()); s != "" {
+		if owners := commandGroupsOf(first); len(owners) > 0 {
+			// An operator word without its noun: `jq submit` is `jq job submit`.
+			for i, g := range owners {
+				owners[i] = fmt.Sprintf("%q", g+" "+first)
+			}
+			if len(owners) == 1 {
+				msg += fmt.Sprintf(" (did you mean %s?)", owners[0])
+			} else {
+				msg += fmt.Sprintf(" (did you mean one of %s?)", strings.Join(owners, ", "))
+			}
+		} else if s := closest(first, operatorCommandNames()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		fmt.Fprintln(stdio.Stderr, msg+"; `jq help` lists the commands")
@@ -124,6 +134,25 @@ func operatorCommands() []operatorCommand {
 		out = append(out, operatorCommand{name: name, help: f.Tag.Get("help")})
 	}
 	return out
+}
+
+// commandGroupsOf lists, in the order of `jq help`, the command groups that have a command named
+// word (`list`: job, queue, worker, …).
+func commandGroupsOf(word string) []string {
+	parser, err := kong.New(grammar(Admin), kong.Name("jq"), kong.Exit(func(int) {}),
+		kong.Vars{"version": buildinfo.Get().String(), "role": string(Admin)})
+	if err != nil {
+		return nil
+	}
+	var groups []string
+	for _, g := range parser.Model.Children {
+		for _, c := range g.Children {
+			if c.Name == word && !c.Hidden && c.Type == kong.CommandNode {
+				groups = append(groups, g.Name)
+			}
+		}
+	}
+	return groups
 }
 
 func operatorCommandNames() []string {
@@ -206,6 +235,10 @@ complete -f -c %[2]s -a "(__complete_%[2]s)"
 func writeCompletionScript(rest []string, stdio IO) int {
 	shell, _ := firstArgAt(rest)
 	script, ok := completionScripts[shell]
+	if !ok && shell != "" {
+		fmt.Fprintf(stdio.Stderr, "jq: completion for %q is not supported; the shells are bash, zsh and fish (e.g. source <(jq completion bash))\n", shell)
+		return ExitUsage
+	}
 	if !ok {
 		fmt.Fprintln(stdio.Stderr, "jq: completion needs a shell: jq completion bash|zsh|fish (e.g. source <(jq completion bash))")
 		return ExitUsage
@@ -296,10 +329,35 @@ func completionArgs(line string) complete.Args {
 	return a
 }
 
+// missingArgHint says where the names a positional argument takes are listed, by the command group.
+var missingArgHint = map[string]string{
+	"job":        " (jq job list shows recent jobs)",
+	"queue":      " (jq queue list shows the queues)",
+	"schedule":   " (jq schedule list shows the schedules)",
+	"constraint": " (jq constraint list shows the constraints)",
+	"worker":     " (jq worker list shows the workers)",
+	"peek":       " (jq queue list shows the queues)",
+}
+
 // usageText is the one line of a parse error. A command group given without its command (`jq
-// job`) names every command of the group, where kong's message stops after five.
+// job`) names every command of the group, where kong's message stops after five; a command given
+// without its argument (`jq job status`) shows the command line it wants and where to find a value.
 func usageText(err error) string {
 	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil && strings.HasPrefix(err.Error(), "expected \"<") {
+		var cmd *kong.Node
+		for _, p := range pe.Context.Path {
+			if p.Command != nil {
+				cmd = p.Command
+			}
+		}
+		if cmd != nil {
+			arg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "expected \""), "\"")
+			path := cmd.Path()
+			group, _, _ := strings.Cut(path, " ")
+			return fmt.Sprintf("%s needs %s: jq %s %s%s", path, arg, path, arg, missingArgHint[group])
+		}
+	}
 	if errors.As(err, &pe) && pe.Context != nil && strings.HasPrefix(err.Error(), "expected one of ") {
 		var group *kong.Node
 		for _, p := range pe.Context.Path {
