@@ -70,7 +70,8 @@ var Table = []Row{
 	{Pkgs: []string{"queue"}, Third: stdOnly},
 
 	// Utilities: the domain at most.
-	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/term"}, Third: stdOnly},
+	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit"}, Third: stdOnly},
+	{Pkgs: []string{"internal/term"}, Third: []string{"golang.org/x/term"}},
 	{Pkgs: []string{"internal/jobtrace"}, May: []string{"queue"}, Third: observe},
 	{Pkgs: []string{"internal/rpctrace"}, May: []string{"api/gen/..."}},
 	// The domain's defaults (heartbeat, deadlines) are written once, in queue; declared schedules
