@@ -16,6 +16,7 @@ import (
 
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/typo"
 	"github.com/jq-dev/jq/roles/admin"
 	"github.com/jq-dev/jq/roles/healthcheck"
 )
@@ -181,7 +182,7 @@ func operatorHelp() string {
 func closest(s string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
-		d := typoDistance(s, c)
+		d := typo.Distance(s, c, 0)
 		if len(s) >= 2 && strings.HasPrefix(c, s) {
 			d = min(d, 1) // "que" is queue, however short
 		}
@@ -190,31 +191,6 @@ func closest(s string, candidates []string) string {
 		}
 	}
 	return best
-}
-
-// typoDistance is the optimal-string-alignment distance: edits and adjacent transpositions.
-func typoDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // completionScripts register jq's own completion (`complete -C`: the shell runs jq with COMP_LINE

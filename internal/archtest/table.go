@@ -57,7 +57,7 @@ var (
 	migrate = "github.com/golang-migrate/migrate"
 	msqlite = "modernc.org/sqlite"
 	// leaf utilities that any layer above the domain may use.
-	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/term"}
+	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/term", "internal/typo"}
 	// apiClientSide is what talks to a server: the conversions, the generated stubs, the transport.
 	apiClientSide = []string{"api", "api/codec", "api/gen/...", "api/rpcclient", "queue"}
 )
@@ -70,13 +70,13 @@ var Table = []Row{
 	{Pkgs: []string{"queue"}, Third: stdOnly},
 
 	// Utilities: the domain at most.
-	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit"}, Third: stdOnly},
+	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/netlimit", "internal/typo"}, Third: stdOnly},
 	{Pkgs: []string{"internal/term"}, Third: []string{"golang.org/x/term"}},
 	{Pkgs: []string{"internal/jobtrace"}, May: []string{"queue"}, Third: observe},
 	{Pkgs: []string{"internal/rpctrace"}, May: []string{"api/gen/..."}},
 	// The domain's defaults (heartbeat, deadlines) are written once, in queue; declared schedules
 	// are checked with the rules a server applies (queue/schedule).
-	{Pkgs: []string{"config"}, May: []string{"queue", "queue/schedule"}},
+	{Pkgs: []string{"config"}, May: []string{"queue", "queue/schedule", "internal/typo"}},
 
 	// Store: interfaces over the domain; backends implement them and import nothing else of the
 	// project (never each other, never the engine, never the API).
