@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -247,13 +248,14 @@ func completeLine(line, point string, getenv func(string) string, w io.Writer) {
 	if err != nil {
 		role = All
 	}
-	cmd, err := grammarCommand(role)
+	names := namePredictors(a.Completed, getenv)
+	cmd, err := grammarCommand(role, names...)
 	if err != nil {
 		return
 	}
 	if role != Admin {
 		// Without --role a line may still become an operator command: offer them too.
-		adminCmd, err := grammarCommand(Admin)
+		adminCmd, err := grammarCommand(Admin, names...)
 		if err != nil {
 			return
 		}
@@ -271,13 +273,44 @@ func completeLine(line, point string, getenv func(string) string, w io.Writer) {
 }
 
 // grammarCommand is the completion tree of a role's grammar.
-func grammarCommand(role Name) (complete.Command, error) {
+func grammarCommand(role Name, opts ...kongplete.Option) (complete.Command, error) {
 	parser, err := kong.New(grammar(role), kong.Name("jq"), kong.Exit(func(int) {}),
 		kong.Vars{"version": buildinfo.Get().String(), "role": string(role)})
 	if err != nil {
 		return complete.Command{}, err
 	}
-	return kongplete.Command(parser)
+	return kongplete.Command(parser, opts...)
+}
+
+// namePredictors complete queue, schedule, constraint and worker names (the grammar's predictor
+// tags) with what the server knows: the server and credentials of the line being completed
+// (--server-addr, --token-file, --tls-*), else of the environment (JQ_SERVER_ADDR, JQ_TOKEN, …).
+// Each asks only when its word is completed, and offers nothing when the server does not answer.
+func namePredictors(completed []string, getenv func(string) string) []kongplete.Option {
+	g := admin.Globals{
+		ServerAddr: getenv("JQ_SERVER_ADDR"), Token: getenv("JQ_TOKEN"), TokenFile: getenv("JQ_TOKEN_FILE"),
+	}
+	if g.ServerAddr == "" {
+		g.ServerAddr = "localhost:50051"
+	}
+	flags := map[string]*string{
+		"--server-addr": &g.ServerAddr, "--token-file": &g.TokenFile, "--tls-ca": &g.TLSCA, "--tls-cert": &g.TLSCert, "--tls-key": &g.TLSKey,
+	}
+	for i, w := range completed {
+		if v, ok := flags[w]; ok && i+1 < len(completed) {
+			*v = completed[i+1]
+		}
+	}
+	if slices.Contains(completed, "--token-file") {
+		g.Token = "" // the line's own credential wins over the environment's
+	}
+	var opts []kongplete.Option
+	for _, kind := range []string{admin.NamesQueue, admin.NamesSchedule, admin.NamesConstraint, admin.NamesWorker} {
+		opts = append(opts, kongplete.WithPredictor(kind, complete.PredictFunc(func(complete.Args) []string {
+			return admin.Names(context.Background(), kind, g)
+		})))
+	}
+	return opts
 }
 
 // completionArgs splits a command line as posener/complete does (its own parser is unexported):

@@ -35,7 +35,7 @@ type ScheduleCreateCmd struct {
 	TZ         string            `name:"tz" help:"IANA time zone the spec is read in, e.g. Europe/Berlin." default:"UTC"`
 	Missed     string            `help:"Fire times missed while no server ran: skip, or catch_up (the most recent --catch-up-max)." enum:"skip,catch_up" default:"skip"`
 	CatchUpMax int               `help:"With --missed catch_up: how many missed fire times are fired at most, 1-1000 (default 10)."`
-	Queue      string            `help:"Queue of the jobs." default:"default"`
+	Queue      string            `help:"Queue of the jobs." default:"default" predictor:"queue"`
 	Type       string            `help:"Job type: the handler that runs the jobs." default:"noop"`
 	Payload    string            `help:"Payload: JSON text, or @file to read it from a file (@- for stdin)." default:"{}"`
 	Priority   int               `help:"0-9, 9 runs first." default:"0"`
@@ -50,27 +50,27 @@ type ScheduleListCmd struct{}
 
 // ScheduleShowCmd is `schedule show`.
 type ScheduleShowCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // SchedulePauseCmd is `schedule pause`.
 type SchedulePauseCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // ScheduleResumeCmd is `schedule resume`.
 type ScheduleResumeCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // ScheduleTriggerCmd is `schedule trigger`.
 type ScheduleTriggerCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // ScheduleDeleteCmd is `schedule delete`.
 type ScheduleDeleteCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // Run creates a schedule.
