@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -64,7 +65,8 @@ func (e *portInUseError) Unwrap() error { return e.err }
 // Listen binds host:port for the listener what, whose port is the setting key; errors as ListenError.
 func Listen(what, key, host string, port int) (net.Listener, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	ln, err := net.Listen("tcp", addr)
+	// Binding a port does not wait on anything a context could end.
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, ListenError(what, key, addr, err)
 	}

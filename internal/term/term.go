@@ -14,5 +14,5 @@ import (
 // daemon's output, is not.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && f != nil && term.IsTerminal(int(f.Fd())) //nolint:gosec // a file descriptor fits an int
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }

@@ -38,28 +38,36 @@ func pendingJob(queueName, waiting string) *jqv1.Job {
 func TestWaitOffTerminalSaysWhyTheJobWaits(t *testing.T) {
 	t.Parallel()
 	for _, reason := range []string{"no connected worker serves queue other", "no connected worker handles type nosuchtype"} {
-		re, _ := serve(t, &fakeAPI{job: pendingJob("other", reason)}, "table")
-		re.now = stuckClock()
-		ctx, cancel := context.WithCancel(context.Background())
-		re.ctx = ctx
-		stderr := re.Stderr.(*syncBuffer)
-		done := make(chan error, 1)
-		go func() { done <- (&JobWaitCmd{ID: jobID}).Run(re) }()
-		want := "jq: job " + jobID + " is still PENDING after 5s: waiting: " + reason +
-			" (jq worker list shows the workers, their queues and types); waiting on (Ctrl-C stops, --wait-timeout bounds the wait)\n"
-		deadline := time.Now().Add(30 * time.Second)
-		for stderr.String() != want && time.Now().Before(deadline) {
-			select {
-			case err := <-done:
-				t.Fatalf("the wait ended: %v", err)
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-		require.Equal(t, want, stderr.String())
-		cancel()
-		require.Error(t, <-done)
-		require.Equal(t, 1, strings.Count(stderr.String(), "still PENDING"), "said once")
+		t.Run(reason, func(t *testing.T) {
+			t.Parallel()
+			waitOffTerminal(t, reason)
+		})
 	}
+}
+
+func waitOffTerminal(t *testing.T, reason string) {
+	re, _ := serve(t, &fakeAPI{job: pendingJob("other", reason)}, "table")
+	re.now = stuckClock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	re.ctx = ctx
+	stderr := re.Stderr.(*syncBuffer)
+	done := make(chan error, 1)
+	go func() { done <- (&JobWaitCmd{ID: jobID}).Run(re) }()
+	want := "jq: job " + jobID + " is still PENDING after 5s: waiting: " + reason +
+		" (jq worker list shows the workers, their queues and types); waiting on (Ctrl-C stops, --wait-timeout bounds the wait)\n"
+	deadline := time.Now().Add(30 * time.Second)
+	for stderr.String() != want && time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("the wait ended: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	require.Equal(t, want, stderr.String())
+	cancel()
+	require.Error(t, <-done)
+	require.Equal(t, 1, strings.Count(stderr.String(), "still PENDING"), "said once")
 }
 
 // --wait-timeout on a job nobody takes ends with the server's reason.
