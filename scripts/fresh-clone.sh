@@ -26,7 +26,15 @@ for a in "$@"; do
 	*) repo=$a ;;
 	esac
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/jq-fresh.XXXXXX")
+# FRESH_CLONE_WORK names the work directory (it must not exist; it is removed at the end): a clone
+# at the same path again compiles only what changed, since without -trimpath a package's directory
+# is part of its build-cache key (internal/deploytest's TestFreshClone uses one path per checkout).
+if [[ -n ${FRESH_CLONE_WORK:-} ]]; then
+	work=$FRESH_CLONE_WORK
+	mkdir "$work"
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/jq-fresh.XXXXXX")
+fi
 jq_pid=''
 cleanup() {
 	if [[ -n $jq_pid ]]; then

@@ -2,10 +2,14 @@ package deploytest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +35,17 @@ func TestFreshClone(t *testing.T) {
 	}
 	t.Parallel()
 	root := repoRoot(t)
-	env := append(os.Environ(), "GOPROXY=off", "TMPDIR="+t.TempDir())
+	// The clone goes to the same path at every run of this checkout's suite: without -trimpath a
+	// package's directory is part of its build-cache key, and a fresh path would compile every
+	// package of jq again (minutes on a loaded machine). A lock keeps two runs apart.
+	sum := sha256.Sum256([]byte(root))
+	work := filepath.Join(os.TempDir(), "jq-fresh-clone-"+hex.EncodeToString(sum[:6]))
+	lock, err := os.OpenFile(work+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	require.NoError(t, err)
+	defer lock.Close()
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	require.NoError(t, os.RemoveAll(work)) // left by a run that was killed
+	env := append(os.Environ(), "GOPROXY=off", "TMPDIR="+t.TempDir(), "FRESH_CLONE_WORK="+work)
 	for _, v := range []string{"JQ_GRPC_PORT", "JQ_HEALTH_PORT", "JQ_METRICS_PORT", "JQ_WORKER_HEALTH_PORT",
 		"JQ_WORKER_METRICS_PORT", "JQ_UI_PORT"} {
 		port, err := testenv.PickPort()
