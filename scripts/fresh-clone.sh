@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fresh-clone.sh: time what a new user does first — the README's run command on a clone: build
-# (`go build -o bin/jq .`, no tool compiled first), start `jq --role=all` (the embedded store in
+# (`go build -buildvcs=auto -o bin/jq .`, no tool compiled first), start `jq --role=all` (the embedded store in
 # ./jq-data: no Postgres, no Redis), wait
 # for it to be ready and for the first job to be DONE, kill -9 it and start it again to find that
 # job still DONE — and print one line per step with its wall time.
@@ -57,9 +57,10 @@ git clone -q "$repo" "$work/jq"
 done_step clone
 cd "$work/jq"
 
-step "go build -o bin/jq ."
-go build -o bin/jq .
+step "go build -buildvcs=auto -o bin/jq ."
+go build -buildvcs=auto -o bin/jq .
 done_step build
+echo "fresh-clone: version $(bin/jq --version)"
 
 port=$((20000 + RANDOM % 20000))
 export JQ_GRPC_PORT=${JQ_GRPC_PORT:-$port} JQ_HEALTH_PORT=${JQ_HEALTH_PORT:-$((port + 1))} \

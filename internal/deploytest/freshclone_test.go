@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -68,6 +69,10 @@ func TestFreshClone(t *testing.T) {
 	for _, step := range []string{"clone", "build", "start (ready)", "first DONE", "restart after kill -9", "total (clone -> first DONE)"} {
 		require.Contains(t, steps, step, "scripts/fresh-clone.sh did not time %q:\n%s", step, out)
 	}
+	// The build stamped the commit it was built from (go build's VCS stamps; no ldflags).
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	require.NoError(t, err)
+	require.Regexp(t, `fresh-clone: version jq \S+ \(commit `+strings.TrimSpace(string(head))+` of `, string(out))
 	// Where a network namespace can be made, the run must have had one: jq reached no Postgres or
 	// Redis because there was none to reach.
 	if exec.Command("unshare", "-n", "true").Run() == nil {
