@@ -84,7 +84,7 @@ var Table = []Row{
 	{Pkgs: []string{"store/postgres"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{pgx}},
 	{Pkgs: []string{"store/redis"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{goredis}},
 	{Pkgs: []string{"store/kafka"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{kafkago}},
-	{Pkgs: []string{"store/sqlite"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{msqlite}},
+	{Pkgs: []string{"store/sqlite"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid", "github.com/gofrs/flock"}, Drivers: []string{msqlite}},
 	{Pkgs: []string{"store/memory"}, May: []string{"store", "queue"}, Third: stdOnly},
 	{Pkgs: []string{"migrations"}, Third: stdOnly, Drivers: []string{pgx, migrate}},
 	{Pkgs: []string{"store/storetest"}, May: []string{"store", "queue", "internal/testenv"}},
