@@ -7,7 +7,7 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// Conversions of a constraint (issue 24, docs/flow-control.md) between the domain and the wire,
+// Conversions of a constraint (docs/flow-control.md) between the domain and the wire,
 // shared by the server and the admin CLI.
 
 // ConstraintProto is the API's record of a constraint.

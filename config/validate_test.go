@@ -211,7 +211,7 @@ func TestListenerConfig(t *testing.T) {
 	t.Parallel()
 	require.False(t, config.Default().Metrics.Pprof, "pprof is off by default")
 	def := config.Default()
-	// The ports that face no credential are loopback unless configured (issue 22).
+	// The ports that face no credential are loopback unless configured: nothing listens beyond the host by default.
 	require.Equal(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, []string{def.Health.Host, def.Metrics.Host, def.Worker.BindHost})
 	cfg, _ := load(t, config.LoadOptions{Environ: []string{"JQ_METRICS_PPROF=true", "JQ_WORKER_BIND_HOST=0.0.0.0",
 		"JQ_HEALTH_HOST=10.0.0.5", "JQ_METRICS_HOST=jq-0.jq.svc"}})

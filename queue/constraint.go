@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 )
 
-// Constraints (issue 24, seed 001): a named limit on the jobs a matcher selects. A constraint's key
+// Constraints (seed 001): a named limit on the jobs a matcher selects. A constraint's key
 // template splits the matched jobs by key (a tenant, a customer): each key gets the whole limit.
 // Limits are a concurrency (at most N of a key's jobs ASSIGNED or RUNNING at once, across every
 // worker and replica) and a rate (at most N starts per interval, a token bucket of Burst). A job

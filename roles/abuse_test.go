@@ -1,6 +1,6 @@
 package roles_test
 
-// The abuse suite of issue 22 (`go tool -modfile=tools/go.mod task test-abuse`): each attack of the report re-run
+// The abuse suite (`go tool -modfile=tools/go.mod task test-abuse`): each attack of the report re-run
 // against a real server process, asserting the bound it now meets. Figures: docs/security.md.
 // Under the suite (JQ_TEST_ABUSE=1, a server built without -race) the tests run one at a time at
 // full volume with every bound: each measures latency, CPU and memory, which another attack

@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
-// The constraint commands of the operator CLI against a real server (issue 24): create, list,
+// The constraint commands of the operator CLI against a real server: create, list,
 // show, replace and delete with their exit codes; a job held back by a tenant's concurrency says
 // so in `job status`, and `constraint show` counts the job running under the key.
 func TestAdminConstraintsE2E(t *testing.T) {

@@ -1,6 +1,6 @@
 package roles_test
 
-// End-to-end tests of the operator CLI (issue 5): a real server and real
+// End-to-end tests of the operator CLI: a real server and real
 // worker processes, driven only through `jq --role=admin` commands of the
 // real binary. `task test-e2e` runs them (-run E2E).
 
@@ -418,7 +418,7 @@ func TestAdminWorkersE2E(t *testing.T) {
 	a.fails(3, `worker "nope" not found`, "worker", "shutdown", "nope")
 }
 
-// Type-aware dispatch (issue 27, item 5) through the binary: a stock worker registers its built-in
+// Type-aware dispatch through the binary: a stock worker registers its built-in
 // types, so a job of another type waits PENDING with no attempt — never dead-lettered as unknown —
 // while the worker runs the jobs behind it, and job status, status and worker list say why.
 func TestAdminTypeAwareE2E(t *testing.T) {
@@ -497,6 +497,24 @@ func TestAdminFirstHourE2E(t *testing.T) {
 	r = runCLI(t, nil, ".a")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "JSON processor")
+}
+
+// TestAdminBenchBesideBusyQueueE2E: bench waits for and reads its own jobs through the queue's
+// creation-time index over its run's window, not a label listing that walks every job of the
+// queue (which, beside 20,000 others, ran out of its scan bound).
+func TestAdminBenchBesideBusyQueueE2E(t *testing.T) {
+	t.Parallel()
+	c, a := newAdminE2E(t)
+	a.ok("queue", "create", "busy")
+	// 20,000 jobs of a type no worker handles: they stay PENDING in the queue.
+	a.ok("bench", "--queue", "busy", "--type", "nobody-handles", "--jobs", "20000", "--batch", "1000", "-c", "4", "--no-wait")
+	c.startFastWorker("w-busy", "busy")
+	out := a.ok("bench", "--queue", "busy", "--jobs", "300", "--batch", "50", "-c", "4", "--output", "json")
+	var rep struct{ Jobs, Completed, NotFinished, FinishedNotDone int }
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, 300, rep.Jobs)
+	require.Equal(t, 300, rep.Completed, out)
+	require.Zero(t, rep.NotFinished)
 }
 
 // TestAdminBenchSuiteE2E: `bench --suite` runs jq's rows of bench/compare against a server and its

@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
-// The schedule commands of the operator CLI against a real server (issue 25).
+// The schedule commands of the operator CLI against a real server.
 func TestAdminSchedulesE2E(t *testing.T) {
 	t.Parallel()
 	_, a := newAdminE2E(t)

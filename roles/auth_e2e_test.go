@@ -143,10 +143,10 @@ func TestAuthE2E(t *testing.T) {
 	require.Contains(t, r.stdout, "w-2")
 }
 
-// TestServerRefusesUnsafeAuthConfig: a server that would listen beyond loopback with
+// TestAbuseServerRefusesUnsafeAuthConfig: a server that would listen beyond loopback with
 // authentication off, or on without TLS, or with authentication on and no credential, does not
 // start.
-func TestServerRefusesUnsafeAuthConfig(t *testing.T) {
+func TestAbuseServerRefusesUnsafeAuthConfig(t *testing.T) {
 	t.Parallel()
 	se := newServerEnv(t, "postgres://127.0.0.1:1/none") // never reached: the server stops first
 	for _, tc := range []struct {
@@ -156,7 +156,7 @@ func TestServerRefusesUnsafeAuthConfig(t *testing.T) {
 		{[]string{"JQ_GRPC_HOST=0.0.0.0", "JQ_AUTH_ENABLED=false"}, "with authentication off"},
 		{[]string{"JQ_GRPC_HOST=0.0.0.0"}, "but no credential is configured"},
 		{[]string{"JQ_AUTH_ENABLED=true", "JQ_AUTH_TOKENS=name=x;roles=admin;sha256=abc"}, "auth.tokens[0]: sha256"},
-		// Issue 22: tokens in cleartext beyond loopback.
+		// Tokens in cleartext beyond loopback.
 		{[]string{"JQ_GRPC_HOST=0.0.0.0", "JQ_AUTH_TOKENS=name=x;roles=admin;sha256=" + strings.Repeat("ab", 32)}, "would take tokens in cleartext"},
 	} {
 		r := runCLI(t, append(append([]string{}, se.env...), tc.env...), "--role=server")

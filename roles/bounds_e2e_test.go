@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The resource bounds of issue 12 on the real binary: with one-second connection bounds a worker's
+// The resource bounds on the real binary: with one-second connection bounds a worker's
 // assignment stream outlives them without reconnecting, and `job list` and `peek` leave payloads
 // out unless --payloads, in pages cut by server.max_page_bytes.
 func TestResourceBoundsE2E(t *testing.T) {

@@ -332,10 +332,8 @@ func description(r Name) string {
 	if r != Admin {
 		b.WriteString(operatorHelp())
 	}
-	if r == Admin {
-		b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage, 3 not found.")
-	} else {
-		b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage.")
-	}
+	// Every page but the admin role's lists the operator commands too, and they exit 3 for a
+	// job, queue, worker, schedule or constraint that does not exist.
+	b.WriteString("\n\nExit codes: 0 ok, 1 error, 2 usage, 3 not found (operator commands).")
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -386,4 +387,28 @@ func usageText(err error) string {
 		}
 	}
 	return oneLine(err.Error())
+}
+
+// operatorUsage is the usage line of a role's help page that also lists the operator commands.
+const operatorUsage = "Usage: jq [flags]\n       jq <operator command> [flags]\n"
+
+// helpPrinter is kong's help, except that a role page listing the operator commands (every role
+// but admin) says in its usage line that they are taken: kong knows only the role's own flags
+// there and would print "Usage: jq [flags]" above them.
+func helpPrinter(role Name) kong.HelpPrinter {
+	return func(options kong.HelpOptions, ctx *kong.Context) error {
+		if role == Admin || ctx.Selected() != nil {
+			return kong.DefaultHelpPrinter(options, ctx)
+		}
+		var page bytes.Buffer
+		out := ctx.Stdout
+		ctx.Stdout = &page
+		err := kong.DefaultHelpPrinter(options, ctx)
+		ctx.Stdout = out
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(out, strings.Replace(page.String(), "Usage: jq [flags]\n", operatorUsage, 1))
+		return err
+	}
 }

@@ -148,10 +148,10 @@ func TestAllRoleListsOnLoopback(t *testing.T) {
 	require.Regexp(t, `(?m)^\s+host: ""$`, r.stdout)
 }
 
-// TestAllRoleRefusesExecWithoutAuth (issue 22): --role=all on loopback with authentication off
+// TestAbuseAllRoleRefusesExecWithoutAuth: --role=all on loopback with authentication off
 // lets every local account submit; with exec enabled that account would run the allowed programs
 // as jq's user, so jq refuses to start.
-func TestAllRoleRefusesExecWithoutAuth(t *testing.T) {
+func TestAbuseAllRoleRefusesExecWithoutAuth(t *testing.T) {
 	t.Parallel()
 	r := runJQ(t, []string{"JQ_WORKER_EXEC_ENABLED=true", "JQ_WORKER_EXEC_ALLOW=/bin/echo"}, "--role=all")
 	require.Equal(t, 1, r.code, r.stderr)
@@ -172,8 +172,9 @@ func TestHelpCommandAndSections(t *testing.T) {
 	require.Greater(t, strings.Index(sub.stdout, "--server-addr"), global)
 	require.Greater(t, strings.Index(sub.stdout, "--log-level"), global)
 
-	// jq --help names the operator commands of the admin grammar.
+	// jq --help names the operator commands of the admin grammar, in its usage line too.
 	top := runJQ(t, nil, "--help").stdout
+	require.True(t, strings.HasPrefix(top, "Usage: jq [flags]\n       jq <operator command> [flags]\n"), top)
 	i := strings.Index(top, "Operator commands")
 	require.Positive(t, i, top)
 	for _, c := range []string{"job", "queue", "worker", "status", "purge-dlq", "bench", "events", "token", "help", "completion"} {

@@ -1,6 +1,6 @@
 package roles_test
 
-// Constraints with the real binary (issue 24): server replicas and worker processes over a
+// Constraints with the real binary: server replicas and worker processes over a
 // private PostgreSQL and redis-server (faults_helpers_test.go). What a constraint promises is read
 // back from the event log: a job holds its key's slot from its ASSIGNED event until the event that
 // takes it out of ASSIGNED or RUNNING, and no instant may see more holders than the limit.

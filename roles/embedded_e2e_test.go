@@ -1,6 +1,6 @@
 package roles_test
 
-// End-to-end tests of issue 23 with the real binary: the embedded store is the default of
+// End-to-end tests of the embedded store with the real binary: the embedded store is the default of
 // --role=all with no database configured, a --role=server on it serves remote workers with neither
 // Postgres nor Redis, and a second server process on the same database is refused.
 

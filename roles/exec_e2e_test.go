@@ -1,6 +1,6 @@
 package roles_test
 
-// End-to-end test of issue 12's exec default with the real binary: the exec
+// End-to-end test of the exec default with the real binary: the exec
 // handler is off unless enabled with an allow-list of programs.
 
 import (

@@ -327,6 +327,16 @@ func duplicateCauses(t *testing.T, rep *faultcheck.Report, allowed ...string) ma
 	return causes
 }
 
+// lostBy reports whether the job had an attempt of worker that the reaper failed as worker_lost.
+func lostBy(h *faultcheck.History, worker string) bool {
+	for _, e := range h.Events {
+		if e.To == "FAILED" && e.Reason == "worker_lost" && e.WorkerID == worker {
+			return true
+		}
+	}
+	return false
+}
+
 // heldBy returns the jobs among ids that worker holds (ASSIGNED or RUNNING),
 // with their attempts.
 func (r *rig) heldBy(ctx context.Context, worker string) map[string]int {

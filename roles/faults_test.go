@@ -1,6 +1,6 @@
 package roles_test
 
-// Fault tests with the real binary (issue 4): each test runs a private
+// Fault tests with the real binary: each test runs a private
 // PostgreSQL and redis-server, server and worker processes with second-scale
 // timeouts (faults_helpers_test.go), submits a known set of jobs, injects one
 // fault, heals it, waits for every job to end DONE or DEAD_LETTERED, and has
@@ -124,7 +124,12 @@ func TestFaultServerKill(t *testing.T) {
 	require.Equal(t, len(ids), rep.Done)
 	causes := duplicateCauses(t, rep, "worker_lost", "assignment_timeout")
 	for id := range rep.Duplicates() {
-		require.Contains(t, held, id, "job %s ran twice but srv-w0 did not hold it when its server died", id)
+		// held is read just after the kill; a claim the dead server's backend was still
+		// committing assigns its jobs to srv-w0 a moment later. Those are held by srv-w0 as
+		// well: the reaper fails them as worker_lost.
+		if _, ok := held[id]; !ok {
+			require.True(t, lostBy(rep.Histories[id], "srv-w0"), "job %s ran twice but srv-w0 did not hold it when its server died", id)
+		}
 	}
 	byW1, err := r.count(ctx, `SELECT count(*) FROM jobs WHERE worker_id = 'srv-w1' AND id = ANY($1::uuid[])`, ids)
 	require.NoError(t, err)

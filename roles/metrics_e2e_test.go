@@ -1,6 +1,6 @@
 package roles_test
 
-// End-to-end test of the Prometheus metrics (issue 7, FR-039/FR-040, seed 004): a server process and
+// End-to-end test of the Prometheus metrics (FR-039/FR-040, seed 004): a server process and
 // a worker process run a known mix of jobs; both /metrics endpoints are scraped over HTTP and every
 // metric is checked for its type, its labels and its value against what went through. promlint
 // lints both scrapes.

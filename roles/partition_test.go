@@ -156,12 +156,12 @@ func readSpans(t *testing.T, path string) map[string][]span {
 	return out
 }
 
-// TestFaultPartitionNoOverlap is issue 22's attack 4: 8 jobs of 15 s on a worker whose network to
+// TestAbuseFaultPartitionNoOverlap: 8 jobs of 15 s on a worker whose network to
 // the server is cut for 10 s. The server declares the worker lost after its heartbeat timeout and
 // runs the jobs on another worker; the cut-off worker must have stopped each of them before (it
 // fences itself at 3/4 of the timeout), so no two executions of a job overlap in time. Before
 // self-fencing every job ran twice at once for about a second.
-func TestFaultPartitionNoOverlap(t *testing.T) {
+func TestAbuseFaultPartitionNoOverlap(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	r.startServer()

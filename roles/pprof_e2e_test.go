@@ -1,6 +1,6 @@
 package roles_test
 
-// End-to-end test of issue 12's pprof default with the real binary: the
+// End-to-end test of the pprof default with the real binary: the
 // profiler is only served with metrics.pprof.
 
 import (

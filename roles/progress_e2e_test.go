@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Job progress (issue 25, item 4) through the real binaries: a 3 s sleep job that reports 10
+// Job progress through the real binaries: a 3 s sleep job that reports 10
 // steps is seen by `job status` with at least two different progress values while it runs, and
 // with none once it is DONE. The worker sends at most one update a second, so about three of the
 // ten reach the server.

@@ -118,6 +118,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		kong.Writers(stdio.Stdout, stdio.Stderr),
 		kong.Exit(func(code int) { exitCode = code }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
+		kong.Help(helpPrinter(role)),
 		kong.Resolvers(envResolver(getenv)),
 		globalGroup,
 	)
@@ -147,7 +148,7 @@ func Main(ctx context.Context, args, environ []string, stdio IO) int {
 		cfg.UI.Enabled = config.UIOff
 	}
 	if role == All && cfg.Worker.Exec.Enabled && !cfg.AuthRequired() {
-		// Issue 22: on loopback with authentication off every local account may submit, and the
+		// On loopback with authentication off every local account may submit, and the
 		// exec handler would run its jobs as this process's user.
 		fmt.Fprintln(stdio.Stderr, "jq: worker.exec.enabled with authentication off: any local account could run the allowed programs as this process's user; turn authentication on (auth.enabled true, auth.tokens, and token for the in-process worker) or run exec workers against an authenticated server")
 		return ExitError

@@ -1,6 +1,6 @@
 package roles_test
 
-// Schedules with the real binary (issue 25): server replicas sharing one database fire an
+// Schedules with the real binary: server replicas sharing one database fire an
 // `@every 1s` schedule while one of them is killed with SIGKILL, and a lone server is killed and
 // restarted across fire times under both missed-fire policies. The jobs table is the judge: one
 // job per fire time (counted by the fire time in its idempotency key), none created before its

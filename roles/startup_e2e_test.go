@@ -1,6 +1,6 @@
 package roles_test
 
-// End-to-end tests of issue 23 item 4 with the real binary: the server starts while Redis is
+// End-to-end tests of a Redis outage at start with the real binary: the server starts while Redis is
 // down (dispatch from Postgres, /readyz degraded) and goes back through Redis when it returns;
 // a normal start logs no warning, --role=all or a worker started before its server.
 

@@ -12,7 +12,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
-// Waiting that waits (issue 27): --wait and job wait follow the job past the request --timeout,
+// Waiting that waits: --wait and job wait follow the job past the request --timeout,
 // give up only at --wait-timeout, say when no worker takes a job, show a live status line on a
 // terminal (tmux), and worker shutdown --wait returns once the worker is OFFLINE.
 func TestWaitingE2E(t *testing.T) {

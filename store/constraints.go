@@ -10,7 +10,7 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// ConstraintStore holds the constraints (issue 24, docs/flow-control.md) and runs the constrained
+// ConstraintStore holds the constraints (docs/flow-control.md) and runs the constrained
 // claim. The store computes no rule: which jobs a constraint selects, their keys and whether a
 // start is allowed are decided by queue.Limiter; the store gathers what it reads (the constraints,
 // the jobs running per entry, the rate buckets) under a lock that makes the decision and its writes

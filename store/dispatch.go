@@ -7,7 +7,7 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// This file is the contract of the hot path (issue "The core loop"): the
+// This file is the contract of the hot path: the
 // batched Postgres writes of dispatch, ack and report (DispatchStore), and the
 // Redis dispatch structures (Dispatcher). Every method works on a batch; one
 // call is one statement (Postgres) or one round trip (Redis).
@@ -179,7 +179,7 @@ type DispatchStore interface {
 	// JobDue returns up to Limit due PENDING jobs of the queue in dispatch
 	// order: priority DESC, created_at, id (FR-014). Jobs of a paused queue
 	// are never due; an unknown queue has none. It takes no locks. Since
-	// JobClaim (issue 21) dispatch does not call it: it is the order JobClaim
+	// JobClaim dispatch does not call it: it is the order JobClaim
 	// must follow, as the contract tests and the NFR-012 evaluation read it.
 	JobDue(ctx context.Context, p JobDueParams) ([]DueJob, error)
 	// JobAssignMany assigns named jobs; dispatch uses JobClaim instead, and

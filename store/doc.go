@@ -1,6 +1,6 @@
 // Package store declares what jq needs from its system of record, as interfaces owned by their
 // consumers, with one params struct per call and noun-first method names. Backends (store/postgres,
-// later others) implement them; store/storetest is the executable form of this contract and every
+// store/sqlite) implement them; store/storetest is the executable form of this contract and every
 // backend must pass it.
 //
 // # Errors

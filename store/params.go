@@ -51,7 +51,7 @@ type JobInsertParams struct {
 	// Principal is the submitting caller ("" with authentication off): producers see only their
 	// own jobs.
 	Principal string
-	// Limits, when set, are the job's constraint entries computed at submit (issue 24): the
+	// Limits, when set, are the job's constraint entries computed at submit: the
 	// engine keys the jobs of queues constraints apply to, so that claims pass over the jobs of a
 	// key at its limit without computing anything. nil: computed by the first constrained claim
 	// that reads the job.

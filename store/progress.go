@@ -7,7 +7,7 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// ProgressStore keeps the progress handlers report while their attempt runs (issue 25, item 4).
+// ProgressStore keeps the progress handlers report while their attempt runs.
 // Progress is not a column of the job: an update must never add a row version to jobs, so short
 // jobs that report nothing pay nothing and a long one reporting every second does not churn the
 // widest, most indexed table. The Postgres store keeps one small row per job in job_progress

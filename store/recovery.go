@@ -22,7 +22,7 @@ const (
 	ReasonManualRetry       = queue.ReasonManualRetry
 )
 
-// RecoveryStore holds the reaper's statements (issue 4, SPEC I3–I6). Every write is a
+// RecoveryStore holds the reaper's statements (I3, I4, I6). Every write is a
 // compare-and-set on state and attempt: a job that moved on meanwhile is never overwritten.
 // Liveness is judged by the store's clock (now() of the database), never by the caller's.
 type RecoveryStore interface {

@@ -9,7 +9,7 @@ import (
 // locks a huge set of rows.
 const MaxEventsPruneBatch = 10_000
 
-// RetentionStore is the maintenance pass's view of job_events (issue 6): published events are kept
+// RetentionStore is the maintenance pass's view of job_events: published events are kept
 // for the configured period, for `job logs`, then deleted in bounded batches. An unpublished event
 // is never deleted while Kafka is on, whatever its age: it is still owed to Kafka (the outbox, I8).
 // With Kafka off (kafka.enabled false) no event is ever published, so the pass also deletes

@@ -22,7 +22,7 @@ type watchedBody struct {
 func (b watchedBody) Read(p []byte) (int, error) { b.read.Store(true); return b.Reader.Read(p) }
 func (b watchedBody) Close() error               { return nil }
 
-func TestMiddlewareRefusesBeforeTheBody(t *testing.T) {
+func TestAbuseMiddlewareRefusesBeforeTheBody(t *testing.T) {
 	reasons := map[string]int{}
 	now := time.Unix(1000, 0)
 	a := newTestAuth(t, Options{Denied: func(r string) { reasons[r]++ }, Now: func() time.Time { return now }})

@@ -47,7 +47,7 @@ var policy = map[string][]Role{
 	jqv1connect.QueueServiceGetQueueProcedure:      readers,
 	jqv1connect.QueueServiceGetQueueStatsProcedure: readers,
 
-	// Schedules: admins change them, viewers read them (issue 25).
+	// Schedules: admins change them, viewers read them.
 	jqv1connect.ScheduleServiceCreateScheduleProcedure:  admins,
 	jqv1connect.ScheduleServicePauseScheduleProcedure:   admins,
 	jqv1connect.ScheduleServiceResumeScheduleProcedure:  admins,
@@ -56,7 +56,7 @@ var policy = map[string][]Role{
 	jqv1connect.ScheduleServiceListSchedulesProcedure:   readers,
 	jqv1connect.ScheduleServiceGetScheduleProcedure:     readers,
 
-	// Constraints: admins change them, viewers read them, as queues (issue 24).
+	// Constraints: admins change them, viewers read them, as queues.
 	jqv1connect.ConstraintServiceCreateConstraintProcedure: admins,
 	jqv1connect.ConstraintServiceDeleteConstraintProcedure: admins,
 	jqv1connect.ConstraintServiceListConstraintsProcedure:  readers,

@@ -23,7 +23,7 @@ import (
 // It costs about the output's size once: protojson writes a copy of m whose bytes fields hold
 // short placeholders, and the real values are spliced in, each written straight into the output
 // (JSON text as it is, anything else as base64). Marshalling first and rewriting the base64
-// afterwards cost over twenty times a page of payloads in allocations (issue 22, attack 7).
+// afterwards cost over twenty times a page of payloads in allocations.
 func MarshalJSON(opts protojson.MarshalOptions, m proto.Message) ([]byte, error) {
 	if !hasBytes(m.ProtoReflect().Descriptor()) {
 		return opts.Marshal(m)

@@ -173,7 +173,7 @@ func hostileBodies() map[string][]byte {
 	}
 }
 
-func TestMsgPackDeclaredLengthsAreBoundedByInput(t *testing.T) {
+func TestAbuseMsgPackDeclaredLengthsAreBoundedByInput(t *testing.T) {
 	for name, body := range hostileBodies() {
 		var req jqv1.SubmitJobsRequest
 		var err error

@@ -83,7 +83,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.AdminServiceGetStatsProcedure:          {"viewer", "admin"},
 	jqv1connect.AdminServicePeekQueueProcedure:         {"viewer", "admin"},
 	jqv1connect.AdminServicePurgeDeadLettersProcedure:  {"admin"},
-	// Schedules (issue 25): admins change them, viewers read them.
+	// Schedules: admins change them, viewers read them.
 	jqv1connect.ScheduleServiceCreateScheduleProcedure:  {"admin"},
 	jqv1connect.ScheduleServicePauseScheduleProcedure:   {"admin"},
 	jqv1connect.ScheduleServiceResumeScheduleProcedure:  {"admin"},
@@ -91,7 +91,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.ScheduleServiceDeleteScheduleProcedure:  {"admin"},
 	jqv1connect.ScheduleServiceListSchedulesProcedure:   {"viewer", "admin"},
 	jqv1connect.ScheduleServiceGetScheduleProcedure:     {"viewer", "admin"},
-	// Constraints (issue 24): admins change them, viewers read them, as queues.
+	// Constraints: admins change them, viewers read them, as queues.
 	jqv1connect.ConstraintServiceCreateConstraintProcedure: {"admin"},
 	jqv1connect.ConstraintServiceDeleteConstraintProcedure: {"admin"},
 	jqv1connect.ConstraintServiceListConstraintsProcedure:  {"viewer", "admin"},

@@ -18,7 +18,7 @@ import (
 // defaultUsageTop is how many busiest keys GetConstraint shows when the request does not say.
 const defaultUsageTop = 10
 
-// constraintService serves jq.v1.ConstraintService (issue 24, docs/flow-control.md): reads from
+// constraintService serves jq.v1.ConstraintService (docs/flow-control.md): reads from
 // the store, changes through the engine's constraint commands.
 type constraintService struct {
 	store  Reader

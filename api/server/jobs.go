@@ -147,7 +147,7 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 	return connect.NewResponse(&jqv1.GetJobResponse{Job: api.JobProto(j)}), nil
 }
 
-// waiting says why a PENDING job is not taken: a constraint that holds a due job back (issue 24),
+// waiting says why a PENDING job is not taken: a constraint that holds a due job back,
 // else no worker for its queue or type; "" when nothing stands in its way. Best effort: a failed
 // read says nothing rather than failing the job's read.
 func (s *jobService) waiting(ctx context.Context, j *queue.Job) string {

@@ -32,8 +32,8 @@ type payloadCarrier interface{ GetIncludePayloads() bool }
 // jobsCarrier is a response that carries a page of jobs.
 type jobsCarrier interface{ GetJobs() []*jqv1.Job }
 
-// pageBound bounds the payload bytes of the pages being built, encoded and written at once (issue
-// 22, attack 7: 16 pages of 4 MiB at once took a server from 224 to 665 MB). A page takes its
+// pageBound bounds the payload bytes of the pages being built, encoded and written at once (16
+// pages of 4 MiB at once took a server from 224 to 665 MB). A page takes its
 // share of the budget before the handler reads anything — a whole page's worth, since its size is
 // not known yet — gives back what its rows turned out not to need as soon as the handler returns,
 // and keeps the rest until its response has been written (the request's end; a client that does

@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// ReportProgress records how far the worker's running attempts got (issue 25). A malformed
+// ReportProgress records how far the worker's running attempts got. A malformed
 // request is INVALID_ARGUMENT as a whole, like a report batch; an update for a lease the worker
 // no longer holds is only ok = false in its result, never an error of the call.
 func (s *workerService) ReportProgress(ctx context.Context, req *connect.Request[jqv1.ReportProgressRequest]) (*connect.Response[jqv1.ReportProgressResponse], error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// TestWaitingForAWorkerOfTheType (issue 27, item 5): a worker registers its job types and
+// TestWaitingForAWorkerOfTheType: a worker registers its job types and
 // ListWorkers shows them; GetJob of a PENDING job and GetStatus's queue say why it waits — no
 // worker serves the queue, then none of its workers handles the type — until a worker that does
 // (here one of every type) registers.

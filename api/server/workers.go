@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -135,20 +136,41 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 			return err
 		}
 		deadline := timestamppb.New(s.engine.AssignmentDeadline())
+		var batch []*jqv1.Assignment
+		size := 0
 		for _, j := range jobs {
 			if ce := log.Check(zap.DebugLevel, "job assigned"); ce != nil {
 				ce.Write(zap.String("job_id", j.ID), zap.String("queue", j.Queue), zap.Int("attempt", j.Attempt),
 					jobtrace.JobLogField(j))
 			}
-			if err := stream.Send(&jqv1.StreamJobsResponse{Assignment: &jqv1.Assignment{
-				Job: api.JobProto(j), Attempt: int32(j.Attempt), Deadline: deadline, //nolint:gosec // small
-			}}); err != nil {
-				// The rest stay ASSIGNED; the assignment timeout recovers them.
+			a := &jqv1.Assignment{Job: api.JobProto(j), Attempt: int32(j.Attempt), Deadline: deadline} //nolint:gosec // small
+			if !req.Msg.GetBatched() {
+				if err := stream.Send(&jqv1.StreamJobsResponse{Assignment: a}); err != nil {
+					return nil // the rest stay ASSIGNED; the assignment timeout recovers them
+				}
+				continue
+			}
+			n := proto.Size(a)
+			if len(batch) > 0 && size+n > maxAssignmentBatchBytes {
+				if err := stream.Send(&jqv1.StreamJobsResponse{Assignments: batch}); err != nil {
+					return nil
+				}
+				batch, size = nil, 0
+			}
+			batch = append(batch, a)
+			size += n
+		}
+		if len(batch) > 0 {
+			if err := stream.Send(&jqv1.StreamJobsResponse{Assignments: batch}); err != nil {
 				return nil
 			}
 		}
 	}
 }
+
+// maxAssignmentBatchBytes bounds one batched message on the assignment stream: a claim's jobs go
+// out together unless their payloads are large, so a worker never has to take one huge message.
+const maxAssignmentBatchBytes = 1 << 20
 
 func leaseResults(outs []store.LeaseOutcome) []*jqv1.LeaseResult {
 	res := make([]*jqv1.LeaseResult, len(outs))
@@ -231,7 +253,7 @@ func (s *workerService) ShutdownWorker(ctx context.Context, req *connect.Request
 	return connect.NewResponse(&jqv1.ShutdownWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
-// ListWorkers answers a page of workers (issue 22: one unpaged list of 26,201 squatted ids was
+// ListWorkers answers a page of workers (one unpaged list of 26,201 squatted ids was
 // 4.8 MB). The page token is the last id listed, base64url-encoded.
 func (s *workerService) ListWorkers(ctx context.Context, req *connect.Request[jqv1.ListWorkersRequest]) (*connect.Response[jqv1.ListWorkersResponse], error) {
 	size := int(req.Msg.GetPageSize())

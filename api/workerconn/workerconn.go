@@ -59,6 +59,7 @@ func (r *Conn) Stream(ctx context.Context, p executor.StreamParams) (executor.St
 		WorkerId: p.WorkerID,
 		Capacity: int32(min(p.Capacity, 2*executor.MaxConcurrency)), //nolint:gosec // bounded
 		Prefetch: int32(min(p.Prefetch, executor.MaxConcurrency)),   //nolint:gosec // bounded
+		Batched:  true,
 	}))
 	if err != nil {
 		return nil, remoteErr("stream jobs", err)
@@ -67,20 +68,31 @@ func (r *Conn) Stream(ctx context.Context, p executor.StreamParams) (executor.St
 }
 
 type remoteStream struct {
-	st *connect.ServerStreamForClient[jqv1.StreamJobsResponse]
+	st      *connect.ServerStreamForClient[jqv1.StreamJobsResponse]
+	pending []*jqv1.Assignment // the rest of a batched message, in order
 }
 
 func (s *remoteStream) Recv() (*executor.Assignment, error) {
-	if !s.st.Receive() {
-		if err := s.st.Err(); err != nil {
-			return nil, remoteErr("stream jobs", err)
+	if len(s.pending) == 0 {
+		if !s.st.Receive() {
+			if err := s.st.Err(); err != nil {
+				return nil, remoteErr("stream jobs", err)
+			}
+			return nil, io.EOF
 		}
-		return nil, io.EOF
+		m := s.st.Msg()
+		switch {
+		case len(m.GetAssignments()) > 0:
+			s.pending = m.GetAssignments()
+		case m.GetAssignment() != nil:
+			s.pending = []*jqv1.Assignment{m.GetAssignment()}
+		default:
+			return nil, nil // keepalive
+		}
 	}
-	a := s.st.Msg().GetAssignment()
-	if a == nil {
-		return nil, nil // keepalive
-	}
+	a := s.pending[0]
+	s.pending[0] = nil
+	s.pending = s.pending[1:]
 	if a.GetJob().GetId() == "" {
 		return nil, errors.New("stream jobs: assignment without a job")
 	}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh: per-job Postgres CPU, WAL and row versions of each candidate data model (issue 21, step 1).
+# run.sh: per-job Postgres CPU, WAL and row versions of each candidate data model (docs/design/append-only-events.md).
 #
 #   bench/candidates/run.sh [candidate…]    candidates: A B C Cgin D DC E (default: all)
 #   JOBS=100000 ROUNDS=3                     jobs per run (claimed and completed in batches of 100)

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +33,7 @@ type jqSystem struct {
 	dataDir  string
 	lite     *sql.DB
 	seq      int
+	profiles int // profiles taken, for their file names
 
 	prefix string // Redis key prefix of this run, so nothing of an earlier run is read
 	pool   *pgxpool.Pool
@@ -90,6 +95,7 @@ func (j *jqSystem) env() []string {
 		"JQ_LOGGING_LEVEL=warn",
 		"JQ_GRPC_HOST=127.0.0.1", // loopback: no credentials needed
 		"JQ_UI_ENABLED=false",
+		"JQ_METRICS_PPROF=" + strconv.FormatBool(j.cfg.profileDir != ""),
 	}
 }
 
@@ -297,4 +303,32 @@ func deleteKeys(ctx context.Context, addr, prefix string) error {
 		return rc.Unlink(ctx, batch...).Err()
 	}
 	return nil
+}
+
+// profiler is a system that can profile its server process over part of a workload.
+type profiler interface {
+	profile(ctx context.Context, d time.Duration, dir, workload string)
+}
+
+// profile writes a CPU profile of the server process (jq --role=server, or the one --role=all
+// process) over d to dir; a failure is reported on stderr and leaves the run alone.
+func (j *jqSystem) profile(ctx context.Context, d time.Duration, dir, workload string) {
+	j.profiles++
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-run%d.pprof", j.Name(), workload, j.profiles))
+	url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", j.port(portMetrics), max(int(d.Seconds()), 1))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err == nil {
+		var resp *http.Response
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			defer resp.Body.Close()
+			var f *os.File
+			if f, err = os.Create(path); err == nil {
+				_, err = io.Copy(f, resp.Body)
+				err = errors.Join(err, f.Close())
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "compare: profile %s: %v\n", path, err)
+	}
 }

@@ -24,6 +24,7 @@ type config struct {
 
 	jqBin, logDir     string
 	jqConstraint      string // arguments of `jq constraint create`, run before every jq run's jobs
+	profileDir        string // CPU profiles of jq's server process during rate1000 go here
 	pgBase, redisAddr string
 	riverDB, jqDB     string
 	asynqDB, portBase int
@@ -61,7 +62,7 @@ func parseFlags(args []string) (*config, error) {
 	c := &config{}
 	var systems, wls string
 	fs.StringVar(&systems, "systems", "river,asynq,jq-remote,jq-all", "comma-separated systems (also jq-embedded: jq --role=all on its embedded store)")
-	fs.StringVar(&wls, "workloads", "batch,drain,rate1000,rate5000,submit", "comma-separated workloads")
+	fs.StringVar(&wls, "workloads", "batch,drain,rate100,rate1000,rate5000,submit", "comma-separated workloads")
 	fs.IntVar(&c.runs, "runs", 3, "runs of each workload on each system; the median run is reported")
 	fs.StringVar(&c.output, "o", "markdown", "output: markdown or json")
 	fs.StringVar(&c.jsonFile, "json-file", "", "also write the JSON report to this file")
@@ -81,6 +82,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.batchInserters, "inserters", 4, "concurrent batch inserters (River, jq)")
 	fs.IntVar(&c.asynqEnqueuers, "asynq-enqueuers", 100, "concurrent Enqueue goroutines standing in for a batch (Asynq)")
 	fs.IntVar(&c.submitters, "submitters", 256, "concurrent submitters of the rate workloads")
+	fs.StringVar(&c.profileDir, "jq-profile", "", "write a CPU profile of jq's server process (jq-remote: the server; jq-all: the one process) over each rate1000 offer to this directory, as <system>-rate1000-run<N>.pprof")
 	fs.IntVar(&c.submits, "submits", 3000, "sequential single submits of the submit workload")
 	fs.DurationVar(&c.rateDuration, "rate-duration", 20*time.Second, "how long the rate workloads offer load")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 3*time.Minute, "the most a drain, or a rate's backlog, is waited for")

@@ -44,6 +44,9 @@ type workload struct {
 var workloads = []workload{
 	{"batch", "jobs/s", runBatch},
 	{"drain", "jobs/s", runDrain},
+	{"rate100", "done/s", func(ctx context.Context, cfg *config, s system, r *result) error {
+		return runRate(ctx, cfg, s, r, 100)
+	}},
 	{"rate1000", "done/s", func(ctx context.Context, cfg *config, s system, r *result) error {
 		return runRate(ctx, cfg, s, r, 1000)
 	}},
@@ -146,6 +149,9 @@ func runRate(ctx context.Context, cfg *config, s system, r *result, rate int) er
 	m := startMeasure(ctx, cfg, s)
 	t0 := time.Now()
 	window := t0.Add(cfg.rateDuration)
+	if p, ok := s.(profiler); ok && cfg.profileDir != "" && rate == 1000 {
+		go p.profile(ctx, cfg.rateDuration, cfg.profileDir, "rate1000")
+	}
 	var next, errs, unsent atomic.Int64
 	late := make([]time.Duration, 0, total)
 	var lateMu sync.Mutex

@@ -94,7 +94,7 @@ func run() error {
 	}
 	log.Info("embedded worker starting", zap.String("server_addr", cl.BaseURL()), zap.Strings("types", mux.Types()))
 
-	// Only main handles signals (STYLE 9): the executor just sees ctx end.
+	// Only main handles signals, so a library never steals SIGTERM: the executor just sees ctx end.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return exec.Run(ctx)

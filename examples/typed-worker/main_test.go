@@ -50,7 +50,7 @@ func TestTypedWorker(t *testing.T) {
 	require.NoError(t, runErr)
 }
 
-// TestTypedWorkerBesideAll is issue 27's item 6 (the examples' suggestion): the example's worker
+// TestTypedWorkerBesideAll: the example's worker
 // (greet) on the queue of `jq --role=all`, whose built-in worker handles exec, file, http, noop and
 // sleep. Each job goes to the worker of its type at its first attempt and none is dead-lettered;
 // a type neither handles waits PENDING and GetJob says why.

@@ -154,4 +154,8 @@ var Table = []Row{
 	// The evaluation's load goes through the taskqueue.v1 facade and checks the synthetic handler's output.
 	{Pkgs: []string{"internal/eval"}, May: []string{"client", "api/gen/...", "queue/handlers"}},
 	{Pkgs: []string{"internal/archtest", "internal/deploytest"}, Third: stdOnly},
+	// The worker conformance suite drives worker programs (its Go one is the executor) against a real
+	// server, and checks each scenario from the server's event log through the API.
+	{Pkgs: []string{"internal/conformance"}, May: with(apiClientSide, "internal/testenv")},
+	{Pkgs: []string{"internal/conformance/goworker"}, May: with(apiClientSide, "api/workerconn", "queue/executor")},
 }

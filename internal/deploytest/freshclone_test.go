@@ -23,7 +23,7 @@ import (
 // coloured line of a tool end just before it).
 var freshCloneStep = regexp.MustCompile(`(?m)^(?:\x1b\[[0-9;]*m)*fresh-clone: (.+?)\s+([0-9.]+) s$`)
 
-// TestFreshClone runs scripts/fresh-clone.sh, the acceptance of issues 27 and 23: clone this
+// TestFreshClone runs scripts/fresh-clone.sh, a newcomer's first day from a clone: clone this
 // repository (its HEAD: what is committed), build and start it with the README's run command
 // (`go build`, then jq --role=all) — on the embedded store, in a network namespace where no Postgres
 // or Redis can be reached when the machine allows one — wait for it to be ready and for the first

@@ -70,7 +70,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 		host := hostOf(c.RemoteAddr())
 		if reason := l.take(host); reason != "" {
 			// Counted before the close: a peer that sees its connection closed finds the
-			// refusal counted (TestCapsCloseExtraConnections failed the other way round).
+			// refusal counted (TestAbuseCapsCloseExtraConnections failed the other way round).
 			l.opts.Refused(reason)
 			_ = c.Close()
 			continue

@@ -35,7 +35,7 @@ func closedByServer(t *testing.T, c net.Conn) bool {
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 }
 
-func TestCapsCloseExtraConnections(t *testing.T) {
+func TestAbuseCapsCloseExtraConnections(t *testing.T) {
 	t.Parallel()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -77,7 +77,7 @@ func TestCapsCloseExtraConnections(t *testing.T) {
 	_, _, _ = a1, a2, b1
 }
 
-func TestReleaseOnClose(t *testing.T) {
+func TestAbuseReleaseOnClose(t *testing.T) {
 	t.Parallel()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
--- Failure paths and crash recovery (issue 4): retries, cancellation, worker shutdown, the reaper.
+-- Failure paths and crash recovery : retries, cancellation, worker shutdown, the reaper.
 
 -- A failure the handler marked permanent (seed 001 should_retry=false): the retry sweep dead-letters
 -- the job at once instead of scheduling another attempt.

@@ -1,4 +1,4 @@
--- Outbox relay (issue 6): a claim lease on unpublished events.
+-- Outbox relay : a claim lease on unpublished events.
 --
 -- A relay claims a batch by setting claimed_until (FOR UPDATE SKIP LOCKED, one short statement),
 -- publishes it to Kafka with no transaction open, then sets published_at. Other replicas skip

@@ -1,4 +1,4 @@
--- Event retention (issue 6): the maintenance pass deletes published events older than
+-- Event retention : the maintenance pass deletes published events older than
 -- server.event_retention_h, oldest first, in bounded batches. This index serves exactly that
 -- statement: it walks created_at upwards from the oldest published event and stops at the cutoff,
 -- whatever the size of the table. Unpublished events are outside the predicate, so the hot path's

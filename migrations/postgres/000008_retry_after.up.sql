@@ -1,4 +1,4 @@
--- Retry-After (issue 14): a failure report may ask that the next attempt start no earlier than a
+-- Retry-After : a failure report may ask that the next attempt start no earlier than a
 -- delay after the report (an HTTP endpoint's Retry-After, queue.RetryAfter). The report writes it;
 -- the retry sweep schedules the retry at the later of the queue's backoff and now() + this delay,
 -- then resets it to 0. 0 means the backoff alone.

@@ -1,4 +1,4 @@
--- Result retention (issue 15, seed 001): a job submitted with keep_result keeps its result bytes
+-- Result retention (seed 001): a job submitted with keep_result keeps its result bytes
 -- until a consuming fetch takes them or the queue's result_retention (24 h by default) passes;
 -- one without keep_result never stores them. Constant defaults are catalog-only: no table rewrite.
 ALTER TABLE queues ADD COLUMN IF NOT EXISTS result_retention_ms bigint NOT NULL DEFAULT 86400000

@@ -1,4 +1,4 @@
--- Append-only events (issue 21): job_events rows are written once and never updated. The outbox
+-- Append-only events : job_events rows are written once and never updated. The outbox
 -- relay no longer marks each published event (an UPDATE of every event, with new entries in every
 -- index, was most of the relay's cost and half of the WAL of a job); it keeps a cursor instead: the
 -- id of the last published event, in outbox_cursors.

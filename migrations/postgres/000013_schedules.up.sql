@@ -1,4 +1,4 @@
--- Periodic jobs (issue 25, docs/schedules.md): a named job template and a cron spec in a time zone.
+-- Periodic jobs (docs/schedules.md): a named job template and a cron spec in a time zone.
 -- The fire loop of every server replica reads the due rows (schedules_due_idx), submits each fire's
 -- job with the idempotency key schedule:<name>:<fire time> — so replicas firing the same time create
 -- one job — and advances next_fire_at with a compare-and-set on the value it read. No foreign key

@@ -1,4 +1,4 @@
--- Issue 21: one row for the two transitions of a report that also acknowledges the job's start. A
+-- Lean writes: one row for the two transitions of a report that also acknowledges the job's start. A
 -- short job's start is not acknowledged on its own: its report moves it ASSIGNED → RUNNING →
 -- DONE|FAILED in one statement, which wrote two rows (one heap tuple and two index entries more per
 -- job than the transitions need). Now that report writes one row: the second transition (seq n,

@@ -1,4 +1,4 @@
--- Job progress (issue 25, item 4): what a running handler last reported with queue.Progress.
+-- Job progress : what a running handler last reported with queue.Progress.
 -- Not a column of jobs: a progress update must never add a jobs row version (the widest row, with
 -- the most indexes), so short jobs that report nothing cost nothing and a long job reporting every
 -- second churns only this small table. One row per job, upserted by the worker's progress batch

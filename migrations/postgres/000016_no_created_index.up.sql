@@ -1,4 +1,4 @@
--- Issue 21: jobs_created_idx (created_at DESC, id DESC) took two entries per job in a drain (every
+-- No created index: jobs_created_idx (created_at DESC, id DESC) took two entries per job in a drain (every
 -- update of a row that is not heap-only inserts into every index) and one at the insert, only to
 -- serve the job list across all queues. That list now merges each queue's newest jobs from
 -- jobs_queue_created_idx (store/postgres JobList). Measured with bench/compare's drain on a quiet

@@ -1,4 +1,4 @@
--- Constraints (issue 24, docs/flow-control.md): a named matcher and limit. The rules are Go's
+-- Constraints (docs/flow-control.md): a named matcher and limit. The rules are Go's
 -- (queue.Constraint, queue.Limiter); these tables only keep what the limiter reads.
 CREATE TABLE IF NOT EXISTS constraints (
     name           text        PRIMARY KEY,

@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// Constraints (issue 24, docs/flow-control.md). The engine keeps the constraint set it last read,
+// Constraints (docs/flow-control.md). The engine keeps the constraint set it last read,
 // to tell which queues claim through the store's constrained path (store.ConstraintStore
 // .JobClaimConstrained): a queue no constraint applies to keeps the plain one-statement claim. The
 // constrained claim itself reads the set again under its lock, so what it enforces is always the

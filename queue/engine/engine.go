@@ -1,18 +1,19 @@
 // Package engine is the core loop of jq, the only place that combines the
-// store (Postgres: the truth) and the dispatcher (Redis: the fast path):
+// store (the system of record: Postgres, or the embedded SQLite file) and the
+// dispatcher (Redis, or the in-process one: the in-flight records recovery reads):
 //
-//	Submit ──group commit──► jobs PENDING + event ──► wake scheduler (+ NOTIFY other replicas)
-//	scheduler: due PENDING (priority DESC, created_at) ──lock+push──► ready set, only up to
-//	           the free capacity of the workers subscribed to the queue (I7)
-//	session (one per connected worker): claim = atomic move ready → in-flight list of the worker,
-//	           then CAS PENDING→ASSIGNED (attempt+1: the fencing token), then stream to the worker
+//	Submit ──group commit──► jobs PENDING + event ──► wake the sessions (+ NOTIFY other replicas)
+//	session (one per connected worker stream): claim = one statement that takes due PENDING jobs
+//	           in dispatch order (priority DESC, created_at, id), FOR NO KEY UPDATE SKIP LOCKED,
+//	           and sets them ASSIGNED with attempt+1 (the fencing token), never more than the
+//	           worker's free slots (I7); then one dispatcher call records them in flight; then
+//	           the stream sends them to the worker
 //	Ack / Report (group commit across workers): ASSIGNED→RUNNING, RUNNING→DONE|FAILED, each
 //	           conditional on (job, attempt, worker); then the in-flight entry and lock are dropped
 //
-// Exclusivity (I3) does not depend on Redis being right: the claim only
-// proposes a job; the Postgres compare-and-set PENDING→ASSIGNED decides, and
-// every later write names the attempt it belongs to. A job the CAS refuses is
-// removed from the worker's in-flight list again.
+// Exclusivity (I3) does not depend on Redis: the claim is the store's, under
+// row locks, and every later write names the attempt it belongs to. The
+// dispatcher only records what was handed out, so the reaper can find it.
 package engine
 
 import (
@@ -170,6 +171,7 @@ type Engine struct {
 	sessions map[string]*Session // by worker id
 	closing  bool                // CloseSessions ran: no new sessions
 	ready    chan struct{}       // closed and replaced when ready sets gain jobs
+	readyGen uint64              // counts the wake-ups: ready's generation
 	running  bool
 }
 
@@ -264,11 +266,12 @@ func (e *Engine) WakeScheduler() {
 	}
 }
 
-// readySignal returns the channel closed at the next wake-up of the sessions.
-func (e *Engine) readySignal() <-chan struct{} {
+// readySignal returns the channel closed at the next wake-up of the sessions, and the
+// generation of the wake-ups so far.
+func (e *Engine) readySignal() (<-chan struct{}, uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.ready
+	return e.ready, e.readyGen
 }
 
 // broadcastReady wakes every session waiting for work.
@@ -276,6 +279,7 @@ func (e *Engine) broadcastReady() {
 	e.mu.Lock()
 	close(e.ready)
 	e.ready = make(chan struct{})
+	e.readyGen++
 	e.mu.Unlock()
 }
 

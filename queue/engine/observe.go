@@ -36,7 +36,7 @@ type Observer interface {
 	DeadLettered(queue string, n int)
 	// SchedulerCycle: one scheduler cycle took d.
 	SchedulerCycle(d time.Duration)
-	// ConstraintThrottled: a claim passed over n due jobs the constraint held back (issue 24).
+	// ConstraintThrottled: a claim passed over n due jobs the constraint held back.
 	ConstraintThrottled(constraint string, n int)
 }
 

@@ -25,7 +25,7 @@ type reaperState struct {
 	// healthySince is the start of the current run of successful cycles (zero after a failed
 	// one). Workers are declared lost only after a heartbeat timeout of uninterrupted health: a
 	// worker cannot heartbeat while Postgres, Redis or every server is down, so right after a
-	// start or an outage silence proves nothing (issue 4: an outage must not re-run every job).
+	// start or an outage silence proves nothing (an outage must not re-run every job).
 	healthySince time.Time
 	cycles       int
 }

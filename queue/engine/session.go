@@ -19,12 +19,20 @@ import (
 // outstanding: an attempt counts from its assignment until its report
 // arrives. The worker itself runs at most its concurrency at once (I7,
 // FR-021); the prefetched assignments wait on the worker for a free slot.
+//
+// Dispatch is fair across the sessions of a replica: a session claims for its
+// idle slots first, and claims beyond them (prefetch) only while no other
+// session of the same queue still has idle slots it could fill (prefetchBlocked).
+// Prefetch hides the claim's round trip from a busy worker; it must never take
+// a job an idle worker could start now. Constrained queues are never
+// prefetched: a buffered job would hold its key's slot while it waits.
 type Session struct {
 	e           *Engine
 	workerID    string
 	queues      []string
 	types       []string // the job types the worker handles (none: every type), for the claim
 	concurrency int      // the worker's concurrency plus its prefetch
+	slots       int      // the worker's concurrency: what it runs at once
 
 	mu          sync.Mutex
 	outstanding map[string]string // job id → queue, assigned through this session
@@ -40,6 +48,11 @@ type Session struct {
 	// the session's.
 	intake map[string]int
 	next   int // round-robin start over queues
+	// shortGen is one more than the ready generation before this session's latest claim, when
+	// that claim saw every job it could take (0: it did not, or none yet). While no newer wake-up
+	// happened, a claim would find nothing more: freed slots do not claim again, and idle slots
+	// do not hold back the prefetch of others.
+	shortGen uint64
 	// retry is when a rate limit that held a job back has a token again: the session claims then
 	// if nothing wakes it earlier (zero: at its next poll).
 	retry time.Time
@@ -63,7 +76,7 @@ func (e *Engine) OpenSessionPrefetch(w *queue.Worker, capacity, prefetch int) *S
 		capacity = limit
 	}
 	s := &Session{
-		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), types: slices.Clone(w.Types), concurrency: limit,
+		e: e, workerID: w.ID, queues: slices.Clone(w.Queues), types: slices.Clone(w.Types), concurrency: limit, slots: w.Concurrency,
 		outstanding: map[string]string{}, carried: limit - capacity, freed: map[string]bool{},
 		intake: intakeOf(w.Queues, w.Breakers), wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
@@ -93,6 +106,7 @@ func (s *Session) Close() {
 	}
 	s.e.mu.Unlock()
 	s.close(nil)
+	s.e.wakePrefetchers(s) // its idle slots no longer hold anyone's prefetch back
 }
 
 func (s *Session) close(err error) {
@@ -135,6 +149,9 @@ func (e *Engine) SetBreakers(workerID string, breakers []queue.QueueBreaker) boo
 	s.mu.Lock()
 	changed := !maps.Equal(s.intake, intake)
 	s.intake = intake
+	if changed {
+		s.shortGen = 0 // a reopened queue's jobs were not looked at
+	}
 	s.mu.Unlock()
 	if changed {
 		// A queue may have reopened: claim and refill at once.
@@ -167,6 +184,64 @@ func (s *Session) free() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.concurrency - len(s.outstanding) - s.carried
+}
+
+// idle is how many of the worker's slots no attempt of this session will fill: prefetched
+// attempts count as busy slots, since they start as soon as one frees.
+func (s *Session) idle() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.slots-len(s.outstanding)-s.carried, 0)
+}
+
+// hungry reports whether the session has idle slots for queue q that its next claim may fill:
+// it has not yet claimed since the wake-up of generation gen, or its last claim filled what it
+// asked for.
+func (s *Session) hungry(q string, gen uint64) bool {
+	if !slices.Contains(s.queues, q) {
+		return false
+	}
+	idle := s.idle()
+	if idle == 0 || s.room(q, idle) == 0 {
+		return false
+	}
+	return !s.exhaustedAt(gen)
+}
+
+// prefetchBlocked reports whether another session of this replica still has idle slots for
+// queue q: its claim comes first.
+func (e *Engine) prefetchBlocked(s *Session, q string) bool {
+	e.mu.Lock()
+	gen := e.readyGen
+	others := make([]*Session, 0, len(e.sessions))
+	for _, o := range e.sessions {
+		if o != s {
+			others = append(others, o)
+		}
+	}
+	e.mu.Unlock()
+	for _, o := range others {
+		if o.hungry(q, gen) {
+			return true
+		}
+	}
+	return false
+}
+
+// wakePrefetchers wakes the sessions other than s that have room only for prefetch: s just
+// claimed (or went away), which may unblock theirs.
+func (e *Engine) wakePrefetchers(s *Session) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, o := range e.sessions {
+		if o == s || o.idle() > 0 || o.free() <= 0 {
+			continue
+		}
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // released frees the slots of ended attempts and wakes the session. Only a
@@ -206,8 +281,9 @@ func (s *Session) released(ids []string, reported bool) {
 func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 	poll := time.NewTimer(s.e.opts.SchedulerInterval)
 	defer poll.Stop()
+	polled := false
 	for {
-		ready := s.e.readySignal() // before claiming: a push during the claim is not missed
+		ready, gen := s.e.readySignal() // before claiming: a push during the claim is not missed
 		select {
 		case <-s.done: // closed or replaced: claim nothing more for this stream
 			if s.err != nil {
@@ -216,8 +292,11 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 			return nil, queue.ErrShutdown
 		default:
 		}
-		if free := s.free(); free > 0 {
-			jobs, err := s.claim(ctx, free)
+		// A claim that saw every job it could take, with no wake-up since, would find nothing
+		// now: freed capacity alone does not make jobs due. Only the poll looks again then (jobs
+		// whose not_before passed, a rate limit's next token).
+		if polled || !s.exhaustedAt(gen) {
+			jobs, err := s.claimRound(ctx, gen)
 			if err != nil {
 				return nil, err
 			}
@@ -225,6 +304,7 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 				return jobs, nil
 			}
 		}
+		polled = false
 		poll.Reset(s.pollIn())
 		select {
 		case <-ctx.Done():
@@ -235,10 +315,48 @@ func (s *Session) Next(ctx context.Context) ([]*queue.Job, error) {
 			}
 			return nil, queue.ErrShutdown
 		case <-ready:
-		case <-s.wake: // capacity came back: claim again
+		case <-s.wake: // capacity came back: claim again if the last claim left jobs behind
 		case <-poll.C:
+			polled = true
 		}
 	}
+}
+
+// claimRound claims for the worker's idle slots or, with none idle, for its prefetch, and
+// remembers whether the claim saw every job it could take (at wake-up generation gen).
+func (s *Session) claimRound(ctx context.Context, gen uint64) ([]*queue.Job, error) {
+	if idle := s.idle(); idle > 0 {
+		// Idle slots first. A claim that came back short saw nothing more this worker can take,
+		// so a prefetch claim now would find nothing either.
+		jobs, exhausted, err := s.claim(ctx, idle, false)
+		s.noteClaim(gen, exhausted)
+		s.e.wakePrefetchers(s)
+		return jobs, err
+	}
+	if free := s.free(); free > 0 {
+		jobs, exhausted, err := s.claim(ctx, free, true)
+		s.noteClaim(gen, exhausted)
+		return jobs, err
+	}
+	return nil, nil
+}
+
+// noteClaim records whether the claim made at generation gen saw every job it could take.
+func (s *Session) noteClaim(gen uint64, exhausted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shortGen = 0
+	if exhausted {
+		s.shortGen = gen + 1
+	}
+}
+
+// exhaustedAt reports whether the session's last claim saw every job it could take and no
+// wake-up happened since generation gen.
+func (s *Session) exhaustedAt(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shortGen == gen+1
 }
 
 // retryAt brings the session's next claim forward to t (a rate limit's next token).
@@ -270,14 +388,21 @@ func (s *Session) pollIn() time.Duration {
 // round trip that records them in the worker's in-flight set with their locks. Redis is
 // bookkeeping, not the fence: when it is down the jobs are sent anyway (Postgres assigned them),
 // counted in DirectClaims, and the reaper recovers them from Postgres like any other.
-func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
+//
+// A prefetch claim skips the queues where another session still has idle slots, and the
+// constrained ones.
+//
+// exhausted reports that every queue's claim came back short: nothing more was due for this
+// worker when it ran.
+func (s *Session) claim(ctx context.Context, free int, prefetch bool) (out []*queue.Job, exhausted bool, err error) {
 	s.mu.Lock()
 	start := s.next
 	s.next = (s.next + 1) % len(s.queues)
 	s.mu.Unlock()
-	var out []*queue.Job
+	exhausted = true
 	for i := range s.queues {
 		if free <= 0 {
+			exhausted = false // queues left unvisited
 			break
 		}
 		q := s.queues[(start+i)%len(s.queues)]
@@ -285,15 +410,24 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		if room <= 0 {
 			continue // the worker's breaker for q is open, or its probe is out
 		}
+		if prefetch && s.e.prefetchBlocked(s, q) {
+			exhausted = false
+			continue
+		}
 		claimStart := time.Now()
 		// The claim must reach a known outcome even if the stream goes away meanwhile: jobs it
 		// assigns are this worker's from then on.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), assignTimeout)
+		set := s.e.constraintsFor(actx, q)
+		if prefetch && set != nil {
+			cancel()
+			exhausted = false
+			continue
+		}
 		p := store.JobClaimParams{Queue: q, WorkerID: s.workerID, Limit: min(room, s.e.opts.BatchSize), Types: s.types}
 		weighted := s.e.weigh(actx, &p)
 		var jobs []*queue.Job
-		var err error
-		if set := s.e.constraintsFor(actx, q); set != nil {
+		if set != nil {
 			p.Expect = set
 			jobs, err = s.claimConstrained(actx, p)
 		} else {
@@ -301,9 +435,13 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		}
 		cancel()
 		if err != nil {
-			return s.partial(out, fmt.Errorf("claim %s: %w", q, err))
+			out, err = s.partial(out, fmt.Errorf("claim %s: %w", q, err))
+			return out, false, err
 		}
 		weighted.served(p, jobs)
+		if len(jobs) >= p.Limit {
+			exhausted = false
+		}
 		if len(jobs) == 0 {
 			continue
 		}
@@ -322,7 +460,7 @@ func (s *Session) claim(ctx context.Context, free int) ([]*queue.Job, error) {
 		free -= len(jobs)
 		out = append(out, jobs...)
 	}
-	return out, nil
+	return out, exhausted, nil
 }
 
 // recordInflight adds freshly assigned jobs to the worker's in-flight set in Redis.

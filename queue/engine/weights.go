@@ -12,7 +12,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// Weighted dispatch (issue 24). A queue with priority weights or a max_wait claims through the
+// Weighted dispatch (docs/flow-control.md). A queue with priority weights or a max_wait claims through the
 // store's weighted path: the engine keeps a queue.LevelScheduler per queue, plans each claim's level
 // quotas with it (store.JobClaimParams.Levels, with MaxWait for aging) and charges what the claim
 // took. The store only executes the quotas.

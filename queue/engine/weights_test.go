@@ -69,7 +69,7 @@ func (w *weightsEnv) starts(n int) []*queue.Job {
 	return out
 }
 
-// Issue 24: with weights 9=3,0=1 and both levels backlogged, one worker slot starts the levels 3:1
+// TestWeightedDispatchRatio: with weights 9=3,0=1 and both levels backlogged, one worker slot starts the levels 3:1
 // (within 10 %) over 400 starts, FIFO within each level. Strict priority would start 400 of 9.
 func TestWeightedDispatchRatio(t *testing.T) {
 	t.Parallel()

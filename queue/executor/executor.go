@@ -421,7 +421,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	return runErr
 }
 
-// stop is the two-phase stop (STYLE 8): take no more work; let running jobs
+// stop is the two-phase stop: take no more work; let running jobs
 // finish within the grace period; cancel the rest with queue.ErrShutdown
 // (left to the server's reaper, not reported); deliver the pending reports;
 // deregister.

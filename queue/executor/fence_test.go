@@ -11,11 +11,11 @@ import (
 	"github.com/jq-dev/jq/queue/executor/executortest"
 )
 
-// TestSelfFencing: a worker that cannot renew its lease (heartbeats and registrations fail, as
+// TestAbuseSelfFencing: a worker that cannot renew its lease (heartbeats and registrations fail, as
 // in a network cut) cancels its running job before the server's heartbeat timeout, counted
 // from the last renewal that got through, could hand the job to another worker; its failure
 // report is retryable.
-func TestSelfFencing(t *testing.T) {
+func TestAbuseSelfFencing(t *testing.T) {
 	t.Parallel()
 	const interval = 200 * time.Millisecond // the fake's timeout is 6 intervals: 1.2 s
 	b := setup(t, func(c *config) { c.server.HeartbeatInterval = interval })

@@ -130,7 +130,7 @@ func jobs(n int, typ string) []*queue.Job {
 	return out
 }
 
-// eventually polls cond until it holds or the time is up (STYLE 18).
+// eventually polls cond until it holds or the time is up: tests wait on state, never sleep.
 func eventually(t *testing.T, within time.Duration, cond func() bool, msgAndArgs ...any) {
 	t.Helper()
 	require.Eventually(t, cond, within, 2*time.Millisecond, msgAndArgs...)

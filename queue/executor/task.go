@@ -88,7 +88,7 @@ func (e *Executor) jobLog(t *task) jobLogger { return jobLogger{e.log, t} }
 
 // jobLogger writes entries with a job's fields, built only for an entry its level lets through:
 // a zap.Logger.With per job (three per job on the hot path) was 14 % of a worker's CPU in a
-// drain, for entries that are almost never written (issue 21).
+// drain, for entries that are almost never written.
 type jobLogger struct {
 	log *zap.Logger
 	t   *task

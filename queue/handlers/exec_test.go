@@ -308,11 +308,11 @@ func TestRegisterWithExec(t *testing.T) {
 	require.True(t, queue.IsPermanent(err))
 }
 
-// TestExecInterpreterHooksRefused: each variable that makes a shell, an interpreter or the loader
+// TestAbuseExecInterpreterHooksRefused: each variable that makes a shell, an interpreter or the loader
 // run code it names is refused before anything runs, even when the operator lists it (a
 // wildcard "*" lists everything). The wrapper is shaped like docs' /usr/local/bin/thumbnail: a
 // bash script that calls other programs, which is how BASH_FUNC_echo%% ran `id` as root.
-func TestExecInterpreterHooksRefused(t *testing.T) {
+func TestAbuseExecInterpreterHooksRefused(t *testing.T) {
 	t.Parallel()
 	bash := bin(t, "bash")
 	dir := t.TempDir()

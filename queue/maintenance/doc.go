@@ -1,5 +1,5 @@
 // Package maintenance is the server's periodic housekeeping of Postgres. One pass does three things:
-// event retention (issue 6), result retention (issue 15), then progress retention (issue 25).
+// event retention, result retention, then progress retention.
 //
 // # Event retention
 //
@@ -43,7 +43,7 @@
 //
 // # Progress retention
 //
-// With Options.Progress, each pass then deletes the job_progress rows (issue 25) whose attempt is
+// With Options.Progress, each pass then deletes the job_progress rows whose attempt is
 // over — the job finished, was retried or was deleted — in batches of BatchSize. Reads never show
 // such a row (they join the job's current attempt), so this only keeps the table to the jobs
 // running now and those that reported lately.

@@ -15,7 +15,7 @@ import (
 type Options struct {
 	Store store.RetentionStore
 	// Progress, when set, has each pass also delete the progress of attempts that are over
-	// (job_progress, issue 25); nil: none kept, none pruned.
+	// (job_progress); nil: none kept, none pruned.
 	Progress store.ProgressStore
 	Log      *zap.Logger
 	// Retention is how long published events are kept (server.event_retention_h); required.

@@ -1,4 +1,4 @@
-// Package outbox is the transactional-outbox relay (FR-034, FR-036–FR-038, SPEC I8): it moves job
+// Package outbox is the transactional-outbox relay (FR-034, FR-036–FR-038, I8): it moves job
 // events from Postgres to Kafka without ever making a job wait for Kafka.
 //
 // Every state change of a job writes its job_events row in the same statement as the change, so

@@ -1,4 +1,4 @@
-// Package schedule holds the rules of periodic jobs (issue 25): a schedule's spec — a cron
+// Package schedule holds the rules of periodic jobs (docs/schedules.md): a schedule's spec — a cron
 // expression read in an IANA time zone, parsed by github.com/robfig/cron/v3 — the fire times it
 // yields, what becomes of the fire times missed while no server ran (Plan), and the idempotency key
 // that makes every fire time submit one job however many server replicas fire it. They are pure

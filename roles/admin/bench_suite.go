@@ -63,7 +63,7 @@ func (c *BenchCmd) runSuite(re *runEnv) error {
 		return err
 	}
 	drain := base
-	drain.Collect = rep.RunID
+	drain.Collect, drain.window = rep.RunID, rep.window
 	if _, err := step("drain", drain); err != nil {
 		return err
 	}

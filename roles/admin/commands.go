@@ -55,7 +55,7 @@ type JobCmd struct {
 type JobSubmitCmd struct {
 	Queue          string            `help:"Queue to submit to." default:"default" predictor:"queue"`
 	Payload        string            `help:"Payload: JSON text, or @file to read it from a file (@- for stdin)." default:"{}"`
-	Type           string            `help:"Job type: the handler that runs it. Built-in: noop, sleep ({\"ms\":250}), exec ({\"argv\":[...]}, off unless enabled on the worker), file ({\"path\":...}), http ({\"url\":...}); or an application's own." default:"noop"`
+	Type           string            `help:"Job type: the handler that runs it. Built-in: noop, sleep ({\"ms\":250}), synthetic ({\"work_duration_ms\":300}), exec ({\"argv\":[...]}, off unless enabled on the worker), file ({\"path\":...}), http ({\"url\":...}); or an application's own." default:"noop"`
 	Priority       int               `help:"0-9, 9 runs first." default:"0"`
 	MaxRetries     *int              `help:"Retries after a failure (default: the queue's)."`
 	TTL            time.Duration     `name:"ttl" help:"Dead-letter the job if it has not started within this time."`
@@ -222,7 +222,8 @@ type BenchCmd struct {
 	PayloadSize int           `help:"Payload bytes per job." default:"16"`
 	NoWait      bool          `help:"Only measure submits; do not wait for the jobs to finish."`
 	WaitTimeout time.Duration `help:"How long to wait for the jobs to finish." default:"10m"`
-	Collect     string        `help:"Submit nothing: wait for and report the jobs of an earlier run (its run id), e.g. to measure draining a backlog submitted with --no-wait."`
+	Collect     string        `help:"Submit nothing: wait for and report the jobs of an earlier run, e.g. to measure draining a backlog submitted with --no-wait. Give the run_ref that run printed (its id and its jobs' creation window: the wait then reads only that window of the queue) or its bare run id (the wait then filters every job of the queue by label)."`
+	window      createdWindow // with Collect: the run's creation-time window, when known
 	Suite       bool          `help:"Run the standard workloads one after the other against --queue, whose workers must be running and which nothing else should use (docs/performance.md): batch (--jobs in SubmitJobs of 1,000 from 4 clients, with the queue paused; bench/compare uses --jobs 100000), drain (the queue resumed: those jobs run off), rate1000 and rate5000 (single submits offered for --duration, default 20s, from 256 clients), submit (3,000 sequential SubmitJob, or --jobs if fewer). --queue, --type, --payload-size and --wait-timeout apply; the other flags are ignored."`
 }
 

@@ -71,7 +71,7 @@ func ConstraintUsages(st store.ConstraintStore) func(context.Context) ([]Constra
 type DepthGauges struct {
 	opts                     DepthOptions
 	depth, length, activeWkr *prometheus.Desc
-	// The constraints' usage (issue 24).
+	// The constraints' usage.
 	consRunning, consKeys, consKeyRunning, consLimit *prometheus.Desc
 
 	mu          sync.Mutex

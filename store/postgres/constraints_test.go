@@ -19,7 +19,7 @@ func TestConstraintStore(t *testing.T) {
 }
 
 // BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on Postgres
-// (docs/performance.md, "Constraints").
+// (docs/performance.md, "What bounds each workload").
 func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
 	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *postgres.Store {
 		return stores.Postgres(context.Background(), b, 8)

@@ -51,9 +51,9 @@ func init() {
 // of the jobs its CTE "updated" returns (with their new event_seq), at their updated_at.
 const sqlAssignedEvents = `events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at)
+                            created_at, trace_context)
     SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
-           worker_id, attempt, updated_at
+           worker_id, attempt, updated_at, nullif(trace_context, '{}'::jsonb)
     FROM updated
 )`
 
@@ -120,8 +120,8 @@ SELECT ` + jobColumns + ` FROM updated ORDER BY l_ord`
 // $4 is the worker's types ('{}': every type), a filter on the rows the walk reads: the same plan
 // whatever the worker registered, and for '{}' one array length per row. A typed worker's claim
 // walks on past the jobs of other types (they stay in place for their workers), so its cost
-// grows with how many of those are due ahead of its own (docs/architecture.md, "Type-aware
-// dispatch"). type never changes, so the lock's re-check of a row needs no more than this.
+// grows with how many of those are due ahead of its own (docs/architecture.md,
+// "Dispatch"). type never changes, so the lock's re-check of a row needs no more than this.
 const sqlJobClaim = `-- name: job_claim
 WITH locked AS MATERIALIZED (
     SELECT j.ctid AS l_ctid

@@ -62,13 +62,13 @@ updated AS (
         updated_at = now()
     FROM locked
     WHERE id = l_id
-    RETURNING l_ord, true AS u_started, event_seq, ` + leanJobColumns + `
+    RETURNING l_ord, true AS u_started, event_seq, jobs.trace_context AS u_trace, ` + leanJobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at)
+                            created_at, trace_context)
     SELECT id::uuid, event_seq, queue, type, 'ASSIGNED', 'RUNNING', '` + store.ReasonAcked + `',
-           worker_id, attempt, started_at
+           worker_id, attempt, started_at, nullif(u_trace, '{}'::jsonb)
     FROM updated
 )
 ` + sqlLeaseOutcomes
@@ -86,7 +86,7 @@ events AS (
 	// result is not used and is dropped at once); its checksum and size are stored either way. An
 	// empty result of a keep_result job is stored as '' so that NULL always means "no result".
 	//
-	// No explicit row lock (issue 21): each item names the state it leaves (i_from), and the UPDATE's
+	// No explicit row lock: each item names the state it leaves (i_from), and the UPDATE's
 	// own compare-and-set — state, attempt and worker — is what applies it. Under READ COMMITTED an
 	// UPDATE that meets a row changed since its snapshot waits for the writer and re-checks the
 	// predicate on the newest version, and its SET reads that version: a report is never applied
@@ -125,15 +125,17 @@ updated AS (
     FROM (SELECT * FROM input ORDER BY i_id OFFSET 0) i
     WHERE jobs.id = i.i_id AND jobs.state = i.i_from AND jobs.attempt = i.i_attempt AND jobs.worker_id = i.i_worker
     RETURNING i_ord AS l_ord, i_from = 'ASSIGNED' AS u_started, i_from AS l_from, i_error AS l_error, event_seq,
-              least(started_at + i_runtime_us * interval '1 microsecond', now()) AS u_finished_at, ` + leanJobColumns + `
+              least(started_at + i_runtime_us * interval '1 microsecond', now()) AS u_finished_at,
+              jobs.trace_context AS u_trace, ` + leanJobColumns + `
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at, via_at)
+                            attempt, created_at, via_at, trace_context)
     SELECT id::uuid, event_seq, queue, type, l_from, state,
            CASE WHEN state = 'DONE' THEN '` + store.ReasonSucceeded + `' ELSE failure_reason END,
            CASE WHEN state = 'DONE' THEN '' ELSE l_error END,
-           worker_id, attempt, u_finished_at, CASE WHEN l_from = 'ASSIGNED' THEN started_at END
+           worker_id, attempt, u_finished_at, CASE WHEN l_from = 'ASSIGNED' THEN started_at END,
+           nullif(u_trace, '{}'::jsonb)
     FROM updated
     ORDER BY id
 )

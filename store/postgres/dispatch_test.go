@@ -34,7 +34,7 @@ func BenchmarkStatements(b *testing.B) {
 }
 
 // BenchmarkStatementsAtSize runs BenchmarkStatements' hot statements in a queue holding a large
-// history (NFR-012, issue 21): JQ_BENCH_ROWS jobs, 10 % PENDING (a backlog the claims take from,
+// history (NFR-012): JQ_BENCH_ROWS jobs, 10 % PENDING (a backlog the claims take from,
 // oldest first) and the rest DONE, in a fresh database. Skipped unless JQ_BENCH_ROWS is set:
 // building 10M rows takes minutes.
 //

@@ -76,9 +76,9 @@ updated AS (
 ),
 event AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at)
+                            attempt, created_at, trace_context)
     SELECT id::uuid, event_seq, queue, type, p_from, p_to, p_reason, p_error,
-           coalesce(nullif(p_worker, ''), worker_id), attempt, updated_at
+           coalesce(nullif(p_worker, ''), worker_id), attempt, updated_at, nullif(trace_context, '{}'::jsonb)
     FROM updated
 )
 SELECT ` + jobColumns + ` FROM updated`  // id is text already; the cast is a no-op

@@ -50,7 +50,9 @@ RETURNING lease, horizon_id`
 	sqlOutboxRead = `-- name: outbox_read
 SELECT e.id, e.job_id::text, e.seq, e.queue, e.type, coalesce(e.from_state, ''), e.to_state,
        e.reason, e.error, e.worker_id, e.attempt, e.created_at, e.via_at,
-       (SELECT j.trace_context FROM jobs j WHERE j.id = e.job_id)
+       CASE WHEN e.trace_context = 'null'::jsonb
+            THEN (SELECT j.trace_context FROM jobs j WHERE j.id = e.job_id) -- written without the column
+            ELSE e.trace_context END
 FROM job_events e
 WHERE e.id > $1 AND e.id <= $2
 ORDER BY e.id

@@ -101,3 +101,48 @@ func TestOutboxIDsDrawnAfterTheXID(t *testing.T) {
 	require.Contains(t, def, "pg_current_xact_id()")
 	require.Less(t, strings.Index(def, "pg_current_xact_id()"), strings.Index(def, "nextval"))
 }
+
+// Every event row carries its job's trace context, so the relay reads no jobs row for it: NULL when
+// the job has none. A row written without the column (before the migration that added it, or by an
+// older binary during a rolling upgrade) holds the column's default, JSON null, and the relay reads
+// that row's trace context from its job.
+func TestOutboxTraceContextInEventRows(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := privateStore(t)
+	_, err := s.QueueCreate(ctx, store.QueueCreateParams{Name: "trace"})
+	require.NoError(t, err)
+	trace := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	res, err := s.JobInsertMany(ctx, []store.JobInsertParams{
+		{Queue: "trace", Type: "noop", TraceContext: trace},
+		{Queue: "trace", Type: "noop"},
+		{Queue: "trace", Type: "noop", TraceContext: trace},
+	})
+	require.NoError(t, err)
+	traced, plain, old := res[0].Job.ID, res[1].Job.ID, res[2].Job.ID
+
+	var stored map[string]string
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT trace_context FROM job_events WHERE job_id = $1`, traced).Scan(&stored))
+	require.Equal(t, trace, stored)
+	var isNull bool
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT trace_context IS NULL FROM job_events WHERE job_id = $1`, plain).Scan(&isNull))
+	require.True(t, isNull, "a job without a trace context writes SQL NULL")
+	// An older binary's row: it does not name the column.
+	_, err = s.Pool().Exec(ctx, `UPDATE job_events SET trace_context = DEFAULT WHERE job_id = $1`, old)
+	require.NoError(t, err)
+
+	got := map[string]map[string]string{}
+	require.Eventually(t, func() bool {
+		c, err := s.EventsClaim(ctx, store.EventsClaimParams{Limit: store.MaxOutboxBatch, Lease: time.Minute})
+		require.NoError(t, err)
+		for _, e := range c.Events {
+			got[e.JobID] = e.TraceContext
+		}
+		require.NoError(t, s.EventsMarkPublished(ctx, c))
+		return len(got) == 3
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, trace, got[traced])
+	require.Empty(t, got[plain])
+	require.Equal(t, trace, got[old], "an old writer's row takes the trace context from its job")
+}

@@ -21,7 +21,7 @@ func TestProgressStore(t *testing.T) {
 	storetest.RunProgressStore(t, func(*testing.T) *postgres.Store { return testStore })
 }
 
-// TestProgressAddsNoJobsRowVersion is the point of job_progress (issue 25): an update reads the
+// TestProgressAddsNoJobsRowVersion is the point of job_progress: an update reads the
 // jobs row to fence it and never writes it. xmin changes with every new row version.
 func TestProgressAddsNoJobsRowVersion(t *testing.T) {
 	t.Parallel()

@@ -66,9 +66,9 @@ updated AS (
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at)
+                            attempt, created_at, trace_context)
     SELECT id::uuid, event_seq, queue, type, l_from, 'FAILED', failure_reason, l_error, worker_id,
-           attempt, updated_at
+           attempt, updated_at, nullif(trace_context, '{}'::jsonb)
     FROM updated
 )
 ` + sqlLeaseOutcomes
@@ -112,13 +112,14 @@ updated AS (
         updated_at     = now()
     FROM d
     WHERE id = d_id AND state = 'FAILED'
-    RETURNING id, queue, type, state, event_seq, worker_id, attempt, updated_at, d_reason, last_error
+    RETURNING id, queue, type, state, event_seq, worker_id, attempt, updated_at, d_reason, last_error, trace_context
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at)
+                            attempt, created_at, trace_context)
     SELECT id, event_seq, queue, type, 'FAILED', state, d_reason,
-           CASE WHEN state = 'PENDING' THEN '' ELSE last_error END, worker_id, attempt, updated_at
+           CASE WHEN state = 'PENDING' THEN '' ELSE last_error END, worker_id, attempt, updated_at,
+           nullif(trace_context, '{}'::jsonb)
     FROM updated
 )
 SELECT queue, state, count(*) FROM updated GROUP BY queue, state`
@@ -141,13 +142,13 @@ updated AS (
         updated_at     = now()
     FROM c
     WHERE id = c_id
-    RETURNING id, queue, type, event_seq, worker_id, attempt, updated_at
+    RETURNING id, queue, type, event_seq, worker_id, attempt, updated_at, trace_context
 ),
 events AS (
     INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at)
+                            created_at, trace_context)
     SELECT id, event_seq, queue, type, 'PENDING', 'DEAD_LETTERED', '` + store.ReasonTTLExpired + `',
-           worker_id, attempt, updated_at
+           worker_id, attempt, updated_at, nullif(trace_context, '{}'::jsonb)
     FROM updated
 )
 SELECT queue, count(*)::int FROM updated GROUP BY queue`

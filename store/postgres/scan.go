@@ -199,7 +199,7 @@ var emptyChecksum = queue.Checksum(nil)
 
 // storedChecksum is the result_checksum column's value for a reported result: its checksum, or ”
 // for an empty result (scanJob gives it back as emptyChecksum): the 64 characters of a constant
-// stay out of the row of every job that returns nothing (issue 21: one more row version per job
+// stay out of the row of every job that returns nothing (one more row version per job
 // would carry them).
 func storedChecksum(result []byte) string {
 	if len(result) == 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// sqlQueueStats computes one queue's statistics (issue 26) from what stays small however long the
+// sqlQueueStats computes one queue's statistics from what stays small however long the
 // history grows, never by counting the history:
 //
 //   - the live states exactly, through the partial indexes dispatch and the reaper keep anyway:

@@ -16,8 +16,7 @@ import "strings"
 //	    InflightRemove (ZREM, in inflight_remove.lua) when an attempt ends;
 //	    read by InflightList (the reaper) and Counts. O(log n) per job either
 //	    way. Lives as long as it has entries; entries of a dead worker stay
-//	    until the reaper removes them (doc.go). (Until issue 21 this was the LIST
-//	    <prefix>:{<queue>}:inflight:<worker>, filled from a ready set.)
+//	    until the reaper removes them (doc.go).
 //
 //	<prefix>:{<queue>}:lock:<job_id>
 //	    STRING, the job id, with a TTL of

@@ -184,7 +184,7 @@ func TestConstraintStore(t *testing.T) {
 }
 
 // BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on the
-// embedded store (docs/performance.md, "Constraints").
+// embedded store (docs/performance.md, "What bounds each workload").
 func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
 	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
 }

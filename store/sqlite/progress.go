@@ -12,7 +12,7 @@ import (
 
 var _ store.ProgressStore = (*Store)(nil)
 
-// Progress lives in job_progress, one small row per job, as in Postgres (issue 25): an update
+// Progress lives in job_progress, one small row per job, as in Postgres: an update
 // reads the jobs row to fence it and never writes it.
 const (
 	// One update, fenced like a report: written only while its job is ASSIGNED or RUNNING at that

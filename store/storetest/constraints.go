@@ -12,7 +12,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunConstraintStore runs the contract of store.ConstraintStore (issue 24). Constraints, their
+// RunConstraintStore runs the contract of store.ConstraintStore. Constraints, their
 // generation and their bound (queue.MaxConstraints) are the store's, not a queue's: newStore must
 // return a store of the test's own (an empty database). Subtests run in parallel.
 func RunConstraintStore[S interface {

@@ -14,11 +14,12 @@ import (
 
 // BenchConstrainedClaimBehindBlocked times a claim of 10 jobs whose queue holds a backlog of tenant a's
 // jobs, a at its limit, ahead of tenant b's: the claim reads past a's backlog (no head-of-line
-// blocking, at a cost that grows with the blocked backlog; docs/performance.md, "Constraints").
+// blocking, at a cost that grows with the blocked backlog; docs/performance.md, "What bounds each
+// workload").
 // Each iteration claims one of b's jobs (b's limit is 1) and reports it, untimed. newStore returns
 // a store of the benchmark's own: each size fills one. The 100k backlog runs with JQ_BENCH_LARGE=1
 // only: filling it under -race is most of a minute, which the suite's once-each benchmark run
-// (STYLE 21) should not spend.
+// (every benchmark, once) should not spend.
 func BenchConstrainedClaimBehindBlocked[S interface {
 	store.Store
 	store.DispatchStore

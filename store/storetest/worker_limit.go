@@ -11,7 +11,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunWorkerLimit runs the contract of WorkerRegisterParams.MaxLive (server.max_workers, issue 22):
+// RunWorkerLimit runs the contract of WorkerRegisterParams.MaxLive (server.max_workers):
 // concurrent registrations of different principals, as on several replicas, never take the cluster
 // past the limit. The limit counts every live worker of the store, so newStore must return a store
 // of its own (a private database).

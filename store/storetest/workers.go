@@ -117,7 +117,7 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.GreaterOrEqual(t, c.Live, 1)
 	})
 
-	// Issue 22: one principal cannot own more than MaxOfPrincipal worker ids, concurrent
+	// One principal cannot squat the worker table: it cannot own more than MaxOfPrincipal worker ids, concurrent
 	// registrations included; OFFLINE ids count until garbage-collected after OfflineRetention.
 	t.Run("PrincipalLimit", func(t *testing.T) {
 		b := setup(t, newStore)

@@ -1,4 +1,4 @@
--- Constraints (issue 24, docs/flow-control.md), as migrations/postgres/000019 in SQLite's types: a
+-- Constraints (docs/flow-control.md), as migrations/postgres/000019 in SQLite's types: a
 -- named matcher and limit. The rules are Go's (queue.Constraint, queue.Limiter); these tables only
 -- keep what the limiter reads. Rate intervals are milliseconds, times INTEGER microseconds.
 CREATE TABLE constraints (

@@ -1211,7 +1211,12 @@ type StreamJobsRequest struct {
 	// concurrency: they are sent ahead of need and wait on the worker for a free
 	// slot, so a slot that frees starts its next job without a round trip to
 	// the server. The worker runs at most its concurrency at once either way.
-	Prefetch      int32 `protobuf:"varint,3,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	Prefetch int32 `protobuf:"varint,3,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	// The worker reads StreamJobsResponse.assignments: the server then sends
+	// the assignments of one claim together, in as few messages as their size
+	// allows, instead of one message (and one write) per job. A worker that
+	// does not set it gets one assignment per message in the assignment field.
+	Batched       bool `protobuf:"varint,4,opt,name=batched,proto3" json:"batched,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1267,11 +1272,21 @@ func (x *StreamJobsRequest) GetPrefetch() int32 {
 	return 0
 }
 
-// StreamJobsResponse is one message on the assignment stream.
+func (x *StreamJobsRequest) GetBatched() bool {
+	if x != nil {
+		return x.Batched
+	}
+	return false
+}
+
+// StreamJobsResponse is one message on the assignment stream. With neither
+// field set it is a keepalive.
 type StreamJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The assignment; unset on a keepalive message.
-	Assignment    *Assignment `protobuf:"bytes,1,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	// One assignment (a stream opened without batched).
+	Assignment *Assignment `protobuf:"bytes,1,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	// Assignments in dispatch order (a stream opened with batched).
+	Assignments   []*Assignment `protobuf:"bytes,2,rep,name=assignments,proto3" json:"assignments,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1309,6 +1324,13 @@ func (*StreamJobsResponse) Descriptor() ([]byte, []int) {
 func (x *StreamJobsResponse) GetAssignment() *Assignment {
 	if x != nil {
 		return x.Assignment
+	}
+	return nil
+}
+
+func (x *StreamJobsResponse) GetAssignments() []*Assignment {
+	if x != nil {
+		return x.Assignments
 	}
 	return nil
 }
@@ -2153,15 +2175,17 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\bbreakers\x18\x03 \x03(\v2\x13.jq.v1.QueueBreakerR\bbreakers\"i\n" +
 	"\x11HeartbeatResponse\x12.\n" +
 	"\acommand\x18\x01 \x01(\x0e2\x14.jq.v1.WorkerCommandR\acommand\x12$\n" +
-	"\x0ecancel_job_ids\x18\x02 \x03(\tR\fcancelJobIds\"h\n" +
+	"\x0ecancel_job_ids\x18\x02 \x03(\tR\fcancelJobIds\"\x82\x01\n" +
 	"\x11StreamJobsRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x05R\bcapacity\x12\x1a\n" +
-	"\bprefetch\x18\x03 \x01(\x05R\bprefetch\"G\n" +
+	"\bprefetch\x18\x03 \x01(\x05R\bprefetch\x12\x18\n" +
+	"\abatched\x18\x04 \x01(\bR\abatched\"|\n" +
 	"\x12StreamJobsResponse\x121\n" +
 	"\n" +
 	"assignment\x18\x01 \x01(\v2\x11.jq.v1.AssignmentR\n" +
-	"assignment\"V\n" +
+	"assignment\x123\n" +
+	"\vassignments\x18\x02 \x03(\v2\x11.jq.v1.AssignmentR\vassignments\"V\n" +
 	"\x0eAckJobsRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12'\n" +
 	"\x06leases\x18\x02 \x03(\v2\x0f.jq.v1.JobLeaseR\x06leases\"?\n" +
@@ -2306,40 +2330,41 @@ var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	4,  // 21: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
 	1,  // 22: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
 	6,  // 23: jq.v1.StreamJobsResponse.assignment:type_name -> jq.v1.Assignment
-	5,  // 24: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
-	7,  // 25: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
-	8,  // 26: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
-	7,  // 27: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
-	21, // 28: jq.v1.ReportProgressRequest.updates:type_name -> jq.v1.JobProgressUpdate
-	7,  // 29: jq.v1.ReportProgressResponse.results:type_name -> jq.v1.LeaseResult
-	3,  // 30: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
-	3,  // 31: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
-	3,  // 32: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
-	11, // 33: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
-	13, // 34: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
-	15, // 35: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
-	17, // 36: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
-	19, // 37: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
-	22, // 38: jq.v1.WorkerService.ReportProgress:input_type -> jq.v1.ReportProgressRequest
-	24, // 39: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
-	26, // 40: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
-	28, // 41: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
-	30, // 42: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
-	12, // 43: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
-	14, // 44: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
-	16, // 45: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
-	18, // 46: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
-	20, // 47: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
-	23, // 48: jq.v1.WorkerService.ReportProgress:output_type -> jq.v1.ReportProgressResponse
-	25, // 49: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
-	27, // 50: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
-	29, // 51: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
-	31, // 52: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
-	43, // [43:53] is the sub-list for method output_type
-	33, // [33:43] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	6,  // 24: jq.v1.StreamJobsResponse.assignments:type_name -> jq.v1.Assignment
+	5,  // 25: jq.v1.AckJobsRequest.leases:type_name -> jq.v1.JobLease
+	7,  // 26: jq.v1.AckJobsResponse.results:type_name -> jq.v1.LeaseResult
+	8,  // 27: jq.v1.ReportJobsRequest.reports:type_name -> jq.v1.JobReport
+	7,  // 28: jq.v1.ReportJobsResponse.results:type_name -> jq.v1.LeaseResult
+	21, // 29: jq.v1.ReportProgressRequest.updates:type_name -> jq.v1.JobProgressUpdate
+	7,  // 30: jq.v1.ReportProgressResponse.results:type_name -> jq.v1.LeaseResult
+	3,  // 31: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
+	3,  // 32: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
+	3,  // 33: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
+	11, // 34: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
+	13, // 35: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
+	15, // 36: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
+	17, // 37: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
+	19, // 38: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
+	22, // 39: jq.v1.WorkerService.ReportProgress:input_type -> jq.v1.ReportProgressRequest
+	24, // 40: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
+	26, // 41: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
+	28, // 42: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
+	30, // 43: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
+	12, // 44: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
+	14, // 45: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
+	16, // 46: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
+	18, // 47: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
+	20, // 48: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
+	23, // 49: jq.v1.WorkerService.ReportProgress:output_type -> jq.v1.ReportProgressResponse
+	25, // 50: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
+	27, // 51: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
+	29, // 52: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
+	31, // 53: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_worker_service_proto_init() }

@@ -1,0 +1,1 @@
+ALTER TABLE job_events DROP COLUMN trace_context;
