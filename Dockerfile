@@ -6,7 +6,8 @@
 #   docker run jq:dev --role=server          # or JQ_ROLE=server; worker, producer, admin work the same way
 #
 # Stages:
-#   build     compiles /rootfs/jq with the ldflags of `go tool -modfile=tools/go.mod task build` (plus -s -w: no symbol table),
+#   build     compiles /rootfs/jq like `go tool -modfile=tools/go.mod task build:release` (static, -trimpath, -s -w),
+#             the version and commit given as build args (the context has no .git to stamp them from),
 #             next to the CA bundle and deploy/rootfs (the passwd/group entries of user 65532).
 #   prebuilt  the same /rootfs taken from the build context instead, for machines that cannot pull the
 #             golang image: `--build-arg ROOTFS=prebuilt` with a context holding rootfs/ laid out like
@@ -20,7 +21,6 @@ ARG ROOTFS=build
 FROM ${GO_IMAGE} AS build
 ARG VERSION=v0.1.0-dev
 ARG COMMIT=unknown
-ARG BUILD_TIME=unknown
 WORKDIR /src
 # Dependencies first: this layer stays cached until go.mod/go.sum change.
 COPY go.mod go.sum ./
@@ -29,8 +29,7 @@ COPY . .
 RUN CGO_ENABLED=0 GOTOOLCHAIN=local go build -trimpath \
       -ldflags "-s -w \
         -X github.com/jq-dev/jq/internal/buildinfo.Version=${VERSION} \
-        -X github.com/jq-dev/jq/internal/buildinfo.Commit=${COMMIT} \
-        -X github.com/jq-dev/jq/internal/buildinfo.BuildTime=${BUILD_TIME}" \
+        -X github.com/jq-dev/jq/internal/buildinfo.Commit=${COMMIT}" \
       -o /rootfs/jq . \
  && cp -R deploy/rootfs/. /rootfs/ \
  && mkdir -p /rootfs/etc/ssl/certs /rootfs/tmp \

@@ -51,6 +51,12 @@ type Config struct {
 	// secret). Empty: none (a server with authentication off, or mTLS identity).
 	Token     string `koanf:"token" secret:"true"`
 	TokenFile string `koanf:"token_file"`
+
+	// PortOffset is added to every listen port of this process (grpc.port, health.port,
+	// metrics.port, ui.port, worker.health_port, worker.metrics_port, producer.metrics_port), once,
+	// when the configuration is loaded: the one setting that moves a second instance on the same
+	// host off the first one's ports. The addresses this process connects to are left alone.
+	PortOffset int `koanf:"port_offset"`
 }
 
 // Auth is the server's authentication and authorization (docs/security.md).

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/jq-dev/jq/internal/typo"
 )
 
 // UnknownEnv lists, one warning each, the JQ_ variables in environ that name neither a
@@ -30,7 +32,7 @@ func UnknownEnv(environ []string, also []string) []string {
 		w := name + " is not a jq setting; ignored"
 		best, bestD := "", 4
 		for _, k := range names {
-			if d := editDistance(name, k, bestD); d < bestD {
+			if d := typo.Distance(name, k, bestD); d < bestD {
 				best, bestD = k, d
 			}
 		}

@@ -17,6 +17,8 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/jq-dev/jq/internal/typo"
 )
 
 // LoadOptions are the layers Load merges over Default, lowest first.
@@ -95,6 +97,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return nil, nil, fmt.Errorf("config: decode: %w", err)
 	}
+	cfg.applyPortOffset()
 	problems = append(problems, cfg.problems()...)
 	var warnings []string
 	if len(secrets) > 0 && opts.Production != nil && opts.Production(&cfg) {
@@ -440,41 +443,9 @@ func describe(v any) string {
 func suggest(p string) string {
 	best, bestD := "", 3
 	for _, l := range keys.leaves {
-		if d := editDistance(p, l.path, bestD); d < bestD {
+		if d := typo.Distance(p, l.path, bestD); d < bestD {
 			best, bestD = l.path, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, or limit when it is at
-// least limit.
-func editDistance(a, b string, limit int) int {
-	if abs(len(a)-len(b)) >= limit {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], limit)
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }

@@ -61,7 +61,10 @@ func redactURL(s string) string {
 // snake_case keys Load reads, so the output can be loaded again. It prints
 // secrets as they are; print c.Redacted() for humans.
 func (c *Config) YAML() ([]byte, error) {
-	root, err := yamlNode(reflect.ValueOf(c).Elem())
+	// The ports already include port_offset: printed as 0, loading the output again moves nothing twice.
+	cp := *c
+	cp.PortOffset = 0
+	root, err := yamlNode(reflect.ValueOf(&cp).Elem())
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ var (
 func (c *Config) Validate() error { return errors.Join(c.problems()...) }
 
 func (c *Config) problems() []error {
-	var p checker
+	p := checker{portOffset: c.PortOffset}
 
 	p.port("grpc.port", c.GRPC.Port)
 	p.positive("grpc.max_message_bytes", c.GRPC.MaxMessageBytes)
@@ -341,7 +341,11 @@ func (p *checker) urlPrefix(key, v string) {
 	}
 }
 
-type checker struct{ errs []error }
+type checker struct {
+	errs []error
+	// portOffset is port_offset, already added to every listen port: a port out of range says so.
+	portOffset int
+}
 
 func (p *checker) add(key, format string, args ...any) {
 	p.errs = append(p.errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
@@ -349,6 +353,10 @@ func (p *checker) add(key, format string, args ...any) {
 
 func (p *checker) port(key string, v int) {
 	if v < 1 || v > 65535 {
+		if p.portOffset != 0 && key != "db.port" {
+			p.add(key, "must be a port between 1 and 65535, got %d (port_offset %d included)", v, p.portOffset)
+			return
+		}
 		p.add(key, "must be a port between 1 and 65535, got %d", v)
 	}
 }

@@ -32,6 +32,13 @@ func ParseName(s string) (Name, error) {
 			return r, nil
 		}
 	}
+	names := make([]string, len(allNames))
+	for i, r := range allNames {
+		names[i] = string(r)
+	}
+	if c := closest(s, names); c != "" {
+		return "", fmt.Errorf("unknown role %q (did you mean %q? want server, worker, producer, admin or all)", s, c)
+	}
 	return "", fmt.Errorf("unknown role %q (want server, worker, producer, admin or all)", s)
 }
 
@@ -90,6 +97,7 @@ var valueFlags = map[string]bool{
 	"--output": true, "-o": true, "--timeout": true,
 	"--grpc-port": true, "--metrics-port": true, "--health-port": true, "--worker-id": true, "--concurrency": true,
 	"--queues": true, "--worker-metrics-port": true, "--worker-health-port": true, "--scan-dir": true, "--queue": true,
+	"--ui-port": true, "--port-offset": true, "--data-dir": true,
 }
 
 // firstArg is the first argument that is not a flag (or a flag's separate value), "" if none.
@@ -139,6 +147,7 @@ type serverFlags struct {
 	GRPCPort    *int    `name:"grpc-port" help:"API listen port: gRPC, gRPC-Web and Connect on one port (grpc.port, default 50051)." placeholder:"PORT"`
 	MetricsPort *int    `help:"Prometheus /metrics port of the server (metrics.port, default 9090), on metrics.host (JQ_METRICS_HOST, default 127.0.0.1)." placeholder:"PORT"`
 	HealthPort  *int    `help:"/healthz and /readyz port of the server (health.port, default 8080), on health.host (JQ_HEALTH_HOST, default 127.0.0.1)." placeholder:"PORT"`
+	UIPort      *int    `name:"ui-port" help:"Web console port (ui.port, default 8088), on grpc.host; served by --role=all, and by --role=server with ui.enabled." placeholder:"PORT"`
 	DryRun      bool    `help:"Validate the configuration, check that Postgres, Redis and Kafka are reachable, print a summary and exit (0 when all pass, 1 otherwise)."`
 	DataDir     *string `help:"Directory of the embedded store (store.data_dir, default jq-data): its database jq.db. Used when store.driver is sqlite, or auto in --role=all with no database configured." placeholder:"DIR" type:"path"`
 }
@@ -147,6 +156,7 @@ func (s *serverFlags) overrides(m map[string]any) {
 	setIf(m, "grpc.port", s.GRPCPort)
 	setIf(m, "metrics.port", s.MetricsPort)
 	setIf(m, "health.port", s.HealthPort)
+	setIf(m, "ui.port", s.UIPort)
 	setIf(m, "store.data_dir", s.DataDir)
 	if s.DryRun {
 		m["server.dry_run"] = true
@@ -183,16 +193,27 @@ func (w *workerFlags) overrides(m map[string]any) {
 	setIf(m, "worker.health_port", w.HealthPort)
 }
 
+// portFlags are the flags of every role that listens.
+type portFlags struct {
+	PortOffset *int `help:"Added to every port this process listens on (port_offset, default 0): --port-offset 100 runs a second instance beside the first (API 50151, health 8180, console 8188, …)." placeholder:"N"`
+}
+
+func (p *portFlags) overrides(m map[string]any) {
+	setIf(m, "port_offset", p.PortOffset)
+}
+
 // ServerCLI is the grammar of --role=server.
 type ServerCLI struct {
 	globalFlags `group:"global"`
 	serverFlags
+	portFlags
 }
 
 // WorkerCLI is the grammar of --role=worker.
 type WorkerCLI struct {
 	globalFlags `group:"global"`
 	workerFlags
+	portFlags
 }
 
 // AllCLI is the grammar of --role=all: the server's flags plus the worker's
@@ -205,6 +226,7 @@ type AllCLI struct {
 	WorkerMetricsPort *int    `help:"Prometheus /metrics port of the in-process worker (worker.metrics_port, default 9091)." placeholder:"PORT"`
 	WorkerHealthPort  *int    `help:"/healthz and /readyz port of the in-process worker (worker.health_port, default 8081)." placeholder:"PORT"`
 	ScanDir           *string `help:"Also run the producer on this directory (producer.scan_dir; see --role=producer --help)." placeholder:"DIR"`
+	portFlags
 }
 
 // ProducerCLI is the grammar of --role=producer.
@@ -216,6 +238,7 @@ type ProducerCLI struct {
 	Once        bool    `help:"Scan once, submit, and exit: 0 when every file was handled, 1 on an error (producer.once). Without it the producer re-scans every producer.scan_interval_s."`
 	MetricsPort *int    `help:"Prometheus /metrics port in watch mode; 0 = none (producer.metrics_port, default 9092)." placeholder:"PORT"`
 	TokenFile   *string `help:"File holding the API token the producer presents to the server (token_file; or set JQ_TOKEN)." placeholder:"PATH"`
+	portFlags
 }
 
 func (p *ProducerCLI) overrides(m map[string]any) {
@@ -243,12 +266,15 @@ func flagOverrides(cli any) map[string]any {
 	case *ServerCLI:
 		c.globalFlags.overrides(m)
 		c.serverFlags.overrides(m)
+		c.portFlags.overrides(m)
 	case *WorkerCLI:
 		c.globalFlags.overrides(m)
 		c.workerFlags.overrides(m)
+		c.portFlags.overrides(m)
 	case *AllCLI:
 		c.globalFlags.overrides(m)
 		c.serverFlags.overrides(m)
+		c.portFlags.overrides(m)
 		c.workerIdentityFlags.overrides(m)
 		setIf(m, "worker.metrics_port", c.WorkerMetricsPort)
 		setIf(m, "worker.health_port", c.WorkerHealthPort)
@@ -256,6 +282,7 @@ func flagOverrides(cli any) map[string]any {
 	case *ProducerCLI:
 		c.globalFlags.overrides(m)
 		c.overrides(m)
+		c.portFlags.overrides(m)
 	case *AdminCLI:
 		c.globalFlags.overrides(m)
 	}

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/typo"
 	"github.com/jq-dev/jq/roles/admin"
 	"github.com/jq-dev/jq/roles/healthcheck"
 )
@@ -68,7 +70,17 @@ func preflight(args []string, environ []string, getenv func(string) string, stdi
 	if args[0] == first && getenv("JQ_ROLE") == "" {
 		// Only the admin grammar has commands; any other role would say "unexpected argument".
 		msg := fmt.Sprintf("jq: unknown command %q", first)
-		if s := closest(first, operatorCommandNames()); s != "" {
+		if owners := commandGroupsOf(first); len(owners) > 0 {
+			// An operator word without its noun: `jq submit` is `jq job submit`.
+			for i, g := range owners {
+				owners[i] = fmt.Sprintf("%q", g+" "+first)
+			}
+			if len(owners) == 1 {
+				msg += fmt.Sprintf(" (did you mean %s?)", owners[0])
+			} else {
+				msg += fmt.Sprintf(" (did you mean one of %s?)", strings.Join(owners, ", "))
+			}
+		} else if s := closest(first, operatorCommandNames()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		fmt.Fprintln(stdio.Stderr, msg+"; `jq help` lists the commands")
@@ -127,6 +139,25 @@ func operatorCommands() []operatorCommand {
 	return out
 }
 
+// commandGroupsOf lists, in the order of `jq help`, the command groups that have a command named
+// word (`list`: job, queue, worker, …).
+func commandGroupsOf(word string) []string {
+	parser, err := kong.New(grammar(Admin), kong.Name("jq"), kong.Exit(func(int) {}),
+		kong.Vars{"version": buildinfo.Get().String(), "role": string(Admin)})
+	if err != nil {
+		return nil
+	}
+	var groups []string
+	for _, g := range parser.Model.Children {
+		for _, c := range g.Children {
+			if c.Name == word && !c.Hidden && c.Type == kong.CommandNode {
+				groups = append(groups, g.Name)
+			}
+		}
+	}
+	return groups
+}
+
 func operatorCommandNames() []string {
 	names := []string{helpCommand, completionCommand}
 	for _, c := range operatorCommands() {
@@ -153,7 +184,7 @@ func operatorHelp() string {
 func closest(s string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
-		d := typoDistance(s, c)
+		d := typo.Distance(s, c, 0)
 		if len(s) >= 2 && strings.HasPrefix(c, s) {
 			d = min(d, 1) // "que" is queue, however short
 		}
@@ -162,31 +193,6 @@ func closest(s string, candidates []string) string {
 		}
 	}
 	return best
-}
-
-// typoDistance is the optimal-string-alignment distance: edits and adjacent transpositions.
-func typoDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // completionScripts register jq's own completion (`complete -C`: the shell runs jq with COMP_LINE
@@ -207,6 +213,10 @@ complete -f -c %[2]s -a "(__complete_%[2]s)"
 func writeCompletionScript(rest []string, stdio IO) int {
 	shell, _ := firstArgAt(rest)
 	script, ok := completionScripts[shell]
+	if !ok && shell != "" {
+		fmt.Fprintf(stdio.Stderr, "jq: completion for %q is not supported; the shells are bash, zsh and fish (e.g. source <(jq completion bash))\n", shell)
+		return ExitUsage
+	}
 	if !ok {
 		fmt.Fprintln(stdio.Stderr, "jq: completion needs a shell: jq completion bash|zsh|fish (e.g. source <(jq completion bash))")
 		return ExitUsage
@@ -239,13 +249,14 @@ func completeLine(line, point string, getenv func(string) string, w io.Writer) {
 	if err != nil {
 		role = All
 	}
-	cmd, err := grammarCommand(role)
+	names := namePredictors(a.Completed, getenv)
+	cmd, err := grammarCommand(role, names...)
 	if err != nil {
 		return
 	}
 	if role != Admin {
 		// Without --role a line may still become an operator command: offer them too.
-		adminCmd, err := grammarCommand(Admin)
+		adminCmd, err := grammarCommand(Admin, names...)
 		if err != nil {
 			return
 		}
@@ -263,13 +274,44 @@ func completeLine(line, point string, getenv func(string) string, w io.Writer) {
 }
 
 // grammarCommand is the completion tree of a role's grammar.
-func grammarCommand(role Name) (complete.Command, error) {
+func grammarCommand(role Name, opts ...kongplete.Option) (complete.Command, error) {
 	parser, err := kong.New(grammar(role), kong.Name("jq"), kong.Exit(func(int) {}),
 		kong.Vars{"version": buildinfo.Get().String(), "role": string(role)})
 	if err != nil {
 		return complete.Command{}, err
 	}
-	return kongplete.Command(parser)
+	return kongplete.Command(parser, opts...)
+}
+
+// namePredictors complete queue, schedule, constraint and worker names (the grammar's predictor
+// tags) with what the server knows: the server and credentials of the line being completed
+// (--server-addr, --token-file, --tls-*), else of the environment (JQ_SERVER_ADDR, JQ_TOKEN, …).
+// Each asks only when its word is completed, and offers nothing when the server does not answer.
+func namePredictors(completed []string, getenv func(string) string) []kongplete.Option {
+	g := admin.Globals{
+		ServerAddr: getenv("JQ_SERVER_ADDR"), Token: getenv("JQ_TOKEN"), TokenFile: getenv("JQ_TOKEN_FILE"),
+	}
+	if g.ServerAddr == "" {
+		g.ServerAddr = "localhost:50051"
+	}
+	flags := map[string]*string{
+		"--server-addr": &g.ServerAddr, "--token-file": &g.TokenFile, "--tls-ca": &g.TLSCA, "--tls-cert": &g.TLSCert, "--tls-key": &g.TLSKey,
+	}
+	for i, w := range completed {
+		if v, ok := flags[w]; ok && i+1 < len(completed) {
+			*v = completed[i+1]
+		}
+	}
+	if slices.Contains(completed, "--token-file") {
+		g.Token = "" // the line's own credential wins over the environment's
+	}
+	var opts []kongplete.Option
+	for _, kind := range []string{admin.NamesQueue, admin.NamesSchedule, admin.NamesConstraint, admin.NamesWorker} {
+		opts = append(opts, kongplete.WithPredictor(kind, complete.PredictFunc(func(complete.Args) []string {
+			return admin.Names(context.Background(), kind, g)
+		})))
+	}
+	return opts
 }
 
 // completionArgs splits a command line as posener/complete does (its own parser is unexported):
@@ -297,10 +339,35 @@ func completionArgs(line string) complete.Args {
 	return a
 }
 
+// missingArgHint says where the names a positional argument takes are listed, by the command group.
+var missingArgHint = map[string]string{
+	"job":        " (jq job list shows recent jobs)",
+	"queue":      " (jq queue list shows the queues)",
+	"schedule":   " (jq schedule list shows the schedules)",
+	"constraint": " (jq constraint list shows the constraints)",
+	"worker":     " (jq worker list shows the workers)",
+	"peek":       " (jq queue list shows the queues)",
+}
+
 // usageText is the one line of a parse error. A command group given without its command (`jq
-// job`) names every command of the group, where kong's message stops after five.
+// job`) names every command of the group, where kong's message stops after five; a command given
+// without its argument (`jq job status`) shows the command line it wants and where to find a value.
 func usageText(err error) string {
 	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil && strings.HasPrefix(err.Error(), "expected \"<") {
+		var cmd *kong.Node
+		for _, p := range pe.Context.Path {
+			if p.Command != nil {
+				cmd = p.Command
+			}
+		}
+		if cmd != nil {
+			arg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "expected \""), "\"")
+			path := cmd.Path()
+			group, _, _ := strings.Cut(path, " ")
+			return fmt.Sprintf("%s needs %s: jq %s %s%s", path, arg, path, arg, missingArgHint[group])
+		}
+	}
 	if errors.As(err, &pe) && pe.Context != nil && strings.HasPrefix(err.Error(), "expected one of ") {
 		var group *kong.Node
 		for _, p := range pe.Context.Path {

@@ -232,6 +232,48 @@ func TestMistypedFirstWordGetsASuggestion(t *testing.T) {
 	require.Equal(t, `jq: unknown command "zzzzzz"; `+"`jq help` lists the commands\n", r.stderr)
 }
 
+func TestMistypedRoleGetsASuggestion(t *testing.T) {
+	t.Parallel()
+	for typed, want := range map[string]string{"wroker": "worker", "sever": "server", "admn": "admin", "producr": "producer"} {
+		r := runJQ(t, nil, "--role="+typed)
+		require.Equal(t, roles.ExitUsage, r.code, typed)
+		require.Equal(t, `jq: unknown role "`+typed+`" (did you mean "`+want+`"? want server, worker, producer, admin or all)`+"\n", r.stderr)
+	}
+	r := runJQ(t, []string{"JQ_ROLE=wroker"})
+	require.Contains(t, r.stderr, `unknown role "wroker" (did you mean "worker"?`)
+}
+
+func TestOperatorWordWithoutItsNounGetsTheCommand(t *testing.T) {
+	t.Parallel()
+	for word, want := range map[string]string{
+		"submit":  `(did you mean "job submit"?)`,
+		"wait":    `(did you mean "job wait"?)`,
+		"drain":   `(did you mean "worker drain"?)`,
+		"trigger": `(did you mean "schedule trigger"?)`,
+		"list":    `(did you mean one of "job list", "queue list", "worker list", "schedule list", "constraint list"?)`,
+		"pause":   `(did you mean one of "queue pause", "schedule pause"?)`,
+	} {
+		r := runJQ(t, nil, word)
+		require.Equal(t, 2, r.code, word)
+		require.Equal(t, `jq: unknown command "`+word+`" `+want+"; `jq help` lists the commands\n", r.stderr)
+	}
+}
+
+func TestCommandWithoutItsArgumentSaysWhatItNeeds(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]string{
+		"job status":      "jq: job status needs <id>: jq job status <id> (jq job list shows recent jobs)\n",
+		"queue pause":     "jq: queue pause needs <name>: jq queue pause <name> (jq queue list shows the queues)\n",
+		"schedule show":   "jq: schedule show needs <name>: jq schedule show <name> (jq schedule list shows the schedules)\n",
+		"constraint show": "jq: constraint show needs <name>: jq constraint show <name> (jq constraint list shows the constraints)\n",
+		"worker drain":    "jq: worker drain needs <id>: jq worker drain <id> (jq worker list shows the workers)\n",
+	} {
+		r := runJQ(t, nil, strings.Fields(args)...)
+		require.Equal(t, 2, r.code, args)
+		require.Equal(t, want, r.stderr, args)
+	}
+}
+
 func TestUnknownJQVariableIsWarned(t *testing.T) {
 	t.Parallel()
 	r := runJQ(t, []string{"JQ_WORKER_CONCURENCY=3", "JQ_ROLE=all"}, "--print-config")
@@ -265,7 +307,13 @@ func TestCompletion(t *testing.T) {
 	}
 	r := runJQ(t, nil, "completion", "tcsh")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "bash|zsh|fish")
+	require.Equal(t, "jq: completion for \"tcsh\" is not supported; the shells are bash, zsh and fish (e.g. source <(jq completion bash))\n", r.stderr)
+	r = runJQ(t, nil, "completion", "powershell")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `completion for "powershell" is not supported`)
+	r = runJQ(t, nil, "completion")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "completion needs a shell: jq completion bash|zsh|fish")
 
 	complete := func(line string) []string {
 		r := runJQ(t, []string{"COMP_LINE=" + line, "COMP_POINT=" + strconv.Itoa(len(line))}, "jq", "x", "y")

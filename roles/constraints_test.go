@@ -197,7 +197,7 @@ func TestConstraintConcurrencyPerTenant(t *testing.T) {
 }
 
 // A rate of 50 per second on a job type, 1,000 such jobs due, two replicas: the measured rate of
-// starts is within 10 % of the limit.
+// starts stays within the limit (10 % for the clock's granularity), and moves.
 func TestConstraintRateAcrossReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 s at the limit")
@@ -228,7 +228,10 @@ func TestConstraintRateAcrossReplicas(t *testing.T) {
 	rate := float64(len(starts)-10) / starts[len(starts)-1].Sub(starts[0]).Seconds()
 	t.Logf("rate limit 50/s (burst 10) over 2 replicas: %d starts in %v: %.2f/s", len(starts),
 		starts[len(starts)-1].Sub(starts[0]).Round(time.Millisecond), rate)
-	require.InEpsilon(t, 50, rate, 0.10)
+	// The limit is the guarantee: at most 50/s with both replicas (one bucket each would reach 100).
+	// How near the starts come to it from below depends on the machine's load: progress only.
+	require.LessOrEqual(t, rate, 50*1.1, "the two replicas share the limit")
+	require.GreaterOrEqual(t, rate, 50/4.0, "the jobs make progress")
 }
 
 // kill -9 of a worker holding limited jobs: the reaper fails them after the heartbeat timeout, which

@@ -49,8 +49,9 @@ type docRun struct {
 // docBlocks is every shell block of the docs, by file and first command line.
 var docBlocks = map[string]docRun{
 	// README.md
-	"README.md: go tool -modfile=tools/go.mod task run": {skip: "`task test` is the suite this test runs in; " +
-		"`task run` (build, then jq --role=all until Ctrl-C) is what TestFreshClone runs (scripts/fresh-clone.sh)"},
+	"README.md: go build -buildvcs=auto -o bin/jq . && bin/jq --role=all --config examples/config.yaml": {skip: "the build and " +
+		"jq --role=all until Ctrl-C: what TestFreshClone runs (scripts/fresh-clone.sh); the second line, " +
+		"`task test`, is the suite this test runs in"},
 	"README.md: go tool -modfile=tools/go.mod task build": {
 		// bin/jq is the binary TestMain built from this tree.
 		replace: []string{"go tool -modfile=tools/go.mod task build", ":"},

@@ -115,15 +115,16 @@ func TestOutboxEndToEndWithKcat(t *testing.T) {
 	require.Equal(t, want, got, "one message per transition, keyed by job id")
 }
 
-// With kafka.enabled false the server says once, at start, that events stay in Postgres.
+// With kafka.enabled false the server says once, at start, that events stay in the store (Postgres).
 func TestOutboxDisabledSaysSo(t *testing.T) {
 	t.Parallel()
 	_, prefix := testenv.NewRedis(t)
 	se := newServerEnv(t, testenv.NewDatabase(t))
 	p := startJQ(t, append(se.env, "JQ_REDIS_KEY_PREFIX="+prefix), "--role=server")
 	p.waitLog(t, "server started")
-	line := p.waitLog(t, "kafka disabled: job events stay in postgres and are not relayed")
+	line := p.waitLog(t, "kafka disabled: job events stay in the store and are not relayed")
 	require.Equal(t, "kafka.enabled", line["setting"])
+	require.Equal(t, "postgres", line["store"])
 	require.Zero(t, logCount(p, "outbox relay started"))
 }
 

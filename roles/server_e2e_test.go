@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,6 +340,19 @@ func TestDryRun(t *testing.T) {
 	require.ErrorAs(t, err, &ee, string(out))
 	require.Equal(t, 1, ee.ExitCode())
 	require.Contains(t, string(out), "FAIL")
+
+	// A role Postgres does not know: its answer on the line, and the setting that picks another.
+	u, err := url.Parse(se.dsn)
+	require.NoError(t, err)
+	u.User = url.User("jq_no_such_role")
+	cmd = exec.Command(jqBin, "--role=server", "--dry-run")
+	cmd.Env = append(os.Environ(), append(se.env, "JQ_DB_URL="+u.String())...)
+	out, err = cmd.CombinedOutput()
+	require.ErrorAs(t, err, &ee, string(out))
+	require.Equal(t, 1, ee.ExitCode())
+	require.Regexp(t, `postgres .* FAIL .*FATAL: role "jq_no_such_role" does not exist \(SQLSTATE 28000\); set JQ_DB_URL \(db.url\) `+
+		`to a database and role that exist, e.g. JQ_DB_URL=postgres://postgres@127.0.0.1:5432/postgres, or run --role=all `+
+		`without a database configured for the embedded store \(docs/embedded.md\)`, string(out))
 }
 
 func TestSecretInFileWarns(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -173,11 +174,37 @@ func serverStoreOpen(ctx context.Context, p *process) (part, error) {
 		ObserveQuery:   telemetry.NewDBMetrics(p.reg),
 	})
 	if err != nil {
-		return part{}, err // says "postgres: …"
+		return part{}, postgresHint(err) // says "postgres: …"
 	}
 	p.st, p.pg = st, st
 	return part{close: st.Close}, nil
 }
+
+// postgresHint follows a failed connection to Postgres (refused, an unknown role or database, a
+// wrong password) with the settings that choose another one.
+func postgresHint(err error) error {
+	// pgx puts the server's answer (FATAL: role "jq" does not exist) on a line of its own, once per
+	// address tried: one line, each answer once.
+	var lines []string
+	for l := range strings.Lines(err.Error()) {
+		if l = strings.Join(strings.Fields(l), " "); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	return &hintedError{err: err, msg: strings.Join(lines, " ") +
+		"; set JQ_DB_URL (db.url) to a database and role that exist, e.g. " +
+		"JQ_DB_URL=postgres://postgres@127.0.0.1:5432/postgres, or run --role=all without a database " +
+		"configured for the embedded store (docs/embedded.md)"}
+}
+
+// hintedError is err on one line with what to do next.
+type hintedError struct {
+	err error
+	msg string
+}
+
+func (e *hintedError) Error() string { return e.msg }
+func (e *hintedError) Unwrap() error { return e.err }
 
 // notifier wakes the other replicas' schedulers: Postgres's LISTEN/NOTIFY; none on the embedded
 // store, which one process serves (the engine wakes its own scheduler).
@@ -437,7 +464,12 @@ func openEventTail(ctx context.Context, k config.Kafka) (admin.EventStream, erro
 func buildRelay(cfg *config.Config, st store.OutboxStore, log *zap.Logger) (*outbox.Relay, *kafkastore.Sink, error) {
 	k := cfg.Kafka
 	if !k.Enabled {
-		log.Info("kafka disabled: job events stay in postgres and are not relayed", zap.String("setting", "kafka.enabled"))
+		where := "postgres"
+		if _, ok := st.(*sqlite.Store); ok {
+			where = "embedded store"
+		}
+		log.Info("kafka disabled: job events stay in the store and are not relayed", zap.String("setting", "kafka.enabled"),
+			zap.String("store", where))
 		return nil, nil, nil
 	}
 	sink, err := kafkastore.New(kafkastore.Config{
@@ -651,9 +683,9 @@ func buildProducer(ctx context.Context, cfg *config.Config, log *zap.Logger) (_ 
 
 // serveProducerMetrics serves /metrics and /healthz on producer.metrics_port until stop.
 func serveProducerMetrics(pc config.Producer, allowedHosts []string, metrics http.Handler, lm *telemetry.Listeners, log *zap.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(pc.BindHost, strconv.Itoa(pc.MetricsPort)))
+	ln, err := config.Listen("producer metrics", "producer.metrics_port", pc.BindHost, pc.MetricsPort)
 	if err != nil {
-		return nil, fmt.Errorf("listen producer metrics: %w", err)
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
@@ -842,7 +874,7 @@ func dryRun(ctx context.Context, cfg *config.Config, out io.Writer) int {
 		checks = append(checks, health.Check{Name: "postgres", Critical: true, Probe: func(ctx context.Context) error {
 			st, err := postgres.New(ctx, postgres.Config{DSN: cfg.DB.DSN(), MaxConns: 1, ConnectTimeout: timeout})
 			if err != nil {
-				return err
+				return postgresHint(err)
 			}
 			st.Close()
 			return nil

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# fresh-clone.sh: time what a new user does first — clone, build (go tool … task build), start
-# `jq --role=all` as `task run` does (the embedded store in ./jq-data: no Postgres, no Redis), wait
+# fresh-clone.sh: time what a new user does first — the README's run command on a clone: build
+# (`go build -buildvcs=auto -o bin/jq .`, no tool compiled first), start `jq --role=all` (the embedded store in
+# ./jq-data: no Postgres, no Redis), wait
 # for it to be ready and for the first job to be DONE, kill -9 it and start it again to find that
 # job still DONE — and print one line per step with its wall time.
 #
@@ -25,7 +26,15 @@ for a in "$@"; do
 	*) repo=$a ;;
 	esac
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/jq-fresh.XXXXXX")
+# FRESH_CLONE_WORK names the work directory (it must not exist; it is removed at the end): a clone
+# at the same path again compiles only what changed, since without -trimpath a package's directory
+# is part of its build-cache key (internal/deploytest's TestFreshClone uses one path per checkout).
+if [[ -n ${FRESH_CLONE_WORK:-} ]]; then
+	work=$FRESH_CLONE_WORK
+	mkdir "$work"
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/jq-fresh.XXXXXX")
+fi
 jq_pid=''
 cleanup() {
 	if [[ -n $jq_pid ]]; then
@@ -48,15 +57,16 @@ git clone -q "$repo" "$work/jq"
 done_step clone
 cd "$work/jq"
 
-step "go tool -modfile=tools/go.mod task build"
-NO_COLOR=1 go tool -modfile=tools/go.mod task build >/dev/null
+step "go build -buildvcs=auto -o bin/jq ."
+go build -buildvcs=auto -o bin/jq .
 done_step build
+echo "fresh-clone: version $(bin/jq --version)"
 
 port=$((20000 + RANDOM % 20000))
 export JQ_GRPC_PORT=${JQ_GRPC_PORT:-$port} JQ_HEALTH_PORT=${JQ_HEALTH_PORT:-$((port + 1))} \
 	JQ_WORKER_HEALTH_PORT=${JQ_WORKER_HEALTH_PORT:-$((port + 2))} JQ_WORKER_METRICS_PORT=${JQ_WORKER_METRICS_PORT:-$((port + 3))} \
 	JQ_METRICS_PORT=${JQ_METRICS_PORT:-$((port + 4))} JQ_UI_PORT=${JQ_UI_PORT:-$((port + 5))}
-# Nothing of the caller's may point jq at a database: `task run` on a fresh machine has none.
+# Nothing of the caller's may point jq at a database: a fresh machine has none.
 unset JQ_DB_URL JQ_STORE_DRIVER JQ_CONFIG
 export FRESH_WORK=$work
 
@@ -71,7 +81,7 @@ line() { printf 'fresh-clone: %-28s %6.1f s\n' "$1" "$(echo "$(now) - $2" | bc)"
 jq_pid=''
 trap '[[ -z $jq_pid ]] || kill -KILL "$jq_pid" 2>/dev/null || true' EXIT
 start_jq() {
-	# What `go tool -modfile=tools/go.mod task run` runs once bin/jq is built.
+	# The README's run command once bin/jq is built.
 	bin/jq --role=all --config examples/config.yaml >>"$FRESH_WORK/jq.log" 2>>"$FRESH_WORK/jq.err" &
 	jq_pid=$!
 	local t=$(now) deadline=$((SECONDS + 60))

@@ -57,7 +57,7 @@ var (
 	migrate = "github.com/golang-migrate/migrate"
 	msqlite = "modernc.org/sqlite"
 	// leaf utilities that any layer above the domain may use.
-	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/hostcheck", "internal/netlimit", "internal/term"}
+	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/hostcheck", "internal/netlimit", "internal/term", "internal/typo"}
 	// apiClientSide is what talks to a server: the conversions, the generated stubs, the transport.
 	apiClientSide = []string{"api", "api/codec", "api/gen/...", "api/rpcclient", "queue"}
 )
@@ -70,12 +70,13 @@ var Table = []Row{
 	{Pkgs: []string{"queue"}, Third: stdOnly},
 
 	// Utilities: the domain at most.
-	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/hostcheck", "internal/netlimit", "internal/term"}, Third: stdOnly},
+	{Pkgs: []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/hostcheck", "internal/netlimit", "internal/typo"}, Third: stdOnly},
+	{Pkgs: []string{"internal/term"}, Third: []string{"golang.org/x/term"}},
 	{Pkgs: []string{"internal/jobtrace"}, May: []string{"queue"}, Third: observe},
 	{Pkgs: []string{"internal/rpctrace"}, May: []string{"api/gen/..."}},
 	// The domain's defaults (heartbeat, deadlines) are written once, in queue; declared schedules
 	// are checked with the rules a server applies (queue/schedule).
-	{Pkgs: []string{"config"}, May: []string{"queue", "queue/schedule"}},
+	{Pkgs: []string{"config"}, May: []string{"queue", "queue/schedule", "internal/typo"}},
 
 	// Store: interfaces over the domain; backends implement them and import nothing else of the
 	// project (never each other, never the engine, never the API).
@@ -83,7 +84,7 @@ var Table = []Row{
 	{Pkgs: []string{"store/postgres"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{pgx}},
 	{Pkgs: []string{"store/redis"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{goredis}},
 	{Pkgs: []string{"store/kafka"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{kafkago}},
-	{Pkgs: []string{"store/sqlite"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{msqlite}},
+	{Pkgs: []string{"store/sqlite"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid", "github.com/gofrs/flock"}, Drivers: []string{msqlite}},
 	{Pkgs: []string{"store/memory"}, May: []string{"store", "queue"}, Third: stdOnly},
 	{Pkgs: []string{"migrations"}, Third: stdOnly, Drivers: []string{pgx, migrate}},
 	{Pkgs: []string{"store/storetest"}, May: []string{"store", "queue", "internal/testenv"}},

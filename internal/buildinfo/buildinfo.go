@@ -1,8 +1,10 @@
 // Package buildinfo reports the version and commit the jq binary was built from.
 //
-// `task build` stamps Version and Commit with -ldflags; a plain `go build` or
-// `go install` falls back to the module version and the VCS data that
-// runtime/debug records.
+// A plain `go build` in a git checkout stamps both (runtime/debug's VCS settings: the commit, its
+// time, whether the tree was modified; the main module's version from a git tag, or a
+// pseudo-version). Nothing changes between two builds of the same tree, so a rebuild with nothing
+// changed is a cache hit. A build without VCS data (a source archive, `-buildvcs=false`) may set
+// Version and Commit with -ldflags -X, as the Dockerfile does.
 package buildinfo
 
 import (
@@ -10,35 +12,44 @@ import (
 	"runtime/debug"
 )
 
-// Set at link time: -ldflags "-X github.com/jq-dev/jq/internal/buildinfo.Version=v0.1.0 ...".
+// Set at link time only where no VCS data is available:
+// -ldflags "-X github.com/jq-dev/jq/internal/buildinfo.Version=v0.1.0 -X …Commit=<sha>".
 var (
-	Version   = ""
-	Commit    = ""
-	BuildTime = ""
+	Version = ""
+	Commit  = ""
 )
 
 // Info is the build identity of this binary.
 type Info struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// BuildTime is the commit's time (vcs.time), not the time of the build: the same tree
+	// builds the same binary.
 	BuildTime string `json:"build_time,omitempty"`
 	GoVersion string `json:"go_version"`
 }
 
 // DefaultVersion is reported when neither -ldflags nor the module system
-// supplies a version (a build from a source checkout).
+// supplies a version (a build without VCS data).
 const DefaultVersion = "v0.1.0-dev"
 
 // Get returns the build identity, preferring link-time values.
 func Get() Info {
-	info := Info{Version: Version, Commit: Commit, BuildTime: BuildTime, GoVersion: runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	bi, _ := debug.ReadBuildInfo()
+	return get(bi)
+}
+
+func get(bi *debug.BuildInfo) Info {
+	info := Info{Version: Version, Commit: Commit, GoVersion: runtime.Version()}
+	if bi != nil {
 		if info.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			info.Version = bi.Main.Version
 		}
+		commit, when := fromVCS(bi.Settings)
 		if info.Commit == "" {
-			info.Commit, info.BuildTime = fromVCS(bi.Settings, info.BuildTime)
+			info.Commit = commit
 		}
+		info.BuildTime = when
 	}
 	if info.Version == "" {
 		info.Version = DefaultVersion
@@ -49,17 +60,14 @@ func Get() Info {
 	return info
 }
 
-func fromVCS(settings []debug.BuildSetting, buildTime string) (commit, when string) {
+func fromVCS(settings []debug.BuildSetting) (commit, when string) {
 	dirty := false
-	when = buildTime
 	for _, s := range settings {
 		switch s.Key {
 		case "vcs.revision":
 			commit = s.Value
 		case "vcs.time":
-			if when == "" {
-				when = s.Value
-			}
+			when = s.Value
 		case "vcs.modified":
 			dirty = s.Value == "true"
 		}
@@ -74,7 +82,7 @@ func fromVCS(settings []debug.BuildSetting, buildTime string) (commit, when stri
 func (i Info) String() string {
 	s := "jq " + i.Version + " (commit " + i.Commit
 	if i.BuildTime != "" {
-		s += ", built " + i.BuildTime
+		s += " of " + i.BuildTime
 	}
 	return s + ", " + i.GoVersion + ")"
 }

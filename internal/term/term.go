@@ -5,14 +5,14 @@ package term
 import (
 	"io"
 	"os"
+
+	"golang.org/x/term"
 )
 
-// IsTerminal reports whether w is a terminal (a character device).
+// IsTerminal reports whether w is a terminal: a file whose descriptor the terminal driver answers
+// for (golang.org/x/term asks it with an ioctl). Any character device is not one: /dev/null, a
+// daemon's output, is not.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }

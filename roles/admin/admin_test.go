@@ -100,8 +100,8 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 		code int
 		line string
 	}{
-		{named(notFound, "queue", "emails"), exitNotFound, `queue "emails" not found`},
-		{failed(named(notFound, "job", "j1"), "cannot cancel job %s", "j1"), exitNotFound, `job "j1" not found`},
+		{named(notFound, "queue", "emails"), exitNotFound, `queue "emails" not found (jq queue list shows the queues)`},
+		{failed(named(notFound, "job", "j1"), "cannot cancel job %s", "j1"), exitNotFound, `job "j1" not found (jq job list shows recent jobs)`},
 		{notFound, exitNotFound, `queue not found: "emails"`},
 		{connect.NewError(connect.CodeInvalidArgument, errors.New("job_id \"x\" is not a UUID")), exitUsage, `job_id "x" is not a UUID`},
 		{usagef("--limit 0: want 1 to 1000"), exitUsage, "--limit 0: want 1 to 1000"},

@@ -160,13 +160,16 @@ func TestCommandsThroughTheClient(t *testing.T) {
 		code int
 		line string
 	}{
-		{refuse(connect.CodeNotFound, "job not found"), &JobStatusCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found`},
-		{refuse(connect.CodeNotFound, "job not found"), &JobWaitCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found`},
+		{refuse(connect.CodeNotFound, "job not found"), &JobStatusCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found (jq job list shows recent jobs)`},
+		{refuse(connect.CodeNotFound, "job not found"), &JobWaitCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found (jq job list shows recent jobs)`},
 		{refuse(connect.CodeInvalidArgument, `job_id "x" is not a UUID`), &JobStatusCmd{ID: "x"}, exitUsage, `job_id "x" is not a UUID`},
 		{refuse(connect.CodeFailedPrecondition, "job j is DONE"), &JobCancelCmd{ID: "j"}, exitError, "cannot cancel job j: job j is DONE"},
-		{refuse(connect.CodeNotFound, "queue not found"), &JobSubmitCmd{Queue: "emails", Payload: "{}"}, exitNotFound, `queue "emails" not found`},
+		{refuse(connect.CodeNotFound, "queue not found"), &JobSubmitCmd{Queue: "emails", Payload: "{}"}, exitNotFound,
+			`queue "emails" not found; create it with: jq queue create emails (jq queue list shows the queues)`},
+		{refuse(connect.CodeNotFound, "queue not found"), &JobSubmitCmd{Queue: "my queue", Payload: "{}"}, exitNotFound,
+			`queue "my queue" not found; create it with: jq queue create 'my queue' (jq queue list shows the queues)`},
 		{refuse(connect.CodeInvalidArgument, "payload too large"), &JobSubmitCmd{Queue: "emails", Payload: "{}"}, exitUsage, `cannot submit to queue "emails": payload too large`},
-		{refuse(connect.CodeNotFound, "queue not found"), &QueuePauseCmd{Name: "emails"}, exitNotFound, `queue "emails" not found`},
+		{refuse(connect.CodeNotFound, "queue not found"), &QueuePauseCmd{Name: "emails"}, exitNotFound, `queue "emails" not found (jq queue list shows the queues)`},
 		{refuse(connect.CodePermissionDenied, "token may not cancel"), &JobCancelCmd{ID: "j"}, exitError, "permission denied: token may not cancel"},
 	} {
 		re, _ := serve(t, c.api, "table")

@@ -53,7 +53,7 @@ type JobCmd struct {
 
 // JobSubmitCmd is `job submit`.
 type JobSubmitCmd struct {
-	Queue          string            `help:"Queue to submit to." default:"default"`
+	Queue          string            `help:"Queue to submit to." default:"default" predictor:"queue"`
 	Payload        string            `help:"Payload: JSON text, or @file to read it from a file (@- for stdin)." default:"{}"`
 	Type           string            `help:"Job type: the handler that runs it. Built-in: noop, sleep ({\"ms\":250}), synthetic ({\"work_duration_ms\":300}), exec ({\"argv\":[...]}, off unless enabled on the worker), file ({\"path\":...}), http ({\"url\":...}); or an application's own." default:"noop"`
 	Priority       int               `help:"0-9, 9 runs first." default:"0"`
@@ -103,7 +103,7 @@ type JobLogsCmd struct {
 
 // JobListCmd is `job list`.
 type JobListCmd struct {
-	Queue     string            `help:"Only this queue."`
+	Queue     string            `help:"Only this queue." predictor:"queue"`
 	Status    string            `help:"Only these states (comma-separated): PENDING, ASSIGNED, RUNNING, DONE, FAILED, DEAD_LETTERED."`
 	Type      string            `help:"Only jobs of this type."`
 	Label     map[string]string `help:"Only jobs with this label (key=value; repeat for several, all must match)."`
@@ -145,23 +145,23 @@ type QueueCreateCmd struct {
 
 // QueueDeleteCmd is `queue delete`.
 type QueueDeleteCmd struct {
-	Name  string `arg:"" help:"Queue name."`
+	Name  string `arg:"" help:"Queue name." predictor:"queue"`
 	Force bool   `help:"Delete the queue and all its jobs."`
 }
 
 // QueueStatsCmd is `queue stats`.
 type QueueStatsCmd struct {
-	Name string `arg:"" help:"Queue name."`
+	Name string `arg:"" help:"Queue name." predictor:"queue"`
 }
 
 // QueuePauseCmd is `queue pause`.
 type QueuePauseCmd struct {
-	Name string `arg:"" help:"Queue name."`
+	Name string `arg:"" help:"Queue name." predictor:"queue"`
 }
 
 // QueueResumeCmd is `queue resume`.
 type QueueResumeCmd struct {
-	Name string `arg:"" help:"Queue name."`
+	Name string `arg:"" help:"Queue name." predictor:"queue"`
 }
 
 // WorkerCmd groups the worker commands.
@@ -176,12 +176,12 @@ type WorkerListCmd struct{}
 
 // WorkerDrainCmd is `worker drain`.
 type WorkerDrainCmd struct {
-	ID string `arg:"" help:"Worker id."`
+	ID string `arg:"" help:"Worker id." predictor:"worker"`
 }
 
 // WorkerShutdownCmd is `worker shutdown`.
 type WorkerShutdownCmd struct {
-	ID          string        `arg:"" help:"Worker id."`
+	ID          string        `arg:"" help:"Worker id." predictor:"worker"`
 	Wait        bool          `help:"Wait until the worker has finished its jobs and gone OFFLINE (a live status line on a terminal); no deadline unless --wait-timeout."`
 	WaitTimeout time.Duration `help:"With --wait, give up after this long (exit 1)."`
 }
@@ -197,7 +197,7 @@ type StatsCmd struct{}
 
 // PeekCmd is `peek`.
 type PeekCmd struct {
-	Queue string `arg:"" help:"Queue name."`
+	Queue string `arg:"" help:"Queue name." predictor:"queue"`
 	N     int    `short:"n" help:"How many jobs, 1-1000." default:"10"`
 	Dead  bool   `help:"Show the newest dead-lettered jobs instead."`
 	// Payloads also adds the table's PAYLOAD column.
@@ -206,7 +206,7 @@ type PeekCmd struct {
 
 // PurgeDLQCmd is `purge-dlq`.
 type PurgeDLQCmd struct {
-	Queue string `help:"Only this queue (default: all queues)."`
+	Queue string `help:"Only this queue (default: all queues)." predictor:"queue"`
 	Yes   bool   `help:"Really delete (without it the command refuses, exit 2)."`
 }
 
@@ -217,7 +217,7 @@ type BenchCmd struct {
 	Batch       int           `help:"Jobs per SubmitJobs call (1 = unary SubmitJob)." default:"1"`
 	Rate        int           `help:"Offered jobs per second, open loop (0 = as fast as possible)."`
 	Duration    time.Duration `help:"With --rate: how long to offer load."`
-	Queue       string        `help:"Queue to submit to (workers must serve it)." default:"default"`
+	Queue       string        `help:"Queue to submit to (workers must serve it)." default:"default" predictor:"queue"`
 	Type        string        `help:"Handler of the jobs (noop, sleep, ...)." default:"noop"`
 	PayloadSize int           `help:"Payload bytes per job." default:"16"`
 	NoWait      bool          `help:"Only measure submits; do not wait for the jobs to finish."`
@@ -234,7 +234,7 @@ type EventsCmd struct {
 
 // EventsTailCmd is `events tail`.
 type EventsTailCmd struct {
-	Queue    string        `help:"Only this queue."`
+	Queue    string        `help:"Only this queue." predictor:"queue"`
 	Job      string        `help:"Only this job; its history so far is printed first."`
 	Source   string        `help:"Where to read: auto (Kafka when the server reports it enabled, else Postgres), kafka (brokers and topic from this process's kafka.* configuration, e.g. JQ_KAFKA_BROKERS) or postgres (the server's event stream through the API)." enum:"auto,kafka,postgres" default:"auto"`
 	Interval time.Duration `help:"Postgres source: how often to poll one job (--job) or a server without an event stream, or to reopen a broken stream." default:"1s"`

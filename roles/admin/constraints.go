@@ -41,13 +41,13 @@ type ConstraintListCmd struct{}
 
 // ConstraintShowCmd is `constraint show`.
 type ConstraintShowCmd struct {
-	Name string `arg:"" help:"Constraint name."`
+	Name string `arg:"" help:"Constraint name." predictor:"constraint"`
 	Top  int    `help:"How many of the busiest keys to show, 0-100." default:"10"`
 }
 
 // ConstraintDeleteCmd is `constraint delete`.
 type ConstraintDeleteCmd struct {
-	Name string `arg:"" help:"Constraint name."`
+	Name string `arg:"" help:"Constraint name." predictor:"constraint"`
 }
 
 // request builds the CreateConstraint request from the flags; a malformed flag is a usage error.

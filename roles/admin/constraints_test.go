@@ -205,8 +205,8 @@ func TestConstraintCommands(t *testing.T) {
 		{refuse(connect.CodeInvalidArgument, "constraint c sets no limit: give a concurrency, a rate or both"), parseCreate(t, "c"), exitUsage,
 			`cannot create constraint "c": constraint c sets no limit: give a concurrency, a rate or both`},
 		{refuse(connect.CodeResourceExhausted, "100 constraints"), parseCreate(t, "c", "--concurrency", "1"), exitError, "refused by a server limit: 100 constraints"},
-		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintShowCmd{Name: "c"}, exitNotFound, `constraint "c" not found`},
-		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintDeleteCmd{Name: "c"}, exitNotFound, `constraint "c" not found`},
+		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintShowCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},
+		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintDeleteCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},
 		{refuse(connect.CodePermissionDenied, "viewer may not"), &ConstraintDeleteCmd{Name: "c"}, exitError, "permission denied: viewer may not"},
 		{&fakeConstraints{}, &ConstraintShowCmd{Name: "c", Top: 101}, exitUsage, "--top 101: want 0 to 100"},
 	} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jq-dev/jq/internal/term"
 
+	"github.com/dustin/go-humanize"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -110,30 +112,27 @@ func (re *runEnv) ago(t *timestamppb.Timestamp) string {
 	return relative(re.now().Sub(t.AsTime()))
 }
 
-// relative renders an age: "just now", "42s ago", "3m ago", "5h ago",
-// "2d ago"; a negative age is "in 10s".
+// ageMagnitudes are the steps of an age in a table cell: whole seconds, minutes, hours up to two
+// days, then days — short enough for a column, precise enough to tell a stuck job from a slow one.
+var ageMagnitudes = []humanize.RelTimeMagnitude{
+	{D: time.Second, Format: "just now", DivBy: time.Second},
+	{D: time.Minute, Format: "%ds %s", DivBy: time.Second},
+	{D: time.Hour, Format: "%dm %s", DivBy: time.Minute},
+	{D: 48 * time.Hour, Format: "%dh %s", DivBy: time.Hour},
+	{D: math.MaxInt64, Format: "%dd %s", DivBy: 24 * time.Hour},
+}
+
+// relative renders an age with go-humanize: "just now", "42s ago", "3m ago", "5h ago", "2d ago";
+// a negative age is "in 10s".
 func relative(age time.Duration) string {
-	future := age < 0
-	if future {
-		age = -age
-	}
-	var s string
-	switch {
-	case age < time.Second:
+	var t0 time.Time
+	if age < 0 {
+		if s := humanize.CustomRelTime(t0, t0.Add(-age), "", "", ageMagnitudes); s != "just now" {
+			return "in " + s
+		}
 		return "just now"
-	case age < time.Minute:
-		s = strconv.Itoa(int(age/time.Second)) + "s"
-	case age < time.Hour:
-		s = strconv.Itoa(int(age/time.Minute)) + "m"
-	case age < 48*time.Hour:
-		s = strconv.Itoa(int(age/time.Hour)) + "h"
-	default:
-		s = strconv.Itoa(int(age/(24*time.Hour))) + "d"
 	}
-	if future {
-		return "in " + s
-	}
-	return s + " ago"
+	return humanize.CustomRelTime(t0, t0.Add(age), "ago", "", ageMagnitudes)
 }
 
 // duration renders a protobuf duration; "-" when unset.

@@ -39,7 +39,7 @@ func (c *JobSubmitCmd) Run(re *runEnv) error {
 	defer cancel()
 	sub, err := cl.Submit(ctx, job)
 	if err != nil {
-		return failed(named(err, "queue", c.Queue), "cannot submit to queue %q", c.Queue)
+		return failed(namedQueueToUse(err, c.Queue), "cannot submit to queue %q", c.Queue)
 	}
 	if c.Wait {
 		return waitJob(re, sub.ID, c.WaitTimeout)
@@ -74,6 +74,7 @@ func waitJob(re *runEnv, id string, limit time.Duration) error {
 	status.stop()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && re.ctx.Err() == nil {
+			status.askWhy()
 			return fmt.Errorf("job %s has not ended after %v (--wait-timeout)%s", id, limit, status.hint())
 		}
 		return named(err, "job", id)

@@ -100,22 +100,57 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// notFoundError names what does not exist, e.g. `queue "emails" not found`.
+// notFoundError names what does not exist and what to do next, e.g. `queue "emails" not found
+// (jq queue list shows the queues)`.
 type notFoundError struct {
 	what, name string
+	hint       string
 	err        error
 }
 
-func (e *notFoundError) Error() string { return fmt.Sprintf("%s %q not found", e.what, e.name) }
+func (e *notFoundError) Error() string {
+	s := fmt.Sprintf("%s %q not found", e.what, e.name)
+	if e.hint != "" && e.hint[0] != ';' {
+		s += " "
+	}
+	s += e.hint
+	return s
+}
 func (e *notFoundError) Unwrap() error { return e.err }
 
-// named turns the server's NOT_FOUND into an error naming the missing thing
-// and leaves other errors alone.
+// listHint is where to find the names of each kind of thing.
+var listHint = map[string]string{
+	"job":        "(jq job list shows recent jobs)",
+	"queue":      "(jq queue list shows the queues)",
+	"schedule":   "(jq schedule list shows the schedules)",
+	"constraint": "(jq constraint list shows the constraints)",
+	"worker":     "(jq worker list shows the workers)",
+}
+
+// named turns the server's NOT_FOUND into an error naming the missing thing and where to find the
+// existing ones, and leaves other errors alone.
 func named(err error, what, name string) error {
 	if err != nil && connect.CodeOf(err) == connect.CodeNotFound {
-		return &notFoundError{what: what, name: name, err: err}
+		return &notFoundError{what: what, name: name, hint: listHint[what], err: err}
 	}
 	return err
+}
+
+// namedQueueToUse is named for a queue that a command puts work into: the way on is to create it.
+func namedQueueToUse(err error, queue string) error {
+	err = named(err, "queue", queue)
+	if nf, ok := errors.AsType[*notFoundError](err); ok {
+		nf.hint = fmt.Sprintf("; create it with: jq queue create %s (jq queue list shows the queues)", shellWord(queue))
+	}
+	return err
+}
+
+// shellWord quotes s for a command line to paste when it holds anything but a plain name.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func findGlobals(kctx *kong.Context) *Globals {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +14,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/queue"
 )
 
 // ScheduleCmd groups the schedule commands (docs/schedules.md).
@@ -33,7 +35,7 @@ type ScheduleCreateCmd struct {
 	TZ         string            `name:"tz" help:"IANA time zone the spec is read in, e.g. Europe/Berlin." default:"UTC"`
 	Missed     string            `help:"Fire times missed while no server ran: skip, or catch_up (the most recent --catch-up-max)." enum:"skip,catch_up" default:"skip"`
 	CatchUpMax int               `help:"With --missed catch_up: how many missed fire times are fired at most, 1-1000 (default 10)."`
-	Queue      string            `help:"Queue of the jobs." default:"default"`
+	Queue      string            `help:"Queue of the jobs." default:"default" predictor:"queue"`
 	Type       string            `help:"Job type: the handler that runs the jobs." default:"noop"`
 	Payload    string            `help:"Payload: JSON text, or @file to read it from a file (@- for stdin)." default:"{}"`
 	Priority   int               `help:"0-9, 9 runs first." default:"0"`
@@ -48,27 +50,27 @@ type ScheduleListCmd struct{}
 
 // ScheduleShowCmd is `schedule show`.
 type ScheduleShowCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // SchedulePauseCmd is `schedule pause`.
 type SchedulePauseCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // ScheduleResumeCmd is `schedule resume`.
 type ScheduleResumeCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // ScheduleTriggerCmd is `schedule trigger`.
 type ScheduleTriggerCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // ScheduleDeleteCmd is `schedule delete`.
 type ScheduleDeleteCmd struct {
-	Name string `arg:"" help:"Schedule name."`
+	Name string `arg:"" help:"Schedule name." predictor:"schedule"`
 }
 
 // Run creates a schedule.
@@ -112,7 +114,7 @@ func (c *ScheduleCreateCmd) Run(re *runEnv) error {
 		if connect.CodeOf(err) == connect.CodeAlreadyExists {
 			return fmt.Errorf("schedule %q already exists", c.Name)
 		}
-		return failed(err, "cannot create schedule %q", c.Name)
+		return failed(scheduleRefusal(err, c.Name), "cannot create schedule %q", c.Name)
 	}
 	return re.printMessage(resp, func(w io.Writer) error {
 		s := resp.GetSchedule()
@@ -280,4 +282,22 @@ func orDash(s string) string {
 		return "-"
 	}
 	return cell(s)
+}
+
+// cronExamples follows a refused cron spec: what a valid one looks like.
+const cronExamples = "; e.g. --cron '*/5 * * * *' (every 5 minutes), '0 9 * * MON-FRI' (9:00 on weekdays), '@every 30s', '@daily' (docs/schedules.md)"
+
+// scheduleRefusal words the server's INVALID_ARGUMENT for a schedule the command names already: the
+// name and the error class once, not again in the server's text, and an example after a bad cron spec.
+func scheduleRefusal(err error, name string) error {
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		return err
+	}
+	msg := serverMessage(err)
+	msg = strings.TrimPrefix(msg, "schedule "+name+": ")
+	msg = strings.TrimPrefix(msg, queue.ErrInvalidArgument.Error()+": ")
+	if strings.HasPrefix(msg, "cron spec") && !strings.Contains(msg, "e.g.") {
+		msg += cronExamples
+	}
+	return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
 }

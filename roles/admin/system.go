@@ -79,7 +79,11 @@ func (re *runEnv) statusTable(w io.Writer, st *jqv1.GetStatusResponse) error {
 	}
 	if !slices.ContainsFunc(st.GetComponents(), func(c *jqv1.ComponentHealth) bool { return c.GetName() == "kafka" }) {
 		// The server checks Kafka only when it relays events to it.
-		fmt.Fprintf(tw, "kafka\t\t%s\tdisabled on the server (kafka.enabled: false): events stay in Postgres\n", re.paint(colDefault, "-"))
+		store := "Postgres"
+		if slices.ContainsFunc(st.GetComponents(), func(c *jqv1.ComponentHealth) bool { return c.GetName() == "sqlite" }) {
+			store = "the embedded store"
+		}
+		fmt.Fprintf(tw, "kafka\t\t%s\tdisabled on the server (kafka.enabled: false): events stay in %s\n", re.paint(colDefault, "-"), store)
 	}
 	fmt.Fprintf(tw, "workers\t\t%s\t\n", re.paint(colDefault, fmt.Sprintf("%d active", st.GetActiveWorkers())))
 	if err := tw.Flush(); err != nil {

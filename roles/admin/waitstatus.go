@@ -19,10 +19,14 @@ type waitStatus struct {
 	start time.Time
 	live  bool
 
-	mu   sync.Mutex
-	job  *queue.Job
-	done chan struct{}
-	wg   sync.WaitGroup
+	mu  sync.Mutex
+	job *queue.Job
+	// waiting is the server's reason why the job is not taken (GetJob's waiting), asked once the
+	// job has stayed PENDING for noWorkerAfter; told is set once it has been said off a terminal.
+	waiting, asked, told bool
+	reason               string
+	done                 chan struct{}
+	wg                   sync.WaitGroup
 }
 
 // noWorkerAfter is how long a job may stay PENDING before the status line suggests that no worker
@@ -31,21 +35,69 @@ const noWorkerAfter = 5 * time.Second
 
 func newWaitStatus(re *runEnv, id string) *waitStatus {
 	s := &waitStatus{re: re, id: id, start: re.now(), live: term.IsTerminal(re.Stderr), done: make(chan struct{})}
-	if s.live {
-		s.wg.Go(func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-s.done:
-					return
-				case <-t.C:
-					s.draw()
-				}
+	s.wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				s.askWhy()
+				s.draw()
+				s.tell()
 			}
-		})
-	}
+		}
+	})
 	return s
+}
+
+// stuck reports whether the job has stayed PENDING, never taken, for noWorkerAfter since it was due;
+// callers hold mu.
+func (s *waitStatus) stuck() bool {
+	return s.job != nil && s.job.State == queue.StatePending && s.job.Attempt == 0 &&
+		s.re.now().Sub(s.start) >= noWorkerAfter && !s.job.NotBefore.After(s.re.now())
+}
+
+// askWhy fetches, once, the server's reason for a stuck job (which no worker serves its queue or
+// handles its type, or a constraint it waits on): the watch stream does not carry it.
+func (s *waitStatus) askWhy() {
+	s.mu.Lock()
+	ask := s.stuck() && !s.asked
+	s.asked = s.asked || ask
+	s.mu.Unlock()
+	if !ask {
+		return
+	}
+	cl, err := s.re.Client()
+	if err != nil {
+		return
+	}
+	ctx, cancel := s.re.callCtx()
+	defer cancel()
+	j, err := cl.Get(ctx, s.id)
+	if err != nil || j.State != queue.StatePending {
+		return
+	}
+	s.mu.Lock()
+	s.reason, s.waiting = j.Waiting, j.Waiting != ""
+	s.mu.Unlock()
+}
+
+// tell says once on stderr, off a terminal (no status line there), why a stuck job waits: a script
+// or CI log would otherwise show a wait with no end and no clue.
+func (s *waitStatus) tell() {
+	if s.live {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.told || !s.stuck() || !s.asked {
+		return
+	}
+	s.told = true
+	fmt.Fprintf(s.re.Stderr, "jq: job %s is still PENDING after %s:%s; waiting on (Ctrl-C stops, --wait-timeout bounds the wait)\n",
+		s.id, noWorkerAfter, s.hintLocked())
 }
 
 // update is client.Watch's callback: a new state or attempt.
@@ -89,11 +141,14 @@ func (s *waitStatus) hint() string {
 }
 
 func (s *waitStatus) hintLocked() string {
-	if s.job != nil && s.job.State == queue.StatePending && s.job.Attempt == 0 &&
-		s.re.now().Sub(s.start) >= noWorkerAfter && !s.job.NotBefore.After(s.re.now()) {
+	switch {
+	case !s.stuck():
+		return ""
+	case s.waiting:
+		return fmt.Sprintf(" waiting: %s (jq worker list shows the workers, their queues and types)", s.reason)
+	default:
 		return fmt.Sprintf(" no worker has taken it yet: is one serving queue %q? (jq worker list)", s.job.Queue)
 	}
-	return ""
 }
 
 // stop ends the redraws and clears the line, so the result prints on a clean line.

@@ -1,9 +1,6 @@
 package serverrole
 
 import (
-	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,14 +30,14 @@ func NewConsole(cfg *config.Config, api *Listener, authn *auth.Authenticator, lm
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.UI.Port)))
+	ln, err := config.Listen("ui", "ui.port", cfg.GRPC.Host, cfg.UI.Port)
 	if err != nil && cfg.UI.Enabled == config.UIAuto {
-		log.Warn("console not served: its port is taken (set ui.port, or ui.enabled: false)",
+		log.Warn("console not served: its port is taken (set port_offset to move every port, ui.port for this one, or ui.enabled: false)",
 			zap.Int("ui_port", cfg.UI.Port), zap.Error(err))
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listen ui: %w", err)
+		return nil, err
 	}
 	ln = lm.Wrap(telemetry.ListenerConsole, ln, netlimit.SideOptions())
 	srv := netlimit.SideServer(hostcheck.ForListener(cfg.GRPC.Host, authn == nil, cfg.Server.AllowedHosts).Handler(c), time.Minute)

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -195,9 +194,9 @@ func NewAPI(deps Deps) (*Listener, error) {
 	}
 	// The console calls api in-process; the listener's requests pass the Host check first.
 	apiSrv := newAPIServer(cfg.GRPC, hostcheck.ForListener(cfg.GRPC.Host, deps.Auth == nil, cfg.Server.AllowedHosts).Handler(api), tlsCfg, log)
-	apiLn, err := net.Listen("tcp", net.JoinHostPort(cfg.GRPC.Host, strconv.Itoa(cfg.GRPC.Port)))
+	apiLn, err := config.Listen("api", "grpc.port", cfg.GRPC.Host, cfg.GRPC.Port)
 	if err != nil {
-		return nil, fmt.Errorf("listen api: %w", err)
+		return nil, err
 	}
 	apiMax := cfg.GRPC.MaxConnections
 	if apiMax == 0 {
@@ -252,9 +251,9 @@ func NewHealth(cfg *config.Config, checks []health.Check, accept *APIAccept, sto
 		checks = slices.Concat(checks, []health.Check{accept.Check()})
 	}
 	healthSrv := netlimit.SideServer(hostcheck.ForListener(cfg.Health.Host, false, cfg.Server.AllowedHosts).Handler(healthMux(checks, stopping)), 10*time.Second)
-	healthLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Health.Host, strconv.Itoa(cfg.Health.Port)))
+	healthLn, err := config.Listen("health", "health.port", cfg.Health.Host, cfg.Health.Port)
 	if err != nil {
-		return nil, fmt.Errorf("listen health: %w", err)
+		return nil, err
 	}
 	healthLn = lm.Wrap(telemetry.ListenerHealth, healthLn, netlimit.SideOptions())
 	return &Listener{srv: healthSrv, ln: healthLn, grace: cfg.Server.ShutdownGrace(), log: log,
@@ -276,9 +275,9 @@ func NewMetrics(cfg *config.Config, metrics http.Handler, lm *telemetry.Listener
 		writeTimeout = 0 // a CPU profile streams for as long as asked
 	}
 	metricsSrv := netlimit.SideServer(hostcheck.ForListener(cfg.Metrics.Host, false, cfg.Server.AllowedHosts).Handler(mux), writeTimeout)
-	metricsLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Metrics.Host, strconv.Itoa(cfg.Metrics.Port)))
+	metricsLn, err := config.Listen("metrics", "metrics.port", cfg.Metrics.Host, cfg.Metrics.Port)
 	if err != nil {
-		return nil, fmt.Errorf("listen metrics: %w", err)
+		return nil, err
 	}
 	metricsLn = lm.Wrap(telemetry.ListenerMetrics, metricsLn, netlimit.SideOptions())
 	return &Listener{srv: metricsSrv, ln: metricsLn, grace: cfg.Server.ShutdownGrace(), log: log}, nil

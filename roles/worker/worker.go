@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -142,18 +141,18 @@ func deref(p *string) string {
 func (w *Worker) Run(ctx context.Context) error {
 	cfg := w.deps.Config
 	host := cfg.Worker.BindHost
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Worker.HealthPort)))
+	ln, err := config.Listen("worker health", "worker.health_port", host, cfg.Worker.HealthPort)
 	if err != nil {
-		return fmt.Errorf("listen health: %w", err)
+		return err
 	}
 	ln = w.deps.Listeners.Wrap(telemetry.ListenerHealth, ln, netlimit.SideOptions())
 	addr := ln.Addr().String()
 	w.healthAddr.Store(&addr)
 	var mln net.Listener
 	if w.deps.Metrics != nil && cfg.Metrics.Enabled {
-		if mln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Worker.MetricsPort))); err != nil {
+		if mln, err = config.Listen("worker metrics", "worker.metrics_port", host, cfg.Worker.MetricsPort); err != nil {
 			_ = ln.Close()
-			return fmt.Errorf("listen metrics: %w", err)
+			return err
 		}
 		mln = w.deps.Listeners.Wrap(telemetry.ListenerMetrics, mln, netlimit.SideOptions())
 		maddr := mln.Addr().String()

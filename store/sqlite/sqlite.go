@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/jq-dev/jq/store"
@@ -57,7 +58,7 @@ type Config struct {
 type Store struct {
 	path string
 	now  func() time.Time
-	lock *os.File // the exclusive lock on path+".lock"
+	lock *flock.Flock // the exclusive lock on path+".lock"
 
 	wdb  *sql.DB // the writer's pool: one connection, held by the writer goroutine
 	rdb  *sql.DB // read-only connections

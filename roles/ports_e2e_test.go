@@ -1,0 +1,85 @@
+package roles_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/jq-dev/jq/api/rpcclient"
+)
+
+// TestTwoRoleAllInstancesSideBySide: a second jq --role=all on the same host, with a data directory
+// of its own, first fails on the first port it finds taken, naming port_offset; with that one setting
+// changed it runs beside the first, each serving its API, console and jobs.
+func TestTwoRoleAllInstancesSideBySide(t *testing.T) {
+	t.Parallel()
+	ports := map[string]int{}
+	for _, v := range []string{"JQ_GRPC_PORT", "JQ_HEALTH_PORT", "JQ_METRICS_PORT", "JQ_UI_PORT",
+		"JQ_WORKER_HEALTH_PORT", "JQ_WORKER_METRICS_PORT"} {
+		ports[v] = freePort(t)
+	}
+	offset := freeOffset(t, ports)
+	env := func(dataDir string, extra ...string) []string {
+		e := []string{"JQ_STORE_DRIVER=sqlite", "JQ_STORE_DATA_DIR=" + dataDir}
+		for k, p := range ports {
+			e = append(e, k+"="+strconv.Itoa(p))
+		}
+		return append(e, extra...)
+	}
+	first := startJQ(t, env(t.TempDir()), "--role=all")
+	first.waitLog(t, "server started")
+
+	// The same ports again: a one-line error that names the setting to change, exit 1.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clash := exec.CommandContext(ctx, jqBin, "--role=all")
+	clash.Env = append(os.Environ(), env(t.TempDir())...)
+	out, err := clash.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	require.Equal(t, 1, clash.ProcessState.ExitCode(), "%s", out)
+	require.Regexp(t, `listen [a-z ]+: 127\.0\.0\.1:\d+ is already in use \(another jq on this host\?\): set port_offset `+
+		`\(--port-offset, JQ_PORT_OFFSET\) to move every port of this process, or [a-z_.]+ \(JQ_[A-Z_]+\) for this one alone`, string(out))
+
+	second := startJQ(t, env(t.TempDir(), "JQ_PORT_OFFSET="+strconv.Itoa(offset)), "--role=all")
+	second.waitLog(t, "server started")
+	for _, grpc := range []int{ports["JQ_GRPC_PORT"], ports["JQ_GRPC_PORT"] + offset} {
+		cl, err := rpcclient.New(rpcclient.Options{Addr: "127.0.0.1:" + strconv.Itoa(grpc)})
+		require.NoError(t, err)
+		submitAndWaitDone(t, cl)
+		cl.Close()
+	}
+	for _, p := range []int{ports["JQ_UI_PORT"], ports["JQ_UI_PORT"] + offset} {
+		httpGetOK(t, p, "/login", "jq")
+	}
+	httpGetOK(t, ports["JQ_WORKER_METRICS_PORT"]+offset, "/metrics", "go_goroutines")
+	stopCleanly(t, second)
+	stopCleanly(t, first)
+}
+
+// freeOffset is an offset that moves every port in ports onto one nothing listens on.
+func freeOffset(t *testing.T, ports map[string]int) int {
+	t.Helper()
+	for range 1000 {
+		offset, free := 100+rand.IntN(5000), true
+		for _, p := range ports {
+			ln, err := net.Listen("tcp", ":"+strconv.Itoa(p+offset))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = ln.Close()
+		}
+		if free {
+			return offset
+		}
+	}
+	t.Fatal("no port offset with every port free")
+	return 0
+}
