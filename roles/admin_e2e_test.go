@@ -291,6 +291,16 @@ func TestAdminQueuesE2E(t *testing.T) {
 	require.Equal(t, []string{"counted", "default", "peeked"}, names)
 	require.Contains(t, a.ok("queue", "list"), "9=5,0=1")
 	require.Contains(t, a.ok("queue", "list", "--output", "yaml"), "name: counted\n")
+	// Update: only the flags given change; refused as create refuses, nothing changed.
+	require.Contains(t, a.ok("queue", "update", "counted", "--priority-weights", "9=3,0=1", "--max-wait", "0"),
+		"queue counted updated: max retries 0, ttl 1h0m0s")
+	require.Contains(t, a.ok("queue", "list"), "9=3,0=1")
+	a.fails(2, "priority 9 is listed twice", "queue", "update", "counted", "--priority-weights", "9=3,9=1")
+	a.fails(2, "priority 9 is listed twice", "queue", "create", "twice", "--priority-weights", "9=3,9=1")
+	a.fails(2, "nothing to change", "queue", "update", "counted")
+	a.fails(2, "backoff_max 5m0s is below backoff_base 1h0m0s", "queue", "update", "counted", "--backoff-base", "1h")
+	a.fails(3, `queue "nope" not found`, "queue", "update", "nope", "--max-retries", "1")
+	require.Contains(t, a.ok("queue", "list"), "9=3,0=1", "a refused update changes nothing")
 	c.startFastWorker("w-queues", "counted")
 
 	var jobs []string

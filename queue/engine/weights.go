@@ -33,6 +33,35 @@ const idleRecheck = time.Second
 // again: a queue deleted and created again with other settings is dispatched by them within it.
 const queueSettingsTTL = 5 * time.Second
 
+// QueueSettingsTTL is the bound within which a replica dispatches by a queue's changed weights and max_wait
+// even when the change's announcement did not reach it.
+const QueueSettingsTTL = queueSettingsTTL
+
+// queueSettingsChanged prefixes the notification a replica sends after it changed a queue's
+// settings ("queue-settings:<name>"): the others read them again at their next claim of the queue
+// instead of at the end of queueSettingsTTL (queue names never hold ':').
+const queueSettingsChanged = "queue-settings:"
+
+// announceQueueSettings tells the other replicas queue q's settings changed. A lost notification
+// only delays them to their next read, within queueSettingsTTL.
+func (e *Engine) announceQueueSettings(ctx context.Context, q string) {
+	if e.opts.Notifier == nil {
+		return
+	}
+	if err := e.opts.Notifier.Notify(ctx, []string{queueSettingsChanged + q}); err != nil {
+		e.log.Warn("telling the other replicas a queue changed failed; they read it again within the settings' refresh bound",
+			zap.String("queue", q), zap.Error(err))
+	}
+}
+
+// forgetQueueSettings makes the next claim of queue q read its settings again.
+func (e *Engine) forgetQueueSettings(q string) {
+	ls := e.levelStateOf(q)
+	ls.mu.Lock()
+	ls.read = time.Time{}
+	ls.mu.Unlock()
+}
+
 // levelState is the weighted-dispatch state of one queue on this replica.
 type levelState struct {
 	mu      sync.Mutex

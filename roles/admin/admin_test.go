@@ -54,7 +54,7 @@ func TestParseWeights(t *testing.T) {
 	require.Equal(t, map[int32]int32{9: 10, 0: 1}, got)
 	require.Equal(t, "9=10,0=1", weights(got))
 	require.Equal(t, "strict", weights(nil))
-	for _, bad := range []string{"9", "10=1", "9=0", "a=b", "9=1,,"} {
+	for _, bad := range []string{"9", "10=1", "9=0", "a=b", "9=1,,", "9=3,9=1"} {
 		_, err := parseWeights(bad)
 		require.Equal(t, exitUsage, exitCode(err), bad)
 	}

@@ -122,6 +122,7 @@ type JobListCmd struct {
 type QueueCmd struct {
 	List   QueueListCmd   `cmd:"" help:"List queues."`
 	Create QueueCreateCmd `cmd:"" help:"Create a queue."`
+	Update QueueUpdateCmd `cmd:"" help:"Change a queue's settings; the flags not given keep their value. Applies on every server replica without a restart."`
 	Delete QueueDeleteCmd `cmd:"" help:"Delete a queue; refuses a queue that still holds jobs unless --force."`
 	Stats  QueueStatsCmd  `cmd:"" help:"Jobs by state (DONE estimated past 10,000), and the last hour's finished attempts, error rate, run time and throughput."`
 	Pause  QueuePauseCmd  `cmd:"" help:"Stop dispatching the queue's jobs (submits are still accepted)."`
@@ -141,6 +142,18 @@ type QueueCreateCmd struct {
 	BackoffMax      time.Duration `help:"Retry backoff cap (default 300s)."`
 	ResultRetention time.Duration `help:"How long a kept result (keep_result) waits for its fetch after the job completed before it is dropped (default 24h)."`
 	MaxWait         time.Duration `help:"Aging: a due job that has waited this long is dispatched before any other, whatever its priority and the weights (default none)."`
+}
+
+// QueueUpdateCmd is `queue update`: the flags of create, each optional.
+type QueueUpdateCmd struct {
+	Name            string         `arg:"" help:"Queue name."`
+	MaxRetries      *int           `help:"Default retries of the queue's jobs, 0 to 100."`
+	TTL             *time.Duration `name:"ttl" help:"Default time-to-live of the queue's jobs; 0 removes it."`
+	PriorityWeights *string        `help:"Weights per priority, e.g. 9=10,0=1; \"strict\" (or \"\") for strict priority."`
+	BackoffBase     *time.Duration `help:"Retry backoff base; 0 restores the default (5s)."`
+	BackoffMax      *time.Duration `help:"Retry backoff cap; 0 restores the default (300s)."`
+	ResultRetention *time.Duration `help:"How long a kept result waits for its fetch; 0 restores the default (24h)."`
+	MaxWait         *time.Duration `help:"Aging bound; 0 removes aging."`
 }
 
 // QueueDeleteCmd is `queue delete`.
