@@ -335,6 +335,7 @@ func TestAdminQueuesE2E(t *testing.T) {
 	require.Contains(t, a.ok("peek", "peeked"), high)
 	deadPeek := a.json([]string{"jobs"}, "peek", "counted", "--dead")
 	require.Equal(t, []string{bad}, jsonIDs(jsonList(t, deadPeek, "jobs")))
+	require.Contains(t, a.ok("peek", "counted", "--dead"), "max_retries_exceeded", "why it was dead-lettered, not the plain error")
 	a.fails(3, `queue "nope" not found`, "peek", "nope")
 	a.fails(2, "-n 0", "peek", "peeked", "-n", "0")
 
