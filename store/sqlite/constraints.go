@@ -260,7 +260,13 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 	}
-	keys := store.UsageKeys(p, running)
+	active := map[string]queue.Bucket{}
+	if !c.Rate.IsZero() {
+		if err := s.activeBuckets(ctx, c, active); err != nil {
+			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+		}
+	}
+	keys := store.UsageKeys(p, running, active)
 	buckets := map[string]queue.Bucket{}
 	if !c.Rate.IsZero() && len(keys) > 0 {
 		brows, err := s.query(ctx, sqlConstraintKeyBuckets, c.Name, listText(keys))
@@ -280,7 +286,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 		}
 	}
-	return store.Usage(c, running, keys, buckets, s.now()), nil
+	return store.Usage(c, running, active, keys, buckets, s.now()), nil
 }
 
 // JobClaimConstrained implements store.ConstraintStore: one write reads the constraint set, the
@@ -488,6 +494,24 @@ func readBuckets(tx *wtx, cs []*queue.Constraint) (map[string]queue.Bucket, erro
 		}
 	}
 	return buckets, nil
+}
+
+// activeBuckets adds constraint c's buckets touched within its refill time to active, by key.
+func (s *Store) activeBuckets(ctx context.Context, c *queue.Constraint, active map[string]queue.Bucket) error {
+	rows, err := s.query(ctx, sqlConstraintBuckets, c.Name, us(s.now().Add(-c.Rate.Refill())))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var b queue.Bucket
+		if err := rows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
+			return err
+		}
+		active[key] = b
+	}
+	return rows.Err()
 }
 
 // readBucketsOf adds constraint c's buckets touched within its refill time to buckets.
