@@ -153,3 +153,30 @@ func TestQueueUpdateReachesOtherReplica(t *testing.T) {
 		return nil
 	})
 }
+
+// Peek's order is dispatch's: the order engine.DispatchOrder gives for a weighted, backlogged queue
+// is the order one slot then starts its jobs in (9,9,0,9 with 9=3,0=1), not strict priority.
+func TestDispatchOrderIsDispatch(t *testing.T) {
+	t.Parallel()
+	w := newWeightsEnv(t, store.QueueCreateParams{PriorityWeights: map[int]int{9: 3, 0: 1}})
+	w.insert(12, 9)
+	w.insert(12, 0)
+	byLevel := map[int][]*queue.Job{}
+	for _, prio := range []int{0, 9} {
+		res, err := w.h.store.JobPeek(w.h.ctx, store.JobPeekParams{Queue: w.queue, Limit: 8, Priority: &prio})
+		require.NoError(t, err)
+		byLevel[prio] = res.Jobs
+	}
+	order := w.engine.DispatchOrder(w.h.ctx, w.queue, byLevel, 8)
+	var shown, started []string
+	var levels []int
+	for _, j := range order {
+		shown = append(shown, j.ID)
+		levels = append(levels, j.Priority)
+	}
+	require.Equal(t, []int{9, 9, 0, 9, 9, 9, 0, 9}, levels)
+	for _, j := range w.starts(8) {
+		started = append(started, j.ID)
+	}
+	require.Equal(t, shown, started, "the order shown is the order dispatched")
+}
