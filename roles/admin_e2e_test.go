@@ -352,6 +352,14 @@ func TestAdminQueuesE2E(t *testing.T) {
 
 	// Delete refuses a non-empty queue; --force deletes it with its jobs.
 	a.fails(1, `queue "counted" is not empty`, "queue", "delete", "counted")
+	// redrive-dlq refuses without --yes, then retries the dead letters (bad fails again: it is
+	// dead-lettered again with max-retries 0); job delete deletes a finished job.
+	a.fails(2, "add --yes", "redrive-dlq", "--queue", "counted")
+	require.Contains(t, a.ok("redrive-dlq", "--queue", "counted", "--yes"), "retried 1 of 1 dead-lettered jobs of queue counted (0 failed)")
+	a.waitState(bad, "DEAD_LETTERED")
+	a.fails(2, "is not a UUID", "job", "delete", bad+"x")
+	require.Contains(t, a.ok("job", "delete", jobs[0]), "job "+jobs[0]+" deleted (it was DONE)")
+	a.fails(3, `job "`+jobs[0]+`" not found`, "job", "status", jobs[0])
 	// purge-dlq refuses without --yes, then deletes the dead letters.
 	a.fails(2, "add --yes", "purge-dlq", "--queue", "counted")
 	a.waitState(bad, "DEAD_LETTERED")
@@ -360,7 +368,7 @@ func TestAdminQueuesE2E(t *testing.T) {
 	a.fails(3, `job "`+bad+`" not found`, "job", "status", bad)
 	require.Contains(t, a.ok("purge-dlq", "--yes"), "deleted 0 dead-lettered jobs of every queue")
 	deleted := a.json([]string{"deleted_jobs"}, "queue", "delete", "counted", "--force")
-	require.EqualValues(t, 3, jsonNum(t, deleted["deleted_jobs"]))
+	require.EqualValues(t, 2, jsonNum(t, deleted["deleted_jobs"]), "one DONE job was deleted by job delete")
 	a.fails(3, `queue "counted" not found`, "queue", "stats", "counted")
 	a.ok("queue", "delete", "peeked", "--force")
 

@@ -34,6 +34,7 @@ type Commands struct {
 	Stats      StatsCmd      `cmd:"" help:"Dispatch counters per queue: ready, in flight, dead-lettered, live heartbeats."`
 	Peek       PeekCmd       `cmd:"" help:"Show the next jobs of a queue in dispatch order, or the newest dead letters with --dead."`
 	PurgeDLQ   PurgeDLQCmd   `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs with their history (all queues or one); refuses without --yes."`
+	RedriveDLQ RedriveDLQCmd `cmd:"" name:"redrive-dlq" help:"Retry dead-lettered jobs (all queues or one, up to --limit) with reset retry counters; refuses without --yes."`
 	Bench      BenchCmd      `cmd:"" help:"Load generator: submit jobs and report submit and end-to-end throughput and latency."`
 	Events     EventsCmd     `cmd:"" help:"Lifecycle events."`
 	Tokens     TokenCmd      `cmd:"" name:"token" help:"API tokens: issue one for a server's auth.tokens (no server needed)."`
@@ -45,6 +46,7 @@ type JobCmd struct {
 	Status JobStatusCmd `cmd:"" help:"Show a job: state, progress while it runs (what its handler last reported with queue.Progress, at most once a second), payload, result, retries and times."`
 	Cancel JobCancelCmd `cmd:"" help:"Cancel a job (PENDING, ASSIGNED and FAILED are dead-lettered with reason cancelled; RUNNING is asked to stop)."`
 	Retry  JobRetryCmd  `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
+	Delete JobDeleteCmd `cmd:"" help:"Delete a finished (DONE or DEAD_LETTERED) job with its result and history."`
 	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue, state, type, labels and time; prints a --page-token hint on stderr when more remain."`
 	Logs   JobLogsCmd   `cmd:"" help:"The job's state transitions in order, with time and reason."`
 	Wait   JobWaitCmd   `cmd:"" help:"Wait until a job ends (DONE or DEAD_LETTERED), without a deadline unless --wait-timeout (e.g. --wait-timeout 5m), following the server's WatchJob stream with a live status line on a terminal: prints its final state; exit 0 when DONE, 1 when dead-lettered (cancelled included) or still running at the deadline, 3 when there is no such job."`
@@ -93,6 +95,11 @@ type JobCancelCmd struct {
 
 // JobRetryCmd is `job retry`.
 type JobRetryCmd struct {
+	ID string `arg:"" help:"Job id."`
+}
+
+// JobDeleteCmd is `job delete`.
+type JobDeleteCmd struct {
 	ID string `arg:"" help:"Job id."`
 }
 
@@ -221,6 +228,13 @@ type PeekCmd struct {
 type PurgeDLQCmd struct {
 	Queue string `help:"Only this queue (default: all queues)."`
 	Yes   bool   `help:"Really delete (without it the command refuses, exit 2)."`
+}
+
+// RedriveDLQCmd is `redrive-dlq`.
+type RedriveDLQCmd struct {
+	Queue string `help:"Only this queue (default: all queues)."`
+	Limit int    `help:"At most this many jobs (1 to 100000)." default:"1000"`
+	Yes   bool   `help:"Really retry (without it the command refuses, exit 2)."`
 }
 
 // BenchCmd is `bench`.
