@@ -119,9 +119,9 @@ func (c *RedriveDLQCmd) Run(re *runEnv) error {
 	var ids []string
 	token := ""
 	for len(ids) < c.Limit {
+		size := int32(min(maxPageSize, c.Limit-len(ids))) //nolint:gosec // 1..maxPageSize (1000)
 		resp, err := call(re, jqv1connect.JobServiceClient.ListJobs, &jqv1.ListJobsRequest{
-			Queue: c.Queue, States: []jqv1.JobState{jqv1.JobState_JOB_STATE_DEAD_LETTERED},
-			PageSize: int32(min(maxPageSize, c.Limit-len(ids))), PageToken: token,
+			Queue: c.Queue, States: []jqv1.JobState{jqv1.JobState_JOB_STATE_DEAD_LETTERED}, PageSize: size, PageToken: token,
 		})
 		if err != nil {
 			return failed(named(err, "queue", c.Queue), "cannot list the dead letters of %s", scope)
