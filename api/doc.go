@@ -9,7 +9,7 @@
 //
 //   - JobService: submit (single and atomic batch), get, list with filters
 //     and page tokens, cancel, retry, list events, fetch result.
-//   - QueueService: create, delete, list, get, stats, pause, resume.
+//   - QueueService: create, update, delete, list, get, stats, pause, resume.
 //   - WorkerService: the worker protocol (register, heartbeat, a server
 //     stream of assignments, ack, report, deregister) and the operator calls
 //     list, drain and shutdown.

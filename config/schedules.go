@@ -40,6 +40,11 @@ func coerceStructList(t reflect.Type, v any) (any, string) {
 	var text []byte
 	switch x := v.(type) {
 	case string:
+		// The same list as JSON text: a payload given as a mapping is taken as the file takes it.
+		var list []any
+		if err := json.Unmarshal([]byte(x), &list); err == nil {
+			return coerceStructList(t, list)
+		}
 		text = []byte(x)
 	case []any:
 		items := make([]any, len(x))

@@ -59,6 +59,20 @@ func TestSchedulesFromEnv(t *testing.T) {
 	require.Equal(t, "@every 1s", cfg.Schedules[0].Cron)
 }
 
+// JQ_SCHEDULES takes a payload as a mapping, as the file does (stored as its JSON), or as text.
+func TestSchedulesFromEnvPayloadMapping(t *testing.T) {
+	t.Parallel()
+	cfg, _ := load(t, config.LoadOptions{Environ: []string{
+		`JQ_SCHEDULES=[{"name":"t","cron":"@every 3s","queue":"default","type":"noop","payload":{"a":1}},` +
+			`{"name":"u","cron":"@every 3s","queue":"default","type":"noop","payload":"{\"b\":2}"}]`,
+	}})
+	require.Len(t, cfg.Schedules, 2)
+	require.JSONEq(t, `{"a":1}`, cfg.Schedules[0].Payload)
+	require.JSONEq(t, `{"b":2}`, cfg.Schedules[1].Payload)
+	err := loadErr(t, config.LoadOptions{Environ: []string{`JQ_SCHEDULES=[{"name":"t","cron":"@hourly","queue":"q","type":"t","colour":1}]`}})
+	require.Contains(t, err.Error(), "unknown field")
+}
+
 func TestSchedulesRefused(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ want, yaml string }{

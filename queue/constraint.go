@@ -700,9 +700,13 @@ type ConstraintKeyUsage struct {
 
 // ConstraintUsage is a constraint's current use: the jobs running under it and its busiest keys.
 type ConstraintUsage struct {
-	Running int                  // jobs ASSIGNED or RUNNING under every key together
-	Keys    int                  // keys with at least one such job
-	Top     []ConstraintKeyUsage // the keys asked for, then the busiest, most running first (key order on ties)
+	Running int // jobs ASSIGNED or RUNNING under every key together
+	// Keys counts the keys in use: with at least one such job, or (a rate) whose bucket started a
+	// job within the rate's refill time.
+	Keys int
+	// Top: the keys asked for, then the busiest, most running first, then the keys whose rate
+	// bucket is lowest (key order on ties).
+	Top []ConstraintKeyUsage
 }
 
 // Describe says how the constraint holds a job of key key back, for job status: "limited by

@@ -78,9 +78,8 @@ func FailedJobOf(j *Job, p RetryPolicy) FailedJob {
 // due again after the queue's backoff for its retry number (with jitter from rnd, see
 // RetryPolicy.Backoff) or after the handler's Retry-After if that is later, and its TTL restarts.
 // A dead-lettered job's failure_reason becomes why it was dead-lettered (cancelled, or
-// permanent_failure where the failure said no more than "error"), so peek --dead and GetJob show
-// it; a specific cause (timeout, output_too_large, worker_lost), and the last cause of a job out of
-// retries, are kept.
+// permanent_failure or max_retries_exceeded where the failure said no more than "error"), so peek
+// --dead and GetJob show it; a specific cause (timeout, output_too_large, worker_lost) is kept.
 func SettleFailed(j FailedJob, now time.Time, rnd func() float64) Decision {
 	d := Decision{From: StateFailed, To: StateDeadLettered}
 	switch {
@@ -93,6 +92,9 @@ func SettleFailed(j FailedJob, now time.Time, rnd func() float64) Decision {
 		}
 	case j.RetryCount >= j.MaxRetries:
 		d.Reason = ReasonMaxRetries
+		if j.Reason == ReasonError {
+			d.FailureReason = ReasonMaxRetries
+		}
 	default:
 		delay := max(j.Policy.Backoff(j.RetryCount, rnd), j.RetryAfter)
 		d.To, d.Reason = StatePending, ReasonRetry

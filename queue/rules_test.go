@@ -42,7 +42,9 @@ func TestSettleFailed(t *testing.T) {
 			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonPermanent, FailureReason: ReasonPermanent}},
 		{"cancelled beats permanent", FailedJob{MaxRetries: 3, NoRetry: true, CancelRequested: true},
 			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonCancelled, FailureReason: ReasonCancelled}},
-		{"out of retries keeps the last cause", FailedJob{RetryCount: 1, MaxRetries: 1, Reason: ReasonError},
+		{"out of retries names itself where the failure said only error", FailedJob{RetryCount: 1, MaxRetries: 1, Reason: ReasonError},
+			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonMaxRetries, FailureReason: ReasonMaxRetries}},
+		{"out of retries keeps a specific cause", FailedJob{RetryCount: 1, MaxRetries: 1, Reason: ReasonTimeout},
 			Decision{From: StateFailed, To: StateDeadLettered, Reason: ReasonMaxRetries}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

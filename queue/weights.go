@@ -147,3 +147,32 @@ func (s *LevelScheduler) Idle(p int) {
 // Wake makes every level active again (the engine calls it now and then, so that a level whose
 // jobs became due gets its share back even while the others keep every claim full).
 func (s *LevelScheduler) Wake() { clear(s.idle) }
+
+// Sequence returns the levels of the next picks, up to n, as the claims would make them from the
+// scheduler's current credit, without changing it: due tells how many jobs each level has due, and
+// a level whose jobs are used up leaves the picks (a level without due jobs takes no part, as an
+// idle one). It stops early when no weighted level has a job left. Peek and the console show a
+// weighted queue's order with it, so they cannot drift from dispatch.
+func (s *LevelScheduler) Sequence(n int, due map[int]int) []int {
+	left := maps.Clone(due)
+	c := maps.Clone(s.credit)
+	var out []int
+	for len(out) < n {
+		var act []int
+		total := 0
+		for _, p := range s.levels {
+			if left[p] > 0 {
+				act = append(act, p)
+				total += s.weight[p]
+			}
+		}
+		if len(act) == 0 {
+			break
+		}
+		p := s.next(c, act, total)
+		s.charge(c, p, act, total)
+		left[p]--
+		out = append(out, p)
+	}
+	return out
+}

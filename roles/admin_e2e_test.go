@@ -291,6 +291,16 @@ func TestAdminQueuesE2E(t *testing.T) {
 	require.Equal(t, []string{"counted", "default", "peeked"}, names)
 	require.Contains(t, a.ok("queue", "list"), "9=5,0=1")
 	require.Contains(t, a.ok("queue", "list", "--output", "yaml"), "name: counted\n")
+	// Update: only the flags given change; refused as create refuses, nothing changed.
+	require.Contains(t, a.ok("queue", "update", "counted", "--priority-weights", "9=3,0=1", "--max-wait", "0"),
+		"queue counted updated: max retries 0, ttl 1h0m0s")
+	require.Contains(t, a.ok("queue", "list"), "9=3,0=1")
+	a.fails(2, "priority 9 is listed twice", "queue", "update", "counted", "--priority-weights", "9=3,9=1")
+	a.fails(2, "priority 9 is listed twice", "queue", "create", "twice", "--priority-weights", "9=3,9=1")
+	a.fails(2, "nothing to change", "queue", "update", "counted")
+	a.fails(2, "backoff_max 5m0s is below backoff_base 1h0m0s", "queue", "update", "counted", "--backoff-base", "1h")
+	a.fails(3, `queue "nope" not found`, "queue", "update", "nope", "--max-retries", "1")
+	require.Contains(t, a.ok("queue", "list"), "9=3,0=1", "a refused update changes nothing")
 	c.startFastWorker("w-queues", "counted")
 
 	var jobs []string
@@ -325,6 +335,7 @@ func TestAdminQueuesE2E(t *testing.T) {
 	require.Contains(t, a.ok("peek", "peeked"), high)
 	deadPeek := a.json([]string{"jobs"}, "peek", "counted", "--dead")
 	require.Equal(t, []string{bad}, jsonIDs(jsonList(t, deadPeek, "jobs")))
+	require.Contains(t, a.ok("peek", "counted", "--dead"), "max_retries_exceeded", "why it was dead-lettered, not the plain error")
 	a.fails(3, `queue "nope" not found`, "peek", "nope")
 	a.fails(2, "-n 0", "peek", "peeked", "-n", "0")
 
@@ -341,6 +352,14 @@ func TestAdminQueuesE2E(t *testing.T) {
 
 	// Delete refuses a non-empty queue; --force deletes it with its jobs.
 	a.fails(1, `queue "counted" is not empty`, "queue", "delete", "counted")
+	// redrive-dlq refuses without --yes, then retries the dead letters (bad fails again: it is
+	// dead-lettered again with max-retries 0); job delete deletes a finished job.
+	a.fails(2, "add --yes", "redrive-dlq", "--queue", "counted")
+	require.Contains(t, a.ok("redrive-dlq", "--queue", "counted", "--yes"), "retried 1 of 1 dead-lettered jobs of queue counted (0 failed)")
+	a.waitState(bad, "DEAD_LETTERED")
+	a.fails(2, "is not a UUID", "job", "delete", bad+"x")
+	require.Contains(t, a.ok("job", "delete", jobs[0]), "job "+jobs[0]+" deleted (it was DONE)")
+	a.fails(3, `job "`+jobs[0]+`" not found`, "job", "status", jobs[0])
 	// purge-dlq refuses without --yes, then deletes the dead letters.
 	a.fails(2, "add --yes", "purge-dlq", "--queue", "counted")
 	a.waitState(bad, "DEAD_LETTERED")
@@ -349,7 +368,7 @@ func TestAdminQueuesE2E(t *testing.T) {
 	a.fails(3, `job "`+bad+`" not found`, "job", "status", bad)
 	require.Contains(t, a.ok("purge-dlq", "--yes"), "deleted 0 dead-lettered jobs of every queue")
 	deleted := a.json([]string{"deleted_jobs"}, "queue", "delete", "counted", "--force")
-	require.EqualValues(t, 3, jsonNum(t, deleted["deleted_jobs"]))
+	require.EqualValues(t, 2, jsonNum(t, deleted["deleted_jobs"]), "one DONE job was deleted by job delete")
 	a.fails(3, `queue "counted" not found`, "queue", "stats", "counted")
 	a.ok("queue", "delete", "peeked", "--force")
 

@@ -124,12 +124,12 @@ var docBlocks = map[string]docRun{
 	},
 
 	// docs/flow-control.md
-	"docs/flow-control.md: bin/jq constraint create email-per-tenant --match type=email --match queue=notifications \\": {
+	"docs/flow-control.md: bin/jq queue create notifications": {
 		server: true,
 		expect: []string{"constraint email-per-tenant created: queue=notifications type=email key={{.labels.tenant}} concurrency=5 rate=100/m",
 			"constraint partner-api created: queue=partner rate=10/s,burst=50", "concurrency=10", "KEYS", "constraint partner-api deleted"},
 	},
-	"docs/flow-control.md: grpcurl -plaintext -d '{\"name\":\"reports-per-customer\",\"match\":{\"queue\":\"reports\"},\"key\":\"{{.payload.customer.id}}\",\"concurrency\":2,\"rate\":{\"limit\":100,\"interval\":\"60s\"}}' \\": {
+	"docs/flow-control.md: grpcurl -plaintext -d '{\"name\":\"reports\"}' localhost:50051 jq.v1.QueueService/CreateQueue": {
 		server: true,
 		expect: []string{`"name": "reports-per-customer"`, `"usage"`},
 	},

@@ -597,7 +597,7 @@ func TestFaultRetryTiming(t *testing.T) {
 		retries := 4 + i
 		h := rep.Histories[id]
 		require.Equal(t, "max_retries_exceeded", h.Events[len(h.Events)-1].Reason)
-		require.Equal(t, "error", h.Job.FailureReason)
+		require.Equal(t, "max_retries_exceeded", h.Job.FailureReason, "out of retries after plain errors: peek --dead names why")
 		require.Equal(t, retries+1, rep.Executions[id])
 		var gaps []time.Duration
 		for k, e := range h.Events {

@@ -12,8 +12,8 @@ import (
 // state.
 type AdminStore interface {
 	// JobPeek returns up to p.Limit jobs of one queue without changing or locking them: the due
-	// PENDING jobs in dispatch order (priority DESC, created_at, id — the scheduler's order, whether
-	// or not the queue is paused), or with p.Dead the DEAD_LETTERED jobs, most recently
+	// PENDING jobs in strict dispatch order (priority DESC, created_at, id, whether or not the queue
+	// is paused; with p.Priority that level's only, FIFO), or with p.Dead the DEAD_LETTERED jobs, most recently
 	// dead-lettered first (completed_at DESC, id DESC). Errors: ErrInvalidArgument (queue name,
 	// limit), ErrQueueNotFound. p.WithData and p.MaxBytes work as in JobListParams.
 	JobPeek(ctx context.Context, p JobPeekParams) (JobPeekResult, error)
@@ -66,6 +66,9 @@ type JobPeekParams struct {
 	Queue string
 	Limit int  // 0: DefaultPeekLimit; 1..MaxPeekLimit
 	Dead  bool // the dead-letter tail instead of the next PENDING jobs
+	// Priority, when set, keeps the due PENDING jobs of that priority only (a weighted queue's
+	// order is merged from its levels'; see queue.DispatchOrder). Not with Dead.
+	Priority *int
 	// WithData returns each job's payload and result; without it they are not read.
 	WithData bool
 	// MaxBytes ends the list early (Truncated) before the JobPageBytes of its jobs pass it; at

@@ -18,6 +18,21 @@ type QueueCreateParams struct {
 	MaxWait         time.Duration // aging bound (queue.Queue.MaxWait); 0: none; else 1ms..MaxDuration
 }
 
+// QueueUpdateParams changes an existing queue's settings: a nil field keeps the current value. The
+// result is validated as a create with the same settings would be (QueueCreateParams.Queue): a zero
+// TTL or MaxWait removes it, a zero BackoffBase, BackoffMax or ResultRetention takes the default, an
+// empty (non-nil) PriorityWeights means strict priority.
+type QueueUpdateParams struct {
+	Name            string
+	MaxRetries      *int
+	TTL             *time.Duration
+	PriorityWeights map[int]int // nil: keep; empty: strict priority
+	BackoffBase     *time.Duration
+	BackoffMax      *time.Duration
+	ResultRetention *time.Duration
+	MaxWait         *time.Duration
+}
+
 // QueueDeleteParams names the queue to delete. Force also deletes its jobs.
 type QueueDeleteParams struct {
 	Name  string

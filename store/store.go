@@ -39,6 +39,11 @@ type QueueStore interface {
 	// QueueSetPaused pauses or resumes dispatch from a queue; submits are accepted either way.
 	// Errors: ErrQueueNotFound.
 	QueueSetPaused(ctx context.Context, p QueueSetPausedParams) (*queue.Queue, error)
+	// QueueUpdate changes a queue's settings (QueueUpdateParams.Apply decides the result), atomically
+	// with respect to concurrent updates, and sets its updated_at. Jobs already submitted keep the
+	// values they were given; dispatch, retries and retention use the new ones from then on.
+	// Errors: ErrQueueNotFound, ErrInvalidArgument (nothing changed).
+	QueueUpdate(ctx context.Context, p QueueUpdateParams) (*queue.Queue, error)
 	// QueueStats counts the queue's jobs by state and summarises the recent finished attempts
 	// (FR-028), as queue.QueueStats documents each figure: the live states exactly, DONE exactly up
 	// to queue.ExactDoneLimit and estimated beyond, the recent figures over queue.RecentWindow read

@@ -236,6 +236,37 @@ func (p QueueCreateParams) Queue() (*queue.Queue, error) {
 	return q, nil
 }
 
+// Apply returns cur with p's changes, validated as QueueCreateParams.Queue validates a new queue;
+// name, pause state and timestamps are cur's.
+func (p QueueUpdateParams) Apply(cur *queue.Queue) (*queue.Queue, error) {
+	c := QueueCreateParams{
+		Name: cur.Name, MaxRetries: &cur.MaxRetries, TTL: cur.TTL, PriorityWeights: cur.PriorityWeights,
+		BackoffBase: cur.BackoffBase, BackoffMax: cur.BackoffMax, ResultRetention: cur.ResultRetention,
+		MaxWait: cur.MaxWait,
+	}
+	if p.MaxRetries != nil {
+		c.MaxRetries = p.MaxRetries
+	}
+	if p.PriorityWeights != nil {
+		c.PriorityWeights = p.PriorityWeights
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		dst *time.Duration
+	}{{p.TTL, &c.TTL}, {p.BackoffBase, &c.BackoffBase}, {p.BackoffMax, &c.BackoffMax},
+		{p.ResultRetention, &c.ResultRetention}, {p.MaxWait, &c.MaxWait}} {
+		if d.v != nil {
+			*d.dst = *d.v
+		}
+	}
+	q, err := c.Queue()
+	if err != nil {
+		return nil, err
+	}
+	q.Paused, q.CreatedAt, q.UpdatedAt = cur.Paused, cur.CreatedAt, cur.UpdatedAt
+	return q, nil
+}
+
 // Validate checks one job's arguments (not whether its queue exists). Zero TTL and Timeout mean
 // "the default"; the API refuses an explicit zero before it gets here.
 func (p JobInsertParams) Validate() error {

@@ -41,6 +41,7 @@ var policy = map[string][]Role{
 	jqv1connect.JobServiceDeleteJobProcedure:       admins,
 	jqv1connect.QueueServiceCreateQueueProcedure:   admins,
 	jqv1connect.QueueServiceDeleteQueueProcedure:   admins,
+	jqv1connect.QueueServiceUpdateQueueProcedure:   admins,
 	jqv1connect.QueueServicePauseQueueProcedure:    admins,
 	jqv1connect.QueueServiceResumeQueueProcedure:   admins,
 	jqv1connect.QueueServiceListQueuesProcedure:    readers,

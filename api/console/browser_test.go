@@ -226,6 +226,17 @@ func TestBrowser(t *testing.T) {
 	)
 	require.True(t, e.queue(t, "parked").GetPaused())
 
+	// Change a queue's weights from its settings form, through the confirmation dialog.
+	do("queue settings",
+		chromedp.SetValue(chromedp.CSS(`form[action="/actions/queue-update"] input[name="weights"]`), "9=3,0=1"),
+		click(`form[action="/actions/queue-update"] button`),
+		visible(`#confirm-ok`),
+		click(`#confirm-ok`),
+		visible(`.flash.ok`),
+	)
+	require.Equal(t, "queue parked updated", text(`.flash.ok`))
+	require.Equal(t, map[int32]int32{9: 3, 0: 1}, e.queue(t, "parked").GetPriorityWeights())
+
 	// Retry a dead letter: from the dead-letter list to its page, then Retry.
 	dead := e.submit(t, &jqv1.JobSpec{Queue: "parked", Type: "noop", Labels: map[string]string{"why": `<script>window.alerted=1</script>`}})
 	_, err = e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: dead}))

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
 
@@ -53,55 +51,14 @@ func show(b []byte) shown {
 	return s
 }
 
-// msgpackJSON writes b, when it is exactly one MessagePack map or array, as indented JSON. A
-// scalar is not taken for MessagePack: most short texts would decode as one.
+// msgpackJSON writes b, when it is exactly one MessagePack map or array, as indented JSON
+// (api.MsgPackJSON, which the CLI's job status uses too).
 func msgpackJSON(b []byte, out *bytes.Buffer) bool {
-	if c := b[0]; !(c >= 0x80 && c <= 0x9f || c == 0xdc || c == 0xdd || c == 0xde || c == 0xdf) {
-		return false
+	j, ok := api.MsgPackJSON(b, "  ")
+	if ok {
+		out.Write(j)
 	}
-	r := bytes.NewReader(b) // an io.ByteScanner: the decoder reads it directly, without a buffer
-	v, err := msgpack.NewDecoder(r).DecodeInterface()
-	if err != nil || r.Len() > 0 { // trailing bytes: not one value
-		return false
-	}
-	j, err := json.MarshalIndent(jsonable(v), "", "  ")
-	if err != nil {
-		return false
-	}
-	out.Write(j)
-	return true
-}
-
-// jsonable turns MessagePack's maps with non-string keys and its binary strings into values
-// encoding/json can write.
-func jsonable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = jsonable(e)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range t {
-			t[i] = jsonable(e)
-		}
-		return t
-	case []byte:
-		if utf8.Valid(t) {
-			return string(t)
-		}
-		return hex.EncodeToString(t)
-	case time.Time:
-		return t.UTC().Format(time.RFC3339Nano)
-	default:
-		return v
-	}
+	return ok
 }
 
 // traceID is the trace id of a W3C traceparent ("00-<32 hex>-<16 hex>-<2 hex>"); "" without a

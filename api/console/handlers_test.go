@@ -338,6 +338,32 @@ func TestConsole(t *testing.T) {
 		require.Error(t, err)
 	})
 
+	t.Run("QueueSettingsForm", func(t *testing.T) {
+		t.Parallel()
+		e.createQueue(t, "form-q")
+		b := e.signedIn(t, "admin")
+		_, body := b.get("/queues/form-q", nil)
+		require.Contains(t, body, `action="/actions/queue-update"`)
+		require.Contains(t, body, `name="backoff_base" value="5s"`, "the current values, in the form")
+		form := url.Values{"name": {"form-q"}, "max_retries": {"7"}, "ttl": {"90s"}, "weights": {"9=3,0=1"},
+			"max_wait": {""}, "backoff_base": {"5s"}, "backoff_max": {"5m0s"}, "result_retention": {"24h0m0s"}}
+		_, flash := b.act("queue-update", form)
+		require.Equal(t, "queue form-q updated", flash)
+		q := e.queue(t, "form-q")
+		require.EqualValues(t, 7, q.GetMaxRetries())
+		require.Equal(t, 90*time.Second, q.GetTtl().AsDuration())
+		require.Equal(t, map[int32]int32{9: 3, 0: 1}, q.GetPriorityWeights())
+
+		form.Set("weights", "9=3,9=1")
+		_, flash = b.act("queue-update", form)
+		require.Contains(t, flash, "priority 9 is listed twice")
+		form.Set("weights", "")
+		form.Set("backoff_base", "1h")
+		_, flash = b.act("queue-update", form)
+		require.Contains(t, flash, "backoff_max 5m0s is below backoff_base 1h0m0s")
+		require.Equal(t, map[int32]int32{9: 3, 0: 1}, e.queue(t, "form-q").GetPriorityWeights(), "refused: nothing changed")
+	})
+
 	t.Run("EveryActionIsRefusedToAViewer", func(t *testing.T) {
 		t.Parallel()
 		e.createQueue(t, "refused-q")
@@ -347,6 +373,7 @@ func TestConsole(t *testing.T) {
 			"queue-pause":     {"name": {"refused-q"}},
 			"queue-resume":    {"name": {"refused-q"}},
 			"queue-delete":    {"name": {"refused-q"}, "force": {"yes"}},
+			"queue-update":    {"name": {"refused-q"}, "max_retries": {"9"}},
 			"job-retry":       {"id": {id}},
 			"job-cancel":      {"id": {id}},
 			"job-delete":      {"id": {id}},

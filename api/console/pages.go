@@ -82,6 +82,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, u *user) {
 // queueData is one queue's page: settings, counts and its next jobs in dispatch order.
 type queueData struct {
 	Queue     *jqv1.Queue
+	Form      queueForm
 	Stats     *jqv1.QueueStats
 	StatsErr  string
 	Next      []*jqv1.Job
@@ -101,7 +102,7 @@ func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, u *user) {
 		c.fail(w, r, u, "Queue", err)
 		return
 	}
-	d := queueData{Queue: q.Msg.GetQueue()}
+	d := queueData{Queue: q.Msg.GetQueue(), Form: queueFormOf(q.Msg.GetQueue())}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		st, err := c.api.queues.GetQueueStats(ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: name}))

@@ -93,12 +93,49 @@ func (s *adminOps) PeekQueue(ctx context.Context, req *connect.Request[jqv1.Peek
 	if err != nil {
 		return nil, err
 	}
+	if !p.Dead && len(res.Jobs) > 0 {
+		if res, err = s.weightedPeek(ctx, p, res); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]*jqv1.Job, len(res.Jobs))
 	for i, j := range res.Jobs {
 		out[i] = api.JobProto(j)
 		out[i].Result = nil
 	}
 	return connect.NewResponse(&jqv1.PeekQueueResponse{Jobs: out, Truncated: res.Truncated}), nil
+}
+
+// weightedPeek puts a queue with priority weights or a max_wait in the order its dispatch takes
+// (engine.DispatchOrder, the claims' own rules); strict is the store's strict-priority answer,
+// returned as it is for a queue without either. Each level's first jobs are read on their own: a
+// weighted order can reach a low level's jobs before the high levels' backlog ends.
+func (s *adminOps) weightedPeek(ctx context.Context, p store.JobPeekParams, strict store.JobPeekResult) (store.JobPeekResult, error) {
+	q, err := s.store.QueueGet(ctx, p.Queue)
+	if err != nil {
+		return strict, err
+	}
+	if len(q.PriorityWeights) == 0 && q.MaxWait == 0 {
+		return strict, nil
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = store.DefaultPeekLimit
+	}
+	byLevel := map[int][]*queue.Job{}
+	out := store.JobPeekResult{}
+	for prio := queue.MinPriority; prio <= queue.MaxPriority; prio++ {
+		lp := p
+		lp.Priority = &prio
+		res, err := s.store.JobPeek(ctx, lp)
+		if err != nil {
+			return strict, err
+		}
+		byLevel[prio] = res.Jobs
+		out.Truncated = out.Truncated || res.Truncated
+	}
+	out.Jobs = s.engine.DispatchOrder(ctx, p.Queue, byLevel, limit)
+	return out, nil
 }
 
 // PurgeDeadLetters deletes dead letters, only when confirmed.

@@ -111,6 +111,25 @@ func TestPeekQueue(t *testing.T) {
 	require.Contains(t, err.Error(), "no-such-queue-peek")
 }
 
+// A weighted queue's peek shows the order its dispatch takes (9,9,0,9 with 9=3,0=1 both
+// backlogged), not strict priority.
+func TestPeekQueueWeighted(t *testing.T) {
+	b, _ := setupAdmin(t)
+	_, err := b.store.QueueUpdate(b.ctx, store.QueueUpdateParams{Name: b.queue, PriorityWeights: map[int]int{9: 3, 0: 1}})
+	require.NoError(t, err)
+	for range 4 {
+		b.insert(store.JobInsertParams{Priority: 9})
+		b.insert(store.JobInsertParams{Priority: 0})
+	}
+	resp, err := b.cl.Admin.PeekQueue(b.ctx, connect.NewRequest(&jqv1.PeekQueueRequest{Queue: b.queue, Limit: 4}))
+	require.NoError(t, err)
+	var levels []int32
+	for _, j := range resp.Msg.GetJobs() {
+		levels = append(levels, j.GetPriority())
+	}
+	require.Equal(t, []int32{9, 9, 0, 9}, levels)
+}
+
 func TestPurgeDeadLetters(t *testing.T) {
 	b, _ := setupAdmin(t)
 	d1, d2 := b.dead(), b.dead()

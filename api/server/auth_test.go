@@ -63,6 +63,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.JobServiceDeleteJobProcedure:           {"admin"},
 	jqv1connect.QueueServiceCreateQueueProcedure:       {"admin"},
 	jqv1connect.QueueServiceDeleteQueueProcedure:       {"admin"},
+	jqv1connect.QueueServiceUpdateQueueProcedure:       {"admin"},
 	jqv1connect.QueueServicePauseQueueProcedure:        {"admin"},
 	jqv1connect.QueueServiceResumeQueueProcedure:       {"admin"},
 	jqv1connect.QueueServiceListQueuesProcedure:        {"viewer", "admin"},
@@ -328,6 +329,10 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		},
 		jqv1connect.QueueServiceDeleteQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Queues.DeleteQueue(ctx, connect.NewRequest(&jqv1.DeleteQueueRequest{Name: f.queue, Force: true}))
+			return err
+		},
+		jqv1connect.QueueServiceUpdateQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Queues.UpdateQueue(ctx, connect.NewRequest(&jqv1.UpdateQueueRequest{Name: "default", MaxRetries: ptr(int32(3))}))
 			return err
 		},
 		jqv1connect.QueueServicePauseQueueProcedure: func(ctx context.Context, cl *rpcclient.Client) error {

@@ -28,6 +28,18 @@ func (s *queueService) CreateQueue(ctx context.Context, req *connect.Request[jqv
 	return connect.NewResponse(&jqv1.CreateQueueResponse{Queue: queueToProto(q)}), nil
 }
 
+func (s *queueService) UpdateQueue(ctx context.Context, req *connect.Request[jqv1.UpdateQueueRequest]) (*connect.Response[jqv1.UpdateQueueResponse], error) {
+	p, err := queueUpdateParams(req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.engine.QueueUpdate(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.UpdateQueueResponse{Queue: queueToProto(q)}), nil
+}
+
 func (s *queueService) DeleteQueue(ctx context.Context, req *connect.Request[jqv1.DeleteQueueRequest]) (*connect.Response[jqv1.DeleteQueueResponse], error) {
 	if err := queue.ValidateQueueName(req.Msg.GetName()); err != nil {
 		return nil, err

@@ -116,6 +116,42 @@ func queueParams(m *jqv1.CreateQueueRequest) (store.QueueCreateParams, error) {
 	return p, nil
 }
 
+// queueUpdateParams converts an UpdateQueue request: set fields change, zero durations are allowed
+// (they remove or reset the setting, see the proto); every setting's rule is the store's, applied
+// to the merged result.
+func queueUpdateParams(m *jqv1.UpdateQueueRequest) (store.QueueUpdateParams, error) {
+	p := store.QueueUpdateParams{Name: m.GetName()}
+	if err := queue.ValidateQueueName(p.Name); err != nil {
+		return p, err
+	}
+	if m.MaxRetries != nil {
+		n := int(m.GetMaxRetries())
+		p.MaxRetries = &n
+	}
+	for _, d := range []struct {
+		name string
+		v    *durationpb.Duration
+		dst  **time.Duration
+	}{{"ttl", m.GetTtl(), &p.TTL}, {"backoff_base", m.GetBackoffBase(), &p.BackoffBase}, {"backoff_max", m.GetBackoffMax(), &p.BackoffMax},
+		{"result_retention", m.GetResultRetention(), &p.ResultRetention}, {"max_wait", m.GetMaxWait(), &p.MaxWait}} {
+		if d.v == nil {
+			continue
+		}
+		if err := d.v.CheckValid(); err != nil {
+			return p, fmt.Errorf("%w: %s: not a valid duration", queue.ErrInvalidArgument, d.name)
+		}
+		v := d.v.AsDuration()
+		*d.dst = &v
+	}
+	if w := m.GetPriorityWeights(); w != nil {
+		p.PriorityWeights = make(map[int]int, len(w.GetWeights()))
+		for prio, wt := range w.GetWeights() {
+			p.PriorityWeights[int(prio)] = int(wt)
+		}
+	}
+	return p, nil
+}
+
 // registerParams converts a RegisterWorker request. The worker's labels are not stored, but they
 // are held to the documented limits all the same.
 func registerParams(m *jqv1.RegisterWorkerRequest) (store.WorkerRegisterParams, error) {

@@ -272,6 +272,51 @@ func TestCreateQueueRefusals(t *testing.T) {
 	require.EqualValues(t, 100, res.Msg.GetQueue().GetMaxRetries())
 }
 
+// UpdateQueue changes only the settings it names, refuses what create refuses (nothing changes),
+// and NOT_FOUND for a queue that does not exist.
+func TestUpdateQueue(t *testing.T) {
+	b := setup(t)
+	name := "upd-" + uuid.NewString()[:8]
+	_, err := b.cl.Queues.CreateQueue(b.ctx, connect.NewRequest(&jqv1.CreateQueueRequest{Name: name, Ttl: durationpb.New(time.Hour)}))
+	require.NoError(t, err)
+	before, err := b.store.QueueGet(b.ctx, name)
+	require.NoError(t, err)
+	for label, req := range map[string]*jqv1.UpdateQueueRequest{
+		"name":               {Name: "Bad Name", MaxRetries: ptr(int32(1))},
+		"max_retries 101":    {Name: name, MaxRetries: ptr(int32(101))},
+		"ttl negative":       {Name: name, Ttl: durationpb.New(-time.Second)},
+		"ttl over a year":    {Name: name, Ttl: durationpb.New(store.MaxDuration + time.Second)},
+		"backoff_max < base": {Name: name, BackoffBase: durationpb.New(time.Hour)},
+		"weight 0":           {Name: name, PriorityWeights: &jqv1.PriorityWeights{Weights: map[int32]int32{9: 0}}},
+		"priority 10":        {Name: name, PriorityWeights: &jqv1.PriorityWeights{Weights: map[int32]int32{10: 1}}},
+		"max_wait 1us":       {Name: name, MaxWait: durationpb.New(time.Microsecond)},
+	} {
+		_, err := b.cl.Queues.UpdateQueue(b.ctx, connect.NewRequest(req))
+		requireRefused(t, connect.CodeInvalidArgument, err, label)
+	}
+	after, err := b.store.QueueGet(b.ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "nothing changed")
+
+	res, err := b.cl.Queues.UpdateQueue(b.ctx, connect.NewRequest(&jqv1.UpdateQueueRequest{Name: name, MaxRetries: ptr(int32(9)),
+		PriorityWeights: &jqv1.PriorityWeights{Weights: map[int32]int32{9: 3, 0: 1}}, MaxWait: durationpb.New(time.Minute)}))
+	require.NoError(t, err)
+	q := res.Msg.GetQueue()
+	require.EqualValues(t, 9, q.GetMaxRetries())
+	require.Equal(t, map[int32]int32{9: 3, 0: 1}, q.GetPriorityWeights())
+	require.Equal(t, time.Minute, q.GetMaxWait().AsDuration())
+	require.Equal(t, time.Hour, q.GetTtl().AsDuration(), "not named: kept")
+
+	res, err = b.cl.Queues.UpdateQueue(b.ctx, connect.NewRequest(&jqv1.UpdateQueueRequest{Name: name, Ttl: durationpb.New(0),
+		PriorityWeights: &jqv1.PriorityWeights{}}))
+	require.NoError(t, err)
+	require.Nil(t, res.Msg.GetQueue().GetTtl(), "zero removes the TTL")
+	require.Empty(t, res.Msg.GetQueue().GetPriorityWeights(), "empty weights: strict priority")
+
+	_, err = b.cl.Queues.UpdateQueue(b.ctx, connect.NewRequest(&jqv1.UpdateQueueRequest{Name: "nosuch-" + name, MaxRetries: ptr(int32(1))}))
+	requireRefused(t, connect.CodeNotFound, err, "unknown queue")
+}
+
 func TestRegisterWorkerRefusals(t *testing.T) {
 	b := setup(t)
 	id := "w-" + uuid.NewString()[:12]

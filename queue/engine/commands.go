@@ -142,6 +142,22 @@ func (e *Engine) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParam
 	return q, err
 }
 
+// QueueUpdate changes a queue's settings (store.QueueUpdateParams). The settings the stores read at
+// use (retries, TTL, backoff, retention, pause) apply from the next submit or failure; the weights
+// and max_wait this replica caches for dispatch apply from its next claim, and on the other replicas
+// from theirs once this replica's announcement reaches them (within queueSettingsTTL at the latest).
+func (e *Engine) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*queue.Queue, error) {
+	q, err := e.opts.Store.QueueUpdate(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	e.forgetQueueSettings(q.Name)
+	e.announceQueueSettings(ctx, q.Name)
+	e.log.Info("queue updated", zap.String("queue", q.Name))
+	e.WakeScheduler()
+	return q, nil
+}
+
 // QueueDelete deletes a queue; with Force, its jobs and their events too.
 func (e *Engine) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int64, error) {
 	return e.opts.Store.QueueDelete(ctx, p)

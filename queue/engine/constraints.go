@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -110,6 +111,13 @@ func (e *Engine) forgetConstraints() {
 // interval at the latest). Errors: as
 // store.ConstraintStore.ConstraintCreate.
 func (e *Engine) ConstraintCreate(ctx context.Context, p store.ConstraintCreateParams) (*queue.Constraint, error) {
+	if q := p.Constraint.Match.Queue; q != "" && queue.ValidateQueueName(q) == nil {
+		// A matcher naming a queue that does not exist would hold nothing back, silently (a typo);
+		// a queue deleted later leaves a constraint that matches nothing, as a removed label would.
+		if _, err := e.opts.Store.QueueGet(ctx, q); err != nil {
+			return nil, fmt.Errorf("match: %w", err)
+		}
+	}
 	c, err := e.opts.Store.ConstraintCreate(ctx, p)
 	if err != nil {
 		return nil, err

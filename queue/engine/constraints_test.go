@@ -66,3 +66,17 @@ func TestConstraintChangeNotifiesReplicas(t *testing.T) {
 		return nil
 	})
 }
+
+// A constraint whose matcher names a queue that does not exist is refused (NOT_FOUND on the wire)
+// and nothing is stored: it would silently hold nothing back.
+func TestConstraintCreateUnknownQueue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	r := h.startReplica()
+	name := "cunknown-" + h.prefix[len(h.prefix)-8:]
+	_, err := r.engine.ConstraintCreate(h.ctx, store.ConstraintCreateParams{Constraint: queue.Constraint{
+		Name: name, Match: queue.JobMatcher{Queue: "nosuchqueue-" + h.prefix[len(h.prefix)-8:]}, Concurrency: 1}})
+	require.ErrorIs(t, err, queue.ErrQueueNotFound)
+	_, err = h.store.ConstraintGet(h.ctx, name)
+	require.ErrorIs(t, err, queue.ErrConstraintNotFound, "nothing stored")
+}

@@ -184,6 +184,11 @@ func (e *Engine) notified(payload string) {
 		e.WakeScheduler()
 		return
 	}
+	if q, ok := strings.CutPrefix(payload, queueSettingsChanged); ok {
+		e.forgetQueueSettings(q)
+		e.WakeScheduler()
+		return
+	}
 	if id, ok := strings.CutPrefix(payload, presencePrefix); ok {
 		if id != e.replicaID {
 			e.notifyMu.Lock()

@@ -33,6 +33,35 @@ const idleRecheck = time.Second
 // again: a queue deleted and created again with other settings is dispatched by them within it.
 const queueSettingsTTL = 5 * time.Second
 
+// QueueSettingsTTL is the bound within which a replica dispatches by a queue's changed weights and max_wait
+// even when the change's announcement did not reach it.
+const QueueSettingsTTL = queueSettingsTTL
+
+// queueSettingsChanged prefixes the notification a replica sends after it changed a queue's
+// settings ("queue-settings:<name>"): the others read them again at their next claim of the queue
+// instead of at the end of queueSettingsTTL (queue names never hold ':').
+const queueSettingsChanged = "queue-settings:"
+
+// announceQueueSettings tells the other replicas queue q's settings changed. A lost notification
+// only delays them to their next read, within queueSettingsTTL.
+func (e *Engine) announceQueueSettings(ctx context.Context, q string) {
+	if e.opts.Notifier == nil {
+		return
+	}
+	if err := e.opts.Notifier.Notify(ctx, []string{queueSettingsChanged + q}); err != nil {
+		e.log.Warn("telling the other replicas a queue changed failed; they read it again within the settings' refresh bound",
+			zap.String("queue", q), zap.Error(err))
+	}
+}
+
+// forgetQueueSettings makes the next claim of queue q read its settings again.
+func (e *Engine) forgetQueueSettings(q string) {
+	ls := e.levelStateOf(q)
+	ls.mu.Lock()
+	ls.read = time.Time{}
+	ls.mu.Unlock()
+}
+
 // levelState is the weighted-dispatch state of one queue on this replica.
 type levelState struct {
 	mu      sync.Mutex
@@ -56,29 +85,47 @@ func (e *Engine) levelStateOf(q string) *levelState {
 	return ls
 }
 
+// refreshSettings reads queue q's weights and max_wait into ls when they are older than
+// queueSettingsTTL (or were forgotten). ls.mu is held.
+func (e *Engine) refreshSettings(ctx context.Context, ls *levelState, q string) {
+	// Freshness of a cached setting, not a rule of the domain: the monotonic wall clock.
+	if !ls.read.IsZero() && time.Since(ls.read) <= queueSettingsTTL {
+		return
+	}
+	ls.read = time.Now()
+	got, err := e.opts.Store.QueueGet(ctx, q)
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		ls.sched, ls.maxWait = nil, 0
+	case err != nil:
+		// Keep the settings read before; the claim goes on with them.
+		e.log.Warn("reading queue settings failed", zap.String("queue", q), zap.Error(err))
+	default:
+		if !ls.sched.Same(got.PriorityWeights) {
+			ls.sched = queue.NewLevelScheduler(got.PriorityWeights)
+		}
+		ls.maxWait = got.MaxWait
+	}
+}
+
+// DispatchOrder returns the first n of queue q's due jobs (byLevel: each priority's, FIFO) in the
+// order this replica's claims would take them now: queue.DispatchOrder with the queue's weights,
+// aging bound and the replica's own weighted-dispatch state, the same the claims plan with.
+func (e *Engine) DispatchOrder(ctx context.Context, q string, byLevel map[int][]*queue.Job, n int) []*queue.Job {
+	ls := e.levelStateOf(q)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	e.refreshSettings(ctx, ls, q)
+	return queue.DispatchOrder(byLevel, ls.sched, ls.maxWait, e.now(), n)
+}
+
 // weigh sets p's weighted fields from its queue's settings and returns the state to charge with the
 // claimed jobs, or nil when the queue dispatches in strict priority (p unchanged).
 func (e *Engine) weigh(ctx context.Context, p *store.JobClaimParams) *levelState {
 	ls := e.levelStateOf(p.Queue)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	// Freshness of a cached setting, not a rule of the domain: the monotonic wall clock.
-	if ls.read.IsZero() || time.Since(ls.read) > queueSettingsTTL {
-		ls.read = time.Now()
-		q, err := e.opts.Store.QueueGet(ctx, p.Queue)
-		switch {
-		case errors.Is(err, queue.ErrQueueNotFound):
-			ls.sched, ls.maxWait = nil, 0
-		case err != nil:
-			// Keep the settings read before; the claim goes on with them.
-			e.log.Warn("reading queue settings failed", zap.String("queue", p.Queue), zap.Error(err))
-		default:
-			if !ls.sched.Same(q.PriorityWeights) {
-				ls.sched = queue.NewLevelScheduler(q.PriorityWeights)
-			}
-			ls.maxWait = q.MaxWait
-		}
-	}
+	e.refreshSettings(ctx, ls, p.Queue)
 	if ls.sched == nil && ls.maxWait == 0 {
 		return nil
 	}

@@ -1,11 +1,13 @@
 package engine_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
@@ -118,4 +120,63 @@ func TestWeightedDispatchAging(t *testing.T) {
 	got := w.starts(2)
 	require.Equal(t, 0, got[0].Priority, "the aged low job first")
 	require.Equal(t, 9, got[1].Priority)
+}
+
+// A queue's weights changed through one replica change dispatch on another without a restart: its
+// announcement makes the other read them at its next claim (at the latest after queueSettingsTTL).
+// Strict priority starts only 9s from a backlog of 9s and 0s; with 9=1,0=1 the other replica's one
+// slot alternates.
+func TestQueueUpdateReachesOtherReplica(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	a, b := h.startReplica(), h.startReplica()
+	sfx := h.prefix[len(h.prefix)-8:]
+	w := &weightsEnv{h: h, engine: b.engine, queue: "wupd-" + sfx, worker: "wupd-w-" + sfx}
+	_, err := a.engine.QueueCreate(h.ctx, store.QueueCreateParams{Name: w.queue})
+	require.NoError(t, err)
+	w.insert(200, 9)
+	w.insert(200, 0)
+	for _, j := range w.starts(4) {
+		require.Equal(t, 9, j.Priority, "strict priority before the update")
+	}
+	_, err = a.engine.QueueUpdate(h.ctx, store.QueueUpdateParams{Name: w.queue, PriorityWeights: map[int]int{9: 1, 0: 1}})
+	require.NoError(t, err)
+	testenv.Eventually(t, 2*engine.QueueSettingsTTL, func() error {
+		count := map[int]int{}
+		for _, j := range w.starts(4) {
+			count[j.Priority]++
+		}
+		if count[0] == 0 {
+			return fmt.Errorf("replica b still dispatches by strict priority: %v", count)
+		}
+		require.Equal(t, map[int]int{9: 2, 0: 2}, count, "9=1,0=1: the levels alternate")
+		return nil
+	})
+}
+
+// Peek's order is dispatch's: the order engine.DispatchOrder gives for a weighted, backlogged queue
+// is the order one slot then starts its jobs in (9,9,0,9 with 9=3,0=1), not strict priority.
+func TestDispatchOrderIsDispatch(t *testing.T) {
+	t.Parallel()
+	w := newWeightsEnv(t, store.QueueCreateParams{PriorityWeights: map[int]int{9: 3, 0: 1}})
+	w.insert(12, 9)
+	w.insert(12, 0)
+	byLevel := map[int][]*queue.Job{}
+	for _, prio := range []int{0, 9} {
+		res, err := w.h.store.JobPeek(w.h.ctx, store.JobPeekParams{Queue: w.queue, Limit: 8, Priority: &prio})
+		require.NoError(t, err)
+		byLevel[prio] = res.Jobs
+	}
+	order := w.engine.DispatchOrder(w.h.ctx, w.queue, byLevel, 8)
+	var shown, started []string
+	var levels []int
+	for _, j := range order {
+		shown = append(shown, j.ID)
+		levels = append(levels, j.Priority)
+	}
+	require.Equal(t, []int{9, 9, 0, 9, 9, 9, 0, 9}, levels)
+	for _, j := range w.starts(8) {
+		started = append(started, j.ID)
+	}
+	require.Equal(t, shown, started, "the order shown is the order dispatched")
 }

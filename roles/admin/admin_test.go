@@ -54,7 +54,7 @@ func TestParseWeights(t *testing.T) {
 	require.Equal(t, map[int32]int32{9: 10, 0: 1}, got)
 	require.Equal(t, "9=10,0=1", weights(got))
 	require.Equal(t, "strict", weights(nil))
-	for _, bad := range []string{"9", "10=1", "9=0", "a=b", "9=1,,"} {
+	for _, bad := range []string{"9", "10=1", "9=0", "a=b", "9=1,,", "9=3,9=1"} {
 		_, err := parseWeights(bad)
 		require.Equal(t, exitUsage, exitCode(err), bad)
 	}
@@ -290,4 +290,13 @@ func TestJobStatusLabelsAndLogsWorker(t *testing.T) {
 		FromState: jqv1.JobState_JOB_STATE_DEAD_LETTERED, ToState: jqv1.JobState_JOB_STATE_PENDING}))
 	require.Equal(t, "w-1", eventWorker(&jqv1.JobEvent{Reason: "completed", WorkerId: "w-1",
 		FromState: jqv1.JobState_JOB_STATE_RUNNING, ToState: jqv1.JobState_JOB_STATE_DONE}))
+}
+
+// job status shows a MessagePack payload as the console does (decoded, as JSON), not as a size.
+func TestBytesTextMessagePack(t *testing.T) {
+	t.Parallel()
+	mp := []byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'b', 0x92, 0xc3, 0xa2, 'h', 'i'} // {"a":1,"b":[true,"hi"]}
+	require.Equal(t, `(MessagePack) {"a":1,"b":[true,"hi"]}`, bytesText(mp))
+	require.Equal(t, "(3 bytes, binary; --output json shows them in base64)", bytesText([]byte{0x00, 0xff, 0x01}))
+	require.Equal(t, `{"a":1}`, bytesText([]byte(`{ "a": 1 }`)))
 }

@@ -34,6 +34,7 @@ type Commands struct {
 	Stats      StatsCmd      `cmd:"" help:"Dispatch counters per queue: ready, in flight, dead-lettered, live heartbeats."`
 	Peek       PeekCmd       `cmd:"" help:"Show the next jobs of a queue in dispatch order, or the newest dead letters with --dead."`
 	PurgeDLQ   PurgeDLQCmd   `cmd:"" name:"purge-dlq" help:"Delete dead-lettered jobs with their history (all queues or one); refuses without --yes."`
+	RedriveDLQ RedriveDLQCmd `cmd:"" name:"redrive-dlq" help:"Retry dead-lettered jobs (all queues or one, up to --limit) with reset retry counters; refuses without --yes."`
 	Bench      BenchCmd      `cmd:"" help:"Load generator: submit jobs and report submit and end-to-end throughput and latency."`
 	Events     EventsCmd     `cmd:"" help:"Lifecycle events."`
 	Tokens     TokenCmd      `cmd:"" name:"token" help:"API tokens: issue one for a server's auth.tokens (no server needed)."`
@@ -45,6 +46,7 @@ type JobCmd struct {
 	Status JobStatusCmd `cmd:"" help:"Show a job: state, progress while it runs (what its handler last reported with queue.Progress, at most once a second), payload, result, retries and times."`
 	Cancel JobCancelCmd `cmd:"" help:"Cancel a job (PENDING, ASSIGNED and FAILED are dead-lettered with reason cancelled; RUNNING is asked to stop)."`
 	Retry  JobRetryCmd  `cmd:"" help:"Retry a FAILED or DEAD_LETTERED job with a reset retry counter."`
+	Delete JobDeleteCmd `cmd:"" help:"Delete a finished (DONE or DEAD_LETTERED) job with its result and history."`
 	List   JobListCmd   `cmd:"" help:"List jobs, newest first, filtered by queue, state, type, labels and time; prints a --page-token hint on stderr when more remain."`
 	Logs   JobLogsCmd   `cmd:"" help:"The job's state transitions in order, with time and reason."`
 	Wait   JobWaitCmd   `cmd:"" help:"Wait until a job ends (DONE or DEAD_LETTERED), without a deadline unless --wait-timeout (e.g. --wait-timeout 5m), following the server's WatchJob stream with a live status line on a terminal: prints its final state; exit 0 when DONE, 1 when dead-lettered (cancelled included) or still running at the deadline, 3 when there is no such job."`
@@ -96,6 +98,11 @@ type JobRetryCmd struct {
 	ID string `arg:"" help:"Job id."`
 }
 
+// JobDeleteCmd is `job delete`.
+type JobDeleteCmd struct {
+	ID string `arg:"" help:"Job id."`
+}
+
 // JobLogsCmd is `job logs`.
 type JobLogsCmd struct {
 	ID string `arg:"" help:"Job id."`
@@ -122,6 +129,7 @@ type JobListCmd struct {
 type QueueCmd struct {
 	List   QueueListCmd   `cmd:"" help:"List queues."`
 	Create QueueCreateCmd `cmd:"" help:"Create a queue."`
+	Update QueueUpdateCmd `cmd:"" help:"Change a queue's settings; the flags not given keep their value. Applies on every server replica without a restart."`
 	Delete QueueDeleteCmd `cmd:"" help:"Delete a queue; refuses a queue that still holds jobs unless --force."`
 	Stats  QueueStatsCmd  `cmd:"" help:"Jobs by state (DONE estimated past 10,000), and the last hour's finished attempts, error rate, run time and throughput."`
 	Pause  QueuePauseCmd  `cmd:"" help:"Stop dispatching the queue's jobs (submits are still accepted)."`
@@ -141,6 +149,18 @@ type QueueCreateCmd struct {
 	BackoffMax      time.Duration `help:"Retry backoff cap (default 300s)."`
 	ResultRetention time.Duration `help:"How long a kept result (keep_result) waits for its fetch after the job completed before it is dropped (default 24h)."`
 	MaxWait         time.Duration `help:"Aging: a due job that has waited this long is dispatched before any other, whatever its priority and the weights (default none)."`
+}
+
+// QueueUpdateCmd is `queue update`: the flags of create, each optional.
+type QueueUpdateCmd struct {
+	Name            string         `arg:"" help:"Queue name."`
+	MaxRetries      *int           `help:"Default retries of the queue's jobs, 0 to 100."`
+	TTL             *time.Duration `name:"ttl" help:"Default time-to-live of the queue's jobs; 0 removes it."`
+	PriorityWeights *string        `help:"Weights per priority, e.g. 9=10,0=1; \"strict\" (or \"\") for strict priority."`
+	BackoffBase     *time.Duration `help:"Retry backoff base; 0 restores the default (5s)."`
+	BackoffMax      *time.Duration `help:"Retry backoff cap; 0 restores the default (300s)."`
+	ResultRetention *time.Duration `help:"How long a kept result waits for its fetch; 0 restores the default (24h)."`
+	MaxWait         *time.Duration `help:"Aging bound; 0 removes aging."`
 }
 
 // QueueDeleteCmd is `queue delete`.
@@ -208,6 +228,13 @@ type PeekCmd struct {
 type PurgeDLQCmd struct {
 	Queue string `help:"Only this queue (default: all queues)." predictor:"queue"`
 	Yes   bool   `help:"Really delete (without it the command refuses, exit 2)."`
+}
+
+// RedriveDLQCmd is `redrive-dlq`.
+type RedriveDLQCmd struct {
+	Queue string `help:"Only this queue (default: all queues)."`
+	Limit int    `help:"At most this many jobs (1 to 100000)." default:"1000"`
+	Yes   bool   `help:"Really retry (without it the command refuses, exit 2)."`
 }
 
 // BenchCmd is `bench`.

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
 
@@ -175,12 +176,13 @@ func bytesText(b []byte) string {
 	if len(b) == 0 {
 		return "(empty)"
 	}
-	if isBinary(b) {
-		return fmt.Sprintf("(%d bytes, binary; --output json shows them in base64)", len(b))
-	}
 	var s string
 	var compact bytes.Buffer
-	if json.Compact(&compact, b) == nil {
+	if j, ok := api.MsgPackJSON(b, ""); ok {
+		s = "(MessagePack) " + string(j)
+	} else if isBinary(b) {
+		return fmt.Sprintf("(%d bytes, binary; --output json shows them in base64)", len(b))
+	} else if json.Compact(&compact, b) == nil {
 		s = compact.String()
 	} else {
 		s = strings.Join(strings.Fields(string(b)), " ")

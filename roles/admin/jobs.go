@@ -258,6 +258,18 @@ func (c *JobRetryCmd) Run(re *runEnv) error {
 	})
 }
 
+// Run deletes a finished job (DeleteJob).
+func (c *JobDeleteCmd) Run(re *runEnv) error {
+	resp, err := call(re, jqv1connect.JobServiceClient.DeleteJob, &jqv1.DeleteJobRequest{JobId: c.ID})
+	if err != nil {
+		return failed(named(err, "job", c.ID), "cannot delete job %s", c.ID)
+	}
+	return re.printMessage(resp, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "job %s deleted (it was %s)\n", cell(c.ID), re.state(resp.GetJob().GetState()))
+		return err
+	})
+}
+
 // Run lists one page of jobs (FR-032, FR-035). When more remain the table is
 // followed by a hint on stderr; json/yaml carry next_page_token.
 func (c *JobListCmd) Run(re *runEnv) error {

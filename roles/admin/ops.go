@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 )
@@ -98,4 +100,61 @@ func (c *PurgeDLQCmd) Run(re *runEnv) error {
 		_, err := fmt.Fprintf(w, "deleted %d dead-lettered jobs of %s\n", resp.GetDeleted(), scope)
 		return err
 	})
+}
+
+// Run retries dead letters, oldest pages first as ListJobs gives them, each with RetryJob (the API
+// has no bulk retry; the console's bulk retry works the same way). A job retried or deleted
+// meanwhile is counted as failed and skipped.
+func (c *RedriveDLQCmd) Run(re *runEnv) error {
+	scope := "every queue"
+	if c.Queue != "" {
+		scope = "queue " + c.Queue
+	}
+	if c.Limit < 1 || c.Limit > 100_000 {
+		return usagef("--limit %d: want 1 to 100000", c.Limit)
+	}
+	if !c.Yes {
+		return usagef("redrive-dlq retries the dead-lettered jobs of %s: add --yes to confirm", scope)
+	}
+	var ids []string
+	token := ""
+	for len(ids) < c.Limit {
+		size := int32(min(maxPageSize, c.Limit-len(ids))) //nolint:gosec // 1..maxPageSize (1000)
+		resp, err := call(re, jqv1connect.JobServiceClient.ListJobs, &jqv1.ListJobsRequest{
+			Queue: c.Queue, States: []jqv1.JobState{jqv1.JobState_JOB_STATE_DEAD_LETTERED}, PageSize: size, PageToken: token,
+		})
+		if err != nil {
+			return failed(named(err, "queue", c.Queue), "cannot list the dead letters of %s", scope)
+		}
+		for _, j := range resp.GetJobs() {
+			ids = append(ids, j.GetId())
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	retried, failures := 0, 0
+	var firstErr error
+	for _, id := range ids {
+		if _, err := call(re, jqv1connect.JobServiceClient.RetryJob, &jqv1.RetryJobRequest{JobId: id}); err != nil {
+			failures++
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		retried++
+	}
+	out, err := structpb.NewStruct(map[string]any{"retried": retried, "matched": len(ids), "failed": failures})
+	if err != nil {
+		return err
+	}
+	err = re.printMessage(out, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "retried %d of %d dead-lettered jobs of %s (%d failed)\n", retried, len(ids), scope, failures)
+		return err
+	})
+	if err == nil && firstErr != nil {
+		return failed(firstErr, "%d of %d retries failed, the first", failures, len(ids))
+	}
+	return err
 }

@@ -3,8 +3,6 @@ package admin
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 )
@@ -44,11 +43,7 @@ func weights(m map[int32]int32) string {
 	if len(m) == 0 {
 		return "strict"
 	}
-	var parts []string
-	for _, p := range slices.Backward(slices.Sorted(maps.Keys(m))) {
-		parts = append(parts, fmt.Sprintf("%d=%d", p, m[p]))
-	}
-	return strings.Join(parts, ",")
+	return api.FormatPriorityWeights(m)
 }
 
 // Run creates a queue (FR-025).
@@ -95,22 +90,65 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 	})
 }
 
+// Run changes a queue's settings; only the flags given are sent.
+func (c *QueueUpdateCmd) Run(re *runEnv) error {
+	req := &jqv1.UpdateQueueRequest{Name: c.Name}
+	if c.MaxRetries != nil {
+		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
+			return usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
+		}
+		n := int32(*c.MaxRetries)
+		req.MaxRetries = &n
+	}
+	for _, d := range []struct {
+		flag string
+		v    *time.Duration
+		dst  **durationpb.Duration
+	}{{"--ttl", c.TTL, &req.Ttl}, {"--backoff-base", c.BackoffBase, &req.BackoffBase}, {"--backoff-max", c.BackoffMax, &req.BackoffMax},
+		{"--result-retention", c.ResultRetention, &req.ResultRetention}, {"--max-wait", c.MaxWait, &req.MaxWait}} {
+		if d.v == nil {
+			continue
+		}
+		if *d.v < 0 {
+			return usagef("%s %s: must not be negative", d.flag, *d.v)
+		}
+		*d.dst = durationpb.New(*d.v)
+	}
+	if c.PriorityWeights != nil {
+		arg := *c.PriorityWeights
+		if strings.TrimSpace(arg) == "strict" {
+			arg = ""
+		}
+		w, err := parseWeights(arg)
+		if err != nil {
+			return err
+		}
+		req.PriorityWeights = &jqv1.PriorityWeights{Weights: w}
+	}
+	if req.MaxRetries == nil && req.Ttl == nil && req.BackoffBase == nil && req.BackoffMax == nil && req.ResultRetention == nil &&
+		req.MaxWait == nil && req.PriorityWeights == nil {
+		return usagef("nothing to change: give at least one of --max-retries, --ttl, --priority-weights, --backoff-base, --backoff-max, --result-retention, --max-wait")
+	}
+	resp, err := call(re, jqv1connect.QueueServiceClient.UpdateQueue, req)
+	if err != nil {
+		return failed(named(err, "queue", c.Name), "cannot update queue %q", c.Name)
+	}
+	return re.printMessage(resp, func(w io.Writer) error {
+		q := resp.GetQueue()
+		_, err := fmt.Fprintf(w, "queue %s updated: max retries %d, ttl %s, backoff %s..%s, priority weights %s, max wait %s, result retention %s\n",
+			cell(q.GetName()), q.GetMaxRetries(), duration(q.GetTtl()), duration(q.GetBackoffBase()), duration(q.GetBackoffMax()),
+			weights(q.GetPriorityWeights()), duration(q.GetMaxWait()), duration(q.GetResultRetention()))
+		return err
+	})
+}
+
 // parseWeights reads --priority-weights "9=10,0=1".
 func parseWeights(arg string) (map[int32]int32, error) {
-	if strings.TrimSpace(arg) == "" {
-		return nil, nil
+	w, err := api.ParsePriorityWeights(arg)
+	if err != nil {
+		return nil, usagef("--priority-weights %v", err)
 	}
-	out := map[int32]int32{}
-	for _, f := range strings.Split(arg, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
-		p, err1 := strconv.ParseInt(strings.TrimSpace(k), 10, 32)
-		wt, err2 := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		if !ok || err1 != nil || err2 != nil || p < 0 || p > 9 || wt < 1 {
-			return nil, usagef("--priority-weights %q: want priority=weight pairs such as 9=10,0=1 (priority 0-9, weight ≥ 1)", arg)
-		}
-		out[int32(p)] = int32(wt)
-	}
-	return out, nil
+	return w, nil
 }
 
 // Run deletes a queue; the server refuses one that holds jobs unless

@@ -27,6 +27,13 @@ WHERE queue = $1 AND state = 'PENDING' AND not_before <= now()
 ORDER BY jobs.priority DESC, jobs.created_at, jobs.id
 LIMIT $2`
 
+	sqlJobPeekPendingLevel = `-- name: job_peek_pending_level
+SELECT ` + jobPageColumns + `
+FROM jobs
+WHERE queue = $1 AND state = 'PENDING' AND not_before <= now() AND priority = $3
+ORDER BY jobs.created_at, jobs.id
+LIMIT $2`
+
 	// Walks jobs_dead_lettered_idx (queue, completed_at) backwards.
 	sqlJobPeekDead = `-- name: job_peek_dead
 SELECT ` + jobPageColumns + `
@@ -101,11 +108,14 @@ func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPe
 	if err != nil {
 		return store.JobPeekResult{}, err
 	}
-	q := sqlJobPeekPending
-	if p.Dead {
+	q, args := sqlJobPeekPending, []any{p.Queue, limit}
+	switch {
+	case p.Dead:
 		q = sqlJobPeekDead
+	case p.Priority != nil:
+		q, args = sqlJobPeekPendingLevel, append(args, *p.Priority)
 	}
-	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, p.Queue, limit)
+	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {
 		return store.JobPeekResult{}, fmt.Errorf("postgres: peek jobs: %w", err)
 	}

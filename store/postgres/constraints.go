@@ -117,6 +117,10 @@ SELECT b.constraint_name, b.key, b.tokens, b.at
 FROM unnest($1::text[], $2::text[]) AS e(name, key)
 JOIN constraint_buckets b ON b.constraint_name = e.name AND b.key = e.key`
 
+	sqlConstraintBucketsActive = `-- name: constraint_buckets_active
+SELECT key, tokens, at FROM constraint_buckets
+WHERE constraint_name = $1 AND at > now() - $2::bigint * interval '1 millisecond'`
+
 	sqlConstraintBucketsOf = `-- name: constraint_buckets_of
 SELECT key, tokens, at FROM constraint_buckets WHERE constraint_name = $1 AND key = ANY($2::text[])`
 
@@ -370,7 +374,18 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 			return err
 		}
-		keys := store.UsageKeys(p, running)
+		active := map[string]queue.Bucket{}
+		if !c.Rate.IsZero() {
+			rows, err := tx.Query(ctx, sqlConstraintBucketsActive, p.Name, c.Rate.Refill().Milliseconds())
+			if err != nil {
+				return err
+			}
+			var b queue.Bucket
+			if _, err := pgx.ForEachRow(rows, []any{&key, &b.Tokens, &b.At}, func() error { active[key] = b; return nil }); err != nil {
+				return err
+			}
+		}
+		keys := store.UsageKeys(p, running, active)
 		buckets := map[string]queue.Bucket{}
 		if !c.Rate.IsZero() && len(keys) > 0 {
 			rows, err := tx.Query(ctx, sqlConstraintBucketsOf, p.Name, keys)
@@ -382,7 +397,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 				return err
 			}
 		}
-		u = store.Usage(c, running, keys, buckets, now)
+		u = store.Usage(c, running, active, keys, buckets, now)
 		return nil
 	})
 	if err != nil {

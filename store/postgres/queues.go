@@ -32,6 +32,14 @@ SELECT ` + queueColumns + ` FROM queues ORDER BY name`
 	sqlQueueSetPaused = `-- name: queue_set_paused
 UPDATE queues SET paused = $2, updated_at = now() WHERE name = $1 RETURNING ` + queueColumns
 
+	sqlQueueGetForUpdate = `-- name: queue_get_for_update
+SELECT ` + queueColumns + ` FROM queues WHERE name = $1 FOR UPDATE`
+
+	sqlQueueUpdate = `-- name: queue_update
+UPDATE queues SET max_retries = $2, ttl_ms = $3, priority_weights = $4, backoff_base_ms = $5,
+                  backoff_max_ms = $6, result_retention_ms = $7, max_wait_ms = $8, updated_at = now()
+WHERE name = $1 RETURNING ` + queueColumns
+
 	// FOR UPDATE conflicts with the KEY SHARE lock a job insert takes on its queue row
 	// (sqlJobInsertMany): inserts in flight finish first (and are counted), later ones wait and then
 	// find no queue.
@@ -168,6 +176,34 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 		return 0, err
 	}
 	return deleted, nil
+}
+
+// QueueUpdate implements store.QueueStore. The row lock orders concurrent updates: each applies its
+// changes to the settings the previous one left.
+func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*queue.Queue, error) {
+	var updated *queue.Queue
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := scanQueue(tx.QueryRow(ctx, sqlQueueGetForUpdate, p.Name))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: update queue: %w", err)
+		}
+		q, err := p.Apply(cur)
+		if err != nil {
+			return err
+		}
+		updated, err = scanQueue(tx.QueryRow(ctx, sqlQueueUpdate, queueArgs(q)...))
+		if err != nil {
+			return fmt.Errorf("postgres: update queue: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return updated, nil
 }
 
 // QueueSetPaused implements store.QueueStore.

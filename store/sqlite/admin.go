@@ -26,6 +26,13 @@ WHERE queue = ?1 AND state = 'PENDING' AND not_before <= ?2
 ORDER BY priority DESC, created_at, id
 LIMIT ?3`
 
+	sqlJobPeekPendingLevel = `-- name: job_peek_pending_level
+SELECT ` + jobPageColumns + `
+FROM jobs
+WHERE queue = ?1 AND state = 'PENDING' AND not_before <= ?2 AND priority = ?4
+ORDER BY created_at, id
+LIMIT ?3`
+
 	// Walks jobs_dead_lettered_idx (queue, completed_at) backwards.
 	sqlJobPeekDead = `-- name: job_peek_dead
 SELECT ` + jobPageColumns + `
@@ -115,11 +122,14 @@ func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPe
 	if err != nil {
 		return store.JobPeekResult{}, err
 	}
-	q := sqlJobPeekPending
-	if p.Dead {
+	q, args := sqlJobPeekPending, []any{p.Queue, us(s.now()), limit}
+	switch {
+	case p.Dead:
 		q = sqlJobPeekDead
+	case p.Priority != nil:
+		q, args = sqlJobPeekPendingLevel, append(args, *p.Priority)
 	}
-	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, p.Queue, us(s.now()), limit)
+	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {
 		return store.JobPeekResult{}, fmt.Errorf("sqlite: peek jobs: %w", err)
 	}

@@ -52,9 +52,8 @@ WHERE j.state IN ('ASSIGNED', 'RUNNING') AND j.limit_keys IS NOT NULL
   AND substr(e.value, 1, instr(e.value, ':') - 1) IN (SELECT value FROM json_each(?1))
 GROUP BY e.value`
 
-	// The rate buckets of the constraints named in ?1.
-	// The rate buckets of constraint ?1 touched after ?2 (its refill time ago): an older one is
-	// full, the same as no row (as in Postgres). A range of the primary key.
+	// The rate buckets of constraint ?1 touched after ?2: a bucket untouched for its refill time
+	// is full, the same as no row (as in Postgres).
 	sqlConstraintBuckets = `
 SELECT key, tokens, at FROM constraint_buckets WHERE constraint_name = ?1 AND at > ?2`
 
@@ -264,7 +263,13 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 	}
-	keys := store.UsageKeys(p, running)
+	active := map[string]queue.Bucket{}
+	if !c.Rate.IsZero() {
+		if err := s.activeBuckets(ctx, c, active); err != nil {
+			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+		}
+	}
+	keys := store.UsageKeys(p, running, active)
 	buckets := map[string]queue.Bucket{}
 	if !c.Rate.IsZero() && len(keys) > 0 {
 		brows, err := s.query(ctx, sqlConstraintKeyBuckets, c.Name, listText(keys))
@@ -284,7 +289,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 		}
 	}
-	return store.Usage(c, running, keys, buckets, s.now()), nil
+	return store.Usage(c, running, active, keys, buckets, s.now()), nil
 }
 
 // JobClaimConstrained implements store.ConstraintStore: one write reads the constraint set, the
@@ -494,6 +499,24 @@ func readBuckets(tx *wtx, cs []*queue.Constraint) (map[string]queue.Bucket, erro
 		}
 	}
 	return buckets, nil
+}
+
+// activeBuckets adds constraint c's buckets touched within its refill time to active, by key.
+func (s *Store) activeBuckets(ctx context.Context, c *queue.Constraint, active map[string]queue.Bucket) error {
+	rows, err := s.query(ctx, sqlConstraintBuckets, c.Name, us(s.now().Add(-c.Rate.Refill())))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var b queue.Bucket
+		if err := rows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
+			return err
+		}
+		active[key] = b
+	}
+	return rows.Err()
 }
 
 // readBucketsOf adds constraint c's buckets written within one token's time to buckets: the only

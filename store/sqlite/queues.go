@@ -26,6 +26,10 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)`
 
 	sqlQueueSetPaused = `UPDATE queues SET paused = ?2, updated_at = ?3 WHERE name = ?1 RETURNING ` + queueColumns
 
+	sqlQueueUpdate = `UPDATE queues SET max_retries = ?2, ttl_ms = ?3, priority_weights = ?4, backoff_base_ms = ?5,
+		backoff_max_ms = ?6, result_retention_ms = ?7, updated_at = ?8, max_wait_ms = ?9
+	WHERE name = ?1 RETURNING ` + queueColumns
+
 	sqlQueueHasJobs = `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = ?1)`
 
 	sqlQueueDeleteJobs = `DELETE FROM jobs WHERE queue = ?1 RETURNING id, n`
@@ -162,6 +166,33 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 		return 0, err
 	}
 	return deleted, nil
+}
+
+// QueueUpdate implements store.QueueStore. The single writer orders concurrent updates.
+func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*queue.Queue, error) {
+	var updated *queue.Queue
+	err := s.write(ctx, func(tx *wtx) error {
+		cur, err := scanQueue(tx.queryRow(sqlQueueGet, p.Name))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: update queue: %w", err)
+		}
+		q, err := p.Apply(cur)
+		if err != nil {
+			return err
+		}
+		updated, err = scanQueue(tx.queryRow(sqlQueueUpdate, queueArgs(q, us(tx.now))...))
+		if err != nil {
+			return fmt.Errorf("sqlite: update queue: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return updated, nil
 }
 
 // QueueSetPaused implements store.QueueStore.

@@ -37,6 +37,7 @@ func RunConstraintStore[S interface {
 	t.Run("DeleteFreesAll", func(t *testing.T) { testConstraintDeleteFrees(t, newStore) })
 	t.Run("Weighted", func(t *testing.T) { testConstraintWeighted(t, newStore) })
 	t.Run("Usage", func(t *testing.T) { testConstraintUsage(t, newStore) })
+	t.Run("UsageRateOnly", func(t *testing.T) { testConstraintUsageRateOnly(t, newStore) })
 	t.Run("OtherQueue", func(t *testing.T) { testConstraintOtherQueue(t, newStore) })
 	t.Run("ExpectedSet", func(t *testing.T) { testConstraintExpectedSet(t, newStore) })
 	t.Run("BucketsPruned", func(t *testing.T) { testConstraintBucketsPruned(t, newStore) })
@@ -752,6 +753,29 @@ func testConstraintUsage(t *testing.T, newStore NewStoreFunc) {
 		_, err = b.cs.ConstraintUsage(b.ctx, store.ConstraintUsageParams{Name: "use", Top: top})
 		require.ErrorIs(t, err, queue.ErrInvalidArgument, "top %d", top)
 	}
+}
+
+// A rate-only constraint's keys are in use while their buckets refill, though no job of theirs
+// runs: jobs waiting for tokens show their key, with the tokens left.
+func testConstraintUsageRateOnly(t *testing.T, newStore NewStoreFunc) {
+	b := setupConstraintStore(t, newStore)
+	b.constraint(queue.Constraint{Name: "rate-only", Key: "{{.labels.tenant}}", Rate: queue.RateLimit{Limit: 2, Interval: time.Hour}})
+	b.insertTenant("r", 5)
+	b.insertTenant("s", 1)
+	started := b.claimN(10).Jobs
+	require.Equal(t, map[string]int{"r": 2, "s": 1}, byTenant(started))
+	for _, j := range started {
+		b.done(j)
+	}
+	u, err := b.cs.ConstraintUsage(b.ctx, store.ConstraintUsageParams{Name: "rate-only", Top: 10})
+	require.NoError(t, err)
+	require.Zero(t, u.Running)
+	require.Equal(t, 2, u.Keys, "both keys took tokens within the refill time")
+	require.Len(t, u.Top, 2)
+	require.Equal(t, "r", u.Top[0].Key, "fewest tokens first")
+	require.InDelta(t, 0, u.Top[0].Tokens, 0.5)
+	require.Equal(t, "s", u.Top[1].Key)
+	require.InDelta(t, 1, u.Top[1].Tokens, 0.5)
 }
 
 // A queue no constraint applies to is claimed as JobClaim claims it; a malformed claim is refused.

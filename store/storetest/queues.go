@@ -89,6 +89,58 @@ func runQueueTests(t *testing.T, newStore NewStoreFunc) {
 		require.ErrorIs(t, err, queue.ErrQueueNotFound)
 	})
 
+	t.Run("Update", func(t *testing.T) {
+		b := setup(t, newStore)
+		created := b.newQueue(store.QueueCreateParams{TTL: time.Minute, PriorityWeights: map[int]int{9: 3, 0: 1}, MaxWait: time.Hour})
+		got, err := b.s.QueueUpdate(b.ctx, store.QueueUpdateParams{Name: created.Name, MaxRetries: ptr(7),
+			PriorityWeights: map[int]int{5: 2}, BackoffMax: ptr(time.Minute)})
+		require.NoError(t, err)
+		require.Equal(t, 7, got.MaxRetries)
+		require.Equal(t, map[int]int{5: 2}, got.PriorityWeights)
+		require.Equal(t, time.Minute, got.BackoffMax)
+		require.Equal(t, time.Minute, got.TTL, "not named: kept")
+		require.Equal(t, time.Hour, got.MaxWait, "not named: kept")
+		require.Equal(t, created.CreatedAt, got.CreatedAt)
+		require.False(t, got.UpdatedAt.Before(created.UpdatedAt))
+		read, err := b.s.QueueGet(b.ctx, created.Name)
+		require.NoError(t, err)
+		require.Equal(t, got, read)
+
+		// Zero removes the TTL and aging; an empty weight map means strict priority.
+		got, err = b.s.QueueUpdate(b.ctx, store.QueueUpdateParams{Name: created.Name, TTL: ptr(time.Duration(0)),
+			MaxWait: ptr(time.Duration(0)), PriorityWeights: map[int]int{}})
+		require.NoError(t, err)
+		require.Zero(t, got.TTL)
+		require.Zero(t, got.MaxWait)
+		require.Empty(t, got.PriorityWeights)
+		require.Equal(t, 7, got.MaxRetries)
+	})
+
+	t.Run("UpdateInvalid", func(t *testing.T) {
+		b := setup(t, newStore)
+		created := b.newQueue(store.QueueCreateParams{BackoffBase: time.Second, BackoffMax: time.Minute})
+		for _, p := range []store.QueueUpdateParams{
+			{MaxRetries: ptr(-1)},
+			{MaxRetries: ptr(store.MaxJobRetries + 1)},
+			{TTL: ptr(-time.Second)},
+			{PriorityWeights: map[int]int{10: 1}},
+			{PriorityWeights: map[int]int{3: 0}},
+			{BackoffBase: ptr(2 * time.Minute)}, // above the kept backoff_max
+			{BackoffMax: ptr(time.Millisecond)}, // below the kept backoff_base
+			{MaxWait: ptr(time.Microsecond)},
+			{ResultRetention: ptr(time.Microsecond)},
+		} {
+			p.Name = created.Name
+			_, err := b.s.QueueUpdate(b.ctx, p)
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, "%+v", p)
+		}
+		got, err := b.s.QueueGet(b.ctx, created.Name)
+		require.NoError(t, err)
+		require.Equal(t, created, got, "nothing changed")
+		_, err = b.s.QueueUpdate(b.ctx, store.QueueUpdateParams{Name: uniqueName("st"), MaxRetries: ptr(1)})
+		require.ErrorIs(t, err, queue.ErrQueueNotFound)
+	})
+
 	t.Run("List", func(t *testing.T) {
 		b := setup(t, newStore)
 		other := b.newQueue(store.QueueCreateParams{})

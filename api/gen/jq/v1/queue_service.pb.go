@@ -1089,6 +1089,212 @@ func (x *ResumeQueueResponse) GetQueue() *Queue {
 	return nil
 }
 
+// UpdateQueueRequest names the queue and the settings to change. Unset
+// fields keep their value.
+type UpdateQueueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Queue name. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Default retry limit, 0 to 100.
+	MaxRetries *int32 `protobuf:"varint,2,opt,name=max_retries,json=maxRetries,proto3,oneof" json:"max_retries,omitempty"`
+	// Default time to live of the queue's jobs; zero removes it (jobs never
+	// expire).
+	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Replaces the priority weights (see CreateQueueRequest); an empty
+	// PriorityWeights means strict priority.
+	PriorityWeights *PriorityWeights `protobuf:"bytes,4,opt,name=priority_weights,json=priorityWeights,proto3" json:"priority_weights,omitempty"`
+	// Base delay of the retry backoff; zero restores the default (5s).
+	BackoffBase *durationpb.Duration `protobuf:"bytes,5,opt,name=backoff_base,json=backoffBase,proto3" json:"backoff_base,omitempty"`
+	// Maximum retry backoff delay; zero restores the default (300s, or
+	// backoff_base when larger). Must be >= backoff_base.
+	BackoffMax *durationpb.Duration `protobuf:"bytes,6,opt,name=backoff_max,json=backoffMax,proto3" json:"backoff_max,omitempty"`
+	// Result retention; zero restores the default (24h).
+	ResultRetention *durationpb.Duration `protobuf:"bytes,7,opt,name=result_retention,json=resultRetention,proto3" json:"result_retention,omitempty"`
+	// Aging bound; zero removes aging.
+	MaxWait       *durationpb.Duration `protobuf:"bytes,8,opt,name=max_wait,json=maxWait,proto3" json:"max_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateQueueRequest) Reset() {
+	*x = UpdateQueueRequest{}
+	mi := &file_jq_v1_queue_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateQueueRequest) ProtoMessage() {}
+
+func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_queue_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateQueueRequest.ProtoReflect.Descriptor instead.
+func (*UpdateQueueRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *UpdateQueueRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateQueueRequest) GetMaxRetries() int32 {
+	if x != nil && x.MaxRetries != nil {
+		return *x.MaxRetries
+	}
+	return 0
+}
+
+func (x *UpdateQueueRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *UpdateQueueRequest) GetPriorityWeights() *PriorityWeights {
+	if x != nil {
+		return x.PriorityWeights
+	}
+	return nil
+}
+
+func (x *UpdateQueueRequest) GetBackoffBase() *durationpb.Duration {
+	if x != nil {
+		return x.BackoffBase
+	}
+	return nil
+}
+
+func (x *UpdateQueueRequest) GetBackoffMax() *durationpb.Duration {
+	if x != nil {
+		return x.BackoffMax
+	}
+	return nil
+}
+
+func (x *UpdateQueueRequest) GetResultRetention() *durationpb.Duration {
+	if x != nil {
+		return x.ResultRetention
+	}
+	return nil
+}
+
+func (x *UpdateQueueRequest) GetMaxWait() *durationpb.Duration {
+	if x != nil {
+		return x.MaxWait
+	}
+	return nil
+}
+
+// PriorityWeights is a set of dispatch weights per priority level.
+type PriorityWeights struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Priority level (0 to 9) to weight (positive). Empty means strict
+	// priority.
+	Weights       map[int32]int32 `protobuf:"bytes,1,rep,name=weights,proto3" json:"weights,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PriorityWeights) Reset() {
+	*x = PriorityWeights{}
+	mi := &file_jq_v1_queue_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PriorityWeights) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PriorityWeights) ProtoMessage() {}
+
+func (x *PriorityWeights) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_queue_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PriorityWeights.ProtoReflect.Descriptor instead.
+func (*PriorityWeights) Descriptor() ([]byte, []int) {
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PriorityWeights) GetWeights() map[int32]int32 {
+	if x != nil {
+		return x.Weights
+	}
+	return nil
+}
+
+// UpdateQueueResponse carries the queue as changed.
+type UpdateQueueResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The queue as stored after the change.
+	Queue         *Queue `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateQueueResponse) Reset() {
+	*x = UpdateQueueResponse{}
+	mi := &file_jq_v1_queue_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateQueueResponse) ProtoMessage() {}
+
+func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_queue_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateQueueResponse.ProtoReflect.Descriptor instead.
+func (*UpdateQueueResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *UpdateQueueResponse) GetQueue() *Queue {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
 var File_jq_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_queue_service_proto_rawDesc = "" +
@@ -1175,7 +1381,26 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\x12ResumeQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"9\n" +
 	"\x13ResumeQueueResponse\x12\"\n" +
-	"\x05queue\x18\x01 \x01(\v2\f.jq.v1.QueueR\x05queue2\xef\x03\n" +
+	"\x05queue\x18\x01 \x01(\v2\f.jq.v1.QueueR\x05queue\"\xc4\x03\n" +
+	"\x12UpdateQueueRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\vmax_retries\x18\x02 \x01(\x05H\x00R\n" +
+	"maxRetries\x88\x01\x01\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12A\n" +
+	"\x10priority_weights\x18\x04 \x01(\v2\x16.jq.v1.PriorityWeightsR\x0fpriorityWeights\x12<\n" +
+	"\fbackoff_base\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vbackoffBase\x12:\n" +
+	"\vbackoff_max\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"backoffMax\x12D\n" +
+	"\x10result_retention\x18\a \x01(\v2\x19.google.protobuf.DurationR\x0fresultRetention\x124\n" +
+	"\bmax_wait\x18\b \x01(\v2\x19.google.protobuf.DurationR\amaxWaitB\x0e\n" +
+	"\f_max_retries\"\x8c\x01\n" +
+	"\x0fPriorityWeights\x12=\n" +
+	"\aweights\x18\x01 \x03(\v2#.jq.v1.PriorityWeights.WeightsEntryR\aweights\x1a:\n" +
+	"\fWeightsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"9\n" +
+	"\x13UpdateQueueResponse\x12\"\n" +
+	"\x05queue\x18\x01 \x01(\v2\f.jq.v1.QueueR\x05queue2\xb5\x04\n" +
 	"\fQueueService\x12D\n" +
 	"\vCreateQueue\x12\x19.jq.v1.CreateQueueRequest\x1a\x1a.jq.v1.CreateQueueResponse\x12D\n" +
 	"\vDeleteQueue\x12\x19.jq.v1.DeleteQueueRequest\x1a\x1a.jq.v1.DeleteQueueResponse\x12A\n" +
@@ -1185,7 +1410,8 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\rGetQueueStats\x12\x1b.jq.v1.GetQueueStatsRequest\x1a\x1c.jq.v1.GetQueueStatsResponse\x12A\n" +
 	"\n" +
 	"PauseQueue\x12\x18.jq.v1.PauseQueueRequest\x1a\x19.jq.v1.PauseQueueResponse\x12D\n" +
-	"\vResumeQueue\x12\x19.jq.v1.ResumeQueueRequest\x1a\x1a.jq.v1.ResumeQueueResponseB)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
+	"\vResumeQueue\x12\x19.jq.v1.ResumeQueueRequest\x1a\x1a.jq.v1.ResumeQueueResponse\x12D\n" +
+	"\vUpdateQueue\x12\x19.jq.v1.UpdateQueueRequest\x1a\x1a.jq.v1.UpdateQueueResponseB)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
 
 var (
 	file_jq_v1_queue_service_proto_rawDescOnce sync.Once
@@ -1199,7 +1425,7 @@ func file_jq_v1_queue_service_proto_rawDescGZIP() []byte {
 	return file_jq_v1_queue_service_proto_rawDescData
 }
 
-var file_jq_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_jq_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_jq_v1_queue_service_proto_goTypes = []any{
 	(*Queue)(nil),                 // 0: jq.v1.Queue
 	(*QueueStats)(nil),            // 1: jq.v1.QueueStats
@@ -1217,54 +1443,68 @@ var file_jq_v1_queue_service_proto_goTypes = []any{
 	(*PauseQueueResponse)(nil),    // 13: jq.v1.PauseQueueResponse
 	(*ResumeQueueRequest)(nil),    // 14: jq.v1.ResumeQueueRequest
 	(*ResumeQueueResponse)(nil),   // 15: jq.v1.ResumeQueueResponse
-	nil,                           // 16: jq.v1.Queue.PriorityWeightsEntry
-	nil,                           // 17: jq.v1.CreateQueueRequest.PriorityWeightsEntry
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*UpdateQueueRequest)(nil),    // 16: jq.v1.UpdateQueueRequest
+	(*PriorityWeights)(nil),       // 17: jq.v1.PriorityWeights
+	(*UpdateQueueResponse)(nil),   // 18: jq.v1.UpdateQueueResponse
+	nil,                           // 19: jq.v1.Queue.PriorityWeightsEntry
+	nil,                           // 20: jq.v1.CreateQueueRequest.PriorityWeightsEntry
+	nil,                           // 21: jq.v1.PriorityWeights.WeightsEntry
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_jq_v1_queue_service_proto_depIdxs = []int32{
-	18, // 0: jq.v1.Queue.ttl:type_name -> google.protobuf.Duration
-	16, // 1: jq.v1.Queue.priority_weights:type_name -> jq.v1.Queue.PriorityWeightsEntry
-	18, // 2: jq.v1.Queue.backoff_base:type_name -> google.protobuf.Duration
-	18, // 3: jq.v1.Queue.backoff_max:type_name -> google.protobuf.Duration
-	18, // 4: jq.v1.Queue.result_retention:type_name -> google.protobuf.Duration
-	18, // 5: jq.v1.Queue.max_wait:type_name -> google.protobuf.Duration
-	19, // 6: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
-	19, // 7: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 8: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
-	18, // 9: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	18, // 10: jq.v1.QueueStats.window:type_name -> google.protobuf.Duration
-	18, // 11: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
-	17, // 12: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
-	18, // 13: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
-	18, // 14: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
-	18, // 15: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
-	18, // 16: jq.v1.CreateQueueRequest.max_wait:type_name -> google.protobuf.Duration
+	22, // 0: jq.v1.Queue.ttl:type_name -> google.protobuf.Duration
+	19, // 1: jq.v1.Queue.priority_weights:type_name -> jq.v1.Queue.PriorityWeightsEntry
+	22, // 2: jq.v1.Queue.backoff_base:type_name -> google.protobuf.Duration
+	22, // 3: jq.v1.Queue.backoff_max:type_name -> google.protobuf.Duration
+	22, // 4: jq.v1.Queue.result_retention:type_name -> google.protobuf.Duration
+	22, // 5: jq.v1.Queue.max_wait:type_name -> google.protobuf.Duration
+	23, // 6: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
+	23, // 7: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 8: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
+	22, // 9: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
+	22, // 10: jq.v1.QueueStats.window:type_name -> google.protobuf.Duration
+	22, // 11: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
+	20, // 12: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
+	22, // 13: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
+	22, // 14: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
+	22, // 15: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
+	22, // 16: jq.v1.CreateQueueRequest.max_wait:type_name -> google.protobuf.Duration
 	0,  // 17: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
 	0,  // 18: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
 	0,  // 19: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
 	1,  // 20: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
 	0,  // 21: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
 	0,  // 22: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
-	2,  // 23: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
-	4,  // 24: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
-	6,  // 25: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
-	8,  // 26: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
-	10, // 27: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
-	12, // 28: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
-	14, // 29: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
-	3,  // 30: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
-	5,  // 31: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
-	7,  // 32: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
-	9,  // 33: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
-	11, // 34: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
-	13, // 35: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
-	15, // 36: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
-	30, // [30:37] is the sub-list for method output_type
-	23, // [23:30] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	22, // 23: jq.v1.UpdateQueueRequest.ttl:type_name -> google.protobuf.Duration
+	17, // 24: jq.v1.UpdateQueueRequest.priority_weights:type_name -> jq.v1.PriorityWeights
+	22, // 25: jq.v1.UpdateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
+	22, // 26: jq.v1.UpdateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
+	22, // 27: jq.v1.UpdateQueueRequest.result_retention:type_name -> google.protobuf.Duration
+	22, // 28: jq.v1.UpdateQueueRequest.max_wait:type_name -> google.protobuf.Duration
+	21, // 29: jq.v1.PriorityWeights.weights:type_name -> jq.v1.PriorityWeights.WeightsEntry
+	0,  // 30: jq.v1.UpdateQueueResponse.queue:type_name -> jq.v1.Queue
+	2,  // 31: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
+	4,  // 32: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
+	6,  // 33: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
+	8,  // 34: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
+	10, // 35: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
+	12, // 36: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
+	14, // 37: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
+	16, // 38: jq.v1.QueueService.UpdateQueue:input_type -> jq.v1.UpdateQueueRequest
+	3,  // 39: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
+	5,  // 40: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
+	7,  // 41: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
+	9,  // 42: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
+	11, // 43: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
+	13, // 44: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
+	15, // 45: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
+	18, // 46: jq.v1.QueueService.UpdateQueue:output_type -> jq.v1.UpdateQueueResponse
+	39, // [39:47] is the sub-list for method output_type
+	31, // [31:39] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_queue_service_proto_init() }
@@ -1273,13 +1513,14 @@ func file_jq_v1_queue_service_proto_init() {
 		return
 	}
 	file_jq_v1_queue_service_proto_msgTypes[2].OneofWrappers = []any{}
+	file_jq_v1_queue_service_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_queue_service_proto_rawDesc), len(file_jq_v1_queue_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

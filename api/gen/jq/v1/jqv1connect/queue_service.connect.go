@@ -51,6 +51,9 @@ const (
 	// QueueServiceResumeQueueProcedure is the fully-qualified name of the QueueService's ResumeQueue
 	// RPC.
 	QueueServiceResumeQueueProcedure = "/jq.v1.QueueService/ResumeQueue"
+	// QueueServiceUpdateQueueProcedure is the fully-qualified name of the QueueService's UpdateQueue
+	// RPC.
+	QueueServiceUpdateQueueProcedure = "/jq.v1.QueueService/UpdateQueue"
 )
 
 // QueueServiceClient is a client for the jq.v1.QueueService service.
@@ -86,6 +89,17 @@ type QueueServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT; NOT_FOUND.
 	ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error)
+	// UpdateQueue changes the settings of an existing queue; the fields left
+	// unset keep their value. The result is validated as CreateQueue validates
+	// a new queue with the same settings, and nothing changes when it is
+	// refused. Jobs already submitted keep the max_retries and ttl they were
+	// given; dispatch (weights, max_wait), retries (backoff) and retention use
+	// the new values from then on, on every server replica: the others are told
+	// at once and, should that notice be lost, read the settings again within
+	// 5 seconds.
+	//
+	// Errors: INVALID_ARGUMENT (bad name or setting); NOT_FOUND.
+	UpdateQueue(context.Context, *connect.Request[v1.UpdateQueueRequest]) (*connect.Response[v1.UpdateQueueResponse], error)
 }
 
 // NewQueueServiceClient constructs a client for the jq.v1.QueueService service. By default, it uses
@@ -141,6 +155,12 @@ func NewQueueServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(queueServiceMethods.ByName("ResumeQueue")),
 			connect.WithClientOptions(opts...),
 		),
+		updateQueue: connect.NewClient[v1.UpdateQueueRequest, v1.UpdateQueueResponse](
+			httpClient,
+			baseURL+QueueServiceUpdateQueueProcedure,
+			connect.WithSchema(queueServiceMethods.ByName("UpdateQueue")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -153,6 +173,7 @@ type queueServiceClient struct {
 	getQueueStats *connect.Client[v1.GetQueueStatsRequest, v1.GetQueueStatsResponse]
 	pauseQueue    *connect.Client[v1.PauseQueueRequest, v1.PauseQueueResponse]
 	resumeQueue   *connect.Client[v1.ResumeQueueRequest, v1.ResumeQueueResponse]
+	updateQueue   *connect.Client[v1.UpdateQueueRequest, v1.UpdateQueueResponse]
 }
 
 // CreateQueue calls jq.v1.QueueService.CreateQueue.
@@ -190,6 +211,11 @@ func (c *queueServiceClient) ResumeQueue(ctx context.Context, req *connect.Reque
 	return c.resumeQueue.CallUnary(ctx, req)
 }
 
+// UpdateQueue calls jq.v1.QueueService.UpdateQueue.
+func (c *queueServiceClient) UpdateQueue(ctx context.Context, req *connect.Request[v1.UpdateQueueRequest]) (*connect.Response[v1.UpdateQueueResponse], error) {
+	return c.updateQueue.CallUnary(ctx, req)
+}
+
 // QueueServiceHandler is an implementation of the jq.v1.QueueService service.
 type QueueServiceHandler interface {
 	// CreateQueue creates a queue with the given defaults.
@@ -223,6 +249,17 @@ type QueueServiceHandler interface {
 	//
 	// Errors: INVALID_ARGUMENT; NOT_FOUND.
 	ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error)
+	// UpdateQueue changes the settings of an existing queue; the fields left
+	// unset keep their value. The result is validated as CreateQueue validates
+	// a new queue with the same settings, and nothing changes when it is
+	// refused. Jobs already submitted keep the max_retries and ttl they were
+	// given; dispatch (weights, max_wait), retries (backoff) and retention use
+	// the new values from then on, on every server replica: the others are told
+	// at once and, should that notice be lost, read the settings again within
+	// 5 seconds.
+	//
+	// Errors: INVALID_ARGUMENT (bad name or setting); NOT_FOUND.
+	UpdateQueue(context.Context, *connect.Request[v1.UpdateQueueRequest]) (*connect.Response[v1.UpdateQueueResponse], error)
 }
 
 // NewQueueServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -274,6 +311,12 @@ func NewQueueServiceHandler(svc QueueServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(queueServiceMethods.ByName("ResumeQueue")),
 		connect.WithHandlerOptions(opts...),
 	)
+	queueServiceUpdateQueueHandler := connect.NewUnaryHandler(
+		QueueServiceUpdateQueueProcedure,
+		svc.UpdateQueue,
+		connect.WithSchema(queueServiceMethods.ByName("UpdateQueue")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/jq.v1.QueueService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueueServiceCreateQueueProcedure:
@@ -290,6 +333,8 @@ func NewQueueServiceHandler(svc QueueServiceHandler, opts ...connect.HandlerOpti
 			queueServicePauseQueueHandler.ServeHTTP(w, r)
 		case QueueServiceResumeQueueProcedure:
 			queueServiceResumeQueueHandler.ServeHTTP(w, r)
+		case QueueServiceUpdateQueueProcedure:
+			queueServiceUpdateQueueHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -325,4 +370,8 @@ func (UnimplementedQueueServiceHandler) PauseQueue(context.Context, *connect.Req
 
 func (UnimplementedQueueServiceHandler) ResumeQueue(context.Context, *connect.Request[v1.ResumeQueueRequest]) (*connect.Response[v1.ResumeQueueResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.QueueService.ResumeQueue is not implemented"))
+}
+
+func (UnimplementedQueueServiceHandler) UpdateQueue(context.Context, *connect.Request[v1.UpdateQueueRequest]) (*connect.Response[v1.UpdateQueueResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.QueueService.UpdateQueue is not implemented"))
 }
