@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jq/v1/queue_service.proto.
  */
 export const file_jq_v1_queue_service: GenFile = /*@__PURE__*/
-  fileDesc("ChlqcS92MS9xdWV1ZV9zZXJ2aWNlLnByb3RvEgVqcS52MSL6AwoFUXVldWUSDAoEbmFtZRgBIAEoCRITCgttYXhfcmV0cmllcxgCIAEoBRImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SOwoQcHJpb3JpdHlfd2VpZ2h0cxgEIAMoCzIhLmpxLnYxLlF1ZXVlLlByaW9yaXR5V2VpZ2h0c0VudHJ5Ei8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZwYXVzZWQYByABKAgSMwoQcmVzdWx0X3JldGVudGlvbhgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghtYXhfd2FpdBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo2ChRQcmlvcml0eVdlaWdodHNFbnRyeRILCgNrZXkYASABKAUSDQoFdmFsdWUYAiABKAU6AjgBIsgDCgpRdWV1ZVN0YXRzEg0KBXF1ZXVlGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIYXNzaWduZWQYAyABKAMSDwoHcnVubmluZxgEIAEoAxIMCgRkb25lGAUgASgDEg4KBmZhaWxlZBgGIAEoAxIVCg1kZWFkX2xldHRlcmVkGAcgASgDEhcKD3RvdGFsX3Byb2Nlc3NlZBgKIAEoAxI2ChNhdmdfcHJvY2Vzc2luZ190aW1lGAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhIKCmVycm9yX3JhdGUYDCABKAESNQoSb2xkZXN0X3BlbmRpbmdfYWdlGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhYKDmRvbmVfZXN0aW1hdGVkGA4gASgIEikKBndpbmRvdxgPIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghmaW5pc2hlZBgQIAEoAxIXCg9mYWlsZWRfYXR0ZW1wdHMYESABKAMSHAoUZmluaXNoZWRfbGFzdF9taW51dGUYEiABKAMSGgoSZmFpbGVkX2xhc3RfbWludXRlGBMgASgDIrkDChJDcmVhdGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgttYXhfcmV0cmllcxgCIAEoBUgAiAEBEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJIChBwcmlvcml0eV93ZWlnaHRzGAQgAygLMi4uanEudjEuQ3JlYXRlUXVldWVSZXF1ZXN0LlByaW9yaXR5V2VpZ2h0c0VudHJ5Ei8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChByZXN1bHRfcmV0ZW50aW9uGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCG1heF93YWl0GAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uGjYKFFByaW9yaXR5V2VpZ2h0c0VudHJ5EgsKA2tleRgBIAEoBRINCgV2YWx1ZRgCIAEoBToCOAFCDgoMX21heF9yZXRyaWVzIjIKE0NyZWF0ZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZSIxChJEZWxldGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVmb3JjZRgCIAEoCCIrChNEZWxldGVRdWV1ZVJlc3BvbnNlEhQKDGRlbGV0ZWRfam9icxgBIAEoAyITChFMaXN0UXVldWVzUmVxdWVzdCIyChJMaXN0UXVldWVzUmVzcG9uc2USHAoGcXVldWVzGAEgAygLMgwuanEudjEuUXVldWUiHwoPR2V0UXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkiLwoQR2V0UXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIiQKFEdldFF1ZXVlU3RhdHNSZXF1ZXN0EgwKBG5hbWUYASABKAkiOQoVR2V0UXVldWVTdGF0c1Jlc3BvbnNlEiAKBXN0YXRzGAEgASgLMhEuanEudjEuUXVldWVTdGF0cyIhChFQYXVzZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjEKElBhdXNlUXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIiIKElJlc3VtZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjIKE1Jlc3VtZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZTLvAwoMUXVldWVTZXJ2aWNlEkQKC0NyZWF0ZVF1ZXVlEhkuanEudjEuQ3JlYXRlUXVldWVSZXF1ZXN0GhouanEudjEuQ3JlYXRlUXVldWVSZXNwb25zZRJECgtEZWxldGVRdWV1ZRIZLmpxLnYxLkRlbGV0ZVF1ZXVlUmVxdWVzdBoaLmpxLnYxLkRlbGV0ZVF1ZXVlUmVzcG9uc2USQQoKTGlzdFF1ZXVlcxIYLmpxLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0GhkuanEudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlEjsKCEdldFF1ZXVlEhYuanEudjEuR2V0UXVldWVSZXF1ZXN0GhcuanEudjEuR2V0UXVldWVSZXNwb25zZRJKCg1HZXRRdWV1ZVN0YXRzEhsuanEudjEuR2V0UXVldWVTdGF0c1JlcXVlc3QaHC5qcS52MS5HZXRRdWV1ZVN0YXRzUmVzcG9uc2USQQoKUGF1c2VRdWV1ZRIYLmpxLnYxLlBhdXNlUXVldWVSZXF1ZXN0GhkuanEudjEuUGF1c2VRdWV1ZVJlc3BvbnNlEkQKC1Jlc3VtZVF1ZXVlEhkuanEudjEuUmVzdW1lUXVldWVSZXF1ZXN0GhouanEudjEuUmVzdW1lUXVldWVSZXNwb25zZUIpWidnaXRodWIuY29tL2pxLWRldi9qcS9hcGkvZ2VuL2pxL3YxO2pxdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChlqcS92MS9xdWV1ZV9zZXJ2aWNlLnByb3RvEgVqcS52MSL6AwoFUXVldWUSDAoEbmFtZRgBIAEoCRITCgttYXhfcmV0cmllcxgCIAEoBRImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SOwoQcHJpb3JpdHlfd2VpZ2h0cxgEIAMoCzIhLmpxLnYxLlF1ZXVlLlByaW9yaXR5V2VpZ2h0c0VudHJ5Ei8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZwYXVzZWQYByABKAgSMwoQcmVzdWx0X3JldGVudGlvbhgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghtYXhfd2FpdBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo2ChRQcmlvcml0eVdlaWdodHNFbnRyeRILCgNrZXkYASABKAUSDQoFdmFsdWUYAiABKAU6AjgBIsgDCgpRdWV1ZVN0YXRzEg0KBXF1ZXVlGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIYXNzaWduZWQYAyABKAMSDwoHcnVubmluZxgEIAEoAxIMCgRkb25lGAUgASgDEg4KBmZhaWxlZBgGIAEoAxIVCg1kZWFkX2xldHRlcmVkGAcgASgDEhcKD3RvdGFsX3Byb2Nlc3NlZBgKIAEoAxI2ChNhdmdfcHJvY2Vzc2luZ190aW1lGAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhIKCmVycm9yX3JhdGUYDCABKAESNQoSb2xkZXN0X3BlbmRpbmdfYWdlGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhYKDmRvbmVfZXN0aW1hdGVkGA4gASgIEikKBndpbmRvdxgPIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghmaW5pc2hlZBgQIAEoAxIXCg9mYWlsZWRfYXR0ZW1wdHMYESABKAMSHAoUZmluaXNoZWRfbGFzdF9taW51dGUYEiABKAMSGgoSZmFpbGVkX2xhc3RfbWludXRlGBMgASgDIrkDChJDcmVhdGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgttYXhfcmV0cmllcxgCIAEoBUgAiAEBEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJIChBwcmlvcml0eV93ZWlnaHRzGAQgAygLMi4uanEudjEuQ3JlYXRlUXVldWVSZXF1ZXN0LlByaW9yaXR5V2VpZ2h0c0VudHJ5Ei8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChByZXN1bHRfcmV0ZW50aW9uGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCG1heF93YWl0GAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uGjYKFFByaW9yaXR5V2VpZ2h0c0VudHJ5EgsKA2tleRgBIAEoBRINCgV2YWx1ZRgCIAEoBToCOAFCDgoMX21heF9yZXRyaWVzIjIKE0NyZWF0ZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZSIxChJEZWxldGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVmb3JjZRgCIAEoCCIrChNEZWxldGVRdWV1ZVJlc3BvbnNlEhQKDGRlbGV0ZWRfam9icxgBIAEoAyITChFMaXN0UXVldWVzUmVxdWVzdCIyChJMaXN0UXVldWVzUmVzcG9uc2USHAoGcXVldWVzGAEgAygLMgwuanEudjEuUXVldWUiHwoPR2V0UXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkiLwoQR2V0UXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIiQKFEdldFF1ZXVlU3RhdHNSZXF1ZXN0EgwKBG5hbWUYASABKAkiOQoVR2V0UXVldWVTdGF0c1Jlc3BvbnNlEiAKBXN0YXRzGAEgASgLMhEuanEudjEuUXVldWVTdGF0cyIhChFQYXVzZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjEKElBhdXNlUXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIiIKElJlc3VtZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjIKE1Jlc3VtZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZSLpAgoSVXBkYXRlUXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkSGAoLbWF4X3JldHJpZXMYAiABKAVIAIgBARImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMAoQcHJpb3JpdHlfd2VpZ2h0cxgEIAEoCzIWLmpxLnYxLlByaW9yaXR5V2VpZ2h0cxIvCgxiYWNrb2ZmX2Jhc2UYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoLYmFja29mZl9tYXgYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQcmVzdWx0X3JldGVudGlvbhgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghtYXhfd2FpdBgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIOCgxfbWF4X3JldHJpZXMidwoPUHJpb3JpdHlXZWlnaHRzEjQKB3dlaWdodHMYASADKAsyIy5qcS52MS5Qcmlvcml0eVdlaWdodHMuV2VpZ2h0c0VudHJ5Gi4KDFdlaWdodHNFbnRyeRILCgNrZXkYASABKAUSDQoFdmFsdWUYAiABKAU6AjgBIjIKE1VwZGF0ZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZTK1BAoMUXVldWVTZXJ2aWNlEkQKC0NyZWF0ZVF1ZXVlEhkuanEudjEuQ3JlYXRlUXVldWVSZXF1ZXN0GhouanEudjEuQ3JlYXRlUXVldWVSZXNwb25zZRJECgtEZWxldGVRdWV1ZRIZLmpxLnYxLkRlbGV0ZVF1ZXVlUmVxdWVzdBoaLmpxLnYxLkRlbGV0ZVF1ZXVlUmVzcG9uc2USQQoKTGlzdFF1ZXVlcxIYLmpxLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0GhkuanEudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlEjsKCEdldFF1ZXVlEhYuanEudjEuR2V0UXVldWVSZXF1ZXN0GhcuanEudjEuR2V0UXVldWVSZXNwb25zZRJKCg1HZXRRdWV1ZVN0YXRzEhsuanEudjEuR2V0UXVldWVTdGF0c1JlcXVlc3QaHC5qcS52MS5HZXRRdWV1ZVN0YXRzUmVzcG9uc2USQQoKUGF1c2VRdWV1ZRIYLmpxLnYxLlBhdXNlUXVldWVSZXF1ZXN0GhkuanEudjEuUGF1c2VRdWV1ZVJlc3BvbnNlEkQKC1Jlc3VtZVF1ZXVlEhkuanEudjEuUmVzdW1lUXVldWVSZXF1ZXN0GhouanEudjEuUmVzdW1lUXVldWVSZXNwb25zZRJECgtVcGRhdGVRdWV1ZRIZLmpxLnYxLlVwZGF0ZVF1ZXVlUmVxdWVzdBoaLmpxLnYxLlVwZGF0ZVF1ZXVlUmVzcG9uc2VCKVonZ2l0aHViLmNvbS9qcS1kZXYvanEvYXBpL2dlbi9qcS92MTtqcXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Queue is a named queue and the defaults it gives its jobs.
@@ -616,6 +616,123 @@ export const ResumeQueueResponseSchema: GenMessage<ResumeQueueResponse> = /*@__P
   messageDesc(file_jq_v1_queue_service, 15);
 
 /**
+ * UpdateQueueRequest names the queue and the settings to change. Unset
+ * fields keep their value.
+ *
+ * @generated from message jq.v1.UpdateQueueRequest
+ */
+export type UpdateQueueRequest = Message<"jq.v1.UpdateQueueRequest"> & {
+  /**
+   * Queue name. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Default retry limit, 0 to 100.
+   *
+   * @generated from field: optional int32 max_retries = 2;
+   */
+  maxRetries?: number | undefined;
+
+  /**
+   * Default time to live of the queue's jobs; zero removes it (jobs never
+   * expire).
+   *
+   * @generated from field: google.protobuf.Duration ttl = 3;
+   */
+  ttl?: Duration | undefined;
+
+  /**
+   * Replaces the priority weights (see CreateQueueRequest); an empty
+   * PriorityWeights means strict priority.
+   *
+   * @generated from field: jq.v1.PriorityWeights priority_weights = 4;
+   */
+  priorityWeights?: PriorityWeights | undefined;
+
+  /**
+   * Base delay of the retry backoff; zero restores the default (5s).
+   *
+   * @generated from field: google.protobuf.Duration backoff_base = 5;
+   */
+  backoffBase?: Duration | undefined;
+
+  /**
+   * Maximum retry backoff delay; zero restores the default (300s, or
+   * backoff_base when larger). Must be >= backoff_base.
+   *
+   * @generated from field: google.protobuf.Duration backoff_max = 6;
+   */
+  backoffMax?: Duration | undefined;
+
+  /**
+   * Result retention; zero restores the default (24h).
+   *
+   * @generated from field: google.protobuf.Duration result_retention = 7;
+   */
+  resultRetention?: Duration | undefined;
+
+  /**
+   * Aging bound; zero removes aging.
+   *
+   * @generated from field: google.protobuf.Duration max_wait = 8;
+   */
+  maxWait?: Duration | undefined;
+};
+
+/**
+ * Describes the message jq.v1.UpdateQueueRequest.
+ * Use `create(UpdateQueueRequestSchema)` to create a new message.
+ */
+export const UpdateQueueRequestSchema: GenMessage<UpdateQueueRequest> = /*@__PURE__*/
+  messageDesc(file_jq_v1_queue_service, 16);
+
+/**
+ * PriorityWeights is a set of dispatch weights per priority level.
+ *
+ * @generated from message jq.v1.PriorityWeights
+ */
+export type PriorityWeights = Message<"jq.v1.PriorityWeights"> & {
+  /**
+   * Priority level (0 to 9) to weight (positive). Empty means strict
+   * priority.
+   *
+   * @generated from field: map<int32, int32> weights = 1;
+   */
+  weights: { [key: number]: number };
+};
+
+/**
+ * Describes the message jq.v1.PriorityWeights.
+ * Use `create(PriorityWeightsSchema)` to create a new message.
+ */
+export const PriorityWeightsSchema: GenMessage<PriorityWeights> = /*@__PURE__*/
+  messageDesc(file_jq_v1_queue_service, 17);
+
+/**
+ * UpdateQueueResponse carries the queue as changed.
+ *
+ * @generated from message jq.v1.UpdateQueueResponse
+ */
+export type UpdateQueueResponse = Message<"jq.v1.UpdateQueueResponse"> & {
+  /**
+   * The queue as stored after the change.
+   *
+   * @generated from field: jq.v1.Queue queue = 1;
+   */
+  queue?: Queue | undefined;
+};
+
+/**
+ * Describes the message jq.v1.UpdateQueueResponse.
+ * Use `create(UpdateQueueResponseSchema)` to create a new message.
+ */
+export const UpdateQueueResponseSchema: GenMessage<UpdateQueueResponse> = /*@__PURE__*/
+  messageDesc(file_jq_v1_queue_service, 18);
+
+/**
  * QueueService manages named queues (FR-025..FR-028). A queue named
  * "default" is created on first server start (FR-027).
  *
@@ -712,6 +829,25 @@ export const QueueService: GenService<{
     methodKind: "unary";
     input: typeof ResumeQueueRequestSchema;
     output: typeof ResumeQueueResponseSchema;
+  },
+  /**
+   * UpdateQueue changes the settings of an existing queue; the fields left
+   * unset keep their value. The result is validated as CreateQueue validates
+   * a new queue with the same settings, and nothing changes when it is
+   * refused. Jobs already submitted keep the max_retries and ttl they were
+   * given; dispatch (weights, max_wait), retries (backoff) and retention use
+   * the new values from then on, on every server replica: the others are told
+   * at once and, should that notice be lost, read the settings again within
+   * 5 seconds.
+   *
+   * Errors: INVALID_ARGUMENT (bad name or setting); NOT_FOUND.
+   *
+   * @generated from rpc jq.v1.QueueService.UpdateQueue
+   */
+  updateQueue: {
+    methodKind: "unary";
+    input: typeof UpdateQueueRequestSchema;
+    output: typeof UpdateQueueResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_jq_v1_queue_service, 0);
