@@ -33,7 +33,7 @@ var wantServices = map[string][]string{
 	},
 	"jq.v1.QueueService": {
 		"CreateQueue", "DeleteQueue", "ListQueues", "GetQueue", "GetQueueStats",
-		"PauseQueue", "ResumeQueue",
+		"PauseQueue", "ResumeQueue", "UpdateQueue",
 	},
 	"jq.v1.WorkerService": {
 		"RegisterWorker", "Heartbeat", "StreamJobs", "AckJobs", "ReportJobs", "ReportProgress",

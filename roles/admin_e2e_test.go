@@ -198,7 +198,7 @@ func TestAdminJobsE2E(t *testing.T) {
 	// A failing exec job with no retries ends DEAD_LETTERED and is listed.
 	bad := a.submit("--queue", "e2e", "--type", "exec", "--payload", fmt.Sprintf(`{"argv":[%q]}`, fail))
 	dead := a.waitState(bad, "DEAD_LETTERED")
-	require.Equal(t, "error", dead["failure_reason"])
+	require.Equal(t, "max_retries_exceeded", dead["failure_reason"], "no retries: out of retries at the first failure")
 	listed := a.json([]string{"jobs", "next_page_token"}, "job", "list", "--status", "DEAD_LETTERED")
 	require.Equal(t, []string{bad}, jsonIDs(jsonList(t, listed, "jobs")))
 	require.Contains(t, a.ok("job", "list", "--queue", "e2e", "--status", "dead_lettered"), bad)

@@ -39,7 +39,7 @@ func TestAdminJobResultE2E(t *testing.T) {
 
 	bad := a.submit("--queue", "results", "--type", "sleep", "--payload", `{"fail":true}`, "--keep-result")
 	a.waitState(bad, "DEAD_LETTERED")
-	a.fails(1, "failed (DEAD_LETTERED, reason error, will not be retried)", "job", "result", bad)
+	a.fails(1, "failed (DEAD_LETTERED, reason max_retries_exceeded, will not be retried)", "job", "result", bad)
 	r := a.run("job", "result", bad, "--output", "json")
 	require.Equal(t, 1, r.code, r.stderr)
 	var whole struct {
@@ -50,7 +50,7 @@ func TestAdminJobResultE2E(t *testing.T) {
 	require.True(t, whole.Found)
 	require.Equal(t, "failure", whole.Result["type"])
 	require.Equal(t, false, whole.Result["should_retry"])
-	require.Equal(t, "error", whole.Result["reason"])
+	require.Equal(t, "max_retries_exceeded", whole.Result["reason"])
 
 	require.Contains(t, a.ok("queue", "pause", "results"), "paused")
 	waiting := a.submit("--queue", "results", "--type", "noop", "--keep-result")

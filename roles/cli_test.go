@@ -217,7 +217,7 @@ func TestCommandGroupAloneListsEveryCommand(t *testing.T) {
 	t.Parallel()
 	r := runJQ(t, nil, "job")
 	require.Equal(t, 2, r.code)
-	require.Equal(t, "jq: job needs a command: submit, status, cancel, retry, list, logs, wait, result (jq help job)\n", r.stderr)
+	require.Equal(t, "jq: job needs a command: submit, status, cancel, retry, delete, list, logs, wait, result (jq help job)\n", r.stderr)
 }
 
 func TestMistypedFirstWordGetsASuggestion(t *testing.T) {

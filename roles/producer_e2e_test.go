@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/api/auth"
 	"github.com/jq-dev/jq/internal/testenv"
 )
 
@@ -288,6 +289,9 @@ func TestProducerSharedRateLimit(t *testing.T) {
 	require.EqualValues(t, len(files)-before, withMessage(lines, "scan pass done")[0]["new_jobs"])
 }
 
+// allRoleToken is the admin token of the --role=all process that scans a directory.
+const allRoleToken = "jq_producer-e2e-all-role-token-0123456789"
+
 // TestRoleAllProcessesADirectory: `jq --role=all` with producer.scan_dir set takes a directory of
 // 1,000 files to DONE, each job's result carrying the file's SHA-256.
 func TestRoleAllProcessesADirectory(t *testing.T) {
@@ -310,7 +314,10 @@ func TestRoleAllProcessesADirectory(t *testing.T) {
 	p := startJQ(t, append(se.env, "JQ_REDIS_KEY_PREFIX="+prefix,
 		"JQ_WORKER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_WORKER_HEALTH_PORT="+strconv.Itoa(freePort(t)),
 		"JQ_PRODUCER_METRICS_PORT="+strconv.Itoa(freePort(t)), "JQ_PRODUCER_RATE_LIMIT_PER_SEC=0",
-		"JQ_WORKER_CONCURRENCY=8", "JQ_WORKER_FILE_ROOTS="+dir), "--role=all", "--scan-dir", dir)
+		"JQ_WORKER_CONCURRENCY=8", "JQ_WORKER_FILE_ROOTS="+dir,
+		// The file handler reaches the host: --role=all runs it only with authentication on.
+		"JQ_AUTH_ENABLED=true", "JQ_AUTH_TOKENS=name=all;roles=admin;sha256="+auth.HashToken(allRoleToken),
+		"JQ_TOKEN="+allRoleToken), "--role=all", "--scan-dir", dir)
 
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)

@@ -60,5 +60,7 @@ func TestWaitingE2E(t *testing.T) {
 
 	// With no worker left, a wait that gives up says why the job did not move.
 	lonely := a.submit()
-	a.fails(1, `no worker has taken it yet: is one serving queue "default"?`, "job", "wait", lonely, "--wait-timeout", "6s")
+	r = a.run("job", "wait", lonely, "--wait-timeout", "6s")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "has not ended after 6s (--wait-timeout); waiting: no connected worker serves queue default")
 }

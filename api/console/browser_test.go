@@ -226,8 +226,10 @@ func TestBrowser(t *testing.T) {
 	)
 	require.True(t, e.queue(t, "parked").GetPaused())
 
-	// Change a queue's weights from its settings form, through the confirmation dialog.
+	// Change a queue's weights from its settings form, through the confirmation dialog. The
+	// pause's flash goes first, so the flash waited for is the update's page's own.
 	do("queue settings",
+		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll(".flash").forEach(e => e.remove()) || true`),
 		chromedp.SetValue(chromedp.CSS(`form[action="/actions/queue-update"] input[name="weights"]`), "9=3,0=1"),
 		click(`form[action="/actions/queue-update"] button`),
 		visible(`#confirm-ok`),
