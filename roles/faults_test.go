@@ -77,7 +77,12 @@ func TestFaultWorkerKill(t *testing.T) {
 	require.Equal(t, len(ids), rep.Done)
 	causes := duplicateCauses(t, rep, "worker_lost", "assignment_timeout")
 	for id := range rep.Duplicates() {
-		require.Contains(t, held, id, "job %s ran twice but the killed worker did not hold it", id)
+		// held is read just after the kill; a claim for kill-w1 the server was still making
+		// (its stream not yet seen broken) assigns jobs to it a moment later. Those are held
+		// by kill-w1 as well: the reaper fails them as worker_lost.
+		if _, ok := held[id]; !ok {
+			require.True(t, lostBy(rep.Histories[id], "kill-w1"), "job %s ran twice but the killed worker did not hold it", id)
+		}
 	}
 	t.Logf("worker kill: jobs=%d faults=1 lost=0 duplicates=%d (by cause %v)", len(ids), len(rep.Duplicates()), causes)
 }
