@@ -46,16 +46,26 @@ func weights(m map[int32]int32) string {
 	return api.FormatPriorityWeights(m)
 }
 
+// maxRetriesArg checks --max-retries for create and update; nil when not given.
+func maxRetriesArg(v *int) (*int32, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if *v < 0 || *v > 100 {
+		return nil, usagef("--max-retries %d: want 0 to 100", *v)
+	}
+	n := int32(*v)
+	return &n, nil
+}
+
 // Run creates a queue (FR-025).
 func (c *QueueCreateCmd) Run(re *runEnv) error {
 	req := &jqv1.CreateQueueRequest{Name: c.Name}
-	if c.MaxRetries != nil {
-		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
-			return usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
-		}
-		n := int32(*c.MaxRetries)
-		req.MaxRetries = &n
+	n, err := maxRetriesArg(c.MaxRetries)
+	if err != nil {
+		return err
 	}
+	req.MaxRetries = n
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -93,13 +103,11 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 // Run changes a queue's settings; only the flags given are sent.
 func (c *QueueUpdateCmd) Run(re *runEnv) error {
 	req := &jqv1.UpdateQueueRequest{Name: c.Name}
-	if c.MaxRetries != nil {
-		if *c.MaxRetries < 0 || *c.MaxRetries > 100 {
-			return usagef("--max-retries %d: want 0 to 100", *c.MaxRetries)
-		}
-		n := int32(*c.MaxRetries)
-		req.MaxRetries = &n
+	n, err := maxRetriesArg(c.MaxRetries)
+	if err != nil {
+		return err
 	}
+	req.MaxRetries = n
 	for _, d := range []struct {
 		flag string
 		v    *time.Duration
