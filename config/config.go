@@ -187,7 +187,7 @@ type Server struct {
 	MaxPayloadBytes int      `koanf:"max_payload_bytes"`
 	MaxResultBytes  int      `koanf:"max_result_bytes"`
 	DryRun          bool     `koanf:"dry_run"`
-	// EventRetentionH keeps published job_events rows (the history `job logs` shows) this long;
+	// EventRetentionH keeps published events (the history `job logs` shows) this long;
 	// unpublished ones are never deleted.
 	EventRetentionH int `koanf:"event_retention_h"`
 	// MaxPageBytes bounds the encoded size of one page of jobs (ListJobs, PeekQueue): a page stops

@@ -11,7 +11,7 @@ import (
 // MaxOutboxBatch bounds one claim of the outbox relay.
 const MaxOutboxBatch = 10_000
 
-// OutboxStore is the outbox relay's view of job_events (FR-038, I8): every state change already
+// OutboxStore is the outbox relay's view of the events (FR-038, I8): every state change already
 // wrote its event in the same statement, and the relay moves events to Kafka in id order. Events
 // are append-only: publishing one writes nothing to it; the relay keeps a cursor, the id of the
 // last event published, which it advances only past ids that no running transaction can still
@@ -24,8 +24,9 @@ const MaxOutboxBatch = 10_000
 // same (job_id, seq). Delivery is at least once, and each job's events are published in seq order.
 type OutboxStore interface {
 	// EventsClaim leases the cursor for p.Lease and returns up to p.Limit events after it, in id
-	// order (the order they must be published in; two transitions stored in one row come together,
-	// even when p.Limit is 1); none while another relay's lease is live, or
+	// order (the order they must be published in). The events stored under one id — a batch of
+	// one statement's transitions, or the two transitions of one row — come together, even past
+	// p.Limit when they are the claim's first; none while another relay's lease is live, or
 	// while every event after the cursor may still be joined by an earlier one being committed.
 	// Errors: ErrInvalidArgument (limit or lease out of range).
 	EventsClaim(ctx context.Context, p EventsClaimParams) (OutboxClaim, error)
@@ -72,7 +73,7 @@ func (p EventsClaimParams) Validate() error {
 
 // OutboxEvent is one claimed event with its outbox id.
 type OutboxEvent struct {
-	ID int64 // job_events.id: the publish order
+	ID int64 // the event's outbox id, the publish order: shared by the events stored together
 	queue.Event
 	// TraceContext is the job's W3C trace context as the submitter sent it (empty when none).
 	TraceContext map[string]string

@@ -9,11 +9,11 @@ import (
 // locks a huge set of rows.
 const MaxEventsPruneBatch = 10_000
 
-// RetentionStore is the maintenance pass's view of job_events: published events are kept
+// RetentionStore is the maintenance pass's view of the events: published events are kept
 // for the configured period, for `job logs`, then deleted in bounded batches. An unpublished event
 // is never deleted while Kafka is on, whatever its age: it is still owed to Kafka (the outbox, I8).
 // With Kafka off (kafka.enabled false) no event is ever published, so the pass also deletes
-// unpublished events past the retention (EventsPruneParams.Unpublished); otherwise job_events would
+// unpublished events past the retention (EventsPruneParams.Unpublished); otherwise the events would
 // grow without end.
 type RetentionStore interface {
 	// EventsPrune deletes the published events (at or below the outbox relay's cursor; with

@@ -249,7 +249,8 @@ func (f *authFixture) digest(t *testing.T) string {
 	var d string
 	err := f.st.Pool().QueryRow(f.ctx, `SELECT
 		(SELECT coalesce(md5(string_agg(j::text, '|' ORDER BY id)), '') FROM jobs j) ||
-		(SELECT coalesce(md5(string_agg(e::text, '|' ORDER BY job_id, seq)), '') FROM job_events e) ||
+		(SELECT coalesce(md5(string_agg(e::text, '|' ORDER BY id)), '') FROM job_events e) ||
+		(SELECT coalesce(md5(string_agg(b::text, '|' ORDER BY id)), '') FROM event_batches b) ||
 		(SELECT coalesce(md5(string_agg(w::text, '|' ORDER BY id)), '') FROM workers w) ||
 		(SELECT coalesce(md5(string_agg(q::text, '|' ORDER BY name)), '') FROM queues q) ||
 		(SELECT coalesce(md5(string_agg(s::text, '|' ORDER BY name)), '') FROM schedules s) ||

@@ -36,8 +36,8 @@ const watchFeedLimit = 10_000
 // its own first read, so that no event between the two is missed.
 const watchReadyWait = 2 * time.Second
 
-// watchHub wakes the streams. Every state change records an event (job_events, in the change's
-// transaction), so one reader of the event feed per replica (store.EventFeed, the outbox that the
+// watchHub wakes the streams. Every state change records an event (in the change's
+// statement), so one reader of the event feed per replica (store.EventFeed, the outbox that the
 // Kafka relay reads) hears every change, whichever replica or loop made it: it wakes the WatchJob
 // streams of the jobs whose events it read and, when it read any, the WatchEvents streams. The
 // engine's own changes wake their streams at once, before the feed has them. The reader runs only

@@ -1,5 +1,5 @@
 // Package faultcheck judges, after a fault-injection run, what became of a known set of jobs.
-// It reads the jobs and job_events tables (the system of record) and reports:
+// It reads the jobs and their events (the system of record; the event_rows view) and reports:
 //
 //   - lost jobs: not DONE or DEAD_LETTERED, missing, or DEAD_LETTERED without a failure reason;
 //   - illegal paths: an event history that is not a walk through the transition table
@@ -50,7 +50,7 @@ type Job struct {
 	EventSeq      int
 }
 
-// Event is one job_events row.
+// Event is one recorded transition.
 type Event struct {
 	Seq      int
 	From     queue.State // empty for the submission
@@ -120,8 +120,8 @@ SELECT id::text, queue, state, attempt, retry_count, max_retries, worker_id, fai
 FROM jobs WHERE id = ANY($1::uuid[])`
 	sqlEvents = `
 SELECT job_id::text, seq, coalesce(from_state, ''), to_state, reason, error, worker_id, attempt, created_at
-FROM job_transitions WHERE job_id = ANY($1::uuid[])
-ORDER BY job_id, seq, id`
+FROM event_rows WHERE job_id = ANY($1::uuid[])
+ORDER BY job_id, seq, id, ord`
 )
 
 func load(ctx context.Context, db Querier, ids []string) (map[string]*History, error) {

@@ -1,6 +1,6 @@
 // Package kafkatest reads jq's event topics back in tests, with franz-go's client (not the
 // producer's library, so a check does not trust what it checks), and compares what it read with
-// the job_events rows.
+// the stored events.
 package kafkatest
 
 import (
@@ -27,13 +27,13 @@ type Record struct {
 	Headers   map[string]string
 }
 
-// Key names one job_events row: the job and its per-job sequence number.
+// Key names one event: the job and its per-job sequence number.
 type Key struct {
 	Job string
 	Seq int64
 }
 
-// Row is one job_events row as the checks compare it.
+// Row is one event as the checks compare it.
 type Row struct {
 	To     jqv1.JobState
 	Reason string
@@ -113,7 +113,7 @@ func RequireAtLeastOnce(t testing.TB, rows map[Key]Row, recs []Record, exact boo
 	for _, r := range recs {
 		k := Key{r.Event.GetJobId(), r.Event.GetSeq()}
 		want, ok := rows[k]
-		require.True(t, ok, "consumed event %v has no job_events row", k)
+		require.True(t, ok, "consumed event %v has no stored event", k)
 		require.Equal(t, want.To, r.Event.GetToState(), "%v", k)
 		require.Equal(t, want.Reason, r.Event.GetReason(), "%v", k)
 		require.Equal(t, want.Worker, r.Event.GetWorkerId(), "%v", k)
@@ -130,17 +130,18 @@ func RequireAtLeastOnce(t testing.TB, rows map[Key]Row, recs []Record, exact boo
 		require.Equal(t, lastSeq[k.Job]+1, k.Seq, "job %s: seq %d after %d", k.Job, k.Seq, lastSeq[k.Job])
 		lastSeq[k.Job] = k.Seq
 	}
-	require.Len(t, seen, len(rows), "every job_events row is published")
+	require.Len(t, seen, len(rows), "every stored event is published")
 	if exact {
 		require.Zero(t, duplicates, "no event is published twice in normal operation")
 	}
 	return duplicates
 }
 
-// Rows reads every job_events row of the database.
+// Rows reads every event of the database, one per transition (the event_rows view: job_events rows
+// and batch elements).
 func Rows(ctx context.Context, t testing.TB, db *sql.DB) map[Key]Row {
 	t.Helper()
-	rs, err := db.QueryContext(ctx, `SELECT job_id::text, seq, to_state, reason, worker_id FROM job_transitions`)
+	rs, err := db.QueryContext(ctx, `SELECT job_id::text, seq, to_state, reason, worker_id FROM event_rows`)
 	require.NoError(t, err)
 	defer func() { _ = rs.Close() }()
 	out := map[Key]Row{}
@@ -152,7 +153,7 @@ func Rows(ctx context.Context, t testing.TB, db *sql.DB) map[Key]Row {
 		)
 		require.NoError(t, rs.Scan(&k.Job, &k.Seq, &to, &r.Reason, &r.Worker))
 		v, ok := jqv1.JobState_value["JOB_STATE_"+to]
-		require.True(t, ok, "job_events.to_state %q has no jq.v1.JobState", to)
+		require.True(t, ok, "event to_state %q has no jq.v1.JobState", to)
 		r.To = jqv1.JobState(v)
 		out[k] = r
 	}

@@ -3,7 +3,7 @@
 //
 // # Event retention
 //
-// job_events is both the job history (`job logs`, FR-031) and the Kafka outbox. Once an event is
+// The events are both the job history (`job logs`, FR-031) and the Kafka outbox. Once an event is
 // published it is only kept for the history, for server.event_retention_h (7 days by default); the
 // pass deletes what is older:
 //

@@ -1,8 +1,9 @@
 // Package outbox is the transactional-outbox relay (FR-034, FR-036–FR-038, I8): it moves job
 // events from Postgres to Kafka without ever making a job wait for Kafka.
 //
-// Every state change of a job writes its job_events row in the same statement as the change, so
-// Postgres holds every event the moment the change commits: the table is the outbox. The relay, one
+// Every state change of a job writes its event in the same statement as the change (one event row
+// per statement, holding every job it changed; per transition in the embedded store), so the store
+// holds every event the moment the change commits: the events are the outbox. The relay, one
 // per server replica, loops:
 //
 //	claim ──► publish ──ok──► mark published (advance the cursor) ──► claim …
@@ -12,7 +13,7 @@
 //
 // # Claim (store.OutboxStore.EventsClaim)
 //
-// job_events is append-only: publishing an event writes nothing to it. The relay keeps a cursor
+// Events are append-only: publishing one writes nothing to it. The relay keeps a cursor
 // (outbox_cursors, migration 000012), the id of the last event published, and a claim leases that
 // cursor and returns the events after it in id order. Nothing stays open in the database while
 // Kafka is written: a slow or unreachable broker holds no connection, transaction or lock. One relay

@@ -40,12 +40,14 @@ func (e *env) submitOversized(normal int) oversized {
 	b := make([]byte, 6<<10)
 	_, _ = rand.Read(b)
 	big := base64.StdEncoding.EncodeToString(b) // 8 KiB that no codec shrinks much
-	// As if submitted with that trace context: the job and its event rows carry it.
+	// As if submitted with that trace context: the job and its event carry it.
 	_, err = e.st.Pool().Exec(e.ctx, `UPDATE jobs SET trace_context = jsonb_build_object('traceparent', $2::text) WHERE id = $1`, o.bigTrace, big)
 	require.NoError(e.t, err)
-	_, err = e.st.Pool().Exec(e.ctx, `UPDATE job_events SET trace_context = jsonb_build_object('traceparent', $2::text) WHERE job_id = $1`, o.bigTrace, big)
+	_, err = e.st.Pool().Exec(e.ctx, `UPDATE event_batches SET traces[array_position(job_ids, $1::uuid)] = jsonb_build_object('traceparent', $2::text)
+		WHERE $1::uuid = ANY(job_ids)`, o.bigTrace, big)
 	require.NoError(e.t, err)
-	_, err = e.st.Pool().Exec(e.ctx, `UPDATE job_events SET reason = $2 WHERE job_id = $1`, o.bigSelf, big)
+	_, err = e.st.Pool().Exec(e.ctx, `UPDATE event_batches SET reasons[array_position(job_ids, $1::uuid)] = $2
+		WHERE $1::uuid = ANY(job_ids)`, o.bigSelf, big)
 	require.NoError(e.t, err)
 	return o
 }

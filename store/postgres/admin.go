@@ -70,7 +70,7 @@ WHERE id IN (
     ORDER BY completed_at
     LIMIT $3
 ) AND state = 'DEAD_LETTERED'
-RETURNING id::text`
+RETURNING id::text, coalesce(ev, '{}')::text[]`
 
 	sqlJobPurgeAll = `-- name: job_purge_all
 DELETE FROM jobs
@@ -79,11 +79,11 @@ WHERE id IN (
     WHERE state = 'DEAD_LETTERED' AND completed_at <= $1
     LIMIT $2
 ) AND state = 'DEAD_LETTERED'
-RETURNING id::text`
+RETURNING id::text, coalesce(ev, '{}')::text[]`
 
 	// One finished job, by its primary key, while still in the state the engine decided on.
 	sqlJobDelete = `-- name: job_delete
-DELETE FROM jobs WHERE id = $1 AND state = $2`
+DELETE FROM jobs WHERE id = $1 AND state = $2 RETURNING id::text, coalesce(ev, '{}')::text[]`
 
 	// An index-only scan of jobs_dead_lettered_idx.
 	sqlJobCountDeadLettered = `-- name: job_count_dead_lettered
@@ -171,17 +171,17 @@ func (s *Store) purgeBatch(ctx context.Context, queueName string, cutoff time.Ti
 		if err != nil {
 			return fmt.Errorf("postgres: purge dead letters: %w", err)
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
+		var d deletedJobs
+		if err := d.collect(rows); err != nil {
 			return fmt.Errorf("postgres: purge dead letters: %w", err)
 		}
-		if len(ids) == 0 {
+		if len(d.ids) == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, sqlDeleteJobEvents, ids); err != nil {
+		if err := d.deleteEvents(ctx, tx, false); err != nil {
 			return fmt.Errorf("postgres: purge dead letters' events: %w", err)
 		}
-		n = int64(len(ids))
+		n = int64(len(d.ids))
 		return nil
 	})
 	if err != nil {
@@ -200,18 +200,18 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	}
 	var deleted bool
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, sqlJobDelete, id, string(p.State))
+		rows, err := tx.Query(ctx, sqlJobDelete, id, string(p.State))
 		if err != nil {
 			return fmt.Errorf("postgres: delete job: %w", err)
 		}
-		if deleted = tag.RowsAffected() == 1; !deleted {
+		var d deletedJobs
+		if err := d.collect(rows); err != nil {
+			return fmt.Errorf("postgres: delete job: %w", err)
+		}
+		if deleted = len(d.ids) == 1; !deleted {
 			return nil
 		}
-		events := sqlDeleteJobEvents
-		if p.Unpublished {
-			events = sqlDeleteAllJobEvents
-		}
-		if _, err := tx.Exec(ctx, events, []string{id}); err != nil {
+		if err := d.deleteEvents(ctx, tx, p.Unpublished); err != nil {
 			return fmt.Errorf("postgres: delete job's events: %w", err)
 		}
 		return nil

@@ -33,7 +33,7 @@ var _ store.ConstraintStore = (*Store)(nil)
 // constraintLockClass is the first key of every advisory lock of constraints (0x6a71, "jq").
 const constraintLockClass = "27249"
 
-const (
+var (
 	constraintColumns = `name, match_queue, match_type, match_labels, key_template, concurrency,
 		rate_limit, rate_interval_ms, rate_burst, created_at, updated_at`
 
@@ -153,6 +153,7 @@ updated AS (
         attempt    = attempt + 1,
         worker_id  = $1,
         event_seq  = event_seq + 1,
+        ev         = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at = $5,
         limit_keys = CASE WHEN i_keys IS NULL THEN limit_keys
                           WHEN i_keys <> '' THEN string_to_array(i_keys, E'\x1e') END,

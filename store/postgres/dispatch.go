@@ -49,15 +49,13 @@ func init() {
 // that RETURNING and jobColumns name.
 // sqlAssignedEvents is the CTE of every assignment statement that writes the PENDING→ASSIGNED events
 // of the jobs its CTE "updated" returns (with their new event_seq), at their updated_at.
-const sqlAssignedEvents = `events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at, trace_context)
-    SELECT id::uuid, event_seq, queue, type, 'PENDING', 'ASSIGNED', '` + store.ReasonAssigned + `',
-           worker_id, attempt, updated_at, nullif(trace_context, '{}'::jsonb)
-    FROM updated
-)`
+var sqlAssignedEvents = batchEvent{
+	src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "'PENDING'",
+	to: "'ASSIGNED'", reason: "'" + store.ReasonAssigned + "'", worker: "worker_id", attempt: "attempt",
+	at: "updated_at", trace: "nullif(trace_context, '{}'::jsonb)",
+}.cte()
 
-const (
+var (
 	// Walks jobs_dispatch_idx in order: queue equality, then the index order (priority DESC,
 	// created_at, id), the literal state = 'PENDING' matching the index predicate; not_before is
 	// INCLUDEd in the index, and LIMIT stops the walk. A paused queue is a one-time filter (an
@@ -97,6 +95,7 @@ updated AS (
         attempt    = attempt + 1,
         worker_id  = $1,
         event_seq  = event_seq + 1,
+        ev         = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at = now()
     FROM locked
     WHERE id = l_id
@@ -122,7 +121,7 @@ SELECT ` + jobColumns + ` FROM updated ORDER BY l_ord`
 // walks on past the jobs of other types (they stay in place for their workers), so its cost
 // grows with how many of those are due ahead of its own (docs/architecture.md,
 // "Dispatch"). type never changes, so the lock's re-check of a row needs no more than this.
-const sqlJobClaim = `-- name: job_claim
+var sqlJobClaim = `-- name: job_claim
 WITH locked AS MATERIALIZED (
     SELECT j.ctid AS l_ctid
     FROM jobs j
@@ -139,6 +138,7 @@ updated AS (
         attempt    = attempt + 1,
         worker_id  = $2,
         event_seq  = event_seq + 1,
+        ev         = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at = now()
     FROM locked
     WHERE jobs.ctid = l_ctid

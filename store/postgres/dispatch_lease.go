@@ -35,7 +35,7 @@ import (
 // need no anti-join. Both statements return one row per lease that names an existing job: (ord,
 // true, the job after the write) when it applied, (ord, false, the job as it stands) when the lease
 // is stale; either without payload, labels, trace context and result (leanJobColumns). An ord without a row is a job that does not exist.
-const (
+var (
 	sqlJobAckMany = `-- name: job_ack_many
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::bigint[])
@@ -59,18 +59,13 @@ updated AS (
         state      = 'RUNNING',
         started_at = greatest(now() - l_started_us * interval '1 microsecond', updated_at),
         event_seq  = event_seq + 1,
+        ev         = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at = now()
     FROM locked
     WHERE id = l_id
     RETURNING l_ord, true AS u_started, event_seq, jobs.trace_context AS u_trace, ` + leanJobColumns + `
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at, trace_context)
-    SELECT id::uuid, event_seq, queue, type, 'ASSIGNED', 'RUNNING', '` + store.ReasonAcked + `',
-           worker_id, attempt, started_at, nullif(u_trace, '{}'::jsonb)
-    FROM updated
-)
+` + evAcked + `
 ` + sqlLeaseOutcomes
 
 	// Times are the handler's, whatever the batching: started_at is the report's time minus how long
@@ -121,6 +116,7 @@ updated AS (
         no_retry        = NOT i_success AND i_permanent,
         retry_after_ms  = CASE WHEN i_success OR i_permanent THEN 0 ELSE i_retry_after_ms END,
         event_seq       = event_seq + CASE WHEN i_from = 'ASSIGNED' THEN 2 ELSE 1 END,
+        ev              = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at      = now()
     FROM (SELECT * FROM input ORDER BY i_id OFFSET 0) i
     WHERE jobs.id = i.i_id AND jobs.state = i.i_from AND jobs.attempt = i.i_attempt AND jobs.worker_id = i.i_worker
@@ -128,17 +124,7 @@ updated AS (
               least(started_at + i_runtime_us * interval '1 microsecond', now()) AS u_finished_at,
               jobs.trace_context AS u_trace, ` + leanJobColumns + `
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at, via_at, trace_context)
-    SELECT id::uuid, event_seq, queue, type, l_from, state,
-           CASE WHEN state = 'DONE' THEN '` + store.ReasonSucceeded + `' ELSE failure_reason END,
-           CASE WHEN state = 'DONE' THEN '' ELSE l_error END,
-           worker_id, attempt, u_finished_at, CASE WHEN l_from = 'ASSIGNED' THEN started_at END,
-           nullif(u_trace, '{}'::jsonb)
-    FROM updated
-    ORDER BY id
-)
+` + evReported + `
 SELECT l_ord, true, u_started, ` + leanJobColumns + ` FROM updated
 UNION ALL
 SELECT i_ord, false, false, s.*
@@ -166,6 +152,23 @@ SELECT l_ord, l_again, false, s.*
 FROM locked
 CROSS JOIN LATERAL (SELECT ` + leanJobColumns + ` FROM jobs WHERE id = l_input OFFSET 0) s
 WHERE l_id IS NULL`
+)
+
+// The batch events of the ack and the report: an ack records ASSIGNED→RUNNING at the handler's
+// start; a report its outcome, and for a lease still ASSIGNED the start too (via, migration 000014).
+var (
+	evAcked = batchEvent{
+		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "'ASSIGNED'",
+		to: "'RUNNING'", reason: "'" + store.ReasonAcked + "'", worker: "worker_id", attempt: "attempt",
+		at: "started_at", trace: "nullif(u_trace, '{}'::jsonb)",
+	}.cte()
+	evReported = batchEvent{
+		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "l_from", to: "state",
+		reason: "CASE WHEN state = 'DONE' THEN '" + store.ReasonSucceeded + "' ELSE failure_reason END",
+		err:    "CASE WHEN state = 'DONE' THEN '' ELSE l_error END",
+		worker: "worker_id", attempt: "attempt", at: "u_finished_at",
+		via: "CASE WHEN l_from = 'ASSIGNED' THEN started_at END", trace: "nullif(u_trace, '{}'::jsonb)",
+	}.cte()
 )
 
 // JobAckMany implements store.DispatchStore.

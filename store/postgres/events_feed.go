@@ -3,38 +3,30 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 )
 
 var _ store.EventFeed = (*Store)(nil)
 
 const (
-	// The newest event id (one probe of job_events_pkey's end) and the snapshot's xmin and xmax: a
+	// The newest event id (one probe of each primary key's end) and the snapshot's xmin and xmax: a
 	// horizon taken now is (newest, xmax); one taken earlier is final once xmin has reached its xid
 	// (migration 000012 explains why the id default makes that hold).
 	sqlFeedPoint = `-- name: events_feed_point
-SELECT coalesce((SELECT max(id) FROM job_events), 0),
+SELECT ` + sqlNewestEvent + `,
        pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint
 FROM pg_current_snapshot() s`
 
-	// The events after the cursor up to a final horizon, in id order along job_events_pkey; the
-	// filters drop rows of the range (the range is read whole: a watched queue's events are
-	// interleaved with every other queue's). A row with via_at is two transitions.
-	sqlFeedRead = `-- name: events_feed_read
-SELECT e.id, e.job_id::text, e.seq, e.queue, e.type, coalesce(e.from_state, ''), e.to_state,
-       e.reason, e.error, e.worker_id, e.attempt, e.created_at, e.via_at
-FROM job_events e
-WHERE e.id > $1 AND e.id <= $2
-  AND ($3 = '' OR e.queue = $3)
-  AND ($4 = '' OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.principal = $4))
-ORDER BY e.id
-LIMIT $5`
+	// The events after the cursor up to a final horizon, in id order, both tables (migration
+	// 000022): eventRangeSQL, each event with whether the filters keep it ($4: a queue, $5: a
+	// principal; '' for any). The range is read whole: a watched queue's events are interleaved with
+	// every other queue's.
+	sqlFeedVisible = `($4 = '' OR e.queue = $4)
+       AND ($5 = '' OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.principal = $5))`
 )
+
+var sqlFeedRead = eventRangeSQL("events_feed_read", sqlFeedVisible)
 
 // EventsRead implements store.EventFeed.
 func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store.EventsReadResult, error) {
@@ -75,32 +67,32 @@ func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store
 // cursor to the horizon, or to the last row read when the limit cut the range. It returns the rows
 // read.
 func (s *Store) feedRead(ctx context.Context, res *store.EventsReadResult, p store.EventsReadParams, limit int) (int, error) {
-	rows, err := s.pool.Query(ctx, sqlFeedRead, res.After, res.Horizon.ID, p.Queue, p.Principal, limit)
+	rows, err := s.pool.Query(ctx, sqlFeedRead, res.After, res.Horizon.ID, limit, p.Queue, p.Principal)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: events read: %w", err)
 	}
 	var (
-		id       int64
-		e        queue.Event
-		from, to string
-		via      *time.Time
-		n        int
+		r       eventRow
+		visible bool
+		last    int64 = -1
+		n       int
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
-		&e.WorkerID, &e.Attempt, &e.At, &via}, func() error {
-		n++
-		e.From, e.To, e.At = queue.State(from), queue.State(to), e.At.UTC()
-		if first, two := splitTransitions(&e, via); two {
-			res.Events = append(res.Events, first)
+	err = forEachEventRow(rows, &r, []any{&visible}, func() error {
+		if r.id != last {
+			n++
+			last = r.id
 		}
-		res.Events = append(res.Events, e)
+		evs := r.events()
+		if visible {
+			res.Events = append(res.Events, evs...)
+		}
 		return nil
 	})
 	if err != nil {
 		return n, fmt.Errorf("postgres: events read: %w", err)
 	}
 	if n == limit {
-		res.After = id // the rest of the range next time
+		res.After = last // the rest of the range next time
 	} else {
 		res.After = res.Horizon.ID
 	}

@@ -14,15 +14,33 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-const (
+var (
 	sqlJobGet = `-- name: job_get
 SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
 
-	// job_transitions: one row per transition, a combined row's first one included (migration 000014).
+	// A job's history through its row (migration 000022): the job_events rows an older release
+	// wrote (job_events_job_seq_key); the submission from the row itself while its batch exists (a
+	// probe of event_batches_xid_idx for ev[1], not a read of that batch of up to thousands of
+	// jobs); and the job's elements of the batches ev[2:] points at (event_batches_xid_idx; OFFSET 0
+	// keeps that plan whatever the statistics say). Only the job's own row leads anywhere: the
+	// events of a deleted job are not read. A row with via is two transitions (eventRow.events).
 	sqlJobEvents = `-- name: job_events
-SELECT ` + eventColumns + ` FROM job_transitions
-WHERE job_id = $1 AND EXISTS (SELECT 1 FROM jobs WHERE id = $1) -- not the leftovers of a deleted job
-ORDER BY seq`
+WITH j AS MATERIALIZED (SELECT id, queue, type, created_at, ev FROM jobs WHERE id = $1)
+SELECT e.seq, e.queue, e.type, coalesce(e.from_state, ''), e.to_state, e.reason, e.error, e.worker_id, e.attempt,
+       e.created_at, e.via_at
+FROM j JOIN job_events e ON e.job_id = j.id
+UNION ALL
+SELECT 1, j.queue, j.type, '', 'PENDING', 'submitted', '', '', 0, j.created_at, NULL
+FROM j
+WHERE EXISTS (SELECT 1 FROM event_batches WHERE xid = j.ev[1])
+UNION ALL
+SELECT t.seq, t.queue, t.type, coalesce(t.from_state, ''), t.to_state, coalesce(t.reason, ''),
+       coalesce(t.error, ''), coalesce(t.worker_id, ''), coalesce(t.attempt, 0), t.at, t.via_at
+FROM j
+CROSS JOIN LATERAL (SELECT * FROM event_batches WHERE xid = ANY(j.ev[2:]) OFFSET 0) b
+CROSS JOIN LATERAL ` + batchUnnest + `
+WHERE t.job_id = j.id
+ORDER BY 1`
 
 	sqlJobExists = `-- name: job_exists
 SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
@@ -69,20 +87,22 @@ updated AS (
         no_retry        = CASE WHEN p_to = 'PENDING' AND p_reset_retries THEN false ELSE no_retry END,
         cancel_requested = CASE WHEN p_to = 'PENDING' AND p_reset_retries THEN false ELSE cancel_requested END,
         event_seq       = event_seq + 1,
+        ev              = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at      = now()
     FROM p
     WHERE id = p_id AND state = p_from AND (p_attempt < 0 OR attempt = p_attempt)
     RETURNING ` + jobColumns + `, event_seq, p_from, p_to, p_reason, p_error, p_worker
 ),
-event AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at, trace_context)
-    SELECT id::uuid, event_seq, queue, type, p_from, p_to, p_reason, p_error,
-           coalesce(nullif(p_worker, ''), worker_id), attempt, updated_at, nullif(trace_context, '{}'::jsonb)
-    FROM updated
-)
+` + evTransition + `
 SELECT ` + jobColumns + ` FROM updated`  // id is text already; the cast is a no-op
 )
+
+// evTransition records a JobTransition's one transition.
+var evTransition = batchEvent{
+	src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "p_from", to: "p_to",
+	reason: "p_reason", err: "p_error", worker: "coalesce(nullif(p_worker, ''), worker_id)", attempt: "attempt",
+	at: "updated_at", trace: "nullif(trace_context, '{}'::jsonb)",
+}.cte()
 
 // JobGet implements store.JobStore.
 func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
@@ -283,12 +303,21 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: job events: %w", err)
 	}
-	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Event, error) { return scanEvent(r) })
+	var (
+		r      eventRow
+		events []queue.Event
+	)
+	_, err = pgx.ForEachRow(rows, []any{&r.e.Seq, &r.e.Queue, &r.e.Type, &r.from, &r.to, &r.e.Reason, &r.e.Error,
+		&r.e.WorkerID, &r.e.Attempt, &r.e.At, &r.via}, func() error {
+		r.e.JobID = id
+		events = append(events, r.events()...)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: job events: %w", err)
 	}
 	if len(events) == 0 {
-		// Every job has its submission event, but ask rather than assume.
+		// The retention may have taken every event of a job that is still there.
 		var exists bool
 		if err := s.pool.QueryRow(ctx, sqlJobExists, id).Scan(&exists); err != nil {
 			return nil, fmt.Errorf("postgres: job events: %w", err)

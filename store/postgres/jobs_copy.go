@@ -36,9 +36,15 @@ var (
 	copyJobColumns = []string{"id", "queue", "type", "payload", "priority", "state", "max_retries", "ttl_ms",
 		"timeout_ms", "not_before", "expires_at", "idempotency_key", "spec_hash", "labels", "keep_result",
 		"trace_context", "created_at", "updated_at", "principal", "limit_keys", "limit_gen"}
-	copyEventColumns = []string{"job_id", "seq", "queue", "type", "to_state", "reason", "attempt", "created_at",
-		"trace_context"}
 )
+
+// sqlCopySubmitted is the batch event of a COPY insert: every job's submission, from arrays of the
+// elements that vary (the rest is each element's default or a constant).
+const sqlCopySubmitted = `-- name: job_copy_submitted
+INSERT INTO event_batches (n, job_ids, seqs, queues, types, to_states, reasons, ats, traces)
+SELECT cardinality($1::uuid[]), $1, array_fill(1, ARRAY[cardinality($1)]), $2::text[], $3::text[],
+       array_fill('PENDING'::text, ARRAY[cardinality($1)]), array_fill('submitted'::text, ARRAY[cardinality($1)]),
+       $4::timestamptz[], $5::jsonb[]`
 
 // copyJobs inserts a batch without idempotency keys with COPY: the same rows and submission events
 // as sqlJobInsertManyUnkeyed, with the queue defaults and times resolved here from the head
@@ -77,7 +83,11 @@ func copyJobs(ctx context.Context, pool interface {
 			return err
 		}
 		jobRows := make([][]any, n)
-		eventRows := make([][]any, n)
+		var (
+			queues, types = make([]string, n), make([]string, n)
+			ats           = make([]time.Time, n)
+			traces        []any // nil: no job has a trace context (a NULL array)
+		)
 		for i, p := range ps {
 			d := defaults[p.Queue]
 			maxRetries := d.maxRetries
@@ -118,18 +128,20 @@ func copyJobs(ctx context.Context, pool interface {
 			jobRows[i] = []any{ids[i], p.Queue, p.Type, payload, int16(p.Priority), "PENDING", int32(maxRetries), ttlMS,
 				timeoutMS, notBefore, expiresAt, "", []byte{}, jsonText(p.Labels), p.KeepResult,
 				trace, created, created, p.Principal, limitKeys, limitGen}
-			var eventTrace any // SQL NULL: no trace context
+			queues[i], types[i], ats[i] = p.Queue, p.Type, created
 			if len(p.TraceContext) > 0 {
-				eventTrace = trace
+				if traces == nil {
+					traces = make([]any, n) // SQL NULL elements: no trace context
+				}
+				traces[i] = trace
 			}
-			eventRows[i] = []any{ids[i], int32(1), p.Queue, p.Type, "PENDING", "submitted", int32(0), created, eventTrace}
 			id := uuid.UUID(ids[i].Bytes).String()
 			results[i] = store.JobInsertResult{Job: insertedJob(id, p, timeoutMS, maxRetries, ttlMS, notBefore, expiresAt, created)}
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyJobColumns, pgx.CopyFromRows(jobRows)); err != nil {
 			return translateInsertError(err)
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_events"}, copyEventColumns, pgx.CopyFromRows(eventRows)); err != nil {
+		if _, err := tx.Exec(ctx, sqlCopySubmitted, ids, queues, types, ats, traces); err != nil {
 			return fmt.Errorf("postgres: insert jobs: events: %w", err)
 		}
 		return nil

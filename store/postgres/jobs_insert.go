@@ -17,7 +17,7 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-const (
+var (
 	// One statement for the whole batch: the jobs and their submission events, from parallel arrays.
 	// created_at is now() plus the row's position in microseconds: rows of one batch keep their
 	// submit order under the scheduler's (priority, created_at) FIFO instead of tying on one
@@ -71,14 +71,17 @@ inserted AS (
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
     RETURNING id, queue, type, max_retries, ttl_ms, not_before, expires_at, created_at, trace_context
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, attempt, created_at,
-                            trace_context)
-    SELECT id, 1, queue, type, NULL, 'PENDING', 'submitted', 0, created_at, nullif(trace_context, '{}'::jsonb) FROM inserted
-)
+` + evSubmitted + `
 -- Only what the database decided: the rest of each job is what the caller sent (insertedJob).
 SELECT id::text, max_retries, ttl_ms, not_before, expires_at, created_at FROM inserted`
 )
+
+// evSubmitted records the submissions of an insert: the batch feeds the relay and the events feed;
+// job logs read a job's submission from its row (sqlJobEvents), so the job's ev does not point at it.
+var evSubmitted = batchEvent{
+	src: "inserted", job: "id", seq: "1", queue: "queue", typ: "type", to: "'PENDING'",
+	reason: "'submitted'", at: "created_at", trace: "nullif(trace_context, '{}'::jsonb)",
+}.cte()
 
 // sqlJobInsertManyUnkeyed is sqlJobInsertMany for a batch without idempotency keys: nothing can
 // conflict, so no ON CONFLICT — whose speculative insertion costs a WAL record and a buffer lock

@@ -14,18 +14,23 @@ import (
 
 var _ store.OutboxStore = (*Store)(nil)
 
-// outboxCursor names the Kafka relay's row in outbox_cursors.
-const outboxCursor = "kafka"
+// outboxCursor names the Kafka relay's row in outbox_cursors (renamed with the batch events of
+// migration 000022, so that an older relay cannot move it past batches it does not read).
+const outboxCursor = "kafka.batches"
 
-// The outbox relay's statements (migration 000012): job_events is append-only and the relay keeps a
-// cursor. Leases and ages are compared with the database's now(), one clock for every replica.
+// sqlOutboxRead reads the events after the cursor, up to the horizon, in id order: job_events rows
+// and batches (eventRangeSQL), with their trace contexts.
+var sqlOutboxRead = eventRangeSQL("outbox_read", "")
+
+// The outbox relay's statements (migration 000012): events are append-only and the relay keeps a
+// cursor. Ids are one order over job_events and event_batches (migration 000022). Leases and ages are compared with the database's now(), one clock for every replica.
 const (
 	// The cursor, whether the horizon is final (no transaction older than horizon_xid runs), whether
-	// a live lease holds the cursor, and the newest event id (one probe of job_events_pkey's end).
+	// a live lease holds the cursor, and the newest event id (one probe of each primary key's end).
 	sqlOutboxCursor = `-- name: outbox_cursor
 SELECT id, horizon_id, pg_snapshot_xmin(pg_current_snapshot()) >= horizon_xid,
        coalesce(leased_until > now(), false),
-       coalesce((SELECT max(id) FROM job_events), 0)
+       ` + sqlNewestEvent + `
 FROM outbox_cursors WHERE name = $1`
 
 	// A new horizon, taken when the cursor has reached the old one: the newest visible id and the
@@ -34,7 +39,7 @@ FROM outbox_cursors WHERE name = $1`
 	// at or below horizon_id can still appear.
 	sqlOutboxHorizon = `-- name: outbox_horizon
 UPDATE outbox_cursors
-SET horizon_id = coalesce((SELECT max(id) FROM job_events), 0),
+SET horizon_id = ` + sqlNewestEvent + `,
     horizon_xid = pg_snapshot_xmax(pg_current_snapshot())
 WHERE name = $1 AND id = horizon_id AND (leased_until IS NULL OR leased_until < now())`
 
@@ -44,19 +49,6 @@ UPDATE outbox_cursors
 SET lease = lease + 1, leased_until = now() + $3 * interval '1 microsecond'
 WHERE name = $1 AND id = $2 AND (leased_until IS NULL OR leased_until < now())
 RETURNING lease, horizon_id`
-
-	// The rows after the cursor, up to the horizon, in id order (job_events_pkey); a row with via_at
-	// is two transitions (migration 000014), expanded by EventsClaim.
-	sqlOutboxRead = `-- name: outbox_read
-SELECT e.id, e.job_id::text, e.seq, e.queue, e.type, coalesce(e.from_state, ''), e.to_state,
-       e.reason, e.error, e.worker_id, e.attempt, e.created_at, e.via_at,
-       CASE WHEN e.trace_context = 'null'::jsonb
-            THEN (SELECT j.trace_context FROM jobs j WHERE j.id = e.job_id) -- written without the column
-            ELSE e.trace_context END
-FROM job_events e
-WHERE e.id > $1 AND e.id <= $2
-ORDER BY e.id
-LIMIT $3`
 
 	sqlOutboxAdvance = `-- name: outbox_advance
 UPDATE outbox_cursors SET id = greatest(id, $3), leased_until = NULL, updated_at = now()
@@ -69,14 +61,22 @@ WHERE name = $1 AND lease = $2`
 	// The advance and the release apply while the claim's lease is the cursor's latest and not
 	// ended: an expired lease nobody took over still moves the cursor (its events were published).
 
-	// Both parts walk job_events_pkey from the cursor; the age is that of the first event after it,
+	// Every part walks a primary key from the cursor; the age is that of the first event after it,
 	// which is the next one the relay publishes.
 	sqlOutboxBacklog = `-- name: outbox_backlog
 WITH c AS (SELECT coalesce((SELECT id FROM outbox_cursors WHERE name = $1), 0) AS id)
-SELECT (SELECT count(*) + count(via_at) FROM job_events, c WHERE job_events.id > c.id),
-       coalesce((SELECT extract(epoch FROM now() - e.created_at) * 1e6
-                 FROM job_events e, c WHERE e.id > c.id ORDER BY e.id LIMIT 1), 0)::bigint`
+SELECT (SELECT count(*) + count(via_at) FROM job_events, c WHERE job_events.id > c.id)
+       + (SELECT coalesce(sum(n), 0) FROM event_batches, c WHERE event_batches.id > c.id),
+       coalesce((SELECT extract(epoch FROM now() - f.created_at) * 1e6
+                 FROM (SELECT e.id, e.created_at FROM job_events e, c WHERE e.id > c.id
+                       UNION ALL
+                       SELECT b.id, b.created_at FROM event_batches b, c WHERE b.id > c.id) f
+                 ORDER BY f.id LIMIT 1), 0)::bigint`
 )
+
+// sqlNewestEvent is the newest event id of both tables.
+const sqlNewestEvent = `greatest(coalesce((SELECT max(id) FROM job_events), 0),
+                coalesce((SELECT max(id) FROM event_batches), 0))`
 
 // EventsClaim implements store.OutboxStore. It reads the cursor; takes a new horizon when the cursor
 // has reached the old one and newer events exist (and reads again: with no older transaction
@@ -141,37 +141,30 @@ func (s *Store) claimTo(ctx context.Context, p store.EventsClaimParams, cursor i
 		return c, fmt.Errorf("postgres: events claim: %w", err)
 	}
 	var (
-		e        store.OutboxEvent
-		from, to string
-		via      *time.Time
-		trace    map[string]string
-		read     int
-		full     bool // the events reached p.Limit before the rows ran out
+		r      eventRow
+		lastID int64 = -1
+		ids    int   // ids read
+		full   bool  // the events reached p.Limit before the rows ran out
 	)
-	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
-		&e.WorkerID, &e.Attempt, &e.At, &via, &trace}, func() error {
-		n := 1
-		if via != nil {
-			n = 2
+	err = forEachEventRow(rows, &r, nil, func() error {
+		if r.id != lastID {
+			if full || (len(c.Events) > 0 && len(c.Events) >= p.Limit) {
+				// A claim never splits a batch or a row's transitions, and stops at p.Limit
+				// events at the first id boundary past it.
+				full = true
+				return nil
+			}
+			ids++
+			lastID = r.id
 		}
-		if full || (len(c.Events) > 0 && len(c.Events)+n > p.Limit) {
-			// A claim never splits a row's transitions, nor carries more than p.Limit events
-			// (except a lone row's two when p.Limit is 1).
-			full = true
-			return nil
+		trace := r.trace
+		if len(trace) == 0 {
+			trace = nil
 		}
-		read++
-		e.From, e.To, e.At, e.TraceContext = queue.State(from), queue.State(to), e.At.UTC(), nil
-		if len(trace) > 0 {
-			e.TraceContext = trace
+		id := r.id
+		for _, e := range r.events() {
+			c.Events = append(c.Events, store.OutboxEvent{ID: id, Event: e, TraceContext: trace})
 		}
-		if start, two := splitTransitions(&e.Event, via); two {
-			first := e
-			first.Event = start
-			c.Events = append(c.Events, first)
-		}
-		c.Events = append(c.Events, e)
-		trace = nil
 		return nil
 	})
 	if err != nil {
@@ -180,7 +173,7 @@ func (s *Store) claimTo(ctx context.Context, p store.EventsClaimParams, cursor i
 	// A short read reached the horizon: the ids between the last row and it were never
 	// committed, and marking the claim moves the cursor over them.
 	c.Through = horizon
-	if read == p.Limit || full {
+	if ids == p.Limit || full {
 		c.Through = c.Events[len(c.Events)-1].ID
 	}
 	return c, nil

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,8 @@ func TestOutboxWaitsForEarlierIDs(t *testing.T) {
 		return len(ids) == 3
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, earlyID, ids[0], "the early event comes first")
-	require.Less(t, ids[1], ids[2])
+	require.Less(t, ids[0], ids[1])
+	require.Equal(t, ids[1], ids[2], "one statement's events share its batch's id")
 
 	// A rolled-back id is a gap the cursor moves over.
 	late, err := s.Pool().Begin(ctx)
@@ -102,10 +104,10 @@ func TestOutboxIDsDrawnAfterTheXID(t *testing.T) {
 	require.Less(t, strings.Index(def, "pg_current_xact_id()"), strings.Index(def, "nextval"))
 }
 
-// Every event row carries its job's trace context, so the relay reads no jobs row for it: NULL when
-// the job has none. A row written without the column (before the migration that added it, or by an
-// older binary during a rolling upgrade) holds the column's default, JSON null, and the relay reads
-// that row's trace context from its job.
+// Every event carries its job's trace context (a batch's traces element), so the relay reads no
+// jobs row for it: NULL when the job has none. A job_events row written without the column (before
+// the migration that added it, or by an older binary during a rolling upgrade) holds the column's
+// default, JSON null, and the relay reads that row's trace context from its job.
 func TestOutboxTraceContextInEventRows(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -122,14 +124,27 @@ func TestOutboxTraceContextInEventRows(t *testing.T) {
 	require.NoError(t, err)
 	traced, plain, old := res[0].Job.ID, res[1].Job.ID, res[2].Job.ID
 
+	element := func(id, col string) string {
+		var v *string
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT (`+col+`[array_position(job_ids, $1::uuid)])::text
+			FROM event_batches WHERE $1::uuid = ANY(job_ids)`, id).Scan(&v))
+		if v == nil {
+			return "NULL"
+		}
+		return *v
+	}
 	var stored map[string]string
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT trace_context FROM job_events WHERE job_id = $1`, traced).Scan(&stored))
+	require.NoError(t, json.Unmarshal([]byte(element(traced, "traces")), &stored))
 	require.Equal(t, trace, stored)
-	var isNull bool
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT trace_context IS NULL FROM job_events WHERE job_id = $1`, plain).Scan(&isNull))
-	require.True(t, isNull, "a job without a trace context writes SQL NULL")
-	// An older binary's row: it does not name the column.
-	_, err = s.Pool().Exec(ctx, `UPDATE job_events SET trace_context = DEFAULT WHERE job_id = $1`, old)
+	require.Equal(t, "NULL", element(plain, "traces"), "a job without a trace context has a NULL element")
+	// An older binary's rows: one per event in job_events, without the column. old's submission is
+	// such a row here, and the batch's element goes (as a delete of the job would take it).
+	_, err = s.Pool().Exec(ctx, `INSERT INTO job_events (job_id, seq, queue, type, to_state, reason)
+		VALUES ($1, 1, 'trace', 'noop', 'PENDING', 'submitted')`, old)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `UPDATE event_batches SET n = 2, job_ids = job_ids[1:2], seqs = seqs[1:2], queues = queues[1:2],
+		types = types[1:2], to_states = to_states[1:2], reasons = reasons[1:2], ats = ats[1:2], traces = traces[1:2]
+		WHERE $1::uuid = ANY(job_ids)`, old)
 	require.NoError(t, err)
 
 	got := map[string]map[string]string{}

@@ -26,11 +26,12 @@ func TestQueryName(t *testing.T) {
 	}
 }
 
-// TestStatementsNamed: every sql… constant of the package starts with a name comment (a fragment
+// TestStatementsNamed: every sql… constant or variable of the package starts with a name comment (a fragment
 // that is only ever appended to a named statement is exempt), and no two share a name.
 func TestStatementsNamed(t *testing.T) {
 	t.Parallel()
-	fragments := map[string]bool{"sqlLeaseOutcomes": true, "sqlQueueInsert": true, "sqlAssignedEvents": true}
+	fragments := map[string]bool{"sqlLeaseOutcomes": true, "sqlQueueInsert": true, "sqlAssignedEvents": true,
+		"sqlFeedVisible": true, "sqlNewestEvent": true}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
@@ -43,7 +44,7 @@ func TestStatementsNamed(t *testing.T) {
 		require.NoError(t, err)
 		for _, d := range file.Decls {
 			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
+			if !ok || (gd.Tok != token.CONST && gd.Tok != token.VAR) {
 				continue
 			}
 			for _, spec := range gd.Specs {
@@ -70,7 +71,7 @@ func TestStatementsNamed(t *testing.T) {
 }
 
 // leading returns the leftmost string literal of a constant expression (a concatenation), following
-// the package's own constants: the name comment comes first.
+// the package's own constants and variables: the name comment comes first.
 func leading(t *testing.T, consts map[string]ast.Expr, e ast.Expr) string {
 	t.Helper()
 	switch e := e.(type) {
@@ -82,6 +83,10 @@ func leading(t *testing.T, consts map[string]ast.Expr, e ast.Expr) string {
 		return leading(t, consts, e.X)
 	case *ast.ParenExpr:
 		return leading(t, consts, e.X)
+	case *ast.CallExpr: // these builders write the name comment of their first argument
+		if f, ok := e.Fun.(*ast.Ident); ok && (f.Name == "eventRangeSQL" || f.Name == "sqlConstraintCandidates" || f.Name == "claimVariant") {
+			return "-- name: " + leading(t, consts, e.Args[0]) + "\n"
+		}
 	case *ast.Ident:
 		if v, ok := consts[e.Name]; ok {
 			return leading(t, consts, v)

@@ -50,20 +50,7 @@ SELECT 1 FROM queues WHERE name = $1 FOR UPDATE`
 SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1)`
 
 	sqlQueueDeleteJobs = `-- name: queue_delete_jobs
-DELETE FROM jobs WHERE queue = $1 RETURNING id::text`
-
-	// Events have no foreign key to their job (migration 000003): the delete removes them itself. It
-	// runs after the jobs' delete, whose row locks waited for any state change in flight, so it sees
-	// every event those changes wrote. Only published events go (at or below the relay's cursor): an unpublished one is still owed to
-	// Kafka (I8); the relay publishes it (the job being gone does not matter) and the retention pass
-	// deletes it later (with Kafka off, once it is older than the retention).
-	sqlDeleteJobEvents = `-- name: delete_job_events
-DELETE FROM job_events
-WHERE job_id = ANY($1::uuid[]) AND id <= coalesce((SELECT id FROM outbox_cursors WHERE name = 'kafka'), 0)`
-
-	// Every event of the deleted jobs: with Kafka off none is owed to anyone.
-	sqlDeleteAllJobEvents = `-- name: delete_all_job_events
-DELETE FROM job_events WHERE job_id = ANY($1::uuid[])`
+DELETE FROM jobs WHERE queue = $1 RETURNING id::text, coalesce(ev, '{}')::text[]`
 
 	sqlQueueDelete = `-- name: queue_delete
 DELETE FROM queues WHERE name = $1`
@@ -159,12 +146,12 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 		if err != nil {
 			return fmt.Errorf("postgres: delete queue jobs: %w", err)
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
+		var d deletedJobs
+		if err := d.collect(rows); err != nil {
 			return fmt.Errorf("postgres: delete queue jobs: %w", err)
 		}
-		deleted = int64(len(ids))
-		if _, err := tx.Exec(ctx, sqlDeleteJobEvents, ids); err != nil {
+		deleted = int64(len(d.ids))
+		if err := d.deleteEvents(ctx, tx, false); err != nil {
 			return fmt.Errorf("postgres: delete queue job events: %w", err)
 		}
 		if _, err := tx.Exec(ctx, sqlQueueDelete, p.Name); err != nil {

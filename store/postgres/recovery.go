@@ -15,7 +15,7 @@ import (
 // checked on the newest row version, so a job that a worker's report, an operator or another
 // replica's reaper moved on meanwhile is left alone. Durations travel as microseconds and are
 // compared with the database's now(): one clock for every replica.
-const (
+var (
 	// The active set (ASSIGNED and RUNNING jobs, bounded by the workers' total concurrency) comes
 	// from jobs_worker_active_idx, whose predicate the state filter repeats.
 	// The candidates only: the reason is decided in Go (queue.Deadlines.Overdue) from the columns
@@ -59,18 +59,13 @@ updated AS (
         failure_reason = l_reason,
         last_error     = CASE WHEN l_error <> '' THEN l_error ELSE last_error END,
         event_seq      = event_seq + 1,
+        ev             = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at     = now()
     FROM locked
     WHERE id = l_id
     RETURNING l_ord, false AS u_started, l_from, l_error, event_seq, ` + jobColumns + `
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at, trace_context)
-    SELECT id::uuid, event_seq, queue, type, l_from, 'FAILED', failure_reason, l_error, worker_id,
-           attempt, updated_at, nullif(trace_context, '{}'::jsonb)
-    FROM updated
-)
+` + evFailed + `
 ` + sqlLeaseOutcomes
 
 	// The oldest FAILED jobs (jobs_failed_idx), locked with SKIP LOCKED so that concurrent sweeps
@@ -109,19 +104,13 @@ updated AS (
         completed_at   = CASE WHEN d_to = 'PENDING' THEN NULL ELSE now() END,
         failure_reason = coalesce(nullif(d_failure_reason, ''), failure_reason),
         event_seq      = event_seq + 1,
+        ev             = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at     = now()
     FROM d
     WHERE id = d_id AND state = 'FAILED'
     RETURNING id, queue, type, state, event_seq, worker_id, attempt, updated_at, d_reason, last_error, trace_context
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, error, worker_id,
-                            attempt, created_at, trace_context)
-    SELECT id, event_seq, queue, type, 'FAILED', state, d_reason,
-           CASE WHEN state = 'PENDING' THEN '' ELSE last_error END, worker_id, attempt, updated_at,
-           nullif(trace_context, '{}'::jsonb)
-    FROM updated
-)
+` + evSettled + `
 SELECT queue, state, count(*) FROM updated GROUP BY queue, state`
 
 	// jobs_expires_idx holds exactly the PENDING jobs with a TTL.
@@ -139,18 +128,13 @@ updated AS (
         failure_reason = '` + store.ReasonTTLExpired + `',
         completed_at   = now(),
         event_seq      = event_seq + 1,
+        ev             = coalesce(ev, '{0}') || pg_current_xact_id(),
         updated_at     = now()
     FROM c
     WHERE id = c_id
     RETURNING id, queue, type, event_seq, worker_id, attempt, updated_at, trace_context
 ),
-events AS (
-    INSERT INTO job_events (job_id, seq, queue, type, from_state, to_state, reason, worker_id, attempt,
-                            created_at, trace_context)
-    SELECT id, event_seq, queue, type, 'PENDING', 'DEAD_LETTERED', '` + store.ReasonTTLExpired + `',
-           worker_id, attempt, updated_at, nullif(trace_context, '{}'::jsonb)
-    FROM updated
-)
+` + evExpired + `
 SELECT queue, count(*)::int FROM updated GROUP BY queue`
 
 	sqlWorkerMarkLost = `-- name: worker_mark_lost
@@ -390,3 +374,22 @@ func countByQueue(ctx context.Context, db querier, sql string, limit int, what s
 	}
 	return byQueue, nil
 }
+
+// The batch events of the reaper's failures, the retry sweep and the TTL expiry.
+var (
+	evFailed = batchEvent{
+		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "l_from", to: "'FAILED'",
+		reason: "failure_reason", err: "l_error", worker: "worker_id", attempt: "attempt", at: "updated_at",
+		trace: "nullif(trace_context, '{}'::jsonb)",
+	}.cte()
+	evSettled = batchEvent{
+		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "'FAILED'", to: "state",
+		reason: "d_reason", err: "CASE WHEN state = 'PENDING' THEN '' ELSE last_error END", worker: "worker_id",
+		attempt: "attempt", at: "updated_at", trace: "nullif(trace_context, '{}'::jsonb)",
+	}.cte()
+	evExpired = batchEvent{
+		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "'PENDING'",
+		to: "'DEAD_LETTERED'", reason: "'" + store.ReasonTTLExpired + "'", worker: "worker_id", attempt: "attempt",
+		at: "updated_at", trace: "nullif(trace_context, '{}'::jsonb)",
+	}.cte()
+)

@@ -11,11 +11,11 @@ import (
 var _ store.RetentionStore = (*Store)(nil)
 
 // sqlEventsPrune deletes one range of expired published events (migration 000012: published means
-// at or below the relay's cursor). It takes the oldest ids up to the cursor ($3: the cursor, or no
-// bound with Kafka off), at most $2 of them, and deletes that id range as one index range scan of
-// job_events_pkey; within it only events older than the retention go (ids and creation times agree
-// but for transactions that overlapped). A batch costs the rows it deletes, not the size of the
-// table. The retention travels as microseconds and is compared with the database's now(): one clock
+// at or below the relay's cursor) of each table, job_events and event_batches. It takes the oldest
+// ids up to the cursor ($3: the cursor, or no bound with Kafka off), at most $2 rows of each, and
+// deletes that id range as one index range scan of the primary key; within it only events older
+// than the retention go (ids and creation times agree but for transactions that overlapped). A
+// pass costs the rows it deletes, not the size of the table; it counts the transitions deleted. The retention travels as microseconds and is compared with the database's now(): one clock
 // for every replica. Two replicas pruning at once wait for each other's row locks and find the rows
 // gone.
 const sqlEventsPrune = `-- name: events_prune
@@ -24,10 +24,26 @@ WITH r AS (
     FROM (SELECT id FROM job_events
           WHERE $3::bigint IS NULL OR id <= $3
           ORDER BY id LIMIT $2) oldest
+),
+rb AS (
+    SELECT min(id) AS lo, max(id) AS hi
+    FROM (SELECT id FROM event_batches
+          WHERE $3::bigint IS NULL OR id <= $3
+          ORDER BY id LIMIT $2) oldest
+),
+rows AS (
+    DELETE FROM job_events e
+    USING r
+    WHERE e.id BETWEEN r.lo AND r.hi AND e.created_at < now() - $1 * interval '1 microsecond'
+    RETURNING e.via_at
+),
+batches AS (
+    DELETE FROM event_batches b
+    USING rb
+    WHERE b.id BETWEEN rb.lo AND rb.hi AND b.created_at < now() - $1 * interval '1 microsecond'
+    RETURNING b.n
 )
-DELETE FROM job_events e
-USING r
-WHERE e.id BETWEEN r.lo AND r.hi AND e.created_at < now() - $1 * interval '1 microsecond'`
+SELECT (SELECT count(*) + count(via_at) FROM rows) + (SELECT coalesce(sum(n), 0) FROM batches)`
 
 // sqlOutboxPublished is the relay's cursor: every event at or below it is published.
 const sqlOutboxPublished = `-- name: outbox_published
@@ -85,9 +101,9 @@ func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int
 		}
 		through = &c
 	}
-	tag, err := s.pool.Exec(ctx, sqlEventsPrune, p.OlderThan.Microseconds(), p.Limit, through)
-	if err != nil {
+	var n int64
+	if err := s.pool.QueryRow(ctx, sqlEventsPrune, p.OlderThan.Microseconds(), p.Limit, through).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: events prune: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }

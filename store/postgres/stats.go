@@ -24,13 +24,13 @@ import (
 //     gets an estimate: the planner's row count of the table (reltuples scaled to the table's
 //     current size, as the planner does) times the queue's share in pg_stats (its most-common-value
 //     frequency, or the rest spread over the other distinct values), less the exact live counts;
-//   - the recent figures from the newest $3 events (job_events_pkey walked backwards, one statement
-//     of every queue), within the last $4 µs: attempts finished (RUNNING/ASSIGNED → DONE, FAILED,
+//   - the recent figures from the newest $3 events (job_events_pkey and event_batches_pkey walked
+//     backwards, only the batches that hold them unnested; one statement of every queue), within the last $4 µs: attempts finished (RUNNING/ASSIGNED → DONE, FAILED,
 //     DEAD_LETTERED), failed, and in the last minute; the run time of the latest $5 successes
 //     through jobs_pkey.
 //
 // A queue that does not exist yields no row.
-const sqlQueueStats = `-- name: queue_stats
+var sqlQueueStats = `-- name: queue_stats
 WITH pending AS (
     SELECT count(*) AS n,
            min(greatest(created_at, not_before)) FILTER (WHERE not_before <= now()) AS oldest_due
@@ -64,7 +64,19 @@ est AS (
     WHERE c.oid = 'jobs'::regclass
 ),
 sample AS (
-    SELECT queue, from_state, to_state, job_id, created_at FROM job_events ORDER BY id DESC LIMIT $3
+    SELECT queue, from_state, to_state, job_id, created_at FROM (
+        (SELECT id, 0::bigint AS ord, queue, from_state, to_state, job_id, created_at
+         FROM job_events ORDER BY id DESC LIMIT $3)
+        UNION ALL
+        SELECT b.id, t.ord, t.queue, t.from_state, t.to_state, t.job_id, t.at
+        FROM (SELECT id FROM (SELECT id, sum(n) OVER (ORDER BY id DESC) - n AS before
+                              FROM (SELECT id, n FROM event_batches ORDER BY id DESC LIMIT $3) nb) w
+              WHERE before < $3) newest
+        JOIN event_batches b ON b.id = newest.id
+        CROSS JOIN LATERAL ` + batchUnnest + `
+    ) s
+    ORDER BY id DESC, ord DESC
+    LIMIT $3
 ),
 bounds AS (
     SELECT CASE WHEN count(*) >= $3 THEN greatest(min(created_at), now() - $4 * interval '1 microsecond')

@@ -226,7 +226,7 @@ func testOutboxConcurrent(b *obBundle) {
 	res := b.insert(ps...)
 	var (
 		mu   sync.Mutex
-		seen = map[int64]int{}
+		seen = map[jobSeq]int{}
 		wg   sync.WaitGroup
 	)
 	for range 6 {
@@ -240,7 +240,7 @@ func testOutboxConcurrent(b *obBundle) {
 				if len(c.Events) > 0 {
 					mu.Lock()
 					for _, e := range c.Events {
-						seen[e.ID]++
+						seen[jobSeq{e.JobID, e.Seq}]++
 					}
 					mu.Unlock()
 					if err := b.os.EventsMarkPublished(b.ctx, c); err != nil {
@@ -261,8 +261,8 @@ func testOutboxConcurrent(b *obBundle) {
 	}
 	wg.Wait()
 	require.Len(t, seen, len(res))
-	for id, n := range seen {
-		require.Equal(t, 1, n, "event %d claimed %d times", id, n)
+	for k, n := range seen {
+		require.Equal(t, 1, n, "event %v claimed %d times", k, n)
 	}
 }
 
