@@ -41,7 +41,7 @@ func TestUpFreshDatabase(t *testing.T) {
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
-	for _, table := range []string{"queues", "jobs", "job_events", "workers"} {
+	for _, table := range []string{"queues", "jobs", "job_events", "event_batches", "workers"} {
 		var exists bool
 		require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists))
 		require.True(t, exists, table)

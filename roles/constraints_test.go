@@ -63,7 +63,7 @@ func (r *rig) slotSpans(ctx context.Context, ids []string, k string) []slotSpan 
 	r.t.Helper()
 	rows, err := r.db.QueryContext(ctx, `
 SELECT e.job_id::text, coalesce(j.labels->>$2, ''), e.to_state, e.created_at
-FROM job_events e JOIN jobs j ON j.id = e.job_id
+FROM event_rows e JOIN jobs j ON j.id = e.job_id
 WHERE e.job_id = ANY($1::uuid[])
 ORDER BY e.job_id, e.seq`, ids, k)
 	require.NoError(r.t, err)

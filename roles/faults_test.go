@@ -4,7 +4,7 @@ package roles_test
 // PostgreSQL and redis-server, server and worker processes with second-scale
 // timeouts (faults_helpers_test.go), submits a known set of jobs, injects one
 // fault, heals it, waits for every job to end DONE or DEAD_LETTERED, and has
-// internal/faultcheck judge the jobs and job_events tables: no job lost, every
+// internal/faultcheck judge the jobs and their events: no job lost, every
 // event path legal, no stale result accepted, and jobs run more than once only
 // for a cause the fault explains. docs/reliability.md records the figures.
 
@@ -462,7 +462,7 @@ func TestFaultPostgresOutage(t *testing.T) {
 			return nil
 		})
 		idOf[key] = o.id
-		if n, _ := r.count(ctx, `SELECT count(*) FROM job_events e JOIN jobs j ON j.id = e.job_id
+		if n, _ := r.count(ctx, `SELECT count(*) FROM event_rows e JOIN jobs j ON j.id = e.job_id
 WHERE j.id = $1 AND e.seq = 1 AND e.created_at < $2`, o.id, up); n > 0 {
 			committedAnyway++
 		}

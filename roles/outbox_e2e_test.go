@@ -43,7 +43,7 @@ func lastLines(s string, n int) string {
 }
 
 // The real server relays every job event to Kafka (kfake over TCP) and an independent client,
-// kcat, reads them back: one message per transition (job_transitions), keyed by the job id, each job in one
+// kcat, reads them back: one message per transition (event_rows), keyed by the job id, each job in one
 // partition.
 func TestOutboxEndToEndWithKcat(t *testing.T) {
 	t.Parallel()
@@ -73,7 +73,7 @@ func TestOutboxEndToEndWithKcat(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	testenv.Eventually(t, 30*time.Second, func() error {
 		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM job_events WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka')`).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM event_rows WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka.batches')`).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -82,7 +82,7 @@ func TestOutboxEndToEndWithKcat(t *testing.T) {
 		return nil
 	})
 	want := map[string]int{}
-	rows, err := db.QueryContext(ctx, `SELECT job_id::text, count(*) FROM job_transitions GROUP BY job_id`)
+	rows, err := db.QueryContext(ctx, `SELECT job_id::text, count(*) FROM event_rows GROUP BY job_id`)
 	require.NoError(t, err)
 	defer rows.Close()
 	for rows.Next() {
@@ -177,15 +177,15 @@ func TestOutboxServerKilledMidRelay(t *testing.T) {
 	c.startWorker(0, "w-relay", 16, "default")
 	// Kill once the relay is well into the stream and jobs are still running.
 	testenv.Eventually(t, 60*time.Second, func() error {
-		if n := count(`SELECT count(*) FROM job_transitions WHERE id <= (SELECT id FROM outbox_cursors WHERE name = 'kafka')`); n < jobs {
+		if n := count(`SELECT count(*) FROM event_rows WHERE id <= (SELECT id FROM outbox_cursors WHERE name = 'kafka.batches')`); n < jobs {
 			return fmt.Errorf("%d events published", n)
 		}
 		return nil
 	})
 	signalProc(t, srv, syscall.SIGKILL)
 	waitExit(t, srv, 10*time.Second)
-	leased := count(`SELECT CASE WHEN leased_until > now() THEN 1 ELSE 0 END FROM outbox_cursors WHERE name = 'kafka'`)
-	unpublished := count(`SELECT count(*) FROM job_transitions WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka')`)
+	leased := count(`SELECT CASE WHEN leased_until > now() THEN 1 ELSE 0 END FROM outbox_cursors WHERE name = 'kafka.batches'`)
+	unpublished := count(`SELECT count(*) FROM event_rows WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka.batches')`)
 	notDone := count(`SELECT count(*) FROM jobs WHERE state <> 'DONE'`)
 	t.Logf("killed with %d events unpublished (the dead relay's lease live: %d), %d jobs not done",
 		unpublished, leased, notDone)
@@ -198,7 +198,7 @@ func TestOutboxServerKilledMidRelay(t *testing.T) {
 		if n := count(`SELECT count(*) FROM jobs WHERE state <> 'DONE'`); n > 0 {
 			return fmt.Errorf("%d jobs not done", n)
 		}
-		if n := count(`SELECT count(*) FROM job_transitions WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka')`); n > 0 {
+		if n := count(`SELECT count(*) FROM event_rows WHERE id > (SELECT id FROM outbox_cursors WHERE name = 'kafka.batches')`); n > 0 {
 			return fmt.Errorf("%d events unpublished", n)
 		}
 		return nil

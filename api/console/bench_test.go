@@ -60,7 +60,7 @@ func BenchmarkPages(b *testing.B) {
 		return nil
 	})
 	require.NoError(b, err)
-	_, err = conn.Exec(c, "VACUUM ANALYZE jobs, job_events")
+	_, err = conn.Exec(c, "VACUUM ANALYZE jobs, job_events, event_batches")
 	require.NoError(b, err)
 	b.Logf("%d jobs inserted and analyzed in %s", n, time.Since(began).Round(time.Millisecond))
 

@@ -94,7 +94,7 @@ func TestInsertTx(t *testing.T) {
 
 		// The same rows as a submit: the submission event comes first in the job's log.
 		var reason string
-		require.NoError(t, pool.QueryRow(ctx, `SELECT reason FROM job_events WHERE job_id = $1 AND seq = 1`, sub.ID).Scan(&reason))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT reason FROM event_rows WHERE job_id = $1 AND seq = 1`, sub.ID).Scan(&reason))
 		require.Equal(t, "submitted", reason)
 	})
 
