@@ -9,9 +9,11 @@ import (
 // They are the transport's options (rpcclient.Options), documented there.
 type Options = rpcclient.Options
 
-// Client calls a jq server. It is safe for concurrent use; make one and share it.
+// Client calls a jq server. It is safe for concurrent use; make one and share it: concurrent
+// Submit calls of one client share their round trips (see [Client.Submit]).
 type Client struct {
-	api *rpcclient.Client
+	api    *rpcclient.Client
+	submit *coalescer // nil: every Submit is its own call (custom interceptors may read its context)
 }
 
 // New builds a client. It does not dial until the first call, so a server that is down is an
@@ -22,7 +24,11 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{api: c}, nil
+	cl := &Client{api: c}
+	if len(opts.Interceptors) == 0 {
+		cl.submit = newCoalescer(c, opts)
+	}
+	return cl, nil
 }
 
 // Close releases the client's idle connections. Calls made after Close dial again.

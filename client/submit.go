@@ -24,6 +24,13 @@ type Submitted struct {
 
 // Submit durably accepts one job (PENDING) and returns its id once it is committed.
 //
+// Concurrent calls of one client share round trips: while two submit calls are on the wire, the
+// Submits that arrive wait for the next free one and go out together as one SubmitJobs, each still
+// returning its own job id, or its own error (a batch the server refused as a whole is sent again
+// in halves until the refused jobs are alone). A lone call goes out at once. Each job's trace context travels in its spec. With
+// custom Options.Interceptors every Submit is its own call, since an interceptor may read the
+// call's context.
+//
 // Errors: [queue.ErrInvalidArgument] (the spec fails validation), [queue.ErrQueueNotFound],
 // [queue.ErrIdempotencyConflict] (the key is taken by a different spec), [queue.ErrPermissionDenied],
 // [queue.ErrUnauthenticated], [ErrUnavailable].
@@ -31,6 +38,13 @@ func (c *Client) Submit(ctx context.Context, job Job, opts ...Option) (Submitted
 	spec, err := job.JobSpec(opts...)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("submit: %w", err)
+	}
+	if c.submit != nil {
+		s, err := c.submit.submit(ctx, spec)
+		if err != nil {
+			return Submitted{}, callError(opSubmit, err)
+		}
+		return s, nil
 	}
 	resp, err := c.api.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: spec}))
 	if err != nil {

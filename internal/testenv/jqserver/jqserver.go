@@ -21,8 +21,9 @@ import (
 
 // Server is one running jq server.
 type Server struct {
-	Addr string // the API, host:port
-	DSN  string // its database, for tests that write to it directly
+	Addr        string // the API, host:port
+	DSN         string // its database, for tests that write to it directly
+	MetricsAddr string // its Prometheus endpoint, host:port (/metrics)
 }
 
 // Start runs a server until the test ends; env adds JQ_* settings (JQ_SCHEDULER_INTERVAL_MS=…).
@@ -80,7 +81,7 @@ func StartRole(tb testing.TB, role string, env ...string) *Server {
 		default:
 		}
 		if ready(readyz) {
-			return &Server{Addr: "127.0.0.1:" + strconv.Itoa(grpcPort), DSN: dsn}
+			return &Server{Addr: "127.0.0.1:" + strconv.Itoa(grpcPort), DSN: dsn, MetricsAddr: "127.0.0.1:" + strconv.Itoa(metricsPort)}
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("jq server not ready within 60s:\n%s", out.String())
