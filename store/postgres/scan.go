@@ -34,9 +34,6 @@ const (
 
 	queueColumns = `name, max_retries, ttl_ms, priority_weights, backoff_base_ms, backoff_max_ms, paused,
 		created_at, updated_at, result_retention_ms, max_wait_ms`
-
-	eventColumns = `job_id::text, seq, queue, type, coalesce(from_state, ''), to_state, reason, error,
-		worker_id, attempt, created_at`
 )
 
 // workerColumns needs the table alias w: RunningJobs is counted from jobs.
@@ -108,21 +105,6 @@ func scanQueue(row pgx.Row) (*queue.Queue, error) {
 	q.CreatedAt = q.CreatedAt.UTC()
 	q.UpdatedAt = q.UpdatedAt.UTC()
 	return &q, nil
-}
-
-func scanEvent(row pgx.Row) (queue.Event, error) {
-	var (
-		e        queue.Event
-		from, to string
-	)
-	if err := row.Scan(&e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
-		&e.WorkerID, &e.Attempt, &e.At); err != nil {
-		return queue.Event{}, err
-	}
-	e.From = queue.State(from)
-	e.To = queue.State(to)
-	e.At = e.At.UTC()
-	return e, nil
 }
 
 func scanWorker(row pgx.Row) (*queue.Worker, error) {
