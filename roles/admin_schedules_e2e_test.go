@@ -30,6 +30,21 @@ func TestAdminSchedulesE2E(t *testing.T) {
 	m := a.json([]string{"schedule", "next_fire_times"}, "schedule", "show", "nightly")
 	require.Len(t, m["next_fire_times"], 5)
 
+	// Update: only the flags given change, checked as create checks them; nothing changes when refused.
+	out = a.ok("schedule", "update", "nightly", "--overlap", "buffer_one", "--ttl", "1h", "--keep-result", "--type", "digest")
+	require.Contains(t, out, "schedule nightly updated: 0 3 * * * in Europe/Berlin, overlap buffer_one")
+	show = a.ok("schedule", "show", "nightly")
+	for _, want := range []string{"digest", "buffer_one", "1h0m0s", "catch_up (at most 2)", "team=ops", `{"report":"daily"}`} {
+		require.Contains(t, show, want)
+	}
+	a.fails(2, "nothing to change", "schedule", "update", "nightly")
+	a.fails(2, "--priority 10: want 0 to 9", "schedule", "update", "nightly", "--priority", "10")
+	a.fails(2, "--priority 10: want 0 to 9", "schedule", "create", "other", "--cron", "@daily", "--priority", "10")
+	a.fails(2, `cannot update schedule "nightly": cron spec "61 * * * *"`, "schedule", "update", "nightly", "--cron", "61 * * * *")
+	a.fails(2, "--overlap \"never\": want skip, buffer_one or allow_all", "schedule", "update", "nightly", "--overlap", "never")
+	a.fails(3, `schedule "nope" not found`, "schedule", "update", "nope", "--priority", "1")
+	require.Contains(t, a.ok("schedule", "show", "nightly"), "digest", "a refused update changed nothing")
+
 	a.ok("schedule", "create", "tick", "--cron", "@every 1s", "--queue", "reports")
 	testenv.Eventually(t, 15*time.Second, func() error {
 		if s := a.ok("schedule", "show", "tick"); !strings.Contains(s, "submitted") && !strings.Contains(s, "existing") {

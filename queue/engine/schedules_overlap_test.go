@@ -137,3 +137,31 @@ func TestScheduleUpdateReachesOtherReplicas(t *testing.T) {
 		require.Equal(t, time.Minute, jobs[0].TTL)
 	}
 }
+
+// A refused create or update says what is wrong without the schedule's name (the request names it,
+// and the CLI says "cannot create schedule <name>"), and what to do.
+func TestScheduleRefusalsDoNotRepeatTheName(t *testing.T) {
+	t.Parallel()
+	env := newSchedEnv(t)
+	sch := env.replica(nil, engine.ScheduleOptions{})
+	for why, p := range map[string]store.ScheduleParams{
+		"cron":        env.params("nightly-x", "bad"),
+		"never fires": env.params("nightly-x", "0 0 30 2 *"),
+		"label": func() store.ScheduleParams {
+			p := env.params("nightly-x", "@hourly")
+			p.Template.Labels = map[string]string{engine.ScheduleLabel: "x"}
+			return p
+		}(),
+		"overlap": func() store.ScheduleParams { p := env.params("nightly-x", "@hourly"); p.Overlap = "x"; return p }(),
+		"zone":    func() store.ScheduleParams { p := env.params("nightly-x", "@hourly"); p.TimeZone = "Nowhere/X"; return p }(),
+	} {
+		_, err := sch.ScheduleCreate(env.ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, why)
+		require.NotContains(t, err.Error(), "nightly-x", why)
+		_, err = sch.ScheduleUpdate(env.ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, why)
+		require.NotContains(t, err.Error(), "nightly-x", why)
+	}
+	_, err := sch.ScheduleCreate(env.ctx, env.params("nightly-x", "0 0 30 2 *"))
+	require.Contains(t, err.Error(), "e.g. '0 0 28 2 *'", "what to do")
+}
