@@ -153,7 +153,11 @@ func TestScheduleRefusalsDoNotRepeatTheName(t *testing.T) {
 			return p
 		}(),
 		"overlap": func() store.ScheduleParams { p := env.params("nightly-x", "@hourly"); p.Overlap = "x"; return p }(),
-		"zone":    func() store.ScheduleParams { p := env.params("nightly-x", "@hourly"); p.TimeZone = "Nowhere/X"; return p }(),
+		"zone": func() store.ScheduleParams {
+			p := env.params("nightly-x", "@hourly")
+			p.TimeZone = "Nowhere/X"
+			return p
+		}(),
 	} {
 		_, err := sch.ScheduleCreate(env.ctx, p)
 		require.ErrorIs(t, err, queue.ErrInvalidArgument, why)

@@ -110,9 +110,9 @@ func TestScheduleCommands(t *testing.T) {
 			p.Template.Labels = map[string]string{engine.ScheduleLabel: "x"}
 			return p
 		}(),
-		"policy": func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Missed = "sometimes"; return p }(),
-		"bound":  func() store.ScheduleParams { p := env.params("a", "@hourly"); p.CatchUpMax = 3; return p }(),
-		"name":   env.params("A", "@hourly"),
+		"policy":  func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Missed = "sometimes"; return p }(),
+		"bound":   func() store.ScheduleParams { p := env.params("a", "@hourly"); p.CatchUpMax = 3; return p }(),
+		"name":    env.params("A", "@hourly"),
 		"overlap": func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Overlap = "sometimes"; return p }(),
 	} {
 		_, err := sch.ScheduleCreate(ctx, p)

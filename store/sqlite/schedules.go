@@ -119,10 +119,10 @@ func scheduleArgs(p store.ScheduleParams, now time.Time) []any {
 
 func scanSchedule(row scanner) (*queue.Schedule, error) {
 	var (
-		s             queue.Schedule
+		s                  queue.Schedule
 		timeoutMS, ttlMS   int64
 		missed, owner, ovl string
-		labels        map[string]string
+		labels             map[string]string
 	)
 	err := row.Scan(&s.Name, &s.Template.Queue, &s.Template.Type, &s.Template.Payload, &s.Template.Priority,
 		&s.Template.MaxRetries, &timeoutMS, jsonCol{&labels}, &s.Cron, &s.TimeZone, &missed, &s.CatchUpMax, &s.Paused,
