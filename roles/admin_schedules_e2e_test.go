@@ -63,7 +63,27 @@ func TestAdminSchedulesE2E(t *testing.T) {
 	require.Contains(t, job["job"].(map[string]any)["labels"], "jq.schedule")
 
 	require.Contains(t, a.ok("schedule", "resume", "tick"), "resumed")
+	require.Contains(t, a.ok("schedule", "update", "tick", "--paused"), "paused", "update pauses too")
+	require.Contains(t, a.ok("schedule", "update", "tick", "--paused=false"), "next fire")
 	require.Contains(t, a.ok("schedule", "delete", "tick"), "deleted")
 	a.fails(3, `schedule "tick" not found`, "schedule", "show", "tick")
 	a.fails(3, `schedule "tick" not found`, "schedule", "delete", "tick")
+}
+
+// A schedule declared in JQ_SCHEDULES carries its overlap policy, ttl and keep_result, and is
+// changed in the configuration, not by schedule update.
+func TestAdminConfiguredScheduleE2E(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	se := c.startServer(`JQ_SCHEDULES=[{"name":"cfg","cron":"@hourly","queue":"default","type":"noop",` +
+		`"ttl_s":90,"keep_result":true,"overlap":"allow_all"}]`)
+	a := adminCLI{t: t, addr: se.addr()}
+	show := a.ok("schedule", "show", "cfg")
+	for _, want := range []string{"allow_all", "1m30s", "config"} {
+		require.Contains(t, show, want)
+	}
+	m := a.json([]string{"schedule"}, "schedule", "show", "cfg")
+	tmpl := m["schedule"].(map[string]any)["template"].(map[string]any)
+	require.Equal(t, true, tmpl["keep_result"])
+	a.fails(1, "declared in the servers' configuration file: change it there", "schedule", "update", "cfg", "--priority", "1")
 }
