@@ -711,8 +711,10 @@ type ConstraintUsage struct {
 
 // Describe says how the constraint holds a job of key key back, for job status: "limited by
 // constraint email-per-tenant, key acme: 5/5 running", "…: rate 100/m, next start in 1.2s", or ""
-// when it does not (now).
-func (c *Constraint) Describe(key string, u ConstraintKeyUsage, now time.Time) string {
+// when it does not (now). ahead counts the key's due jobs that start before this one: under a
+// rate each takes a token first, so the job's own start is ahead+1 tokens away ("next start in
+// 3.6s, 2 jobs of the key before it").
+func (c *Constraint) Describe(key string, u ConstraintKeyUsage, ahead int) string {
 	k := key
 	if c.Key == "" {
 		k = "(all)"
@@ -720,11 +722,32 @@ func (c *Constraint) Describe(key string, u ConstraintKeyUsage, now time.Time) s
 	if c.Concurrency > 0 && u.Running >= c.Concurrency {
 		return fmt.Sprintf("limited by constraint %s, key %s: %d/%d running", c.Name, k, u.Running, c.Concurrency)
 	}
-	if !c.Rate.IsZero() && u.Tokens < 1 {
-		wait := time.Duration((1 - u.Tokens) / c.Rate.perSecond() * float64(time.Second)).Round(time.Millisecond)
-		return fmt.Sprintf("limited by constraint %s, key %s: rate %s, next start in %s", c.Name, k, c.Rate, wait)
+	need := float64(ahead + 1)
+	if c.Rate.IsZero() || u.Tokens >= need {
+		return ""
 	}
-	return ""
+	wait := time.Duration((need - u.Tokens) / c.Rate.perSecond() * float64(time.Second)).Round(time.Millisecond)
+	out := fmt.Sprintf("limited by constraint %s, key %s: rate %s, next start in %s", c.Name, k, c.Rate, wait)
+	switch {
+	case ahead == 1:
+		out += ", 1 job of the key before it"
+	case ahead > 1:
+		out += fmt.Sprintf(", %d jobs of the key before it", ahead)
+	}
+	return out
+}
+
+// StartsBefore reports whether due job a starts before due job b when both wait for the same
+// constraint key: higher priority first, then the one due first (then by id): the order a
+// constrained claim meets them in, aging and weights aside.
+func StartsBefore(a, b *Job) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if c := a.DueAt().Compare(b.DueAt()); c != 0 {
+		return c < 0
+	}
+	return a.ID < b.ID
 }
 
 // TokensNow is a stored bucket's content at now under rate r (full without one).

@@ -240,6 +240,13 @@ func TestConstraintUsageAndWaiting(t *testing.T) {
 	rated = append(rated, b.insert(store.JobInsertParams{Type: "rated"}))
 	why := waiting(rated[1])
 	require.True(t, strings.HasPrefix(why, "limited by constraint z-rate, key (all): rate 1/h, next start in "), why)
+	// Each waiting job of the key gets its own estimate: the second waits for the token after the
+	// first's.
+	rated = append(rated, b.insert(store.JobInsertParams{Type: "rated"}))
+	second := waiting(rated[2])
+	require.NotEqual(t, why, second, "not the key's next start for every job")
+	require.True(t, strings.HasSuffix(second, ", 1 job of the key before it"), second)
+	require.NotContains(t, waiting(rated[1]), "before it", "the first is not behind the second")
 
 	// Deleted: nothing holds the job back.
 	_, err = b.cl.Constraints.DeleteConstraint(b.ctx, connect.NewRequest(&jqv1.DeleteConstraintRequest{Name: "per-tenant"}))
