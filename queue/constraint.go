@@ -186,41 +186,42 @@ func (r RateLimit) validate() error {
 var constraintNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 // Validate checks a constraint as submitted: its name (a queue name's alphabet: it is a metric
-// label), its matcher, its key template, and at least one limit within bounds.
+// label), its matcher, its key template, and at least one limit within bounds. The errors do not
+// repeat the constraint's name: whoever asks named it.
 func (c *Constraint) Validate() error {
 	if !constraintNameRE.MatchString(c.Name) {
 		return fmt.Errorf("%w: constraint name %s must match %s", ErrInvalidArgument, Excerpt(c.Name), constraintNameRE)
 	}
 	if c.Match.Queue != "" {
 		if err := ValidateQueueName(c.Match.Queue); err != nil {
-			return fmt.Errorf("constraint %s: match: %w", c.Name, err)
+			return fmt.Errorf("match: %w", err)
 		}
 	}
 	if len(c.Match.Type) > MaxConstraintTypeGlob || !utf8.ValidString(c.Match.Type) {
-		return fmt.Errorf("%w: constraint %s: type pattern must be valid UTF-8 of at most %d bytes", ErrInvalidArgument, c.Name, MaxConstraintTypeGlob)
+		return fmt.Errorf("%w: type pattern must be valid UTF-8 of at most %d bytes", ErrInvalidArgument, MaxConstraintTypeGlob)
 	}
 	if _, err := path.Match(c.Match.Type, ""); err != nil {
-		return fmt.Errorf("%w: constraint %s: type pattern %s: %w", ErrInvalidArgument, c.Name, Excerpt(c.Match.Type), err)
+		return fmt.Errorf("%w: type pattern %s: %w: give a glob such as email.* or report.?", ErrInvalidArgument, Excerpt(c.Match.Type), err)
 	}
 	if len(c.Match.Labels) > MaxConstraintLabels {
-		return fmt.Errorf("%w: constraint %s: at most %d labels", ErrInvalidArgument, c.Name, MaxConstraintLabels)
+		return fmt.Errorf("%w: at most %d labels", ErrInvalidArgument, MaxConstraintLabels)
 	}
 	for k, v := range c.Match.Labels {
 		if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) || len(k) > 256 || len(v) > 1024 {
-			return fmt.Errorf("%w: constraint %s: label %s: names 1..256 and values up to 1024 bytes of valid UTF-8", ErrInvalidArgument, c.Name, Excerpt(k))
+			return fmt.Errorf("%w: label %s: names 1..256 and values up to 1024 bytes of valid UTF-8", ErrInvalidArgument, Excerpt(k))
 		}
 	}
 	if _, err := ParseKeyTemplate(c.Key); err != nil {
-		return fmt.Errorf("constraint %s: %w", c.Name, err)
+		return err
 	}
 	if c.Concurrency < 0 || c.Concurrency > MaxConstraintLimit {
-		return fmt.Errorf("%w: constraint %s: concurrency %d must be within 0..%d", ErrInvalidArgument, c.Name, c.Concurrency, MaxConstraintLimit)
+		return fmt.Errorf("%w: concurrency %d must be within 0..%d", ErrInvalidArgument, c.Concurrency, MaxConstraintLimit)
 	}
 	if err := c.Rate.validate(); err != nil {
-		return fmt.Errorf("constraint %s: %w", c.Name, err)
+		return err
 	}
 	if c.Concurrency == 0 && c.Rate.IsZero() {
-		return fmt.Errorf("%w: constraint %s sets no limit: give a concurrency, a rate or both", ErrInvalidArgument, c.Name)
+		return fmt.Errorf("%w: no limit set: give a concurrency, a rate or both", ErrInvalidArgument)
 	}
 	return nil
 }

@@ -22,6 +22,13 @@ func TestAdminSchedulesE2E(t *testing.T) {
 	a.fails(1, `schedule "nightly" already exists`, "schedule", "create", "nightly", "--cron", "@daily")
 	a.fails(2, "cron spec", "schedule", "create", "bad", "--cron", "61 * * * *")
 	a.fails(2, "time zone", "schedule", "create", "bad", "--cron", "@daily", "--tz", "Mars/Base")
+	// A refusal names the schedule once, says what is wrong and what to do.
+	a.fails(2, `jq: cannot create schedule "bad": cron spec "bad": expected 5 to 6 fields, found 1: [bad]; e.g. --cron '*/5 * * * *'`,
+		"schedule", "create", "bad", "--cron", "bad")
+	a.fails(2, `jq: cannot create schedule "bad": cron spec "0 0 30 2 *" never fires: give a date that exists, e.g. '0 0 28 2 *'`,
+		"schedule", "create", "bad", "--cron", "0 0 30 2 *")
+	a.fails(2, `jq: cannot create schedule "bad": label jq.schedule is set by the schedule: remove it from the template`+"\n",
+		"schedule", "create", "bad", "--cron", "@daily", "--label", "jq.schedule=x")
 
 	show := a.ok("schedule", "show", "nightly")
 	for _, want := range []string{"Europe/Berlin", "catch_up (at most 2)", "reports", "team=ops", "NEXT FIRES"} {

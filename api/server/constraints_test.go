@@ -124,7 +124,7 @@ func TestConstraintInvalid(t *testing.T) {
 	}{
 		"name":          {&jqv1.CreateConstraintRequest{Name: "Bad Name", Concurrency: 1}, "constraint name"},
 		"empty name":    {&jqv1.CreateConstraintRequest{Concurrency: 1}, "constraint name"},
-		"no limit":      {&jqv1.CreateConstraintRequest{Name: "c"}, "sets no limit"},
+		"no limit":      {&jqv1.CreateConstraintRequest{Name: "c"}, "no limit set"},
 		"concurrency":   {&jqv1.CreateConstraintRequest{Name: "c", Concurrency: -1}, "concurrency -1"},
 		"queue":         {&jqv1.CreateConstraintRequest{Name: "c", Concurrency: 1, Match: &jqv1.JobMatcher{Queue: "Q!"}}, "queue"},
 		"type glob":     {&jqv1.CreateConstraintRequest{Name: "c", Concurrency: 1, Match: &jqv1.JobMatcher{Type: "a["}}, "type pattern"},

@@ -14,7 +14,6 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
-	"github.com/jq-dev/jq/queue"
 )
 
 // ScheduleCmd groups the schedule commands (docs/schedules.md).
@@ -482,15 +481,13 @@ func orDash(s string) string {
 // cronExamples follows a refused cron spec: what a valid one looks like.
 const cronExamples = "; e.g. --cron '*/5 * * * *' (every 5 minutes), '0 9 * * MON-FRI' (9:00 on weekdays), '@every 30s', '@daily' (docs/schedules.md)"
 
-// scheduleRefusal words the server's INVALID_ARGUMENT for a schedule the command names already
-// (the server's text does not name it again): without the error class, and with examples after a
-// bad cron spec.
+// scheduleRefusal is refusal, with examples after a bad cron spec.
 func scheduleRefusal(err error) error {
+	err = refusal(err)
 	if connect.CodeOf(err) != connect.CodeInvalidArgument {
 		return err
 	}
 	msg := serverMessage(err)
-	msg = strings.TrimPrefix(msg, queue.ErrInvalidArgument.Error()+": ")
 	if strings.HasPrefix(msg, "cron spec") && !strings.Contains(msg, "e.g.") {
 		msg += cronExamples
 	}
