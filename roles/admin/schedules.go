@@ -115,7 +115,7 @@ func (s scheduleSettings) check() (*jqv1.JobTemplate, jqv1.MissedFirePolicy, jqv
 	default:
 		return nil, missed, overlap, usagef("--overlap %q: want skip, buffer_one or allow_all", s.overlap)
 	}
-	tmpl := &jqv1.JobTemplate{Queue: s.queue, Type: s.jobType, Payload: s.payload, Priority: int32(s.priority), //nolint:gosec // 0..9
+	tmpl := &jqv1.JobTemplate{Queue: s.queue, Type: s.jobType, Payload: s.payload, Priority: int32(s.priority),
 		Labels: s.labels, KeepResult: s.keepResult}
 	n, err := maxRetriesArg(s.maxRetries)
 	if err != nil {
