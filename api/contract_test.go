@@ -43,7 +43,7 @@ var wantServices = map[string][]string{
 		"GetStatus", "GetVersion", "GetStats", "PeekQueue", "PurgeDeadLetters",
 	},
 	"jq.v1.ScheduleService": {
-		"CreateSchedule", "ListSchedules", "GetSchedule", "PauseSchedule", "ResumeSchedule",
+		"CreateSchedule", "UpdateSchedule", "ListSchedules", "GetSchedule", "PauseSchedule", "ResumeSchedule",
 		"TriggerSchedule", "DeleteSchedule",
 	},
 	"jq.v1.ConstraintService": {

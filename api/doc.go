@@ -15,8 +15,8 @@
 //     list, drain and shutdown.
 //   - AdminService: status, version, and the stats, peek and purge-dlq
 //     commands.
-//   - ScheduleService: periodic jobs (create, list, get, pause, resume,
-//     trigger, delete).
+//   - ScheduleService: periodic jobs (create, update, list, get, pause,
+//     resume, trigger, delete).
 //   - ConstraintService: flow control, named limits on the jobs a matcher
 //     selects (create or replace, list, get with usage, delete).
 //

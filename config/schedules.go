@@ -17,22 +17,33 @@ import (
 // updated, config-owned ones no longer declared are deleted; the API does not edit them. The env
 // override JQ_SCHEDULES takes the whole list as JSON.
 type Schedule struct {
-	Name       string            `koanf:"name" json:"name" yaml:"name"`
-	Cron       string            `koanf:"cron" json:"cron" yaml:"cron"`
-	TimeZone   string            `koanf:"time_zone" json:"time_zone,omitempty" yaml:"time_zone,omitempty"`
-	Missed     string            `koanf:"missed" json:"missed,omitempty" yaml:"missed,omitempty"` // skip (default) | catch_up
-	CatchUpMax int               `koanf:"catch_up_max" json:"catch_up_max,omitempty" yaml:"catch_up_max,omitempty"`
-	Queue      string            `koanf:"queue" json:"queue" yaml:"queue"`
-	Type       string            `koanf:"type" json:"type" yaml:"type"`
-	Payload    string            `koanf:"payload" json:"payload,omitempty" yaml:"payload,omitempty"` // a mapping is stored as its JSON
-	Priority   int               `koanf:"priority" json:"priority,omitempty" yaml:"priority,omitempty"`
-	MaxRetries *int              `koanf:"max_retries" json:"max_retries,omitempty" yaml:"max_retries,omitempty"`
-	TimeoutS   int               `koanf:"timeout_s" json:"timeout_s,omitempty" yaml:"timeout_s,omitempty"`
+	Name       string `koanf:"name" json:"name" yaml:"name"`
+	Cron       string `koanf:"cron" json:"cron" yaml:"cron"`
+	TimeZone   string `koanf:"time_zone" json:"time_zone,omitempty" yaml:"time_zone,omitempty"`
+	Missed     string `koanf:"missed" json:"missed,omitempty" yaml:"missed,omitempty"` // skip (default) | catch_up
+	CatchUpMax int    `koanf:"catch_up_max" json:"catch_up_max,omitempty" yaml:"catch_up_max,omitempty"`
+	Queue      string `koanf:"queue" json:"queue" yaml:"queue"`
+	Type       string `koanf:"type" json:"type" yaml:"type"`
+	Payload    string `koanf:"payload" json:"payload,omitempty" yaml:"payload,omitempty"` // a mapping is stored as its JSON
+	Priority   int    `koanf:"priority" json:"priority,omitempty" yaml:"priority,omitempty"`
+	MaxRetries *int   `koanf:"max_retries" json:"max_retries,omitempty" yaml:"max_retries,omitempty"`
+	TimeoutS   int    `koanf:"timeout_s" json:"timeout_s,omitempty" yaml:"timeout_s,omitempty"`
+	// TTLS is each job's time to live while PENDING, in seconds (0: the queue's).
+	TTLS       int               `koanf:"ttl_s" json:"ttl_s,omitempty" yaml:"ttl_s,omitempty"`
+	KeepResult bool              `koanf:"keep_result" json:"keep_result,omitempty" yaml:"keep_result,omitempty"`
 	Labels     map[string]string `koanf:"labels" json:"labels,omitempty" yaml:"labels,omitempty"`
+	// Overlap is what a fire does while the previous fire's job has not ended.
+	Overlap string `koanf:"overlap" json:"overlap,omitempty" yaml:"overlap,omitempty"` // skip (default) | buffer_one | allow_all
 }
 
 // Timeout is the execution limit of each job (0: the default).
 func (s Schedule) Timeout() time.Duration { return seconds(s.TimeoutS) }
+
+// TTL is each job's time to live while PENDING (0: the queue's).
+func (s Schedule) TTL() time.Duration { return seconds(s.TTLS) }
+
+// maxScheduleTTLS bounds ttl_s: a year, as a job's ttl.
+const maxScheduleTTLS = 366 * 24 * 3600
 
 // coerceStructList decodes a list of mappings (the file) or its JSON text (an env variable) into
 // the list type t, refusing unknown keys.
@@ -116,6 +127,12 @@ func (c *Config) validateSchedules(p *checker) {
 		}
 		if s.TimeoutS < 0 || s.TimeoutS > 86400 {
 			p.add(key+".timeout_s", "must be 0 (30s) to 86400, got %d", s.TimeoutS)
+		}
+		if s.TTLS < 0 || s.TTLS > maxScheduleTTLS {
+			p.add(key+".ttl_s", "must be 0 (the queue's) to %d, got %d", maxScheduleTTLS, s.TTLS)
+		}
+		if _, err := queue.ValidateOverlap(queue.OverlapPolicy(s.Overlap)); err != nil {
+			p.add(key+".overlap", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalidArgument.Error()+": "))
 		}
 		// As the API refuses a larger payload for a schedule it is given: every fire would submit it.
 		if c.Server.MaxPayloadBytes > 0 && len(s.Payload) > c.Server.MaxPayloadBytes {

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +21,9 @@ schedules:
     payload: {argv: ["/usr/local/bin/report", "--daily"]}
     max_retries: 2
     timeout_s: 600
+    ttl_s: 3600
+    keep_result: true
+    overlap: buffer_one
     labels: {team: ops}
   - name: tick
     cron: "@every 30s"
@@ -37,6 +41,9 @@ schedules:
 	require.JSONEq(t, `{"argv":["/usr/local/bin/report","--daily"]}`, n.Payload)
 	require.Equal(t, 2, *n.MaxRetries)
 	require.Equal(t, 600, n.TimeoutS)
+	require.Equal(t, time.Hour, n.TTL())
+	require.True(t, n.KeepResult)
+	require.Equal(t, "buffer_one", n.Overlap)
 	require.Equal(t, map[string]string{"team": "ops"}, n.Labels)
 	require.Equal(t, "catch_up", cfg.Schedules[1].Missed)
 	require.Equal(t, `{"n":1}`, cfg.Schedules[1].Payload)
@@ -57,6 +64,13 @@ func TestSchedulesFromEnv(t *testing.T) {
 	}})
 	require.Len(t, cfg.Schedules, 1)
 	require.Equal(t, "@every 1s", cfg.Schedules[0].Cron)
+
+	cfg, _ = load(t, config.LoadOptions{Environ: []string{
+		`JQ_SCHEDULES=[{"name":"tick","cron":"@every 1s","queue":"default","type":"noop","ttl_s":60,"keep_result":true,"overlap":"allow_all"}]`,
+	}})
+	require.Equal(t, time.Minute, cfg.Schedules[0].TTL())
+	require.True(t, cfg.Schedules[0].KeepResult)
+	require.Equal(t, "allow_all", cfg.Schedules[0].Overlap)
 }
 
 // JQ_SCHEDULES takes a payload as a mapping, as the file does (stored as its JSON), or as text.
@@ -84,6 +98,8 @@ func TestSchedulesRefused(t *testing.T) {
 		{"schedules[0].type", `[{name: a, cron: "@hourly", queue: q}]`},
 		{"schedules[0].priority", `[{name: a, cron: "@hourly", queue: q, type: t, priority: 12}]`},
 		{"schedules", `[{name: a, cron: "@hourly", queue: q, type: t, colour: blue}]`},
+		{"schedules[0].overlap", `[{name: a, cron: "@hourly", queue: q, type: t, overlap: sometimes}]`},
+		{"schedules[0].ttl_s", `[{name: a, cron: "@hourly", queue: q, type: t, ttl_s: -1}]`},
 		{"schedules[0].payload: 40 bytes: at most server.max_payload_bytes (32)",
 			`[{name: a, cron: "@hourly", queue: q, type: t, payload: "0123456789012345678901234567890123456789"}]
 server: {max_payload_bytes: 32}`},

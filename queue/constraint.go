@@ -186,41 +186,42 @@ func (r RateLimit) validate() error {
 var constraintNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 // Validate checks a constraint as submitted: its name (a queue name's alphabet: it is a metric
-// label), its matcher, its key template, and at least one limit within bounds.
+// label), its matcher, its key template, and at least one limit within bounds. The errors do not
+// repeat the constraint's name: whoever asks named it.
 func (c *Constraint) Validate() error {
 	if !constraintNameRE.MatchString(c.Name) {
 		return fmt.Errorf("%w: constraint name %s must match %s", ErrInvalidArgument, Excerpt(c.Name), constraintNameRE)
 	}
 	if c.Match.Queue != "" {
 		if err := ValidateQueueName(c.Match.Queue); err != nil {
-			return fmt.Errorf("constraint %s: match: %w", c.Name, err)
+			return fmt.Errorf("match: %w", err)
 		}
 	}
 	if len(c.Match.Type) > MaxConstraintTypeGlob || !utf8.ValidString(c.Match.Type) {
-		return fmt.Errorf("%w: constraint %s: type pattern must be valid UTF-8 of at most %d bytes", ErrInvalidArgument, c.Name, MaxConstraintTypeGlob)
+		return fmt.Errorf("%w: type pattern must be valid UTF-8 of at most %d bytes", ErrInvalidArgument, MaxConstraintTypeGlob)
 	}
 	if _, err := path.Match(c.Match.Type, ""); err != nil {
-		return fmt.Errorf("%w: constraint %s: type pattern %s: %w", ErrInvalidArgument, c.Name, Excerpt(c.Match.Type), err)
+		return fmt.Errorf("%w: type pattern %s: %w: give a glob such as email.* or report.?", ErrInvalidArgument, Excerpt(c.Match.Type), err)
 	}
 	if len(c.Match.Labels) > MaxConstraintLabels {
-		return fmt.Errorf("%w: constraint %s: at most %d labels", ErrInvalidArgument, c.Name, MaxConstraintLabels)
+		return fmt.Errorf("%w: at most %d labels", ErrInvalidArgument, MaxConstraintLabels)
 	}
 	for k, v := range c.Match.Labels {
 		if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) || len(k) > 256 || len(v) > 1024 {
-			return fmt.Errorf("%w: constraint %s: label %s: names 1..256 and values up to 1024 bytes of valid UTF-8", ErrInvalidArgument, c.Name, Excerpt(k))
+			return fmt.Errorf("%w: label %s: names 1..256 and values up to 1024 bytes of valid UTF-8", ErrInvalidArgument, Excerpt(k))
 		}
 	}
 	if _, err := ParseKeyTemplate(c.Key); err != nil {
-		return fmt.Errorf("constraint %s: %w", c.Name, err)
+		return err
 	}
 	if c.Concurrency < 0 || c.Concurrency > MaxConstraintLimit {
-		return fmt.Errorf("%w: constraint %s: concurrency %d must be within 0..%d", ErrInvalidArgument, c.Name, c.Concurrency, MaxConstraintLimit)
+		return fmt.Errorf("%w: concurrency %d must be within 0..%d", ErrInvalidArgument, c.Concurrency, MaxConstraintLimit)
 	}
 	if err := c.Rate.validate(); err != nil {
-		return fmt.Errorf("constraint %s: %w", c.Name, err)
+		return err
 	}
 	if c.Concurrency == 0 && c.Rate.IsZero() {
-		return fmt.Errorf("%w: constraint %s sets no limit: give a concurrency, a rate or both", ErrInvalidArgument, c.Name)
+		return fmt.Errorf("%w: no limit set: give a concurrency, a rate or both", ErrInvalidArgument)
 	}
 	return nil
 }
@@ -711,8 +712,10 @@ type ConstraintUsage struct {
 
 // Describe says how the constraint holds a job of key key back, for job status: "limited by
 // constraint email-per-tenant, key acme: 5/5 running", "…: rate 100/m, next start in 1.2s", or ""
-// when it does not (now).
-func (c *Constraint) Describe(key string, u ConstraintKeyUsage, now time.Time) string {
+// when it does not (now). ahead counts the key's due jobs that start before this one: under a
+// rate each takes a token first, so the job's own start is ahead+1 tokens away ("next start in
+// 3.6s, 2 jobs of the key before it").
+func (c *Constraint) Describe(key string, u ConstraintKeyUsage, ahead int) string {
 	k := key
 	if c.Key == "" {
 		k = "(all)"
@@ -720,11 +723,32 @@ func (c *Constraint) Describe(key string, u ConstraintKeyUsage, now time.Time) s
 	if c.Concurrency > 0 && u.Running >= c.Concurrency {
 		return fmt.Sprintf("limited by constraint %s, key %s: %d/%d running", c.Name, k, u.Running, c.Concurrency)
 	}
-	if !c.Rate.IsZero() && u.Tokens < 1 {
-		wait := time.Duration((1 - u.Tokens) / c.Rate.perSecond() * float64(time.Second)).Round(time.Millisecond)
-		return fmt.Sprintf("limited by constraint %s, key %s: rate %s, next start in %s", c.Name, k, c.Rate, wait)
+	need := float64(ahead + 1)
+	if c.Rate.IsZero() || u.Tokens >= need {
+		return ""
 	}
-	return ""
+	wait := time.Duration((need - u.Tokens) / c.Rate.perSecond() * float64(time.Second)).Round(time.Millisecond)
+	out := fmt.Sprintf("limited by constraint %s, key %s: rate %s, next start in %s", c.Name, k, c.Rate, wait)
+	switch {
+	case ahead == 1:
+		out += ", 1 job of the key before it"
+	case ahead > 1:
+		out += fmt.Sprintf(", %d jobs of the key before it", ahead)
+	}
+	return out
+}
+
+// StartsBefore reports whether due job a starts before due job b when both wait for the same
+// constraint key: higher priority first, then the one due first (then by id): the order a
+// constrained claim meets them in, aging and weights aside.
+func StartsBefore(a, b *Job) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if c := a.DueAt().Compare(b.DueAt()); c != 0 {
+		return c < 0
+	}
+	return a.ID < b.ID
 }
 
 // TokensNow is a stored bucket's content at now under rate r (full without one).

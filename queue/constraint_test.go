@@ -876,6 +876,14 @@ func TestConstraintDescribe(t *testing.T) {
 		{"burst shown", rateOnly, "acme", queue.ConstraintKeyUsage{Tokens: 0.25},
 			"limited by constraint r, key acme: rate 1/s,burst=3, next start in 750ms"},
 	} {
-		require.Equal(t, tc.want, tc.c.Describe(tc.key, tc.u, cnow), tc.name)
+		require.Equal(t, tc.want, tc.c.Describe(tc.key, tc.u, 0), tc.name)
 	}
+	// Jobs of the key before this one take the next tokens first: each job its own estimate.
+	u := queue.ConstraintKeyUsage{Key: "acme", Tokens: 0.5}
+	require.Equal(t, "limited by constraint email-per-tenant, key acme: rate 100/m, next start in 900ms, 1 job of the key before it",
+		keyed.Describe("acme", u, 1))
+	require.Equal(t, "limited by constraint email-per-tenant, key acme: rate 100/m, next start in 1.5s, 2 jobs of the key before it",
+		keyed.Describe("acme", u, 2))
+	require.Equal(t, "limited by constraint r, key acme: rate 1/s,burst=3, next start in 1s, 2 jobs of the key before it",
+		rateOnly.Describe("acme", queue.ConstraintKeyUsage{Tokens: 2}, 2), "two tokens for the two before it")
 }

@@ -33,6 +33,52 @@ const (
 	MissedCatchUp MissedPolicy = "catch_up"
 )
 
+// OverlapPolicy says what a fire does when the job of the schedule's previous fire has not ended
+// (is not DONE or DEAD_LETTERED).
+type OverlapPolicy string
+
+// Overlap policies.
+const (
+	// OverlapSkip drops the fire (the default): a job slower than its period, or a fire while no
+	// worker takes the queue, never piles up copies of the same job.
+	OverlapSkip OverlapPolicy = "skip"
+	// OverlapBufferOne keeps at most one fire waiting: the fire is submitted while the previous job
+	// is in progress (ASSIGNED or RUNNING) and dropped while it still waits (PENDING, or FAILED
+	// awaiting its retry).
+	OverlapBufferOne OverlapPolicy = "buffer_one"
+	// OverlapAllowAll submits every fire, whatever the previous job's state.
+	OverlapAllowAll OverlapPolicy = "allow_all"
+)
+
+// DefaultOverlap is the policy of a schedule created without one.
+const DefaultOverlap = OverlapSkip
+
+// ValidateOverlap checks an overlap policy; "" is DefaultOverlap.
+func ValidateOverlap(p OverlapPolicy) (OverlapPolicy, error) {
+	switch p {
+	case "":
+		return DefaultOverlap, nil
+	case OverlapSkip, OverlapBufferOne, OverlapAllowAll:
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: overlap policy %s: want %q, %q or %q", ErrInvalidArgument, Excerpt(string(p)),
+		OverlapSkip, OverlapBufferOne, OverlapAllowAll)
+}
+
+// FiresAllowed is how many of a pass's fires a schedule under policy p submits when the job of its
+// previous fire is in state prev ("" when there is none, or it no longer exists): every one when
+// the previous job has ended; otherwise none (skip, or buffer_one while that job still waits), at
+// most one (buffer_one while it runs) or every one (allow_all).
+func FiresAllowed(p OverlapPolicy, prev State, fires int) int {
+	if prev == "" || prev.Terminal() || p == OverlapAllowAll {
+		return fires
+	}
+	if p == OverlapBufferOne && (prev == StateAssigned || prev == StateRunning) {
+		return min(fires, 1)
+	}
+	return 0
+}
+
 // ScheduleOwner says where a schedule is managed.
 type ScheduleOwner string
 
@@ -57,6 +103,8 @@ const (
 	FireSubmitted = "submitted" // the fire created its job
 	FireExisting  = "existing"  // another replica (or an earlier try) had created the job already
 	FireFailed    = "failed"    // the job was refused (e.g. its queue does not exist); see LastError
+	// FireSkipped: the overlap policy dropped the fire; LastJobID stays the previous fire's job.
+	FireSkipped = "skipped"
 )
 
 // JobTemplate is the job a schedule submits at every fire time.
@@ -67,6 +115,8 @@ type JobTemplate struct {
 	Priority   int
 	MaxRetries *int          // nil: the queue's
 	Timeout    time.Duration // 0: DefaultJobTimeout
+	TTL        time.Duration // 0: the queue's TTL (which may be none)
+	KeepResult bool          // keep each job's result for a fetch, as a submit's keep_result
 	Labels     map[string]string
 }
 
@@ -81,14 +131,17 @@ type Schedule struct {
 	TimeZone   string
 	Missed     MissedPolicy
 	CatchUpMax int // with MissedCatchUp: how many missed fire times are fired at most
-	Paused     bool
-	Owner      ScheduleOwner
+	// Overlap says what a fire does while the previous fire's job has not ended.
+	Overlap OverlapPolicy
+	Paused  bool
+	Owner   ScheduleOwner
 
 	// NextFireAt is the next fire time not yet handled; the fire loop advances it with a
 	// compare-and-set after submitting the fire's job.
 	NextFireAt time.Time
 	// LastFireAt, LastJobID, LastOutcome and LastError describe the last fire handled (zero
-	// before the first).
+	// before the first); after a fire the overlap policy skipped, LastJobID is still the job of
+	// the fire before, whose state the next fire looks at.
 	LastFireAt  time.Time
 	LastJobID   string
 	LastOutcome string

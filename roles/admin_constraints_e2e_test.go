@@ -22,7 +22,10 @@ func TestAdminConstraintsE2E(t *testing.T) {
 		"--key", "{{.labels.tenant}}", "--concurrency", "1", "--rate", "100/m")
 	require.Contains(t, out, "constraint per-tenant created: queue=limited type=exec key={{.labels.tenant}} concurrency=1 rate=100/m")
 	a.fails(1, `constraint "per-tenant" already exists (--replace replaces it)`, "constraint", "create", "per-tenant", "--concurrency", "1")
-	a.fails(2, "sets no limit", "constraint", "create", "none")
+	// A refusal names the constraint once, says what is wrong and what to do.
+	a.fails(2, `jq: cannot create constraint "none": no limit set: give a concurrency, a rate or both`+"\n", "constraint", "create", "none")
+	a.fails(2, `jq: cannot create constraint "globbed": type pattern "[": syntax error in pattern: give a glob such as email.*`,
+		"constraint", "create", "globbed", "--match", "type=[", "--concurrency", "1")
 	a.fails(2, "--rate", "constraint", "create", "bad", "--rate", "fast")
 	a.fails(2, "key template", "constraint", "create", "bad", "--concurrency", "1", "--key", "{{.tenant}}")
 	a.fails(2, "--match", "constraint", "create", "bad", "--concurrency", "1", "--match", "color=red")

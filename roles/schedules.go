@@ -36,9 +36,9 @@ func scheduleParams(cs []config.Schedule) []store.ScheduleParams {
 	for i, c := range cs {
 		out[i] = store.ScheduleParams{
 			Name: c.Name, Cron: c.Cron, TimeZone: c.TimeZone, Missed: queue.MissedPolicy(c.Missed), CatchUpMax: c.CatchUpMax,
-			Owner: queue.OwnerConfig,
+			Owner: queue.OwnerConfig, Overlap: queue.OverlapPolicy(c.Overlap),
 			Template: queue.JobTemplate{Queue: c.Queue, Type: c.Type, Payload: []byte(c.Payload), Priority: c.Priority,
-				MaxRetries: c.MaxRetries, Timeout: c.Timeout(), Labels: c.Labels},
+				MaxRetries: c.MaxRetries, Timeout: c.Timeout(), TTL: c.TTL(), KeepResult: c.KeepResult, Labels: c.Labels},
 		}
 	}
 	return out

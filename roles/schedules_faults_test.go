@@ -67,8 +67,9 @@ func TestFaultScheduleReplicaKill(t *testing.T) {
 	r.startServer()
 	r.startServer()
 	ctx := r.ctx()
+	// allow_all: no worker runs the jobs, and every fire time is to have its job.
 	r.createSchedule(ctx, &jqv1.CreateScheduleRequest{Name: "tick", Cron: "@every 1s",
-		Template: &jqv1.JobTemplate{Queue: "default", Type: "noop"}})
+		Overlap: jqv1.OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL, Template: &jqv1.JobTemplate{Queue: "default", Type: "noop"}})
 	start := time.Now()
 	time.Sleep(15 * time.Second) // the window is wall-clock time: the schedule's own
 	signalProc(t, r.servers[0].proc, syscall.SIGKILL)
@@ -108,8 +109,8 @@ func TestFaultScheduleRestartMissedFires(t *testing.T) {
 	t.Parallel()
 	const grace = 2 * time.Second
 	r := newRig(t, "JQ_SERVER_SCHEDULE_MISFIRE_GRACE_S="+secs(grace),
-		`JQ_SCHEDULES=[{"name":"skipper","cron":"@every 2s","queue":"default","type":"noop"},`+
-			`{"name":"catcher","cron":"@every 2s","missed":"catch_up","catch_up_max":2,"queue":"default","type":"noop"}]`)
+		`JQ_SCHEDULES=[{"name":"skipper","cron":"@every 2s","queue":"default","type":"noop","overlap":"allow_all"},`+
+			`{"name":"catcher","cron":"@every 2s","missed":"catch_up","catch_up_max":2,"queue":"default","type":"noop","overlap":"allow_all"}]`)
 	r.startServer()
 	ctx := r.ctx()
 	testenv.Eventually(t, 20*time.Second, func() error {

@@ -19,6 +19,13 @@ type ScheduleStore interface {
 	ScheduleGet(ctx context.Context, name string) (*queue.Schedule, error)
 	// ScheduleList returns every schedule ordered by name.
 	ScheduleList(ctx context.Context) ([]*queue.Schedule, error)
+	// ScheduleUpdate replaces the settings of a schedule owned by p.Owner — template, cron spec,
+	// time zone, policies, paused flag — keeping its last_* fields and created_at. next_fire_at
+	// becomes p.NextFireAt when the cron spec or time zone changes or the schedule is resumed
+	// (paused before, not now), and stays otherwise, so an edit of the template loses no fire.
+	// Errors: ErrInvalidArgument, ErrScheduleNotFound, ErrScheduleOwnedByConfig (the schedule has
+	// another owner; nothing is changed).
+	ScheduleUpdate(ctx context.Context, p ScheduleParams) (*queue.Schedule, error)
 	// ScheduleDelete deletes a schedule owned by p.Owner. Errors: ErrScheduleNotFound,
 	// ErrScheduleOwnedByConfig (the schedule has another owner; nothing is deleted).
 	ScheduleDelete(ctx context.Context, p ScheduleDeleteParams) error
@@ -119,6 +126,7 @@ type ScheduleParams struct {
 	TimeZone   string
 	Missed     queue.MissedPolicy
 	CatchUpMax int
+	Overlap    queue.OverlapPolicy // "": queue.DefaultOverlap
 	Paused     bool
 	Owner      queue.ScheduleOwner
 	// NextFireAt is the first fire time, decided by the caller (zero: the spec never fires).
@@ -135,6 +143,9 @@ func (p ScheduleParams) Validate() error {
 		return invalid("schedule %s: missed %s with catch_up_max %d: want skip with 0, or catch_up with 1..%d",
 			p.Name, queue.Excerpt(string(p.Missed)), p.CatchUpMax, queue.MaxCatchUp)
 	}
+	if _, err := queue.ValidateOverlap(p.Overlap); err != nil {
+		return err
+	}
 	if p.Owner != queue.OwnerAPI && p.Owner != queue.OwnerConfig {
 		return invalid("schedule %s: owner %s: want api or config", p.Name, queue.Excerpt(string(p.Owner)))
 	}
@@ -145,6 +156,14 @@ func (p ScheduleParams) Validate() error {
 		return fmt.Errorf("schedule %s: %w", p.Name, err)
 	}
 	return nil
+}
+
+// OverlapOrDefault is p.Overlap, or queue.DefaultOverlap when unset: what a store writes.
+func (p ScheduleParams) OverlapOrDefault() queue.OverlapPolicy {
+	if p.Overlap == "" {
+		return queue.DefaultOverlap
+	}
+	return p.Overlap
 }
 
 // ScheduleDeleteParams names the schedule to delete and who asks.
@@ -216,6 +235,6 @@ type ScheduleAdvanceParams struct {
 func JobParamsOf(t queue.JobTemplate, key string, runAt time.Time) JobInsertParams {
 	return JobInsertParams{
 		Queue: t.Queue, Type: t.Type, Payload: t.Payload, Priority: t.Priority, MaxRetries: t.MaxRetries,
-		Timeout: t.Timeout, Labels: t.Labels, IdempotencyKey: key, RunAt: runAt,
+		Timeout: t.Timeout, TTL: t.TTL, KeepResult: t.KeepResult, Labels: t.Labels, IdempotencyKey: key, RunAt: runAt,
 	}
 }

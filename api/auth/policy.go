@@ -50,6 +50,7 @@ var policy = map[string][]Role{
 
 	// Schedules: admins change them, viewers read them.
 	jqv1connect.ScheduleServiceCreateScheduleProcedure:  admins,
+	jqv1connect.ScheduleServiceUpdateScheduleProcedure:  admins,
 	jqv1connect.ScheduleServicePauseScheduleProcedure:   admins,
 	jqv1connect.ScheduleServiceResumeScheduleProcedure:  admins,
 	jqv1connect.ScheduleServiceTriggerScheduleProcedure: admins,

@@ -28,6 +28,11 @@ var procedures = map[string]string{
 	"ShutdownWorker":   jqv1connect.WorkerServiceShutdownWorkerProcedure,
 	"CreateConstraint": jqv1connect.ConstraintServiceCreateConstraintProcedure,
 	"DeleteConstraint": jqv1connect.ConstraintServiceDeleteConstraintProcedure,
+	"UpdateSchedule":   jqv1connect.ScheduleServiceUpdateScheduleProcedure,
+	"PauseSchedule":    jqv1connect.ScheduleServicePauseScheduleProcedure,
+	"ResumeSchedule":   jqv1connect.ScheduleServiceResumeScheduleProcedure,
+	"TriggerSchedule":  jqv1connect.ScheduleServiceTriggerScheduleProcedure,
+	"DeleteSchedule":   jqv1connect.ScheduleServiceDeleteScheduleProcedure,
 }
 
 // maxBulk bounds the jobs one bulk action touches: it walks the filter's pages and calls the
@@ -52,6 +57,12 @@ func (c *Console) actions() map[string]actionFunc {
 
 		"constraint-create": c.constraintCreate,
 		"constraint-delete": c.constraintDelete,
+
+		"schedule-update":  c.scheduleUpdate,
+		"schedule-pause":   c.scheduleAction("pause"),
+		"schedule-resume":  c.scheduleAction("resume"),
+		"schedule-trigger": c.scheduleAction("trigger"),
+		"schedule-delete":  c.scheduleAction("delete"),
 	}
 }
 

@@ -284,6 +284,63 @@ func TestBrowser(t *testing.T) {
 	require.Contains(t, eval(`location.search`), "type=report.build")
 	require.EqualValues(t, 1, eval(`document.querySelectorAll('#live tbody a[href^="/jobs/"]').length`), "only the delayed job")
 
+	// Schedules: the list with next fires and last results; pause, resume and trigger from a
+	// schedule's page; its edit form changes it through UpdateSchedule.
+	_, err = e.schedules.CreateSchedule(ctx(t), connectReq(&jqv1.CreateScheduleRequest{Name: "nightly", Cron: "0 3 * * *",
+		TimeZone: "Europe/Berlin", Template: &jqv1.JobTemplate{Queue: "parked", Type: "report.nightly"}}))
+	require.NoError(t, err)
+	do("schedules list",
+		chromedp.Navigate(e.ui+"/schedules"),
+		visible(`tr[data-schedule="nightly"] a[href="/schedules/nightly"]`),
+		shot("schedules"),
+	)
+	require.Contains(t, text(`tr[data-schedule="nightly"] td.next`),
+		e.schedule(t, "nightly").GetNextFireAt().AsTime().UTC().Format("2006-01-02 15:04"), "the next fire")
+	pressOK := func(name, action string) {
+		t.Helper()
+		do(name,
+			chromedp.Evaluate[chromedp.Void](`document.querySelectorAll(".flash").forEach(e => e.remove()) || true`),
+			click(`form[action="/actions/`+action+`"] button`),
+			visible(`#confirm-ok`),
+			click(`#confirm-ok`),
+			visible(`.flash.ok`),
+		)
+	}
+	do("schedule page", click(`tr[data-schedule="nightly"] a[href="/schedules/nightly"]`), visible(`form[action="/actions/schedule-pause"]`))
+	pressOK("pause schedule", "schedule-pause")
+	require.Equal(t, "schedule nightly paused", text(`.flash.ok`))
+	require.True(t, e.schedule(t, "nightly").GetPaused())
+	pressOK("resume schedule", "schedule-resume")
+	require.Equal(t, "schedule nightly resumed", text(`.flash.ok`))
+	require.False(t, e.schedule(t, "nightly").GetPaused())
+	pressOK("trigger schedule", "schedule-trigger")
+	require.Contains(t, text(`.flash.ok`), "schedule nightly triggered: job ")
+	do("edit schedule",
+		chromedp.SetValue(chromedp.CSS(`form[action="/actions/schedule-update"] select[name="overlap"]`), "allow_all"),
+		chromedp.SetValue(chromedp.CSS(`form[action="/actions/schedule-update"] input[name="ttl"]`), "1h"),
+		chromedp.SetValue(chromedp.CSS(`form[action="/actions/schedule-update"] input[name="cron"]`), "30 4 * * *"),
+		shot("schedule-edit"),
+	)
+	pressOK("save schedule", "schedule-update")
+	require.Equal(t, "schedule nightly updated", text(`.flash.ok`))
+	sc := e.schedule(t, "nightly")
+	require.Equal(t, jqv1.OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL, sc.GetOverlap())
+	require.Equal(t, time.Hour, sc.GetTemplate().GetTtl().AsDuration())
+	require.Equal(t, "30 4 * * *", sc.GetCron())
+	require.Equal(t, "report.nightly", sc.GetTemplate().GetType(), "untouched fields stay")
+	require.Equal(t, "allow_all", text(`#live dd.overlap`))
+	// A refused edit says why and changes nothing.
+	do("refused edit",
+		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll(".flash").forEach(e => e.remove()) || true`),
+		chromedp.SetValue(chromedp.CSS(`form[action="/actions/schedule-update"] input[name="cron"]`), "61 * * * *"),
+		click(`form[action="/actions/schedule-update"] button`),
+		visible(`#confirm-ok`),
+		click(`#confirm-ok`),
+		visible(`.flash.err`),
+	)
+	require.Contains(t, text(`.flash.err`), `cron spec "61 * * * *"`)
+	require.Equal(t, "30 4 * * *", e.schedule(t, "nightly").GetCron())
+
 	// Delete a finished job from its page, through the dialog: back on the job list.
 	gone := e.submit(t, &jqv1.JobSpec{Queue: "parked", Type: "noop"})
 	_, err = e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: gone}))
@@ -323,7 +380,8 @@ func TestBrowser(t *testing.T) {
 	// A viewer sees the same pages without a single action.
 	do("sign out", click(`.who button`))
 	signIn("viewer")
-	for _, p := range []string{"/", "/queues/parked", "/jobs", "/scheduled", "/jobs/" + dead, "/dead", "/workers", "/constraints"} {
+	for _, p := range []string{"/", "/queues/parked", "/jobs", "/scheduled", "/jobs/" + dead, "/dead", "/workers", "/constraints",
+		"/schedules", "/schedules/nightly"} {
 		do("viewer "+p, chromedp.Navigate(e.ui+p), visible(`main h1`))
 		require.EqualValues(t, 0, eval(`document.querySelectorAll('form[action^="/actions/"]').length`), "%s shows a viewer an action", p)
 		require.EqualValues(t, 0, eval(`document.querySelectorAll('main button').length - document.querySelectorAll('.filters button').length`),

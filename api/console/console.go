@@ -101,6 +101,8 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("GET /dead", c.page(c.deadPage))
 	c.mux.HandleFunc("GET /scheduled", c.page(c.scheduledPage))
 	c.mux.HandleFunc("GET /workers", c.page(c.workersPage))
+	c.mux.HandleFunc("GET /schedules", c.page(c.schedulesPage))
+	c.mux.HandleFunc("GET /schedules/{name}", c.page(c.schedulePage))
 	c.mux.HandleFunc("GET /constraints", c.page(c.constraintsPage))
 	c.mux.HandleFunc("GET /constraints/{name}", c.page(c.constraintPage))
 	for name, act := range c.actions() {

@@ -32,7 +32,7 @@ func testConstraints(t *testing.T, e *env) {
 		"invalid_argument: burst applies to a rate only":         {"name": {"bad"}, "queue": {q}, "concurrency": {"1"}, "burst": {"5"}},
 		"invalid_argument: label &#34;tier&#34;: want key=value": {"name": {"bad"}, "queue": {q}, "concurrency": {"1"}, "labels": {"tier"}},
 		"invalid_argument:":                                      {"name": {"Bad Name!"}, "queue": {q}, "concurrency": {"1"}},
-		"sets no limit":                                          {"name": {"bad"}, "queue": {q}},
+		"no limit set":                                           {"name": {"bad"}, "queue": {q}},
 		"key template":                                           {"name": {"bad"}, "queue": {q}, "concurrency": {"1"}, "key": {"{{.tenant}}"}},
 	} {
 		status, flash := admin.act("constraint-create", form)

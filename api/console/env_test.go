@@ -24,13 +24,15 @@ import (
 
 // env is a real jq server (Postgres, Redis, the API with authentication on) serving the console.
 type env struct {
-	ui       string // the console's base URL
-	api      string // the API's address
-	tokens   map[string]string
-	jobs     jqv1connect.JobServiceClient // as admin
-	queues   jqv1connect.QueueServiceClient
-	workers  jqv1connect.WorkerServiceClient
-	serverDB string
+	ui      string // the console's base URL
+	api     string // the API's address
+	tokens  map[string]string
+	jobs    jqv1connect.JobServiceClient // as admin
+	queues  jqv1connect.QueueServiceClient
+	workers jqv1connect.WorkerServiceClient
+	// schedules as admin
+	schedules jqv1connect.ScheduleServiceClient
+	serverDB  string
 }
 
 // start runs a jq server with the console on and three tokens: admin, viewer and producer.
@@ -67,6 +69,7 @@ func startWith(t testing.TB, tokens map[string]string, extraEnv ...string) *env 
 	e.jobs = jqv1connect.NewJobServiceClient(hc, base)
 	e.queues = jqv1connect.NewQueueServiceClient(hc, base)
 	e.workers = jqv1connect.NewWorkerServiceClient(hc, base)
+	e.schedules = jqv1connect.NewScheduleServiceClient(hc, base)
 	return e
 }
 
@@ -218,4 +221,11 @@ func (b *browser) cookies() []*http.Cookie {
 	u, err := url.Parse(b.base)
 	require.NoError(b.t, err)
 	return b.hc.Jar.Cookies(u)
+}
+
+func (e *env) schedule(t *testing.T, name string) *jqv1.Schedule {
+	t.Helper()
+	resp, err := e.schedules.GetSchedule(ctx(t), connect.NewRequest(&jqv1.GetScheduleRequest{Name: name}))
+	require.NoError(t, err)
+	return resp.Msg.GetSchedule()
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // pageNames are the templates in web/templates, each rendered inside layout.html.
-var pageNames = []string{"login", "overview", "queue", "jobs", "job", "dead", "scheduled", "workers", "constraints", "constraint", "error"}
+var pageNames = []string{"login", "overview", "queue", "jobs", "job", "dead", "scheduled", "workers", "constraints", "constraint", "schedules", "schedule", "error"}
 
 type pages struct{ byName map[string]*template.Template }
 
@@ -139,6 +139,8 @@ func oneLine(s string, limit int) string {
 
 var funcs = template.FuncMap{
 	"when":       when,
+	"outcome":    scheduleOutcome,
+	"overlap":    overlapWord,
 	"ago":        ago,
 	"dur":        dur,
 	"state":      stateName,

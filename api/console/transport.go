@@ -86,6 +86,8 @@ type clients struct {
 	admin   jqv1connect.AdminServiceClient
 	// constraints is flow control (docs/flow-control.md).
 	constraints jqv1connect.ConstraintServiceClient
+	// schedules are periodic jobs (docs/schedules.md).
+	schedules jqv1connect.ScheduleServiceClient
 }
 
 func newClients(api http.Handler) clients {
@@ -97,5 +99,6 @@ func newClients(api http.Handler) clients {
 		admin:   jqv1connect.NewAdminServiceClient(hc, apiBase),
 
 		constraints: jqv1connect.NewConstraintServiceClient(hc, apiBase),
+		schedules:   jqv1connect.NewScheduleServiceClient(hc, apiBase),
 	}
 }

@@ -86,6 +86,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.AdminServicePurgeDeadLettersProcedure:  {"admin"},
 	// Schedules: admins change them, viewers read them.
 	jqv1connect.ScheduleServiceCreateScheduleProcedure:  {"admin"},
+	jqv1connect.ScheduleServiceUpdateScheduleProcedure:  {"admin"},
 	jqv1connect.ScheduleServicePauseScheduleProcedure:   {"admin"},
 	jqv1connect.ScheduleServiceResumeScheduleProcedure:  {"admin"},
 	jqv1connect.ScheduleServiceTriggerScheduleProcedure: {"admin"},
@@ -442,6 +443,11 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		},
 		jqv1connect.ScheduleServiceGetScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Schedules.GetSchedule(ctx, connect.NewRequest(&jqv1.GetScheduleRequest{Name: f.sched}))
+			return err
+		},
+		jqv1connect.ScheduleServiceUpdateScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Schedules.UpdateSchedule(ctx, connect.NewRequest(&jqv1.UpdateScheduleRequest{
+				Name: f.sched, Cron: "@hourly", Template: &jqv1.JobTemplate{Queue: f.queue, Type: "noop"}}))
 			return err
 		},
 		jqv1connect.ScheduleServicePauseScheduleProcedure: func(ctx context.Context, cl *rpcclient.Client) error {

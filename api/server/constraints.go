@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -108,7 +109,8 @@ func constraintWaiting(ctx context.Context, r Reader, j *queue.Job, now time.Tim
 		return "", err
 	}
 	keys := map[string]string{} // constraint → the job's key, for the constraints that match it
-	for _, e := range queue.NewKeyer(set.Constraints).Entries(j) {
+	keyer := queue.NewKeyer(set.Constraints)
+	for _, e := range keyer.Entries(j) {
 		name, key := queue.SplitLimitEntry(e)
 		keys[name] = key
 	}
@@ -132,9 +134,38 @@ func constraintWaiting(ctx context.Context, r Reader, j *queue.Job, now time.Tim
 				break
 			}
 		}
-		if d := c.Describe(key, ku, now); d != "" {
+		ahead := 0
+		if !c.Rate.IsZero() && (c.Concurrency == 0 || ku.Running < c.Concurrency) {
+			if ahead, err = keyJobsAhead(ctx, r, keyer, j, queue.LimitEntry(c.Name, key), now); err != nil {
+				return "", err
+			}
+		}
+		if d := c.Describe(key, ku, ahead); d != "" {
 			return d, nil
 		}
 	}
 	return "", nil
+}
+
+// aheadScan bounds the PENDING jobs of a queue keyJobsAhead reads: past it, the count (and the
+// estimate) is a lower bound.
+const aheadScan = store.MaxListLimit
+
+// keyJobsAhead counts the due PENDING jobs of j's queue under the same constraint entry that start
+// before j (queue.StartsBefore): under a rate limit each takes a token before j does, so every
+// waiting job of a key gets its own estimate rather than the key's next start.
+func keyJobsAhead(ctx context.Context, r Reader, keyer *queue.Keyer, j *queue.Job, entry string, now time.Time) (int, error) {
+	res, err := r.JobList(ctx, store.JobListParams{Queue: j.Queue, States: []queue.State{queue.StatePending}, Ascending: true,
+		Limit: aheadScan})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range res.Jobs {
+		if o.ID == j.ID || o.NotBefore.After(now) || !queue.StartsBefore(o, j) || !slices.Contains(keyer.Entries(o), entry) {
+			continue
+		}
+		n++
+	}
+	return n, nil
 }

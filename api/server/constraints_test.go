@@ -124,7 +124,7 @@ func TestConstraintInvalid(t *testing.T) {
 	}{
 		"name":          {&jqv1.CreateConstraintRequest{Name: "Bad Name", Concurrency: 1}, "constraint name"},
 		"empty name":    {&jqv1.CreateConstraintRequest{Concurrency: 1}, "constraint name"},
-		"no limit":      {&jqv1.CreateConstraintRequest{Name: "c"}, "sets no limit"},
+		"no limit":      {&jqv1.CreateConstraintRequest{Name: "c"}, "no limit set"},
 		"concurrency":   {&jqv1.CreateConstraintRequest{Name: "c", Concurrency: -1}, "concurrency -1"},
 		"queue":         {&jqv1.CreateConstraintRequest{Name: "c", Concurrency: 1, Match: &jqv1.JobMatcher{Queue: "Q!"}}, "queue"},
 		"type glob":     {&jqv1.CreateConstraintRequest{Name: "c", Concurrency: 1, Match: &jqv1.JobMatcher{Type: "a["}}, "type pattern"},
@@ -240,6 +240,13 @@ func TestConstraintUsageAndWaiting(t *testing.T) {
 	rated = append(rated, b.insert(store.JobInsertParams{Type: "rated"}))
 	why := waiting(rated[1])
 	require.True(t, strings.HasPrefix(why, "limited by constraint z-rate, key (all): rate 1/h, next start in "), why)
+	// Each waiting job of the key gets its own estimate: the second waits for the token after the
+	// first's.
+	rated = append(rated, b.insert(store.JobInsertParams{Type: "rated"}))
+	second := waiting(rated[2])
+	require.NotEqual(t, why, second, "not the key's next start for every job")
+	require.True(t, strings.HasSuffix(second, ", 1 job of the key before it"), second)
+	require.NotContains(t, waiting(rated[1]), "before it", "the first is not behind the second")
 
 	// Deleted: nothing holds the job back.
 	_, err = b.cl.Constraints.DeleteConstraint(b.ctx, connect.NewRequest(&jqv1.DeleteConstraintRequest{Name: "per-tenant"}))

@@ -36,25 +36,69 @@ func (s *scheduleService) CreateSchedule(ctx context.Context, req *connect.Reque
 		return nil, errNoSchedules
 	}
 	m := req.Msg
-	if err := queue.ValidateScheduleName(m.GetName()); err != nil {
-		return nil, err
-	}
-	tmpl, err := templateFromProto(m.GetTemplate(), s.limits.MaxPayloadBytes)
+	p, err := s.scheduleParams(scheduleSettings{name: m.GetName(), template: m.GetTemplate(), cron: m.GetCron(),
+		timeZone: m.GetTimeZone(), missed: m.GetMissed(), catchUpMax: m.GetCatchUpMax(), paused: m.GetPaused(), overlap: m.GetOverlap()})
 	if err != nil {
 		return nil, err
 	}
-	missed, err := missedFromProto(m.GetMissed())
-	if err != nil {
-		return nil, err
-	}
-	sc, err := s.schedules.ScheduleCreate(ctx, store.ScheduleParams{
-		Name: m.GetName(), Template: tmpl, Cron: m.GetCron(), TimeZone: m.GetTimeZone(),
-		Missed: missed, CatchUpMax: int(m.GetCatchUpMax()), Paused: m.GetPaused(),
-	})
+	sc, err := s.schedules.ScheduleCreate(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&jqv1.CreateScheduleResponse{Schedule: scheduleToProto(sc)}), nil
+}
+
+func (s *scheduleService) UpdateSchedule(ctx context.Context, req *connect.Request[jqv1.UpdateScheduleRequest]) (*connect.Response[jqv1.UpdateScheduleResponse], error) {
+	if s.schedules == nil {
+		return nil, errNoSchedules
+	}
+	m := req.Msg
+	p, err := s.scheduleParams(scheduleSettings{name: m.GetName(), template: m.GetTemplate(), cron: m.GetCron(),
+		timeZone: m.GetTimeZone(), missed: m.GetMissed(), catchUpMax: m.GetCatchUpMax(), paused: m.GetPaused(), overlap: m.GetOverlap()})
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.schedules.ScheduleUpdate(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.UpdateScheduleResponse{Schedule: scheduleToProto(sc)}), nil
+}
+
+// scheduleSettings are what CreateScheduleRequest and UpdateScheduleRequest both carry.
+type scheduleSettings struct {
+	name       string
+	template   *jqv1.JobTemplate
+	cron       string
+	timeZone   string
+	missed     jqv1.MissedFirePolicy
+	catchUpMax int32
+	paused     bool
+	overlap    jqv1.OverlapPolicy
+}
+
+// scheduleParams converts the settings of a create or an update, checked the same way; the
+// engine's checks (spec, policies, labels) follow.
+func (s *scheduleService) scheduleParams(m scheduleSettings) (store.ScheduleParams, error) {
+	if err := queue.ValidateScheduleName(m.name); err != nil {
+		return store.ScheduleParams{}, err
+	}
+	tmpl, err := templateFromProto(m.template, s.limits.MaxPayloadBytes)
+	if err != nil {
+		return store.ScheduleParams{}, err
+	}
+	missed, err := missedFromProto(m.missed)
+	if err != nil {
+		return store.ScheduleParams{}, err
+	}
+	overlap, err := overlapFromProto(m.overlap)
+	if err != nil {
+		return store.ScheduleParams{}, err
+	}
+	return store.ScheduleParams{
+		Name: m.name, Template: tmpl, Cron: m.cron, TimeZone: m.timeZone,
+		Missed: missed, CatchUpMax: int(m.catchUpMax), Paused: m.paused, Overlap: overlap,
+	}, nil
 }
 
 func (s *scheduleService) ListSchedules(ctx context.Context, _ *connect.Request[jqv1.ListSchedulesRequest]) (*connect.Response[jqv1.ListSchedulesResponse], error) {
@@ -148,12 +192,39 @@ func templateFromProto(t *jqv1.JobTemplate, maxPayload int) (queue.JobTemplate, 
 		return queue.JobTemplate{}, invalid("template: required")
 	}
 	p, err := specToParams(&jqv1.JobSpec{Queue: t.GetQueue(), Type: t.GetType(), Payload: t.GetPayload(),
-		Priority: t.GetPriority(), MaxRetries: t.MaxRetries, Timeout: t.GetTimeout(), Labels: t.GetLabels()}, maxPayload, time.Now())
+		Priority: t.GetPriority(), MaxRetries: t.MaxRetries, Timeout: t.GetTimeout(), Ttl: t.GetTtl(), KeepResult: t.GetKeepResult(),
+		Labels: t.GetLabels()}, maxPayload, time.Now())
 	if err != nil {
 		return queue.JobTemplate{}, fmt.Errorf("template: %w", err)
 	}
 	return queue.JobTemplate{Queue: p.Queue, Type: p.Type, Payload: p.Payload, Priority: p.Priority,
-		MaxRetries: p.MaxRetries, Timeout: p.Timeout, Labels: p.Labels}, nil
+		MaxRetries: p.MaxRetries, Timeout: p.Timeout, TTL: p.TTL, KeepResult: p.KeepResult, Labels: p.Labels}, nil
+}
+
+// overlapFromProto maps the API's overlap policy; unset is the default.
+func overlapFromProto(o jqv1.OverlapPolicy) (queue.OverlapPolicy, error) {
+	switch o {
+	case jqv1.OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED:
+		return queue.DefaultOverlap, nil
+	case jqv1.OverlapPolicy_OVERLAP_POLICY_SKIP:
+		return queue.OverlapSkip, nil
+	case jqv1.OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE:
+		return queue.OverlapBufferOne, nil
+	case jqv1.OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL:
+		return queue.OverlapAllowAll, nil
+	}
+	return "", invalid(fmt.Sprintf("overlap: unknown policy %d", o))
+}
+
+// overlapToProto is overlapFromProto's inverse.
+func overlapToProto(o queue.OverlapPolicy) jqv1.OverlapPolicy {
+	switch o {
+	case queue.OverlapBufferOne:
+		return jqv1.OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE
+	case queue.OverlapAllowAll:
+		return jqv1.OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL
+	}
+	return jqv1.OverlapPolicy_OVERLAP_POLICY_SKIP
 }
 
 func missedFromProto(m jqv1.MissedFirePolicy) (queue.MissedPolicy, error) {
@@ -184,10 +255,11 @@ func scheduleToProto(sc *queue.Schedule) *jqv1.Schedule {
 	return &jqv1.Schedule{
 		Name: sc.Name,
 		Template: &jqv1.JobTemplate{Queue: t.Queue, Type: t.Type, Payload: t.Payload,
-			Priority: int32(t.Priority), MaxRetries: maxRetries, Timeout: dur(t.Timeout), Labels: t.Labels}, //nolint:gosec // 0..9
+			Priority: int32(t.Priority), MaxRetries: maxRetries, Timeout: dur(t.Timeout), Labels: t.Labels, //nolint:gosec // 0..9
+			Ttl: dur(t.TTL), KeepResult: t.KeepResult},
 		Cron: sc.Cron, TimeZone: sc.TimeZone, Missed: missed, CatchUpMax: int32(sc.CatchUpMax), //nolint:gosec // ≤ 1000
 		Paused: sc.Paused, Owner: owner, NextFireAt: ts(sc.NextFireAt), LastFireAt: ts(sc.LastFireAt),
 		LastJobId: sc.LastJobID, LastOutcome: sc.LastOutcome, LastError: sc.LastError,
-		CreatedAt: ts(sc.CreatedAt), UpdatedAt: ts(sc.UpdatedAt),
+		CreatedAt: ts(sc.CreatedAt), UpdatedAt: ts(sc.UpdatedAt), Overlap: overlapToProto(sc.Overlap),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
@@ -51,10 +52,40 @@ func TestScheduleService(t *testing.T) {
 		"payload":  {Name: "a", Cron: "@daily", Template: &jqv1.JobTemplate{Queue: "default", Type: "noop", Payload: make([]byte, 2<<10)}},
 		"name":     {Name: "A b", Cron: "@daily", Template: tmpl},
 		"policy":   {Name: "a", Cron: "@daily", Template: tmpl, Missed: 7},
+		"overlap":  {Name: "a", Cron: "@daily", Template: tmpl, Overlap: 9},
+		"ttl":      {Name: "a", Cron: "@daily", Template: &jqv1.JobTemplate{Queue: "default", Type: "noop", Ttl: durationpb.New(-time.Second)}},
 	} {
 		_, err := s.CreateSchedule(ctx, connect.NewRequest(req))
 		requireCode(t, connect.CodeInvalidArgument, err, name)
+		// An update is checked as a create is.
+		upd := &jqv1.UpdateScheduleRequest{Name: req.GetName(), Cron: req.GetCron(), TimeZone: req.GetTimeZone(),
+			Template: req.GetTemplate(), Missed: req.GetMissed(), Overlap: req.GetOverlap()}
+		if upd.Name == "a" {
+			upd.Name = "nightly"
+		}
+		_, err = s.UpdateSchedule(ctx, connect.NewRequest(upd))
+		requireCode(t, connect.CodeInvalidArgument, err, "update: "+name)
 	}
+	require.Equal(t, jqv1.OverlapPolicy_OVERLAP_POLICY_SKIP, sc.GetOverlap(), "the default")
+
+	// Update: every setting; the same spec keeps the next fire time.
+	upd, err := s.UpdateSchedule(ctx, connect.NewRequest(&jqv1.UpdateScheduleRequest{
+		Name: "nightly", Cron: "0 3 * * *", TimeZone: "Europe/Berlin", Overlap: jqv1.OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE,
+		Template: &jqv1.JobTemplate{Queue: "default", Type: "digest", Payload: []byte(`{"a":1}`), Ttl: durationpb.New(time.Hour),
+			KeepResult: true}}))
+	require.NoError(t, err)
+	u := upd.Msg.GetSchedule()
+	require.Equal(t, jqv1.OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE, u.GetOverlap())
+	require.Equal(t, "digest", u.GetTemplate().GetType())
+	require.Equal(t, time.Hour, u.GetTemplate().GetTtl().AsDuration())
+	require.True(t, u.GetTemplate().GetKeepResult())
+	require.Equal(t, jqv1.MissedFirePolicy_MISSED_FIRE_POLICY_SKIP, u.GetMissed(), "unset: the default, as on create")
+	require.True(t, sc.GetNextFireAt().AsTime().Equal(u.GetNextFireAt().AsTime()))
+	_, err = s.UpdateSchedule(ctx, connect.NewRequest(&jqv1.UpdateScheduleRequest{Name: "none", Cron: "@daily", Template: tmpl}))
+	requireCode(t, connect.CodeNotFound, err)
+	_, err = s.UpdateSchedule(ctx, connect.NewRequest(&jqv1.UpdateScheduleRequest{Name: "nightly", Cron: "0 3 * * *",
+		TimeZone: "Europe/Berlin", Template: tmpl}))
+	require.NoError(t, err)
 	_, err = s.CreateSchedule(ctx, connect.NewRequest(&jqv1.CreateScheduleRequest{Name: "nightly", Cron: "@daily", Template: tmpl}))
 	requireCode(t, connect.CodeAlreadyExists, err)
 
@@ -94,6 +125,8 @@ func TestScheduleService(t *testing.T) {
 		Template: queue.JobTemplate{Queue: "default", Type: "noop"}}})
 	require.NoError(t, err)
 	_, err = s.DeleteSchedule(ctx, connect.NewRequest(&jqv1.DeleteScheduleRequest{Name: "from-file"}))
+	requireCode(t, connect.CodeFailedPrecondition, err)
+	_, err = s.UpdateSchedule(ctx, connect.NewRequest(&jqv1.UpdateScheduleRequest{Name: "from-file", Cron: "@daily", Template: tmpl}))
 	requireCode(t, connect.CodeFailedPrecondition, err)
 
 	_, err = s.DeleteSchedule(ctx, connect.NewRequest(&jqv1.DeleteScheduleRequest{Name: "nightly"}))

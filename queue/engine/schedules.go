@@ -92,8 +92,9 @@ func NewSchedules(e *Engine, o ScheduleOptions) (*Schedules, error) {
 	return &Schedules{e: e, opts: o, log: e.log.Named("schedules"), wake: make(chan struct{}, 1)}, nil
 }
 
-// checkSpec parses a schedule's spec and returns its first fire time after now. A spec that never
-// fires (30 February) is refused.
+// checkSpec checks a schedule as create and update do — policies, spec, labels — fills the
+// defaults and sets its first fire time after now. A spec that never fires (30 February) is
+// refused. The errors do not repeat the schedule's name: the request names it.
 func (s *Schedules) checkSpec(p *store.ScheduleParams) error {
 	if p.TimeZone == "" {
 		p.TimeZone = schedule.DefaultTimeZone
@@ -103,24 +104,27 @@ func (s *Schedules) checkSpec(p *store.ScheduleParams) error {
 	}
 	n, err := queue.ValidateMissed(p.Missed, p.CatchUpMax)
 	if err != nil {
-		return fmt.Errorf("schedule %s: %w", p.Name, err)
+		return err
 	}
 	p.CatchUpMax = n
+	if p.Overlap, err = queue.ValidateOverlap(p.Overlap); err != nil {
+		return err
+	}
 	spec, err := schedule.Parse(p.Cron, p.TimeZone)
 	if err != nil {
-		return fmt.Errorf("schedule %s: %w", p.Name, err)
+		return err
 	}
 	if len(p.Template.Labels) >= store.MaxLabels {
-		return fmt.Errorf("%w: schedule %s: at most %d labels (the job also gets %s)", queue.ErrInvalidArgument, p.Name,
-			store.MaxLabels-1, ScheduleLabel)
+		return fmt.Errorf("%w: at most %d labels (the job also gets %s)", queue.ErrInvalidArgument, store.MaxLabels-1, ScheduleLabel)
 	}
 	if _, ok := p.Template.Labels[ScheduleLabel]; ok {
-		return fmt.Errorf("%w: schedule %s: label %s is set by the schedule", queue.ErrInvalidArgument, p.Name, ScheduleLabel)
+		return fmt.Errorf("%w: label %s is set by the schedule: remove it from the template", queue.ErrInvalidArgument, ScheduleLabel)
 	}
 	p.Cron = spec.String()
 	p.NextFireAt = spec.Next(s.e.now())
 	if p.NextFireAt.IsZero() {
-		return fmt.Errorf("%w: schedule %s: cron spec %s never fires", queue.ErrInvalidArgument, p.Name, queue.Excerpt(p.Cron))
+		return fmt.Errorf("%w: cron spec %s never fires: give a date that exists, e.g. '0 0 28 2 *' (28 February)",
+			queue.ErrInvalidArgument, queue.Excerpt(p.Cron))
 	}
 	return nil
 }
@@ -138,6 +142,27 @@ func (s *Schedules) ScheduleCreate(ctx context.Context, p store.ScheduleParams) 
 	}
 	s.log.Info("schedule created", zap.String("schedule", sc.Name), zap.String("cron", sc.Cron),
 		zap.String("time_zone", sc.TimeZone), zap.String("queue", sc.Template.Queue), zap.Time("next_fire_at", sc.NextFireAt))
+	s.Wake()
+	return sc, nil
+}
+
+// ScheduleUpdate replaces the settings of an API-owned schedule, checked exactly as
+// ScheduleCreate checks them. The next fire time stays unless the spec or time zone changes or
+// the schedule is resumed (then it is the spec's first time after now). Every replica's fire loop
+// reads the schedule from the store at each pass, so the change holds everywhere from the next
+// pass. Errors: ErrInvalidArgument, ErrScheduleNotFound, ErrScheduleOwnedByConfig.
+func (s *Schedules) ScheduleUpdate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
+	p.Owner = queue.OwnerAPI
+	if err := s.checkSpec(&p); err != nil {
+		return nil, err
+	}
+	sc, err := s.opts.Store.ScheduleUpdate(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("schedule updated", zap.String("schedule", sc.Name), zap.String("cron", sc.Cron),
+		zap.String("time_zone", sc.TimeZone), zap.String("queue", sc.Template.Queue), zap.String("overlap", string(sc.Overlap)),
+		zap.Bool("paused", sc.Paused), zap.Time("next_fire_at", sc.NextFireAt))
 	s.Wake()
 	return sc, nil
 }
@@ -169,7 +194,7 @@ func (s *Schedules) ScheduleSetPaused(ctx context.Context, name string, paused b
 		}
 		spec, err := schedule.Parse(sc.Cron, sc.TimeZone)
 		if err != nil {
-			return nil, fmt.Errorf("schedule %s: %w", name, err)
+			return nil, err
 		}
 		p.NextFireAt = spec.Next(s.e.now())
 	}
@@ -211,7 +236,7 @@ func (s *Schedules) ScheduleReconcile(ctx context.Context, ps []store.SchedulePa
 	for i := range ps {
 		ps[i].Owner = queue.OwnerConfig
 		if err := s.checkSpec(&ps[i]); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("schedule %s: %w", ps[i].Name, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -296,7 +321,10 @@ func (s *Schedules) Pass(ctx context.Context) (time.Duration, error) {
 		var chunk []fire
 		jobs := 0
 		for _, sc := range res.Due {
-			f := s.plan(ctx, sc, clock())
+			f, err := s.plan(ctx, sc, clock())
+			if err != nil {
+				return s.opts.Interval, err
+			}
 			if len(chunk) > 0 && jobs+len(f.p.Jobs) > fireChunkJobs {
 				if err := s.fireChunk(ctx, chunk, clock); err != nil {
 					return s.opts.Interval, err
@@ -322,26 +350,59 @@ func (s *Schedules) Pass(ctx context.Context) (time.Duration, error) {
 	}
 }
 
-// plan decides one due schedule's fires at now (the store's clock) and builds their jobs.
-func (s *Schedules) plan(ctx context.Context, sc *queue.Schedule, now time.Time) fire {
+// plan decides one due schedule's fires at now (the store's clock), keeps those its overlap
+// policy allows, and builds their jobs.
+func (s *Schedules) plan(ctx context.Context, sc *queue.Schedule, now time.Time) (fire, error) {
 	f := fire{sc: sc, p: store.ScheduleFireParams{ScheduleAdvanceParams: store.ScheduleAdvanceParams{Name: sc.Name, From: sc.NextFireAt}}}
 	spec, err := schedule.Parse(sc.Cron, sc.TimeZone)
 	if err != nil { // stored by an older release whose parser accepted it: stop, say why
 		f.p.LastFireAt, f.p.LastOutcome, f.p.LastError = sc.NextFireAt, queue.FireFailed, err.Error()
 		s.log.Error("schedule spec does not parse; schedule stopped", zap.String("schedule", sc.Name), zap.Error(err))
-		return f
+		return f, nil
 	}
 	f.plan = schedule.PlanFires(spec, sc.NextFireAt, now, s.opts.Grace, sc.Missed, sc.CatchUpMax)
 	f.p.Next = f.plan.Next
-	if n := len(f.plan.Fires); n > 0 {
-		f.p.LastFireAt = f.plan.Fires[n-1]
+	n := len(f.plan.Fires)
+	if n == 0 {
+		return f, nil
+	}
+	f.p.LastFireAt = f.plan.Fires[n-1]
+	prev, err := s.previousState(ctx, sc)
+	if err != nil {
+		return f, err
+	}
+	if allowed := queue.FiresAllowed(sc.Overlap, prev, n); allowed < n {
+		s.log.Debug("schedule fires skipped: the previous fire's job has not ended", zap.String("schedule", sc.Name),
+			zap.String("overlap", string(sc.Overlap)), zap.String("previous_job_id", sc.LastJobID),
+			zap.String("previous_state", string(prev)), zap.Int("skipped", n-allowed))
+		f.plan.Fires = f.plan.Fires[n-allowed:]
+		if allowed == 0 {
+			f.p.LastJobID, f.p.LastOutcome = sc.LastJobID, queue.FireSkipped
+			return f, nil
+		}
 	}
 	f.p.Jobs = make([]store.JobInsertParams, len(f.plan.Fires))
 	for i, at := range f.plan.Fires {
 		f.p.Jobs[i] = jobOf(sc, schedule.IdempotencyKey(sc.Name, at), at)
 		s.e.keyJob(ctx, &f.p.Jobs[i])
 	}
-	return f
+	return f, nil
+}
+
+// previousState is the state of the job of sc's last fire: "" when there is none, it is gone, or
+// the overlap policy does not look at it.
+func (s *Schedules) previousState(ctx context.Context, sc *queue.Schedule) (queue.State, error) {
+	if sc.LastJobID == "" || sc.Overlap == queue.OverlapAllowAll {
+		return "", nil
+	}
+	j, err := s.e.opts.Store.JobGet(ctx, sc.LastJobID)
+	switch {
+	case errors.Is(err, queue.ErrJobNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("schedule %s: previous job: %w", sc.Name, err)
+	}
+	return j.State, nil
 }
 
 // fireChunk writes the fires of many schedules in one transaction. When a job of one of them is

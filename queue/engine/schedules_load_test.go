@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
@@ -69,14 +70,17 @@ func (o *lagObserver) ScheduleMissed(name string, n int) {
 }
 
 // createMany creates n schedules named <prefix>-<i> with spec cron through sch, and returns their
-// names and first fire times.
+// names and first fire times. They submit every fire (allow_all): no worker runs their jobs, and
+// the tests count one job per fire time.
 func (s *schedEnv) createMany(sch *engine.Schedules, prefix, cron string, n int) ([]string, map[string]time.Time) {
 	s.t.Helper()
 	names := make([]string, n)
 	firsts := make(map[string]time.Time, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%04d", prefix, i)
-		sc, err := sch.ScheduleCreate(s.ctx, s.params(names[i], cron))
+		p := s.params(names[i], cron)
+		p.Overlap = queue.OverlapAllowAll
+		sc, err := sch.ScheduleCreate(s.ctx, p)
 		require.NoError(s.t, err)
 		firsts[names[i]] = sc.NextFireAt
 	}

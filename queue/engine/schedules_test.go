@@ -110,12 +110,15 @@ func TestScheduleCommands(t *testing.T) {
 			p.Template.Labels = map[string]string{engine.ScheduleLabel: "x"}
 			return p
 		}(),
-		"policy": func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Missed = "sometimes"; return p }(),
-		"bound":  func() store.ScheduleParams { p := env.params("a", "@hourly"); p.CatchUpMax = 3; return p }(),
-		"name":   env.params("A", "@hourly"),
+		"policy":  func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Missed = "sometimes"; return p }(),
+		"bound":   func() store.ScheduleParams { p := env.params("a", "@hourly"); p.CatchUpMax = 3; return p }(),
+		"name":    env.params("A", "@hourly"),
+		"overlap": func() store.ScheduleParams { p := env.params("a", "@hourly"); p.Overlap = "sometimes"; return p }(),
 	} {
 		_, err := sch.ScheduleCreate(ctx, p)
 		require.ErrorIs(t, err, queue.ErrInvalidArgument, name)
+		_, err = sch.ScheduleUpdate(ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument, "update refuses what create refuses: %s", name)
 	}
 
 	p := env.params("nightly", "0 3 * * *")
@@ -161,6 +164,11 @@ func TestScheduleCommands(t *testing.T) {
 	_, err = sch.ScheduleReconcile(ctx, []store.ScheduleParams{env.params("bad", "nope")})
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
 
+	_, err = sch.ScheduleUpdate(ctx, cfg)
+	require.ErrorIs(t, err, queue.ErrScheduleOwnedByConfig, "configured schedules are changed in the file")
+	_, err = sch.ScheduleUpdate(ctx, env.params("none", "@hourly"))
+	require.ErrorIs(t, err, queue.ErrScheduleNotFound)
+
 	require.NoError(t, sch.ScheduleDelete(ctx, "nightly"))
 	require.ErrorIs(t, sch.ScheduleDelete(ctx, "nightly"), queue.ErrScheduleNotFound)
 }
@@ -174,7 +182,9 @@ func TestScheduleReplicasOneJobPerFireTime(t *testing.T) {
 	o1, o2 := &countingObserver{}, &countingObserver{}
 	r1 := env.replica(nil, engine.ScheduleOptions{Interval: 200 * time.Millisecond, Observer: o1})
 	r2 := env.replica(nil, engine.ScheduleOptions{Interval: 200 * time.Millisecond, Observer: o2})
-	created, err := r1.ScheduleCreate(env.ctx, env.params("tick", "@every 1s"))
+	p := env.params("tick", "@every 1s")
+	p.Overlap = queue.OverlapAllowAll // no worker runs the jobs: every fire is counted
+	created, err := r1.ScheduleCreate(env.ctx, p)
 	require.NoError(t, err)
 	stop1 := runLoop(t, r1)
 	stop2 := runLoop(t, r2)

@@ -122,7 +122,7 @@ func (c *ConstraintCreateCmd) Run(re *runEnv) error {
 		if connect.CodeOf(err) == connect.CodeAlreadyExists {
 			return fmt.Errorf("constraint %q already exists (--replace replaces it)", c.Name)
 		}
-		return failed(err, "cannot create constraint %q", c.Name)
+		return failed(refusal(err), "cannot create constraint %q", c.Name)
 	}
 	return re.printMessage(resp, func(w io.Writer) error {
 		word := "created"

@@ -202,8 +202,8 @@ func TestConstraintCommands(t *testing.T) {
 		line string
 	}{
 		{refuse(connect.CodeAlreadyExists, "constraint already exists"), parseCreate(t, "c", "--concurrency", "1"), exitError, `constraint "c" already exists (--replace replaces it)`},
-		{refuse(connect.CodeInvalidArgument, "constraint c sets no limit: give a concurrency, a rate or both"), parseCreate(t, "c"), exitUsage,
-			`cannot create constraint "c": constraint c sets no limit: give a concurrency, a rate or both`},
+		{refuse(connect.CodeInvalidArgument, "invalid argument: no limit set: give a concurrency, a rate or both"), parseCreate(t, "c"), exitUsage,
+			`cannot create constraint "c": no limit set: give a concurrency, a rate or both`},
 		{refuse(connect.CodeResourceExhausted, "100 constraints"), parseCreate(t, "c", "--concurrency", "1"), exitError, "refused by a server limit: 100 constraints"},
 		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintShowCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},
 		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintDeleteCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},

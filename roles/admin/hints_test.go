@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,8 +88,8 @@ func TestScheduleCreateRefusalSaysWhatAValidSpecIs(t *testing.T) {
 	_, perr := schedule.Parse("bad", "")
 	require.Error(t, perr)
 	// What the engine returns and the API maps to INVALID_ARGUMENT (queue/engine/schedules.go).
-	server := connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("schedule x: %w", perr))
-	err := failed(scheduleRefusal(server, "x"), "cannot create schedule %q", "x")
+	server := connect.NewError(connect.CodeInvalidArgument, perr)
+	err := failed(scheduleRefusal(server), "cannot create schedule %q", "x")
 	require.Equal(t, exitUsage, exitCode(err))
 	line := errorLine(err, &Globals{ServerAddr: "h:1"})
 	require.Equal(t, `cannot create schedule "x": cron spec "bad": expected 5 to 6 fields, found 1: [bad]`+cronExamples, line)

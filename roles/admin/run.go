@@ -19,6 +19,7 @@ import (
 	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/queue"
 )
 
 // Exit codes of admin commands (documented in --help and the README).
@@ -250,6 +251,16 @@ func serverMessage(err error) string {
 		return ce.Message()
 	}
 	return err.Error()
+}
+
+// refusal words the server's INVALID_ARGUMENT for a thing the command names already (the
+// server's text does not name it again): without the error class, which the exit code carries.
+func refusal(err error) error {
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		return err
+	}
+	msg := strings.TrimPrefix(serverMessage(err), queue.ErrInvalidArgument.Error()+": ")
+	return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
 }
 
 // actionError says what was being done when the server refused it.

@@ -18,26 +18,38 @@ import (
 const (
 	scheduleColumns = `name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
 		missed, catch_up_max, paused, owner, next_fire_at, last_fire_at, coalesce(last_job_id::text, ''),
-		last_outcome, last_error, created_at, updated_at`
+		last_outcome, last_error, created_at, updated_at, overlap, ttl_ms, keep_result`
 
 	sqlScheduleCreate = `-- name: schedule_create
 INSERT INTO schedules (name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
-                       missed, catch_up_max, paused, owner, next_fire_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15)
+                       missed, catch_up_max, paused, owner, next_fire_at, overlap, ttl_ms, keep_result)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+RETURNING ` + scheduleColumns
+
+	// An API edit: every setting; the next fire time only when the spec changed or the schedule is
+	// resumed, so an edit of the template loses no fire. Only the owner's row ($14) is changed.
+	sqlScheduleUpdate = `-- name: schedule_update
+UPDATE schedules SET
+    queue = $2, type = $3, payload = $4, priority = $5, max_retries = $6, timeout_ms = $7, labels = $8::jsonb,
+    missed = $11, catch_up_max = $12, overlap = $16, ttl_ms = $17, keep_result = $18,
+    next_fire_at = CASE WHEN cron <> $9 OR time_zone <> $10 OR (paused AND NOT $13) THEN $15 ELSE next_fire_at END,
+    cron = $9, time_zone = $10, paused = $13, updated_at = now()
+WHERE name = $1 AND owner = $14
 RETURNING ` + scheduleColumns
 
 	// The reconcile's write of one config-owned schedule: the template and policy always; the
-	// next fire time only when the spec changed or an API-owned row is taken over ($16), so a
+	// next fire time only when the spec changed or an API-owned row is taken over ($19), so a
 	// restart with an unchanged file loses no fire.
 	sqlScheduleUpsert = `-- name: schedule_upsert
 INSERT INTO schedules (name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
-                       missed, catch_up_max, paused, owner, next_fire_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15)
+                       missed, catch_up_max, paused, owner, next_fire_at, overlap, ttl_ms, keep_result)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT (name) DO UPDATE SET
     queue = EXCLUDED.queue, type = EXCLUDED.type, payload = EXCLUDED.payload, priority = EXCLUDED.priority,
     max_retries = EXCLUDED.max_retries, timeout_ms = EXCLUDED.timeout_ms, labels = EXCLUDED.labels,
     missed = EXCLUDED.missed, catch_up_max = EXCLUDED.catch_up_max, owner = EXCLUDED.owner,
-    next_fire_at = CASE WHEN $16 OR schedules.cron <> EXCLUDED.cron OR schedules.time_zone <> EXCLUDED.time_zone
+    overlap = EXCLUDED.overlap, ttl_ms = EXCLUDED.ttl_ms, keep_result = EXCLUDED.keep_result,
+    next_fire_at = CASE WHEN $19 OR schedules.cron <> EXCLUDED.cron OR schedules.time_zone <> EXCLUDED.time_zone
                         THEN EXCLUDED.next_fire_at ELSE schedules.next_fire_at END,
     cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone, updated_at = now()`
 
@@ -92,24 +104,26 @@ func scheduleArgs(p store.ScheduleParams) []any {
 		payload = []byte{}
 	}
 	return []any{p.Name, t.Queue, t.Type, payload, t.Priority, t.MaxRetries, toMillis(t.Timeout), jsonText(t.Labels),
-		p.Cron, p.TimeZone, string(p.Missed), p.CatchUpMax, p.Paused, string(p.Owner), timePtr(p.NextFireAt)}
+		p.Cron, p.TimeZone, string(p.Missed), p.CatchUpMax, p.Paused, string(p.Owner), timePtr(p.NextFireAt),
+		string(p.OverlapOrDefault()), toMillis(t.TTL), t.KeepResult}
 }
 
 func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 	var (
 		s                  queue.Schedule
-		timeoutMS          int64
-		missed, owner      string
+		timeoutMS, ttlMS   int64
+		missed, owner, ovl string
 		labels             map[string]string
 		nextFire, lastFire *time.Time
 	)
 	err := row.Scan(&s.Name, &s.Template.Queue, &s.Template.Type, &s.Template.Payload, &s.Template.Priority,
 		&s.Template.MaxRetries, &timeoutMS, &labels, &s.Cron, &s.TimeZone, &missed, &s.CatchUpMax, &s.Paused, &owner,
-		&nextFire, &lastFire, &s.LastJobID, &s.LastOutcome, &s.LastError, &s.CreatedAt, &s.UpdatedAt)
+		&nextFire, &lastFire, &s.LastJobID, &s.LastOutcome, &s.LastError, &s.CreatedAt, &s.UpdatedAt,
+		&ovl, &ttlMS, &s.Template.KeepResult)
 	if err != nil {
 		return nil, err
 	}
-	s.Template.Timeout = fromMillis(timeoutMS)
+	s.Template.Timeout, s.Template.TTL, s.Overlap = fromMillis(timeoutMS), fromMillis(ttlMS), queue.OverlapPolicy(ovl)
 	if len(labels) > 0 {
 		s.Template.Labels = labels
 	}
@@ -162,6 +176,34 @@ func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
 	return out, nil
 }
 
+// ScheduleUpdate implements store.ScheduleStore.
+func (s *Store) ScheduleUpdate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleUpdate, scheduleArgs(p)...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.notOwned(ctx, p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: update schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// notOwned says why a write of the owner's row changed nothing: no such schedule, or another owner.
+func (s *Store) notOwned(ctx context.Context, name string) error {
+	var owner string
+	err := s.pool.QueryRow(ctx, sqlScheduleOwner, name).Scan(&owner)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, name)
+	case err != nil:
+		return fmt.Errorf("postgres: schedule owner: %w", err)
+	}
+	return fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, name, owner)
+}
+
 // ScheduleDelete implements store.ScheduleStore.
 func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams) error {
 	tag, err := s.pool.Exec(ctx, sqlScheduleDeleteOwned, p.Name, string(p.Owner))
@@ -171,15 +213,7 @@ func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	var owner string
-	err = s.pool.QueryRow(ctx, sqlScheduleOwner, p.Name).Scan(&owner)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
-	case err != nil:
-		return fmt.Errorf("postgres: delete schedule: %w", err)
-	}
-	return fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, p.Name, owner)
+	return s.notOwned(ctx, p.Name)
 }
 
 // ScheduleSetPaused implements store.ScheduleStore.

@@ -19,25 +19,38 @@ var _ store.ScheduleStore = (*Store)(nil)
 const (
 	scheduleColumns = `name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
 		missed, catch_up_max, paused, owner, next_fire_at, last_fire_at, coalesce(last_job_id, ''),
-		last_outcome, last_error, created_at, updated_at`
+		last_outcome, last_error, created_at, updated_at, overlap, ttl_ms, keep_result`
 
 	sqlScheduleInsert = `
 INSERT INTO schedules (name, queue, type, payload, priority, max_retries, timeout_ms, labels, cron, time_zone,
-                       missed, catch_up_max, paused, owner, next_fire_at, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16)`
+                       missed, catch_up_max, paused, owner, next_fire_at, created_at, updated_at,
+                       overlap, ttl_ms, keep_result)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17, ?18, ?19)`
+
+	// An API edit, as store/postgres's: every setting; the next fire time only when the spec
+	// changed or the schedule is resumed. Only the owner's row (?14) is changed.
+	sqlScheduleUpdate = `-- name: schedule_update
+UPDATE schedules SET
+    queue = ?2, type = ?3, payload = ?4, priority = ?5, max_retries = ?6, timeout_ms = ?7, labels = ?8,
+    missed = ?11, catch_up_max = ?12, overlap = ?17, ttl_ms = ?18, keep_result = ?19,
+    next_fire_at = CASE WHEN cron <> ?9 OR time_zone <> ?10 OR (paused AND NOT ?13) THEN ?15 ELSE next_fire_at END,
+    cron = ?9, time_zone = ?10, paused = ?13, updated_at = ?16
+WHERE name = ?1 AND owner = ?14
+RETURNING ` + scheduleColumns
 
 	sqlScheduleCreate = "-- name: schedule_create" + sqlScheduleInsert + `
 RETURNING ` + scheduleColumns
 
 	// The reconcile's write of one config-owned schedule: the template and policy always; the next
-	// fire time only when the spec changed or an API-owned row is taken over (?17), so a restart
+	// fire time only when the spec changed or an API-owned row is taken over (?20), so a restart
 	// with an unchanged file loses no fire. The paused flag stays.
 	sqlScheduleUpsert = "-- name: schedule_upsert" + sqlScheduleInsert + `
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, type = excluded.type, payload = excluded.payload, priority = excluded.priority,
     max_retries = excluded.max_retries, timeout_ms = excluded.timeout_ms, labels = excluded.labels,
     missed = excluded.missed, catch_up_max = excluded.catch_up_max, owner = excluded.owner,
-    next_fire_at = CASE WHEN ?17 OR schedules.cron <> excluded.cron OR schedules.time_zone <> excluded.time_zone
+    overlap = excluded.overlap, ttl_ms = excluded.ttl_ms, keep_result = excluded.keep_result,
+    next_fire_at = CASE WHEN ?20 OR schedules.cron <> excluded.cron OR schedules.time_zone <> excluded.time_zone
                         THEN excluded.next_fire_at ELSE schedules.next_fire_at END,
     cron = excluded.cron, time_zone = excluded.time_zone, updated_at = excluded.updated_at`
 
@@ -100,24 +113,25 @@ func scheduleArgs(p store.ScheduleParams, now time.Time) []any {
 		maxRetries = *t.MaxRetries
 	}
 	return []any{p.Name, t.Queue, t.Type, payload, t.Priority, maxRetries, toMillis(t.Timeout), mapText(t.Labels),
-		p.Cron, p.TimeZone, string(p.Missed), p.CatchUpMax, p.Paused, string(p.Owner), usPtr(p.NextFireAt), us(now)}
+		p.Cron, p.TimeZone, string(p.Missed), p.CatchUpMax, p.Paused, string(p.Owner), usPtr(p.NextFireAt), us(now),
+		string(p.OverlapOrDefault()), toMillis(t.TTL), t.KeepResult}
 }
 
 func scanSchedule(row scanner) (*queue.Schedule, error) {
 	var (
-		s             queue.Schedule
-		timeoutMS     int64
-		missed, owner string
-		labels        map[string]string
+		s                  queue.Schedule
+		timeoutMS, ttlMS   int64
+		missed, owner, ovl string
+		labels             map[string]string
 	)
 	err := row.Scan(&s.Name, &s.Template.Queue, &s.Template.Type, &s.Template.Payload, &s.Template.Priority,
 		&s.Template.MaxRetries, &timeoutMS, jsonCol{&labels}, &s.Cron, &s.TimeZone, &missed, &s.CatchUpMax, &s.Paused,
 		&owner, tm{&s.NextFireAt}, tm{&s.LastFireAt}, &s.LastJobID, &s.LastOutcome, &s.LastError,
-		tm{&s.CreatedAt}, tm{&s.UpdatedAt})
+		tm{&s.CreatedAt}, tm{&s.UpdatedAt}, &ovl, &ttlMS, &s.Template.KeepResult)
 	if err != nil {
 		return nil, err
 	}
-	s.Template.Timeout = fromMillis(timeoutMS)
+	s.Template.Timeout, s.Template.TTL, s.Overlap = fromMillis(timeoutMS), fromMillis(ttlMS), queue.OverlapPolicy(ovl)
 	if len(labels) > 0 {
 		s.Template.Labels = labels
 	}
@@ -184,6 +198,36 @@ func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
 		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
 	}
 	return out, nil
+}
+
+// ScheduleUpdate implements store.ScheduleStore. A schedule that is not changed is told apart in
+// the same write: missing, or owned by another.
+func (s *Store) ScheduleUpdate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var (
+		sc    *queue.Schedule
+		owner string
+	)
+	err := s.write(ctx, func(tx *wtx) error {
+		var err error
+		owner = ""
+		sc, err = scanSchedule(tx.queryRow(sqlScheduleUpdate, scheduleArgs(p, tx.now)...))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		return tx.queryRow(sqlScheduleOwner, p.Name).Scan(&owner)
+	})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: update schedule: %w", err)
+	case owner != "":
+		return nil, fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, p.Name, owner)
+	}
+	return sc, nil
 }
 
 // ScheduleDelete implements store.ScheduleStore. A schedule that is not deleted is told apart in

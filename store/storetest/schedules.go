@@ -83,6 +83,106 @@ func RunScheduleStore[S interface {
 		require.Equal(t, 4, c.CatchUpMax)
 	})
 
+	t.Run("OverlapTTLKeepResult", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		p := params(b, uniqueName("sc"), next)
+		c, err := ss.ScheduleCreate(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, queue.DefaultOverlap, c.Overlap, "unset: the default")
+		require.Zero(t, c.Template.TTL)
+		require.False(t, c.Template.KeepResult)
+
+		p = params(b, uniqueName("sc"), next)
+		p.Overlap, p.Template.TTL, p.Template.KeepResult = queue.OverlapBufferOne, 90*time.Minute, true
+		c, err = ss.ScheduleCreate(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, queue.OverlapBufferOne, c.Overlap)
+		require.Equal(t, 90*time.Minute, c.Template.TTL)
+		require.True(t, c.Template.KeepResult)
+		got, err := ss.ScheduleGet(b.ctx, p.Name)
+		require.NoError(t, err)
+		require.Equal(t, c, got)
+
+		p.Overlap = "sometimes"
+		p.Name = uniqueName("sc")
+		_, err = ss.ScheduleCreate(b.ctx, p)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+	})
+
+	t.Run("Update", func(t *testing.T) {
+		b := setup(t, newS)
+		ss := sched(b)
+		name := uniqueName("sc")
+		_, err := ss.ScheduleCreate(b.ctx, params(b, name, next))
+		require.NoError(t, err)
+		ok, err := ss.ScheduleAdvance(b.ctx, store.ScheduleAdvanceParams{Name: name, From: next, Next: next.Add(24 * time.Hour),
+			LastFireAt: next, LastOutcome: queue.FireFailed, LastError: "queue not found"})
+		require.NoError(t, err)
+		require.True(t, ok)
+		fired := next.Add(24 * time.Hour)
+
+		// The template and policies change; the spec does not: the next fire time and the last
+		// fire stay.
+		p := params(b, name, next.Add(time.Hour))
+		p.Template.Type, p.Template.Priority, p.Template.Payload = "digest", 2, []byte(`{"k":2}`)
+		p.Template.TTL, p.Template.KeepResult, p.Template.Labels = time.Hour, true, map[string]string{"team": "web"}
+		p.Missed, p.CatchUpMax, p.Overlap = queue.MissedCatchUp, 5, queue.OverlapAllowAll
+		s, err := ss.ScheduleUpdate(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, "digest", s.Template.Type)
+		require.Equal(t, 2, s.Template.Priority)
+		require.Equal(t, []byte(`{"k":2}`), s.Template.Payload)
+		require.Equal(t, time.Hour, s.Template.TTL)
+		require.True(t, s.Template.KeepResult)
+		require.Equal(t, map[string]string{"team": "web"}, s.Template.Labels)
+		require.Equal(t, queue.MissedCatchUp, s.Missed)
+		require.Equal(t, 5, s.CatchUpMax)
+		require.Equal(t, queue.OverlapAllowAll, s.Overlap)
+		require.True(t, fired.Equal(s.NextFireAt), "same spec: the next fire time stays")
+		require.True(t, next.Equal(s.LastFireAt))
+		require.Equal(t, queue.FireFailed, s.LastOutcome)
+		require.Equal(t, queue.OwnerAPI, s.Owner)
+		got, err := ss.ScheduleGet(b.ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, s, got)
+
+		// A new spec takes the given next fire time.
+		p.Cron = "0 4 * * *"
+		s, err = ss.ScheduleUpdate(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, "0 4 * * *", s.Cron)
+		require.True(t, next.Add(time.Hour).Equal(s.NextFireAt))
+
+		// Pausing keeps the next fire time; resuming takes the given one.
+		p.Paused, p.NextFireAt = true, next.Add(2*time.Hour)
+		s, err = ss.ScheduleUpdate(b.ctx, p)
+		require.NoError(t, err)
+		require.True(t, s.Paused)
+		require.True(t, next.Add(time.Hour).Equal(s.NextFireAt))
+		p.Paused, p.NextFireAt = false, next.Add(3*time.Hour)
+		s, err = ss.ScheduleUpdate(b.ctx, p)
+		require.NoError(t, err)
+		require.False(t, s.Paused)
+		require.True(t, next.Add(3*time.Hour).Equal(s.NextFireAt))
+
+		bad := p
+		bad.Template.Priority = 10
+		_, err = ss.ScheduleUpdate(b.ctx, bad)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
+		missing := p
+		missing.Name = uniqueName("none")
+		_, err = ss.ScheduleUpdate(b.ctx, missing)
+		require.ErrorIs(t, err, queue.ErrScheduleNotFound)
+		cfg := p
+		cfg.Owner = queue.OwnerConfig
+		_, err = ss.ScheduleUpdate(b.ctx, cfg)
+		require.ErrorIs(t, err, queue.ErrScheduleOwnedByConfig, "another owner's schedule is not changed")
+		got, err = ss.ScheduleGet(b.ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, queue.OwnerAPI, got.Owner)
+	})
+
 	t.Run("CreateRefuses", func(t *testing.T) {
 		b := setup(t, newS)
 		ss := sched(b)
@@ -325,12 +425,16 @@ func RunScheduleStore[S interface {
 		require.NoError(t, err)
 		changed := cfg(a, next.Add(time.Hour))
 		changed.Template.Priority = 2
+		changed.Overlap, changed.Template.TTL, changed.Template.KeepResult = queue.OverlapAllowAll, time.Minute, true
 		res, err = ss.ScheduleReconcile(b.ctx, store.ScheduleReconcileParams{Schedules: []store.ScheduleParams{changed, cfg(c, next.Add(time.Hour))}})
 		require.NoError(t, err)
 		require.ElementsMatch(t, []string{a, c}, res.Updated)
 		s, err := ss.ScheduleGet(b.ctx, a)
 		require.NoError(t, err)
 		require.Equal(t, 2, s.Template.Priority)
+		require.Equal(t, queue.OverlapAllowAll, s.Overlap)
+		require.Equal(t, time.Minute, s.Template.TTL)
+		require.True(t, s.Template.KeepResult)
 		require.True(t, next.Equal(s.NextFireAt))
 		s, err = ss.ScheduleGet(b.ctx, c)
 		require.NoError(t, err)

@@ -78,6 +78,68 @@ func (MissedFirePolicy) EnumDescriptor() ([]byte, []int) {
 	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{0}
 }
 
+// OverlapPolicy says what a fire does while the job of the schedule's
+// previous fire has not ended (is not DONE or DEAD_LETTERED).
+type OverlapPolicy int32
+
+const (
+	// Unset: SKIP.
+	OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED OverlapPolicy = 0
+	// The fire is dropped (last_outcome "skipped"). The default: a job slower
+	// than its period, or fires while no worker takes the queue, never pile up
+	// copies of the same job.
+	OverlapPolicy_OVERLAP_POLICY_SKIP OverlapPolicy = 1
+	// At most one fire waits: the fire is submitted while the previous job is
+	// ASSIGNED or RUNNING, dropped while it is PENDING or FAILED (awaiting a
+	// retry).
+	OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE OverlapPolicy = 2
+	// Every fire is submitted, whatever the previous job does.
+	OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL OverlapPolicy = 3
+)
+
+// Enum value maps for OverlapPolicy.
+var (
+	OverlapPolicy_name = map[int32]string{
+		0: "OVERLAP_POLICY_UNSPECIFIED",
+		1: "OVERLAP_POLICY_SKIP",
+		2: "OVERLAP_POLICY_BUFFER_ONE",
+		3: "OVERLAP_POLICY_ALLOW_ALL",
+	}
+	OverlapPolicy_value = map[string]int32{
+		"OVERLAP_POLICY_UNSPECIFIED": 0,
+		"OVERLAP_POLICY_SKIP":        1,
+		"OVERLAP_POLICY_BUFFER_ONE":  2,
+		"OVERLAP_POLICY_ALLOW_ALL":   3,
+	}
+)
+
+func (x OverlapPolicy) Enum() *OverlapPolicy {
+	p := new(OverlapPolicy)
+	*p = x
+	return p
+}
+
+func (x OverlapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_jq_v1_schedule_service_proto_enumTypes[1].Descriptor()
+}
+
+func (OverlapPolicy) Type() protoreflect.EnumType {
+	return &file_jq_v1_schedule_service_proto_enumTypes[1]
+}
+
+func (x OverlapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OverlapPolicy.Descriptor instead.
+func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{1}
+}
+
 // ScheduleOwner says where a schedule is managed.
 type ScheduleOwner int32
 
@@ -116,11 +178,11 @@ func (x ScheduleOwner) String() string {
 }
 
 func (ScheduleOwner) Descriptor() protoreflect.EnumDescriptor {
-	return file_jq_v1_schedule_service_proto_enumTypes[1].Descriptor()
+	return file_jq_v1_schedule_service_proto_enumTypes[2].Descriptor()
 }
 
 func (ScheduleOwner) Type() protoreflect.EnumType {
-	return &file_jq_v1_schedule_service_proto_enumTypes[1]
+	return &file_jq_v1_schedule_service_proto_enumTypes[2]
 }
 
 func (x ScheduleOwner) Number() protoreflect.EnumNumber {
@@ -129,7 +191,7 @@ func (x ScheduleOwner) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ScheduleOwner.Descriptor instead.
 func (ScheduleOwner) EnumDescriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{1}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{2}
 }
 
 // JobTemplate is the job a schedule submits at each fire time. The job also
@@ -151,7 +213,12 @@ type JobTemplate struct {
 	Timeout *durationpb.Duration `protobuf:"bytes,6,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// Labels of every job: at most 63 entries (jq.schedule is added), keys 1
 	// to 63 bytes, values at most 255 bytes; the key jq.schedule is reserved.
-	Labels        map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Time to live of every job while PENDING; see JobSpec.ttl. Unset means
+	// the queue's.
+	Ttl *durationpb.Duration `protobuf:"bytes,8,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Keep every job's result for a fetch; see JobSpec.keep_result.
+	KeepResult    bool `protobuf:"varint,9,opt,name=keep_result,json=keepResult,proto3" json:"keep_result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -235,6 +302,20 @@ func (x *JobTemplate) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *JobTemplate) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *JobTemplate) GetKeepResult() bool {
+	if x != nil {
+		return x.KeepResult
+	}
+	return false
+}
+
 // Schedule is a named job template and when to submit it.
 type Schedule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -268,14 +349,18 @@ type Schedule struct {
 	LastJobId string `protobuf:"bytes,11,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
 	// Outcome of the last fire: "submitted" (it created the job), "existing"
 	// (another replica had created it), "failed" (the job was refused; see
-	// last_error); empty before the first.
+	// last_error), "skipped" (the overlap policy dropped it: last_job_id is
+	// still the job of the fire before); empty before the first.
 	LastOutcome string `protobuf:"bytes,12,opt,name=last_outcome,json=lastOutcome,proto3" json:"last_outcome,omitempty"`
 	// Why the last fire failed; empty otherwise.
 	LastError string `protobuf:"bytes,13,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	// When the schedule was created.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	// When the schedule last changed (a fire, a pause, a reconcile).
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// When the schedule last changed (a fire, a pause, an update, a
+	// reconcile).
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// What a fire does while the previous fire's job has not ended.
+	Overlap       OverlapPolicy `protobuf:"varint,16,opt,name=overlap,proto3,enum=jq.v1.OverlapPolicy" json:"overlap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +500,13 @@ func (x *Schedule) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Schedule) GetOverlap() OverlapPolicy {
+	if x != nil {
+		return x.Overlap
+	}
+	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
+}
+
 // CreateScheduleRequest describes the schedule to create.
 type CreateScheduleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -431,7 +523,9 @@ type CreateScheduleRequest struct {
 	// Bound of CATCH_UP (see Schedule.catch_up_max).
 	CatchUpMax int32 `protobuf:"varint,6,opt,name=catch_up_max,json=catchUpMax,proto3" json:"catch_up_max,omitempty"`
 	// Create it paused.
-	Paused        bool `protobuf:"varint,7,opt,name=paused,proto3" json:"paused,omitempty"`
+	Paused bool `protobuf:"varint,7,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Overlap policy; unset means SKIP.
+	Overlap       OverlapPolicy `protobuf:"varint,8,opt,name=overlap,proto3,enum=jq.v1.OverlapPolicy" json:"overlap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -515,6 +609,13 @@ func (x *CreateScheduleRequest) GetPaused() bool {
 	return false
 }
 
+func (x *CreateScheduleRequest) GetOverlap() OverlapPolicy {
+	if x != nil {
+		return x.Overlap
+	}
+	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
+}
+
 // CreateScheduleResponse carries the new schedule.
 type CreateScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -561,6 +662,162 @@ func (x *CreateScheduleResponse) GetSchedule() *Schedule {
 	return nil
 }
 
+// UpdateScheduleRequest is the schedule's new settings: all of them, as
+// CreateScheduleRequest (an unset field takes its default, as on create).
+type UpdateScheduleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Schedule name. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The job to submit. Required.
+	Template *JobTemplate `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
+	// Cron spec (see Schedule.cron). Required.
+	Cron string `protobuf:"bytes,3,opt,name=cron,proto3" json:"cron,omitempty"`
+	// IANA time zone; empty means UTC.
+	TimeZone string `protobuf:"bytes,4,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// Missed-fire policy; unset means SKIP.
+	Missed MissedFirePolicy `protobuf:"varint,5,opt,name=missed,proto3,enum=jq.v1.MissedFirePolicy" json:"missed,omitempty"`
+	// Bound of CATCH_UP (see Schedule.catch_up_max).
+	CatchUpMax int32 `protobuf:"varint,6,opt,name=catch_up_max,json=catchUpMax,proto3" json:"catch_up_max,omitempty"`
+	// Paused or not: false resumes a paused schedule.
+	Paused bool `protobuf:"varint,7,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Overlap policy; unset means SKIP.
+	Overlap       OverlapPolicy `protobuf:"varint,8,opt,name=overlap,proto3,enum=jq.v1.OverlapPolicy" json:"overlap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateScheduleRequest) Reset() {
+	*x = UpdateScheduleRequest{}
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateScheduleRequest) ProtoMessage() {}
+
+func (x *UpdateScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateScheduleRequest.ProtoReflect.Descriptor instead.
+func (*UpdateScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UpdateScheduleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateScheduleRequest) GetTemplate() *JobTemplate {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *UpdateScheduleRequest) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *UpdateScheduleRequest) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *UpdateScheduleRequest) GetMissed() MissedFirePolicy {
+	if x != nil {
+		return x.Missed
+	}
+	return MissedFirePolicy_MISSED_FIRE_POLICY_UNSPECIFIED
+}
+
+func (x *UpdateScheduleRequest) GetCatchUpMax() int32 {
+	if x != nil {
+		return x.CatchUpMax
+	}
+	return 0
+}
+
+func (x *UpdateScheduleRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *UpdateScheduleRequest) GetOverlap() OverlapPolicy {
+	if x != nil {
+		return x.Overlap
+	}
+	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
+}
+
+// UpdateScheduleResponse carries the schedule as changed.
+type UpdateScheduleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The schedule as stored after the change.
+	Schedule      *Schedule `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateScheduleResponse) Reset() {
+	*x = UpdateScheduleResponse{}
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateScheduleResponse) ProtoMessage() {}
+
+func (x *UpdateScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateScheduleResponse.ProtoReflect.Descriptor instead.
+func (*UpdateScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UpdateScheduleResponse) GetSchedule() *Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
 // ListSchedulesRequest has no parameters.
 type ListSchedulesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -570,7 +827,7 @@ type ListSchedulesRequest struct {
 
 func (x *ListSchedulesRequest) Reset() {
 	*x = ListSchedulesRequest{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[4]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +839,7 @@ func (x *ListSchedulesRequest) String() string {
 func (*ListSchedulesRequest) ProtoMessage() {}
 
 func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[4]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +852,7 @@ func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSchedulesRequest.ProtoReflect.Descriptor instead.
 func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{4}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{6}
 }
 
 // ListSchedulesResponse lists the schedules.
@@ -609,7 +866,7 @@ type ListSchedulesResponse struct {
 
 func (x *ListSchedulesResponse) Reset() {
 	*x = ListSchedulesResponse{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[5]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +878,7 @@ func (x *ListSchedulesResponse) String() string {
 func (*ListSchedulesResponse) ProtoMessage() {}
 
 func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[5]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +891,7 @@ func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSchedulesResponse.ProtoReflect.Descriptor instead.
 func (*ListSchedulesResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{5}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListSchedulesResponse) GetSchedules() []*Schedule {
@@ -655,7 +912,7 @@ type GetScheduleRequest struct {
 
 func (x *GetScheduleRequest) Reset() {
 	*x = GetScheduleRequest{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[6]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +924,7 @@ func (x *GetScheduleRequest) String() string {
 func (*GetScheduleRequest) ProtoMessage() {}
 
 func (x *GetScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[6]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +937,7 @@ func (x *GetScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetScheduleRequest.ProtoReflect.Descriptor instead.
 func (*GetScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{6}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetScheduleRequest) GetName() string {
@@ -707,7 +964,7 @@ type GetScheduleResponse struct {
 
 func (x *GetScheduleResponse) Reset() {
 	*x = GetScheduleResponse{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[7]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +976,7 @@ func (x *GetScheduleResponse) String() string {
 func (*GetScheduleResponse) ProtoMessage() {}
 
 func (x *GetScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[7]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +989,7 @@ func (x *GetScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetScheduleResponse.ProtoReflect.Descriptor instead.
 func (*GetScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{7}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetScheduleResponse) GetSchedule() *Schedule {
@@ -767,7 +1024,7 @@ type PauseScheduleRequest struct {
 
 func (x *PauseScheduleRequest) Reset() {
 	*x = PauseScheduleRequest{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[8]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +1036,7 @@ func (x *PauseScheduleRequest) String() string {
 func (*PauseScheduleRequest) ProtoMessage() {}
 
 func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[8]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +1049,7 @@ func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PauseScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{8}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PauseScheduleRequest) GetName() string {
@@ -813,7 +1070,7 @@ type PauseScheduleResponse struct {
 
 func (x *PauseScheduleResponse) Reset() {
 	*x = PauseScheduleResponse{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[9]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +1082,7 @@ func (x *PauseScheduleResponse) String() string {
 func (*PauseScheduleResponse) ProtoMessage() {}
 
 func (x *PauseScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[9]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +1095,7 @@ func (x *PauseScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PauseScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{9}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PauseScheduleResponse) GetSchedule() *Schedule {
@@ -859,7 +1116,7 @@ type ResumeScheduleRequest struct {
 
 func (x *ResumeScheduleRequest) Reset() {
 	*x = ResumeScheduleRequest{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[10]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +1128,7 @@ func (x *ResumeScheduleRequest) String() string {
 func (*ResumeScheduleRequest) ProtoMessage() {}
 
 func (x *ResumeScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[10]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1141,7 @@ func (x *ResumeScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ResumeScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{10}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResumeScheduleRequest) GetName() string {
@@ -905,7 +1162,7 @@ type ResumeScheduleResponse struct {
 
 func (x *ResumeScheduleResponse) Reset() {
 	*x = ResumeScheduleResponse{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[11]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +1174,7 @@ func (x *ResumeScheduleResponse) String() string {
 func (*ResumeScheduleResponse) ProtoMessage() {}
 
 func (x *ResumeScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[11]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1187,7 @@ func (x *ResumeScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ResumeScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{11}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResumeScheduleResponse) GetSchedule() *Schedule {
@@ -951,7 +1208,7 @@ type TriggerScheduleRequest struct {
 
 func (x *TriggerScheduleRequest) Reset() {
 	*x = TriggerScheduleRequest{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[12]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1220,7 @@ func (x *TriggerScheduleRequest) String() string {
 func (*TriggerScheduleRequest) ProtoMessage() {}
 
 func (x *TriggerScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[12]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1233,7 @@ func (x *TriggerScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerScheduleRequest.ProtoReflect.Descriptor instead.
 func (*TriggerScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{12}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TriggerScheduleRequest) GetName() string {
@@ -997,7 +1254,7 @@ type TriggerScheduleResponse struct {
 
 func (x *TriggerScheduleResponse) Reset() {
 	*x = TriggerScheduleResponse{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[13]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1266,7 @@ func (x *TriggerScheduleResponse) String() string {
 func (*TriggerScheduleResponse) ProtoMessage() {}
 
 func (x *TriggerScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[13]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1279,7 @@ func (x *TriggerScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerScheduleResponse.ProtoReflect.Descriptor instead.
 func (*TriggerScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{13}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TriggerScheduleResponse) GetJob() *Job {
@@ -1043,7 +1300,7 @@ type DeleteScheduleRequest struct {
 
 func (x *DeleteScheduleRequest) Reset() {
 	*x = DeleteScheduleRequest{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[14]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1312,7 @@ func (x *DeleteScheduleRequest) String() string {
 func (*DeleteScheduleRequest) ProtoMessage() {}
 
 func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[14]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1325,7 @@ func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScheduleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{14}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteScheduleRequest) GetName() string {
@@ -1087,7 +1344,7 @@ type DeleteScheduleResponse struct {
 
 func (x *DeleteScheduleResponse) Reset() {
 	*x = DeleteScheduleResponse{}
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[15]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1356,7 @@ func (x *DeleteScheduleResponse) String() string {
 func (*DeleteScheduleResponse) ProtoMessage() {}
 
 func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_schedule_service_proto_msgTypes[15]
+	mi := &file_jq_v1_schedule_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,14 +1369,14 @@ func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScheduleResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{15}
+	return file_jq_v1_schedule_service_proto_rawDescGZIP(), []int{17}
 }
 
 var File_jq_v1_schedule_service_proto protoreflect.FileDescriptor
 
 const file_jq_v1_schedule_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1cjq/v1/schedule_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fjq/v1/job.proto\"\xcb\x02\n" +
+	"\x1cjq/v1/schedule_service.proto\x12\x05jq.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fjq/v1/job.proto\"\x99\x03\n" +
 	"\vJobTemplate\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -1128,11 +1385,14 @@ const file_jq_v1_schedule_service_proto_rawDesc = "" +
 	"\vmax_retries\x18\x05 \x01(\x05H\x00R\n" +
 	"maxRetries\x88\x01\x01\x123\n" +
 	"\atimeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x126\n" +
-	"\x06labels\x18\a \x03(\v2\x1e.jq.v1.JobTemplate.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\a \x03(\v2\x1e.jq.v1.JobTemplate.LabelsEntryR\x06labels\x12+\n" +
+	"\x03ttl\x18\b \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x1f\n" +
+	"\vkeep_result\x18\t \x01(\bR\n" +
+	"keepResult\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0e\n" +
-	"\f_max_retries\"\xea\x04\n" +
+	"\f_max_retries\"\x9a\x05\n" +
 	"\bSchedule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\btemplate\x18\x02 \x01(\v2\x12.jq.v1.JobTemplateR\btemplate\x12\x12\n" +
@@ -1155,7 +1415,8 @@ const file_jq_v1_schedule_service_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xf7\x01\n" +
+	"updated_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12.\n" +
+	"\aoverlap\x18\x10 \x01(\x0e2\x14.jq.v1.OverlapPolicyR\aoverlap\"\xa7\x02\n" +
 	"\x15CreateScheduleRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\btemplate\x18\x02 \x01(\v2\x12.jq.v1.JobTemplateR\btemplate\x12\x12\n" +
@@ -1164,8 +1425,21 @@ const file_jq_v1_schedule_service_proto_rawDesc = "" +
 	"\x06missed\x18\x05 \x01(\x0e2\x17.jq.v1.MissedFirePolicyR\x06missed\x12 \n" +
 	"\fcatch_up_max\x18\x06 \x01(\x05R\n" +
 	"catchUpMax\x12\x16\n" +
-	"\x06paused\x18\a \x01(\bR\x06paused\"E\n" +
+	"\x06paused\x18\a \x01(\bR\x06paused\x12.\n" +
+	"\aoverlap\x18\b \x01(\x0e2\x14.jq.v1.OverlapPolicyR\aoverlap\"E\n" +
 	"\x16CreateScheduleResponse\x12+\n" +
+	"\bschedule\x18\x01 \x01(\v2\x0f.jq.v1.ScheduleR\bschedule\"\xa7\x02\n" +
+	"\x15UpdateScheduleRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\btemplate\x18\x02 \x01(\v2\x12.jq.v1.JobTemplateR\btemplate\x12\x12\n" +
+	"\x04cron\x18\x03 \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18\x04 \x01(\tR\btimeZone\x12/\n" +
+	"\x06missed\x18\x05 \x01(\x0e2\x17.jq.v1.MissedFirePolicyR\x06missed\x12 \n" +
+	"\fcatch_up_max\x18\x06 \x01(\x05R\n" +
+	"catchUpMax\x12\x16\n" +
+	"\x06paused\x18\a \x01(\bR\x06paused\x12.\n" +
+	"\aoverlap\x18\b \x01(\x0e2\x14.jq.v1.OverlapPolicyR\aoverlap\"E\n" +
+	"\x16UpdateScheduleResponse\x12+\n" +
 	"\bschedule\x18\x01 \x01(\v2\x0f.jq.v1.ScheduleR\bschedule\"\x16\n" +
 	"\x14ListSchedulesRequest\"F\n" +
 	"\x15ListSchedulesResponse\x12-\n" +
@@ -1195,13 +1469,19 @@ const file_jq_v1_schedule_service_proto_rawDesc = "" +
 	"\x10MissedFirePolicy\x12\"\n" +
 	"\x1eMISSED_FIRE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MISSED_FIRE_POLICY_SKIP\x10\x01\x12\x1f\n" +
-	"\x1bMISSED_FIRE_POLICY_CATCH_UP\x10\x02*b\n" +
+	"\x1bMISSED_FIRE_POLICY_CATCH_UP\x10\x02*\x85\x01\n" +
+	"\rOverlapPolicy\x12\x1e\n" +
+	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x1d\n" +
+	"\x19OVERLAP_POLICY_BUFFER_ONE\x10\x02\x12\x1c\n" +
+	"\x18OVERLAP_POLICY_ALLOW_ALL\x10\x03*b\n" +
 	"\rScheduleOwner\x12\x1e\n" +
 	"\x1aSCHEDULE_OWNER_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SCHEDULE_OWNER_API\x10\x01\x12\x19\n" +
-	"\x15SCHEDULE_OWNER_CONFIG\x10\x022\xae\x04\n" +
+	"\x15SCHEDULE_OWNER_CONFIG\x10\x022\xfd\x04\n" +
 	"\x0fScheduleService\x12M\n" +
-	"\x0eCreateSchedule\x12\x1c.jq.v1.CreateScheduleRequest\x1a\x1d.jq.v1.CreateScheduleResponse\x12J\n" +
+	"\x0eCreateSchedule\x12\x1c.jq.v1.CreateScheduleRequest\x1a\x1d.jq.v1.CreateScheduleResponse\x12M\n" +
+	"\x0eUpdateSchedule\x12\x1c.jq.v1.UpdateScheduleRequest\x1a\x1d.jq.v1.UpdateScheduleResponse\x12J\n" +
 	"\rListSchedules\x12\x1b.jq.v1.ListSchedulesRequest\x1a\x1c.jq.v1.ListSchedulesResponse\x12D\n" +
 	"\vGetSchedule\x12\x19.jq.v1.GetScheduleRequest\x1a\x1a.jq.v1.GetScheduleResponse\x12J\n" +
 	"\rPauseSchedule\x12\x1b.jq.v1.PauseScheduleRequest\x1a\x1c.jq.v1.PauseScheduleResponse\x12M\n" +
@@ -1221,72 +1501,84 @@ func file_jq_v1_schedule_service_proto_rawDescGZIP() []byte {
 	return file_jq_v1_schedule_service_proto_rawDescData
 }
 
-var file_jq_v1_schedule_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_jq_v1_schedule_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_jq_v1_schedule_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_jq_v1_schedule_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_jq_v1_schedule_service_proto_goTypes = []any{
 	(MissedFirePolicy)(0),           // 0: jq.v1.MissedFirePolicy
-	(ScheduleOwner)(0),              // 1: jq.v1.ScheduleOwner
-	(*JobTemplate)(nil),             // 2: jq.v1.JobTemplate
-	(*Schedule)(nil),                // 3: jq.v1.Schedule
-	(*CreateScheduleRequest)(nil),   // 4: jq.v1.CreateScheduleRequest
-	(*CreateScheduleResponse)(nil),  // 5: jq.v1.CreateScheduleResponse
-	(*ListSchedulesRequest)(nil),    // 6: jq.v1.ListSchedulesRequest
-	(*ListSchedulesResponse)(nil),   // 7: jq.v1.ListSchedulesResponse
-	(*GetScheduleRequest)(nil),      // 8: jq.v1.GetScheduleRequest
-	(*GetScheduleResponse)(nil),     // 9: jq.v1.GetScheduleResponse
-	(*PauseScheduleRequest)(nil),    // 10: jq.v1.PauseScheduleRequest
-	(*PauseScheduleResponse)(nil),   // 11: jq.v1.PauseScheduleResponse
-	(*ResumeScheduleRequest)(nil),   // 12: jq.v1.ResumeScheduleRequest
-	(*ResumeScheduleResponse)(nil),  // 13: jq.v1.ResumeScheduleResponse
-	(*TriggerScheduleRequest)(nil),  // 14: jq.v1.TriggerScheduleRequest
-	(*TriggerScheduleResponse)(nil), // 15: jq.v1.TriggerScheduleResponse
-	(*DeleteScheduleRequest)(nil),   // 16: jq.v1.DeleteScheduleRequest
-	(*DeleteScheduleResponse)(nil),  // 17: jq.v1.DeleteScheduleResponse
-	nil,                             // 18: jq.v1.JobTemplate.LabelsEntry
-	(*durationpb.Duration)(nil),     // 19: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 20: google.protobuf.Timestamp
-	(JobState)(0),                   // 21: jq.v1.JobState
-	(*Job)(nil),                     // 22: jq.v1.Job
+	(OverlapPolicy)(0),              // 1: jq.v1.OverlapPolicy
+	(ScheduleOwner)(0),              // 2: jq.v1.ScheduleOwner
+	(*JobTemplate)(nil),             // 3: jq.v1.JobTemplate
+	(*Schedule)(nil),                // 4: jq.v1.Schedule
+	(*CreateScheduleRequest)(nil),   // 5: jq.v1.CreateScheduleRequest
+	(*CreateScheduleResponse)(nil),  // 6: jq.v1.CreateScheduleResponse
+	(*UpdateScheduleRequest)(nil),   // 7: jq.v1.UpdateScheduleRequest
+	(*UpdateScheduleResponse)(nil),  // 8: jq.v1.UpdateScheduleResponse
+	(*ListSchedulesRequest)(nil),    // 9: jq.v1.ListSchedulesRequest
+	(*ListSchedulesResponse)(nil),   // 10: jq.v1.ListSchedulesResponse
+	(*GetScheduleRequest)(nil),      // 11: jq.v1.GetScheduleRequest
+	(*GetScheduleResponse)(nil),     // 12: jq.v1.GetScheduleResponse
+	(*PauseScheduleRequest)(nil),    // 13: jq.v1.PauseScheduleRequest
+	(*PauseScheduleResponse)(nil),   // 14: jq.v1.PauseScheduleResponse
+	(*ResumeScheduleRequest)(nil),   // 15: jq.v1.ResumeScheduleRequest
+	(*ResumeScheduleResponse)(nil),  // 16: jq.v1.ResumeScheduleResponse
+	(*TriggerScheduleRequest)(nil),  // 17: jq.v1.TriggerScheduleRequest
+	(*TriggerScheduleResponse)(nil), // 18: jq.v1.TriggerScheduleResponse
+	(*DeleteScheduleRequest)(nil),   // 19: jq.v1.DeleteScheduleRequest
+	(*DeleteScheduleResponse)(nil),  // 20: jq.v1.DeleteScheduleResponse
+	nil,                             // 21: jq.v1.JobTemplate.LabelsEntry
+	(*durationpb.Duration)(nil),     // 22: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 23: google.protobuf.Timestamp
+	(JobState)(0),                   // 24: jq.v1.JobState
+	(*Job)(nil),                     // 25: jq.v1.Job
 }
 var file_jq_v1_schedule_service_proto_depIdxs = []int32{
-	19, // 0: jq.v1.JobTemplate.timeout:type_name -> google.protobuf.Duration
-	18, // 1: jq.v1.JobTemplate.labels:type_name -> jq.v1.JobTemplate.LabelsEntry
-	2,  // 2: jq.v1.Schedule.template:type_name -> jq.v1.JobTemplate
-	0,  // 3: jq.v1.Schedule.missed:type_name -> jq.v1.MissedFirePolicy
-	1,  // 4: jq.v1.Schedule.owner:type_name -> jq.v1.ScheduleOwner
-	20, // 5: jq.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
-	20, // 6: jq.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
-	20, // 7: jq.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	20, // 8: jq.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	2,  // 9: jq.v1.CreateScheduleRequest.template:type_name -> jq.v1.JobTemplate
-	0,  // 10: jq.v1.CreateScheduleRequest.missed:type_name -> jq.v1.MissedFirePolicy
-	3,  // 11: jq.v1.CreateScheduleResponse.schedule:type_name -> jq.v1.Schedule
-	3,  // 12: jq.v1.ListSchedulesResponse.schedules:type_name -> jq.v1.Schedule
-	3,  // 13: jq.v1.GetScheduleResponse.schedule:type_name -> jq.v1.Schedule
-	20, // 14: jq.v1.GetScheduleResponse.next_fire_times:type_name -> google.protobuf.Timestamp
-	21, // 15: jq.v1.GetScheduleResponse.last_job_state:type_name -> jq.v1.JobState
-	3,  // 16: jq.v1.PauseScheduleResponse.schedule:type_name -> jq.v1.Schedule
-	3,  // 17: jq.v1.ResumeScheduleResponse.schedule:type_name -> jq.v1.Schedule
-	22, // 18: jq.v1.TriggerScheduleResponse.job:type_name -> jq.v1.Job
-	4,  // 19: jq.v1.ScheduleService.CreateSchedule:input_type -> jq.v1.CreateScheduleRequest
-	6,  // 20: jq.v1.ScheduleService.ListSchedules:input_type -> jq.v1.ListSchedulesRequest
-	8,  // 21: jq.v1.ScheduleService.GetSchedule:input_type -> jq.v1.GetScheduleRequest
-	10, // 22: jq.v1.ScheduleService.PauseSchedule:input_type -> jq.v1.PauseScheduleRequest
-	12, // 23: jq.v1.ScheduleService.ResumeSchedule:input_type -> jq.v1.ResumeScheduleRequest
-	14, // 24: jq.v1.ScheduleService.TriggerSchedule:input_type -> jq.v1.TriggerScheduleRequest
-	16, // 25: jq.v1.ScheduleService.DeleteSchedule:input_type -> jq.v1.DeleteScheduleRequest
-	5,  // 26: jq.v1.ScheduleService.CreateSchedule:output_type -> jq.v1.CreateScheduleResponse
-	7,  // 27: jq.v1.ScheduleService.ListSchedules:output_type -> jq.v1.ListSchedulesResponse
-	9,  // 28: jq.v1.ScheduleService.GetSchedule:output_type -> jq.v1.GetScheduleResponse
-	11, // 29: jq.v1.ScheduleService.PauseSchedule:output_type -> jq.v1.PauseScheduleResponse
-	13, // 30: jq.v1.ScheduleService.ResumeSchedule:output_type -> jq.v1.ResumeScheduleResponse
-	15, // 31: jq.v1.ScheduleService.TriggerSchedule:output_type -> jq.v1.TriggerScheduleResponse
-	17, // 32: jq.v1.ScheduleService.DeleteSchedule:output_type -> jq.v1.DeleteScheduleResponse
-	26, // [26:33] is the sub-list for method output_type
-	19, // [19:26] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	22, // 0: jq.v1.JobTemplate.timeout:type_name -> google.protobuf.Duration
+	21, // 1: jq.v1.JobTemplate.labels:type_name -> jq.v1.JobTemplate.LabelsEntry
+	22, // 2: jq.v1.JobTemplate.ttl:type_name -> google.protobuf.Duration
+	3,  // 3: jq.v1.Schedule.template:type_name -> jq.v1.JobTemplate
+	0,  // 4: jq.v1.Schedule.missed:type_name -> jq.v1.MissedFirePolicy
+	2,  // 5: jq.v1.Schedule.owner:type_name -> jq.v1.ScheduleOwner
+	23, // 6: jq.v1.Schedule.next_fire_at:type_name -> google.protobuf.Timestamp
+	23, // 7: jq.v1.Schedule.last_fire_at:type_name -> google.protobuf.Timestamp
+	23, // 8: jq.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	23, // 9: jq.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 10: jq.v1.Schedule.overlap:type_name -> jq.v1.OverlapPolicy
+	3,  // 11: jq.v1.CreateScheduleRequest.template:type_name -> jq.v1.JobTemplate
+	0,  // 12: jq.v1.CreateScheduleRequest.missed:type_name -> jq.v1.MissedFirePolicy
+	1,  // 13: jq.v1.CreateScheduleRequest.overlap:type_name -> jq.v1.OverlapPolicy
+	4,  // 14: jq.v1.CreateScheduleResponse.schedule:type_name -> jq.v1.Schedule
+	3,  // 15: jq.v1.UpdateScheduleRequest.template:type_name -> jq.v1.JobTemplate
+	0,  // 16: jq.v1.UpdateScheduleRequest.missed:type_name -> jq.v1.MissedFirePolicy
+	1,  // 17: jq.v1.UpdateScheduleRequest.overlap:type_name -> jq.v1.OverlapPolicy
+	4,  // 18: jq.v1.UpdateScheduleResponse.schedule:type_name -> jq.v1.Schedule
+	4,  // 19: jq.v1.ListSchedulesResponse.schedules:type_name -> jq.v1.Schedule
+	4,  // 20: jq.v1.GetScheduleResponse.schedule:type_name -> jq.v1.Schedule
+	23, // 21: jq.v1.GetScheduleResponse.next_fire_times:type_name -> google.protobuf.Timestamp
+	24, // 22: jq.v1.GetScheduleResponse.last_job_state:type_name -> jq.v1.JobState
+	4,  // 23: jq.v1.PauseScheduleResponse.schedule:type_name -> jq.v1.Schedule
+	4,  // 24: jq.v1.ResumeScheduleResponse.schedule:type_name -> jq.v1.Schedule
+	25, // 25: jq.v1.TriggerScheduleResponse.job:type_name -> jq.v1.Job
+	5,  // 26: jq.v1.ScheduleService.CreateSchedule:input_type -> jq.v1.CreateScheduleRequest
+	7,  // 27: jq.v1.ScheduleService.UpdateSchedule:input_type -> jq.v1.UpdateScheduleRequest
+	9,  // 28: jq.v1.ScheduleService.ListSchedules:input_type -> jq.v1.ListSchedulesRequest
+	11, // 29: jq.v1.ScheduleService.GetSchedule:input_type -> jq.v1.GetScheduleRequest
+	13, // 30: jq.v1.ScheduleService.PauseSchedule:input_type -> jq.v1.PauseScheduleRequest
+	15, // 31: jq.v1.ScheduleService.ResumeSchedule:input_type -> jq.v1.ResumeScheduleRequest
+	17, // 32: jq.v1.ScheduleService.TriggerSchedule:input_type -> jq.v1.TriggerScheduleRequest
+	19, // 33: jq.v1.ScheduleService.DeleteSchedule:input_type -> jq.v1.DeleteScheduleRequest
+	6,  // 34: jq.v1.ScheduleService.CreateSchedule:output_type -> jq.v1.CreateScheduleResponse
+	8,  // 35: jq.v1.ScheduleService.UpdateSchedule:output_type -> jq.v1.UpdateScheduleResponse
+	10, // 36: jq.v1.ScheduleService.ListSchedules:output_type -> jq.v1.ListSchedulesResponse
+	12, // 37: jq.v1.ScheduleService.GetSchedule:output_type -> jq.v1.GetScheduleResponse
+	14, // 38: jq.v1.ScheduleService.PauseSchedule:output_type -> jq.v1.PauseScheduleResponse
+	16, // 39: jq.v1.ScheduleService.ResumeSchedule:output_type -> jq.v1.ResumeScheduleResponse
+	18, // 40: jq.v1.ScheduleService.TriggerSchedule:output_type -> jq.v1.TriggerScheduleResponse
+	20, // 41: jq.v1.ScheduleService.DeleteSchedule:output_type -> jq.v1.DeleteScheduleResponse
+	34, // [34:42] is the sub-list for method output_type
+	26, // [26:34] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_schedule_service_proto_init() }
@@ -1301,8 +1593,8 @@ func file_jq_v1_schedule_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_schedule_service_proto_rawDesc), len(file_jq_v1_schedule_service_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   17,
+			NumEnums:      3,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,9 @@ const (
 	// ScheduleServiceCreateScheduleProcedure is the fully-qualified name of the ScheduleService's
 	// CreateSchedule RPC.
 	ScheduleServiceCreateScheduleProcedure = "/jq.v1.ScheduleService/CreateSchedule"
+	// ScheduleServiceUpdateScheduleProcedure is the fully-qualified name of the ScheduleService's
+	// UpdateSchedule RPC.
+	ScheduleServiceUpdateScheduleProcedure = "/jq.v1.ScheduleService/UpdateSchedule"
 	// ScheduleServiceListSchedulesProcedure is the fully-qualified name of the ScheduleService's
 	// ListSchedules RPC.
 	ScheduleServiceListSchedulesProcedure = "/jq.v1.ScheduleService/ListSchedules"
@@ -65,6 +68,17 @@ type ScheduleServiceClient interface {
 	// a spec that never fires); ALREADY_EXISTS (a schedule with that name
 	// exists, whatever its owner).
 	CreateSchedule(context.Context, *connect.Request[v1.CreateScheduleRequest]) (*connect.Response[v1.CreateScheduleResponse], error)
+	// UpdateSchedule replaces the settings of a schedule (owner API): every
+	// setting CreateSchedule takes, checked as CreateSchedule checks them. The
+	// next fire time stays unless the cron spec or time zone changes or the
+	// schedule is resumed (then it is the spec's first time after now); the
+	// last fire's fields stay. Every server replica fires by the new settings
+	// from its next pass (within a second), without a restart.
+	//
+	// Errors: INVALID_ARGUMENT (as CreateSchedule); NOT_FOUND;
+	// FAILED_PRECONDITION (the schedule is declared in the servers'
+	// configuration file: change it there).
+	UpdateSchedule(context.Context, *connect.Request[v1.UpdateScheduleRequest]) (*connect.Response[v1.UpdateScheduleResponse], error)
 	// ListSchedules returns every schedule, ordered by name.
 	ListSchedules(context.Context, *connect.Request[v1.ListSchedulesRequest]) (*connect.Response[v1.ListSchedulesResponse], error)
 	// GetSchedule returns one schedule with its next fire times and the state
@@ -112,6 +126,12 @@ func NewScheduleServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(scheduleServiceMethods.ByName("CreateSchedule")),
 			connect.WithClientOptions(opts...),
 		),
+		updateSchedule: connect.NewClient[v1.UpdateScheduleRequest, v1.UpdateScheduleResponse](
+			httpClient,
+			baseURL+ScheduleServiceUpdateScheduleProcedure,
+			connect.WithSchema(scheduleServiceMethods.ByName("UpdateSchedule")),
+			connect.WithClientOptions(opts...),
+		),
 		listSchedules: connect.NewClient[v1.ListSchedulesRequest, v1.ListSchedulesResponse](
 			httpClient,
 			baseURL+ScheduleServiceListSchedulesProcedure,
@@ -154,6 +174,7 @@ func NewScheduleServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 // scheduleServiceClient implements ScheduleServiceClient.
 type scheduleServiceClient struct {
 	createSchedule  *connect.Client[v1.CreateScheduleRequest, v1.CreateScheduleResponse]
+	updateSchedule  *connect.Client[v1.UpdateScheduleRequest, v1.UpdateScheduleResponse]
 	listSchedules   *connect.Client[v1.ListSchedulesRequest, v1.ListSchedulesResponse]
 	getSchedule     *connect.Client[v1.GetScheduleRequest, v1.GetScheduleResponse]
 	pauseSchedule   *connect.Client[v1.PauseScheduleRequest, v1.PauseScheduleResponse]
@@ -165,6 +186,11 @@ type scheduleServiceClient struct {
 // CreateSchedule calls jq.v1.ScheduleService.CreateSchedule.
 func (c *scheduleServiceClient) CreateSchedule(ctx context.Context, req *connect.Request[v1.CreateScheduleRequest]) (*connect.Response[v1.CreateScheduleResponse], error) {
 	return c.createSchedule.CallUnary(ctx, req)
+}
+
+// UpdateSchedule calls jq.v1.ScheduleService.UpdateSchedule.
+func (c *scheduleServiceClient) UpdateSchedule(ctx context.Context, req *connect.Request[v1.UpdateScheduleRequest]) (*connect.Response[v1.UpdateScheduleResponse], error) {
+	return c.updateSchedule.CallUnary(ctx, req)
 }
 
 // ListSchedules calls jq.v1.ScheduleService.ListSchedules.
@@ -206,6 +232,17 @@ type ScheduleServiceHandler interface {
 	// a spec that never fires); ALREADY_EXISTS (a schedule with that name
 	// exists, whatever its owner).
 	CreateSchedule(context.Context, *connect.Request[v1.CreateScheduleRequest]) (*connect.Response[v1.CreateScheduleResponse], error)
+	// UpdateSchedule replaces the settings of a schedule (owner API): every
+	// setting CreateSchedule takes, checked as CreateSchedule checks them. The
+	// next fire time stays unless the cron spec or time zone changes or the
+	// schedule is resumed (then it is the spec's first time after now); the
+	// last fire's fields stay. Every server replica fires by the new settings
+	// from its next pass (within a second), without a restart.
+	//
+	// Errors: INVALID_ARGUMENT (as CreateSchedule); NOT_FOUND;
+	// FAILED_PRECONDITION (the schedule is declared in the servers'
+	// configuration file: change it there).
+	UpdateSchedule(context.Context, *connect.Request[v1.UpdateScheduleRequest]) (*connect.Response[v1.UpdateScheduleResponse], error)
 	// ListSchedules returns every schedule, ordered by name.
 	ListSchedules(context.Context, *connect.Request[v1.ListSchedulesRequest]) (*connect.Response[v1.ListSchedulesResponse], error)
 	// GetSchedule returns one schedule with its next fire times and the state
@@ -249,6 +286,12 @@ func NewScheduleServiceHandler(svc ScheduleServiceHandler, opts ...connect.Handl
 		connect.WithSchema(scheduleServiceMethods.ByName("CreateSchedule")),
 		connect.WithHandlerOptions(opts...),
 	)
+	scheduleServiceUpdateScheduleHandler := connect.NewUnaryHandler(
+		ScheduleServiceUpdateScheduleProcedure,
+		svc.UpdateSchedule,
+		connect.WithSchema(scheduleServiceMethods.ByName("UpdateSchedule")),
+		connect.WithHandlerOptions(opts...),
+	)
 	scheduleServiceListSchedulesHandler := connect.NewUnaryHandler(
 		ScheduleServiceListSchedulesProcedure,
 		svc.ListSchedules,
@@ -289,6 +332,8 @@ func NewScheduleServiceHandler(svc ScheduleServiceHandler, opts ...connect.Handl
 		switch r.URL.Path {
 		case ScheduleServiceCreateScheduleProcedure:
 			scheduleServiceCreateScheduleHandler.ServeHTTP(w, r)
+		case ScheduleServiceUpdateScheduleProcedure:
+			scheduleServiceUpdateScheduleHandler.ServeHTTP(w, r)
 		case ScheduleServiceListSchedulesProcedure:
 			scheduleServiceListSchedulesHandler.ServeHTTP(w, r)
 		case ScheduleServiceGetScheduleProcedure:
@@ -312,6 +357,10 @@ type UnimplementedScheduleServiceHandler struct{}
 
 func (UnimplementedScheduleServiceHandler) CreateSchedule(context.Context, *connect.Request[v1.CreateScheduleRequest]) (*connect.Response[v1.CreateScheduleResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.ScheduleService.CreateSchedule is not implemented"))
+}
+
+func (UnimplementedScheduleServiceHandler) UpdateSchedule(context.Context, *connect.Request[v1.UpdateScheduleRequest]) (*connect.Response[v1.UpdateScheduleResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.ScheduleService.UpdateSchedule is not implemented"))
 }
 
 func (UnimplementedScheduleServiceHandler) ListSchedules(context.Context, *connect.Request[v1.ListSchedulesRequest]) (*connect.Response[v1.ListSchedulesResponse], error) {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jq/v1/schedule_service.proto.
  */
 export const file_jq_v1_schedule_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxqcS92MS9zY2hlZHVsZV9zZXJ2aWNlLnByb3RvEgVqcS52MSKCAgoLSm9iVGVtcGxhdGUSDQoFcXVldWUYASABKAkSDAoEdHlwZRgCIAEoCRIPCgdwYXlsb2FkGAMgASgMEhAKCHByaW9yaXR5GAQgASgFEhgKC21heF9yZXRyaWVzGAUgASgFSACIAQESKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgZsYWJlbHMYByADKAsyHi5qcS52MS5Kb2JUZW1wbGF0ZS5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQg4KDF9tYXhfcmV0cmllcyLWAwoIU2NoZWR1bGUSDAoEbmFtZRgBIAEoCRIkCgh0ZW1wbGF0ZRgCIAEoCzISLmpxLnYxLkpvYlRlbXBsYXRlEgwKBGNyb24YAyABKAkSEQoJdGltZV96b25lGAQgASgJEicKBm1pc3NlZBgFIAEoDjIXLmpxLnYxLk1pc3NlZEZpcmVQb2xpY3kSFAoMY2F0Y2hfdXBfbWF4GAYgASgFEg4KBnBhdXNlZBgHIAEoCBIjCgVvd25lchgIIAEoDjIULmpxLnYxLlNjaGVkdWxlT3duZXISMAoMbmV4dF9maXJlX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X2ZpcmVfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2xhc3Rfam9iX2lkGAsgASgJEhQKDGxhc3Rfb3V0Y29tZRgMIAEoCRISCgpsYXN0X2Vycm9yGA0gASgJEi4KCmNyZWF0ZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrsBChVDcmVhdGVTY2hlZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIkCgh0ZW1wbGF0ZRgCIAEoCzISLmpxLnYxLkpvYlRlbXBsYXRlEgwKBGNyb24YAyABKAkSEQoJdGltZV96b25lGAQgASgJEicKBm1pc3NlZBgFIAEoDjIXLmpxLnYxLk1pc3NlZEZpcmVQb2xpY3kSFAoMY2F0Y2hfdXBfbWF4GAYgASgFEg4KBnBhdXNlZBgHIAEoCCI7ChZDcmVhdGVTY2hlZHVsZVJlc3BvbnNlEiEKCHNjaGVkdWxlGAEgASgLMg8uanEudjEuU2NoZWR1bGUiFgoUTGlzdFNjaGVkdWxlc1JlcXVlc3QiOwoVTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEiIKCXNjaGVkdWxlcxgBIAMoCzIPLmpxLnYxLlNjaGVkdWxlIiIKEkdldFNjaGVkdWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIpYBChNHZXRTY2hlZHVsZVJlc3BvbnNlEiEKCHNjaGVkdWxlGAEgASgLMg8uanEudjEuU2NoZWR1bGUSMwoPbmV4dF9maXJlX3RpbWVzGAIgAygLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCg5sYXN0X2pvYl9zdGF0ZRgDIAEoDjIPLmpxLnYxLkpvYlN0YXRlIiQKFFBhdXNlU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiOgoVUGF1c2VTY2hlZHVsZVJlc3BvbnNlEiEKCHNjaGVkdWxlGAEgASgLMg8uanEudjEuU2NoZWR1bGUiJQoVUmVzdW1lU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiOwoWUmVzdW1lU2NoZWR1bGVSZXNwb25zZRIhCghzY2hlZHVsZRgBIAEoCzIPLmpxLnYxLlNjaGVkdWxlIiYKFlRyaWdnZXJTY2hlZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSIyChdUcmlnZ2VyU2NoZWR1bGVSZXNwb25zZRIXCgNqb2IYASABKAsyCi5qcS52MS5Kb2IiJQoVRGVsZXRlU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiGAoWRGVsZXRlU2NoZWR1bGVSZXNwb25zZSp0ChBNaXNzZWRGaXJlUG9saWN5EiIKHk1JU1NFRF9GSVJFX1BPTElDWV9VTlNQRUNJRklFRBAAEhsKF01JU1NFRF9GSVJFX1BPTElDWV9TS0lQEAESHwobTUlTU0VEX0ZJUkVfUE9MSUNZX0NBVENIX1VQEAIqYgoNU2NoZWR1bGVPd25lchIeChpTQ0hFRFVMRV9PV05FUl9VTlNQRUNJRklFRBAAEhYKElNDSEVEVUxFX09XTkVSX0FQSRABEhkKFVNDSEVEVUxFX09XTkVSX0NPTkZJRxACMq4ECg9TY2hlZHVsZVNlcnZpY2USTQoOQ3JlYXRlU2NoZWR1bGUSHC5qcS52MS5DcmVhdGVTY2hlZHVsZVJlcXVlc3QaHS5qcS52MS5DcmVhdGVTY2hlZHVsZVJlc3BvbnNlEkoKDUxpc3RTY2hlZHVsZXMSGy5qcS52MS5MaXN0U2NoZWR1bGVzUmVxdWVzdBocLmpxLnYxLkxpc3RTY2hlZHVsZXNSZXNwb25zZRJECgtHZXRTY2hlZHVsZRIZLmpxLnYxLkdldFNjaGVkdWxlUmVxdWVzdBoaLmpxLnYxLkdldFNjaGVkdWxlUmVzcG9uc2USSgoNUGF1c2VTY2hlZHVsZRIbLmpxLnYxLlBhdXNlU2NoZWR1bGVSZXF1ZXN0GhwuanEudjEuUGF1c2VTY2hlZHVsZVJlc3BvbnNlEk0KDlJlc3VtZVNjaGVkdWxlEhwuanEudjEuUmVzdW1lU2NoZWR1bGVSZXF1ZXN0Gh0uanEudjEuUmVzdW1lU2NoZWR1bGVSZXNwb25zZRJQCg9UcmlnZ2VyU2NoZWR1bGUSHS5qcS52MS5UcmlnZ2VyU2NoZWR1bGVSZXF1ZXN0Gh4uanEudjEuVHJpZ2dlclNjaGVkdWxlUmVzcG9uc2USTQoORGVsZXRlU2NoZWR1bGUSHC5qcS52MS5EZWxldGVTY2hlZHVsZVJlcXVlc3QaHS5qcS52MS5EZWxldGVTY2hlZHVsZVJlc3BvbnNlQilaJ2dpdGh1Yi5jb20vanEtZGV2L2pxL2FwaS9nZW4vanEvdjE7anF2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_jq_v1_job]);
+  fileDesc("ChxqcS92MS9zY2hlZHVsZV9zZXJ2aWNlLnByb3RvEgVqcS52MSK/AgoLSm9iVGVtcGxhdGUSDQoFcXVldWUYASABKAkSDAoEdHlwZRgCIAEoCRIPCgdwYXlsb2FkGAMgASgMEhAKCHByaW9yaXR5GAQgASgFEhgKC21heF9yZXRyaWVzGAUgASgFSACIAQESKgoHdGltZW91dBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgZsYWJlbHMYByADKAsyHi5qcS52MS5Kb2JUZW1wbGF0ZS5MYWJlbHNFbnRyeRImCgN0dGwYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoLa2VlcF9yZXN1bHQYCSABKAgaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIOCgxfbWF4X3JldHJpZXMi/QMKCFNjaGVkdWxlEgwKBG5hbWUYASABKAkSJAoIdGVtcGxhdGUYAiABKAsyEi5qcS52MS5Kb2JUZW1wbGF0ZRIMCgRjcm9uGAMgASgJEhEKCXRpbWVfem9uZRgEIAEoCRInCgZtaXNzZWQYBSABKA4yFy5qcS52MS5NaXNzZWRGaXJlUG9saWN5EhQKDGNhdGNoX3VwX21heBgGIAEoBRIOCgZwYXVzZWQYByABKAgSIwoFb3duZXIYCCABKA4yFC5qcS52MS5TY2hlZHVsZU93bmVyEjAKDG5leHRfZmlyZV9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF9maXJlX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2pvYl9pZBgLIAEoCRIUCgxsYXN0X291dGNvbWUYDCABKAkSEgoKbGFzdF9lcnJvchgNIAEoCRIuCgpjcmVhdGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgdvdmVybGFwGBAgASgOMhQuanEudjEuT3ZlcmxhcFBvbGljeSLiAQoVQ3JlYXRlU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSJAoIdGVtcGxhdGUYAiABKAsyEi5qcS52MS5Kb2JUZW1wbGF0ZRIMCgRjcm9uGAMgASgJEhEKCXRpbWVfem9uZRgEIAEoCRInCgZtaXNzZWQYBSABKA4yFy5qcS52MS5NaXNzZWRGaXJlUG9saWN5EhQKDGNhdGNoX3VwX21heBgGIAEoBRIOCgZwYXVzZWQYByABKAgSJQoHb3ZlcmxhcBgIIAEoDjIULmpxLnYxLk92ZXJsYXBQb2xpY3kiOwoWQ3JlYXRlU2NoZWR1bGVSZXNwb25zZRIhCghzY2hlZHVsZRgBIAEoCzIPLmpxLnYxLlNjaGVkdWxlIuIBChVVcGRhdGVTY2hlZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIkCgh0ZW1wbGF0ZRgCIAEoCzISLmpxLnYxLkpvYlRlbXBsYXRlEgwKBGNyb24YAyABKAkSEQoJdGltZV96b25lGAQgASgJEicKBm1pc3NlZBgFIAEoDjIXLmpxLnYxLk1pc3NlZEZpcmVQb2xpY3kSFAoMY2F0Y2hfdXBfbWF4GAYgASgFEg4KBnBhdXNlZBgHIAEoCBIlCgdvdmVybGFwGAggASgOMhQuanEudjEuT3ZlcmxhcFBvbGljeSI7ChZVcGRhdGVTY2hlZHVsZVJlc3BvbnNlEiEKCHNjaGVkdWxlGAEgASgLMg8uanEudjEuU2NoZWR1bGUiFgoUTGlzdFNjaGVkdWxlc1JlcXVlc3QiOwoVTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEiIKCXNjaGVkdWxlcxgBIAMoCzIPLmpxLnYxLlNjaGVkdWxlIiIKEkdldFNjaGVkdWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIpYBChNHZXRTY2hlZHVsZVJlc3BvbnNlEiEKCHNjaGVkdWxlGAEgASgLMg8uanEudjEuU2NoZWR1bGUSMwoPbmV4dF9maXJlX3RpbWVzGAIgAygLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCg5sYXN0X2pvYl9zdGF0ZRgDIAEoDjIPLmpxLnYxLkpvYlN0YXRlIiQKFFBhdXNlU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiOgoVUGF1c2VTY2hlZHVsZVJlc3BvbnNlEiEKCHNjaGVkdWxlGAEgASgLMg8uanEudjEuU2NoZWR1bGUiJQoVUmVzdW1lU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiOwoWUmVzdW1lU2NoZWR1bGVSZXNwb25zZRIhCghzY2hlZHVsZRgBIAEoCzIPLmpxLnYxLlNjaGVkdWxlIiYKFlRyaWdnZXJTY2hlZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSIyChdUcmlnZ2VyU2NoZWR1bGVSZXNwb25zZRIXCgNqb2IYASABKAsyCi5qcS52MS5Kb2IiJQoVRGVsZXRlU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiGAoWRGVsZXRlU2NoZWR1bGVSZXNwb25zZSp0ChBNaXNzZWRGaXJlUG9saWN5EiIKHk1JU1NFRF9GSVJFX1BPTElDWV9VTlNQRUNJRklFRBAAEhsKF01JU1NFRF9GSVJFX1BPTElDWV9TS0lQEAESHwobTUlTU0VEX0ZJUkVfUE9MSUNZX0NBVENIX1VQEAIqhQEKDU92ZXJsYXBQb2xpY3kSHgoaT1ZFUkxBUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNPVkVSTEFQX1BPTElDWV9TS0lQEAESHQoZT1ZFUkxBUF9QT0xJQ1lfQlVGRkVSX09ORRACEhwKGE9WRVJMQVBfUE9MSUNZX0FMTE9XX0FMTBADKmIKDVNjaGVkdWxlT3duZXISHgoaU0NIRURVTEVfT1dORVJfVU5TUEVDSUZJRUQQABIWChJTQ0hFRFVMRV9PV05FUl9BUEkQARIZChVTQ0hFRFVMRV9PV05FUl9DT05GSUcQAjL9BAoPU2NoZWR1bGVTZXJ2aWNlEk0KDkNyZWF0ZVNjaGVkdWxlEhwuanEudjEuQ3JlYXRlU2NoZWR1bGVSZXF1ZXN0Gh0uanEudjEuQ3JlYXRlU2NoZWR1bGVSZXNwb25zZRJNCg5VcGRhdGVTY2hlZHVsZRIcLmpxLnYxLlVwZGF0ZVNjaGVkdWxlUmVxdWVzdBodLmpxLnYxLlVwZGF0ZVNjaGVkdWxlUmVzcG9uc2USSgoNTGlzdFNjaGVkdWxlcxIbLmpxLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0GhwuanEudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEkQKC0dldFNjaGVkdWxlEhkuanEudjEuR2V0U2NoZWR1bGVSZXF1ZXN0GhouanEudjEuR2V0U2NoZWR1bGVSZXNwb25zZRJKCg1QYXVzZVNjaGVkdWxlEhsuanEudjEuUGF1c2VTY2hlZHVsZVJlcXVlc3QaHC5qcS52MS5QYXVzZVNjaGVkdWxlUmVzcG9uc2USTQoOUmVzdW1lU2NoZWR1bGUSHC5qcS52MS5SZXN1bWVTY2hlZHVsZVJlcXVlc3QaHS5qcS52MS5SZXN1bWVTY2hlZHVsZVJlc3BvbnNlElAKD1RyaWdnZXJTY2hlZHVsZRIdLmpxLnYxLlRyaWdnZXJTY2hlZHVsZVJlcXVlc3QaHi5qcS52MS5UcmlnZ2VyU2NoZWR1bGVSZXNwb25zZRJNCg5EZWxldGVTY2hlZHVsZRIcLmpxLnYxLkRlbGV0ZVNjaGVkdWxlUmVxdWVzdBodLmpxLnYxLkRlbGV0ZVNjaGVkdWxlUmVzcG9uc2VCKVonZ2l0aHViLmNvbS9qcS1kZXYvanEvYXBpL2dlbi9qcS92MTtqcXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_jq_v1_job]);
 
 /**
  * JobTemplate is the job a schedule submits at each fire time. The job also
@@ -73,6 +73,21 @@ export type JobTemplate = Message<"jq.v1.JobTemplate"> & {
    * @generated from field: map<string, string> labels = 7;
    */
   labels: { [key: string]: string };
+
+  /**
+   * Time to live of every job while PENDING; see JobSpec.ttl. Unset means
+   * the queue's.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 8;
+   */
+  ttl?: Duration | undefined;
+
+  /**
+   * Keep every job's result for a fetch; see JobSpec.keep_result.
+   *
+   * @generated from field: bool keep_result = 9;
+   */
+  keepResult: boolean;
 };
 
 /**
@@ -174,7 +189,8 @@ export type Schedule = Message<"jq.v1.Schedule"> & {
   /**
    * Outcome of the last fire: "submitted" (it created the job), "existing"
    * (another replica had created it), "failed" (the job was refused; see
-   * last_error); empty before the first.
+   * last_error), "skipped" (the overlap policy dropped it: last_job_id is
+   * still the job of the fire before); empty before the first.
    *
    * @generated from field: string last_outcome = 12;
    */
@@ -195,11 +211,19 @@ export type Schedule = Message<"jq.v1.Schedule"> & {
   createdAt?: Timestamp | undefined;
 
   /**
-   * When the schedule last changed (a fire, a pause, a reconcile).
+   * When the schedule last changed (a fire, a pause, an update, a
+   * reconcile).
    *
    * @generated from field: google.protobuf.Timestamp updated_at = 15;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * What a fire does while the previous fire's job has not ended.
+   *
+   * @generated from field: jq.v1.OverlapPolicy overlap = 16;
+   */
+  overlap: OverlapPolicy;
 };
 
 /**
@@ -263,6 +287,13 @@ export type CreateScheduleRequest = Message<"jq.v1.CreateScheduleRequest"> & {
    * @generated from field: bool paused = 7;
    */
   paused: boolean;
+
+  /**
+   * Overlap policy; unset means SKIP.
+   *
+   * @generated from field: jq.v1.OverlapPolicy overlap = 8;
+   */
+  overlap: OverlapPolicy;
 };
 
 /**
@@ -294,6 +325,98 @@ export const CreateScheduleResponseSchema: GenMessage<CreateScheduleResponse> = 
   messageDesc(file_jq_v1_schedule_service, 3);
 
 /**
+ * UpdateScheduleRequest is the schedule's new settings: all of them, as
+ * CreateScheduleRequest (an unset field takes its default, as on create).
+ *
+ * @generated from message jq.v1.UpdateScheduleRequest
+ */
+export type UpdateScheduleRequest = Message<"jq.v1.UpdateScheduleRequest"> & {
+  /**
+   * Schedule name. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The job to submit. Required.
+   *
+   * @generated from field: jq.v1.JobTemplate template = 2;
+   */
+  template?: JobTemplate | undefined;
+
+  /**
+   * Cron spec (see Schedule.cron). Required.
+   *
+   * @generated from field: string cron = 3;
+   */
+  cron: string;
+
+  /**
+   * IANA time zone; empty means UTC.
+   *
+   * @generated from field: string time_zone = 4;
+   */
+  timeZone: string;
+
+  /**
+   * Missed-fire policy; unset means SKIP.
+   *
+   * @generated from field: jq.v1.MissedFirePolicy missed = 5;
+   */
+  missed: MissedFirePolicy;
+
+  /**
+   * Bound of CATCH_UP (see Schedule.catch_up_max).
+   *
+   * @generated from field: int32 catch_up_max = 6;
+   */
+  catchUpMax: number;
+
+  /**
+   * Paused or not: false resumes a paused schedule.
+   *
+   * @generated from field: bool paused = 7;
+   */
+  paused: boolean;
+
+  /**
+   * Overlap policy; unset means SKIP.
+   *
+   * @generated from field: jq.v1.OverlapPolicy overlap = 8;
+   */
+  overlap: OverlapPolicy;
+};
+
+/**
+ * Describes the message jq.v1.UpdateScheduleRequest.
+ * Use `create(UpdateScheduleRequestSchema)` to create a new message.
+ */
+export const UpdateScheduleRequestSchema: GenMessage<UpdateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_jq_v1_schedule_service, 4);
+
+/**
+ * UpdateScheduleResponse carries the schedule as changed.
+ *
+ * @generated from message jq.v1.UpdateScheduleResponse
+ */
+export type UpdateScheduleResponse = Message<"jq.v1.UpdateScheduleResponse"> & {
+  /**
+   * The schedule as stored after the change.
+   *
+   * @generated from field: jq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message jq.v1.UpdateScheduleResponse.
+ * Use `create(UpdateScheduleResponseSchema)` to create a new message.
+ */
+export const UpdateScheduleResponseSchema: GenMessage<UpdateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_jq_v1_schedule_service, 5);
+
+/**
  * ListSchedulesRequest has no parameters.
  *
  * @generated from message jq.v1.ListSchedulesRequest
@@ -306,7 +429,7 @@ export type ListSchedulesRequest = Message<"jq.v1.ListSchedulesRequest"> & {
  * Use `create(ListSchedulesRequestSchema)` to create a new message.
  */
 export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 4);
+  messageDesc(file_jq_v1_schedule_service, 6);
 
 /**
  * ListSchedulesResponse lists the schedules.
@@ -327,7 +450,7 @@ export type ListSchedulesResponse = Message<"jq.v1.ListSchedulesResponse"> & {
  * Use `create(ListSchedulesResponseSchema)` to create a new message.
  */
 export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 5);
+  messageDesc(file_jq_v1_schedule_service, 7);
 
 /**
  * GetScheduleRequest names the schedule to fetch.
@@ -348,7 +471,7 @@ export type GetScheduleRequest = Message<"jq.v1.GetScheduleRequest"> & {
  * Use `create(GetScheduleRequestSchema)` to create a new message.
  */
 export const GetScheduleRequestSchema: GenMessage<GetScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 6);
+  messageDesc(file_jq_v1_schedule_service, 8);
 
 /**
  * GetScheduleResponse carries the schedule and what it will do.
@@ -385,7 +508,7 @@ export type GetScheduleResponse = Message<"jq.v1.GetScheduleResponse"> & {
  * Use `create(GetScheduleResponseSchema)` to create a new message.
  */
 export const GetScheduleResponseSchema: GenMessage<GetScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 7);
+  messageDesc(file_jq_v1_schedule_service, 9);
 
 /**
  * PauseScheduleRequest names the schedule to pause.
@@ -406,7 +529,7 @@ export type PauseScheduleRequest = Message<"jq.v1.PauseScheduleRequest"> & {
  * Use `create(PauseScheduleRequestSchema)` to create a new message.
  */
 export const PauseScheduleRequestSchema: GenMessage<PauseScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 8);
+  messageDesc(file_jq_v1_schedule_service, 10);
 
 /**
  * PauseScheduleResponse carries the paused schedule.
@@ -427,7 +550,7 @@ export type PauseScheduleResponse = Message<"jq.v1.PauseScheduleResponse"> & {
  * Use `create(PauseScheduleResponseSchema)` to create a new message.
  */
 export const PauseScheduleResponseSchema: GenMessage<PauseScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 9);
+  messageDesc(file_jq_v1_schedule_service, 11);
 
 /**
  * ResumeScheduleRequest names the schedule to resume.
@@ -448,7 +571,7 @@ export type ResumeScheduleRequest = Message<"jq.v1.ResumeScheduleRequest"> & {
  * Use `create(ResumeScheduleRequestSchema)` to create a new message.
  */
 export const ResumeScheduleRequestSchema: GenMessage<ResumeScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 10);
+  messageDesc(file_jq_v1_schedule_service, 12);
 
 /**
  * ResumeScheduleResponse carries the resumed schedule.
@@ -469,7 +592,7 @@ export type ResumeScheduleResponse = Message<"jq.v1.ResumeScheduleResponse"> & {
  * Use `create(ResumeScheduleResponseSchema)` to create a new message.
  */
 export const ResumeScheduleResponseSchema: GenMessage<ResumeScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 11);
+  messageDesc(file_jq_v1_schedule_service, 13);
 
 /**
  * TriggerScheduleRequest names the schedule to fire now.
@@ -490,7 +613,7 @@ export type TriggerScheduleRequest = Message<"jq.v1.TriggerScheduleRequest"> & {
  * Use `create(TriggerScheduleRequestSchema)` to create a new message.
  */
 export const TriggerScheduleRequestSchema: GenMessage<TriggerScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 12);
+  messageDesc(file_jq_v1_schedule_service, 14);
 
 /**
  * TriggerScheduleResponse carries the job submitted.
@@ -511,7 +634,7 @@ export type TriggerScheduleResponse = Message<"jq.v1.TriggerScheduleResponse"> &
  * Use `create(TriggerScheduleResponseSchema)` to create a new message.
  */
 export const TriggerScheduleResponseSchema: GenMessage<TriggerScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 13);
+  messageDesc(file_jq_v1_schedule_service, 15);
 
 /**
  * DeleteScheduleRequest names the schedule to delete.
@@ -532,7 +655,7 @@ export type DeleteScheduleRequest = Message<"jq.v1.DeleteScheduleRequest"> & {
  * Use `create(DeleteScheduleRequestSchema)` to create a new message.
  */
 export const DeleteScheduleRequestSchema: GenMessage<DeleteScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 14);
+  messageDesc(file_jq_v1_schedule_service, 16);
 
 /**
  * DeleteScheduleResponse is empty.
@@ -547,7 +670,7 @@ export type DeleteScheduleResponse = Message<"jq.v1.DeleteScheduleResponse"> & {
  * Use `create(DeleteScheduleResponseSchema)` to create a new message.
  */
 export const DeleteScheduleResponseSchema: GenMessage<DeleteScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_schedule_service, 15);
+  messageDesc(file_jq_v1_schedule_service, 17);
 
 /**
  * MissedFirePolicy says what becomes of fire times missed while no server
@@ -586,6 +709,52 @@ export const MissedFirePolicySchema: GenEnum<MissedFirePolicy> = /*@__PURE__*/
   enumDesc(file_jq_v1_schedule_service, 0);
 
 /**
+ * OverlapPolicy says what a fire does while the job of the schedule's
+ * previous fire has not ended (is not DONE or DEAD_LETTERED).
+ *
+ * @generated from enum jq.v1.OverlapPolicy
+ */
+export enum OverlapPolicy {
+  /**
+   * Unset: SKIP.
+   *
+   * @generated from enum value: OVERLAP_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The fire is dropped (last_outcome "skipped"). The default: a job slower
+   * than its period, or fires while no worker takes the queue, never pile up
+   * copies of the same job.
+   *
+   * @generated from enum value: OVERLAP_POLICY_SKIP = 1;
+   */
+  SKIP = 1,
+
+  /**
+   * At most one fire waits: the fire is submitted while the previous job is
+   * ASSIGNED or RUNNING, dropped while it is PENDING or FAILED (awaiting a
+   * retry).
+   *
+   * @generated from enum value: OVERLAP_POLICY_BUFFER_ONE = 2;
+   */
+  BUFFER_ONE = 2,
+
+  /**
+   * Every fire is submitted, whatever the previous job does.
+   *
+   * @generated from enum value: OVERLAP_POLICY_ALLOW_ALL = 3;
+   */
+  ALLOW_ALL = 3,
+}
+
+/**
+ * Describes the enum jq.v1.OverlapPolicy.
+ */
+export const OverlapPolicySchema: GenEnum<OverlapPolicy> = /*@__PURE__*/
+  enumDesc(file_jq_v1_schedule_service, 1);
+
+/**
  * ScheduleOwner says where a schedule is managed.
  *
  * @generated from enum jq.v1.ScheduleOwner
@@ -618,7 +787,7 @@ export enum ScheduleOwner {
  * Describes the enum jq.v1.ScheduleOwner.
  */
 export const ScheduleOwnerSchema: GenEnum<ScheduleOwner> = /*@__PURE__*/
-  enumDesc(file_jq_v1_schedule_service, 1);
+  enumDesc(file_jq_v1_schedule_service, 2);
 
 /**
  * ScheduleService manages schedules: periodic jobs (docs/schedules.md). A
@@ -648,6 +817,25 @@ export const ScheduleService: GenService<{
     methodKind: "unary";
     input: typeof CreateScheduleRequestSchema;
     output: typeof CreateScheduleResponseSchema;
+  },
+  /**
+   * UpdateSchedule replaces the settings of a schedule (owner API): every
+   * setting CreateSchedule takes, checked as CreateSchedule checks them. The
+   * next fire time stays unless the cron spec or time zone changes or the
+   * schedule is resumed (then it is the spec's first time after now); the
+   * last fire's fields stay. Every server replica fires by the new settings
+   * from its next pass (within a second), without a restart.
+   *
+   * Errors: INVALID_ARGUMENT (as CreateSchedule); NOT_FOUND;
+   * FAILED_PRECONDITION (the schedule is declared in the servers'
+   * configuration file: change it there).
+   *
+   * @generated from rpc jq.v1.ScheduleService.UpdateSchedule
+   */
+  updateSchedule: {
+    methodKind: "unary";
+    input: typeof UpdateScheduleRequestSchema;
+    output: typeof UpdateScheduleResponseSchema;
   },
   /**
    * ListSchedules returns every schedule, ordered by name.
