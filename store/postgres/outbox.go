@@ -23,7 +23,8 @@ const outboxCursor = "kafka.batches"
 var sqlOutboxRead = eventRangeSQL("outbox_read", "")
 
 // The outbox relay's statements (migration 000012): events are append-only and the relay keeps a
-// cursor. Ids are one order over job_events and event_batches (migration 000022). Leases and ages are compared with the database's now(), one clock for every replica.
+// cursor. Ids are one order over job_events and event_batches (migration 000022). Leases and ages
+// are compared with the database's now(), one clock for every replica.
 const (
 	// The cursor, whether the horizon is final (no transaction older than horizon_xid runs), whether
 	// a live lease holds the cursor, and the newest event id (one probe of each primary key's end).
