@@ -12,9 +12,10 @@ import (
 
 // Events by the batch (migration 000022): a statement that changes the state of jobs records all
 // their transitions in one event_batches row, parallel arrays with one element per job, and appends
-// its transaction's id to each job's ev (ev = coalesce(ev, '{0}') || pg_current_xact_id(), in the same UPDATE). The job's history is read
-// through its row (sqlJobEvents); the relay and the events feed read batches and the job_events
-// rows of older releases as one id order (eventRangeSQL), each batch whole.
+// its transaction's id to each job's ev in the same UPDATE (to {0} on a row of an older release).
+// The job's history is read through its row (sqlJobEvents); the relay and the events feed read
+// batches and the job_events rows of older releases as one id order (eventRangeSQL), each batch
+// whole.
 
 // batchEvent names the SQL expressions, over the rows of src, of the transitions a statement
 // records. An empty optional field is its default for every element (a NULL array): from (the
