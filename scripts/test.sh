@@ -6,7 +6,8 @@
 #   scripts/test.sh [-- go test flags]       every step, in the order below
 #   scripts/test.sh STEP… [-- go test flags] some of them: lint generate-check go bench fuzz sdks
 #
-# Each step prints its wall time and the load average when it ends.
+# Each step prints its wall time and the load average when it ends. With every step asked for, sdks
+# runs beside bench and fuzz (see below).
 set -euo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$self")/.."
@@ -101,6 +102,31 @@ run_step() {
 	return "$rc"
 }
 
+# The SDK step runs beside the benchmarks and the fuzz run when all three are asked for: it
+# mostly waits on its servers, on backoffs and heartbeat timeouts, and they run one package at a
+# time. Its output is kept and printed when it ends; the go tests run alone, as their timing
+# bounds were set for.
+together() {
+	[[ " ${steps[*]} " == *" sdks "* && " ${steps[*]} " == *" bench "* ]]
+}
+sdk_pid=''
+sdk_out=$(mktemp)
+# A failing step ends the run: the SDK step beside it too (a session of its own, so its servers and
+# test runners go with it).
+trap '[[ -n $sdk_pid ]] && kill -- "-$sdk_pid" 2>/dev/null; rm -f "$sdk_out"' EXIT
 for s in "${steps[@]}"; do
+	if [[ $s == bench ]] && together; then
+		setsid -w "$self" sdks >"$sdk_out" 2>&1 &
+		sdk_pid=$!
+	fi
+	if [[ $s == sdks && -n $sdk_pid ]]; then
+		rc=0
+		wait "$sdk_pid" || rc=$?
+		sdk_pid=''
+		echo "test.sh: --- the sdks step, which ran beside bench and fuzz:" >&2
+		cat "$sdk_out"
+		((rc == 0)) || exit "$rc"
+		continue
+	fi
 	run_step "$s"
 done
