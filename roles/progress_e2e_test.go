@@ -10,8 +10,8 @@ import (
 )
 
 // Job progress through the real binaries: a 3 s sleep job that reports 10
-// steps is seen by `job status` with at least two different progress values while it runs, and
-// with none once it is DONE. The worker sends at most one update a second, so about three of the
+// steps is seen by `job status` with progress while it runs (two different values when the calls
+// span 2 s), and with none once it is DONE. The worker sends at most one update a second, so about three of the
 // ten reach the server.
 func TestProgressE2E(t *testing.T) {
 	t.Parallel()
@@ -29,9 +29,11 @@ func TestProgressE2E(t *testing.T) {
 	}
 	seen := map[string]bool{} // percent and message, without the changing "ago"
 	var state string
+	var firstSeen, lastSeen time.Time // when job status calls that showed progress began
 	deadline := time.Now().Add(60 * time.Second)
 	for state != "DONE" {
 		require.True(t, time.Now().Before(deadline), "job %s not DONE in time; progress seen: %v", id, seen)
+		asked := time.Now()
 		out := a.ok("job", "status", id)
 		state = rowOf(out, "STATUS")
 		if p := rowOf(out, "PROGRESS"); p != "" {
@@ -39,10 +41,22 @@ func TestProgressE2E(t *testing.T) {
 			require.Regexp(t, `^\d{1,2}% step \d+ of 10 \(`, p)
 			value, _, _ := strings.Cut(p, " (")
 			seen[value] = true
+			if firstSeen.IsZero() {
+				firstSeen = asked
+			}
+			lastSeen = asked
 		}
 	}
-	t.Logf("progress seen mid-run by job status: %v", seen)
-	require.GreaterOrEqual(t, len(seen), 2, "progress values seen mid-run by job status: %v", seen)
+	span := lastSeen.Sub(firstSeen)
+	t.Logf("progress seen mid-run by job status: %v, over %v", seen, span.Round(time.Millisecond))
+	require.NotEmpty(t, seen, "no progress seen mid-run by job status")
+	// An update reaches the server about once a second while the handler reports every 300 ms: two
+	// calls 2 s apart see two values. How many calls fit in the 3 s run is the machine's speed (one
+	// exec of the race-built CLI took over a second at load 27), so the two are required only when
+	// the calls that saw progress spanned that long.
+	if span >= 2*time.Second {
+		require.GreaterOrEqual(t, len(seen), 2, "progress values seen mid-run by job status over %v: %v", span, seen)
+	}
 	require.LessOrEqual(t, len(seen), 5, "coalesced to about one a second: %v", seen)
 	require.Empty(t, rowOf(a.ok("job", "status", id), "PROGRESS"), "a DONE job shows no progress")
 

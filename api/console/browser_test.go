@@ -134,8 +134,10 @@ func TestBrowser(t *testing.T) {
 	// The first run starts the browser and must not carry a timeout (it would end the browser).
 	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate("about:blank")))
 
+	// A step's deadline catches a page that never shows what it waits for, not a slow machine: a
+	// 30 s deadline ran out for the queue-settings step with the whole suite at load 27.
 	step := func(name string) (context.Context, context.CancelFunc) {
-		return context.WithTimeout(bctx, 30*time.Second)
+		return context.WithTimeout(bctx, 2*time.Minute)
 	}
 	do := func(name string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

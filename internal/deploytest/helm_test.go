@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,11 +17,40 @@ import (
 	"github.com/jq-dev/jq/config"
 )
 
+var (
+	helmOnce sync.Once
+	helmPath string
+	helmErr  error
+)
+
+// helmBinary is the Helm CLI pinned in tools/go.mod, built once for the test binary: `go tool -n`
+// builds it into the build cache (or finds it there) and prints its path. The tests run helm in
+// parallel, and each `go tool … helm` of their own both loaded helm's whole build graph (10 s of
+// the go command at load 25) and, on an empty build cache, compiled and linked helm beside the
+// others.
+func helmBinary(t *testing.T, root string) string {
+	t.Helper()
+	helmOnce.Do(func() {
+		cmd := exec.Command("go", "tool", "-modfile=tools/go.mod", "-n", "helm")
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			helmErr = fmt.Errorf("go tool -n helm: %w: %s", err, stderr.String())
+			return
+		}
+		helmPath = strings.TrimSpace(string(out))
+	})
+	require.NoError(t, helmErr)
+	return helmPath
+}
+
 // helm runs the Helm CLI pinned in tools/go.mod (go tool -modfile=tools/go.mod helm …).
 func helm(t *testing.T, args ...string) []byte {
 	t.Helper()
 	root := repoRoot(t)
-	cmd := exec.Command("go", append([]string{"tool", "-modfile=tools/go.mod", "helm"}, args...)...)
+	cmd := exec.Command(helmBinary(t, root), args...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

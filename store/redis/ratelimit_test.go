@@ -60,8 +60,11 @@ func TestRateLimiterIsShared(t *testing.T) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	limit := int64(perSec*elapsed.Seconds()) + burst
+	// The limit is the guarantee, bounded tightly from above. From below, how near the two come to
+	// it is how fast this machine answers Takes and wakes sleepers (each Take is a Redis round trip):
+	// only progress, well above the first burst, is asserted.
 	require.LessOrEqual(t, admitted.Load(), limit, "admitted in %v", elapsed)
-	require.Greater(t, admitted.Load(), limit/2, "the limit admits, too")
+	require.Greater(t, admitted.Load(), limit/4, "the limit admits, too")
 }
 
 func assertNoErr(t *testing.T, err error) bool {
