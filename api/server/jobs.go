@@ -135,12 +135,7 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 	if err != nil {
 		return nil, err
 	}
-	if j.State == queue.StateAssigned || j.State == queue.StateRunning {
-		// Progress is best effort: a failed read shows none rather than failing the job's read.
-		if j.Progress, err = s.store.JobProgressGet(ctx, j.ID); err != nil {
-			s.log.Warn("read job progress failed", zap.String("job_id", j.ID), zap.Error(err))
-		}
-	}
+	s.readProgress(ctx, j)
 	if j.State == queue.StatePending {
 		j.Waiting = s.waiting(ctx, j)
 	}
