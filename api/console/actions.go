@@ -25,6 +25,7 @@ var procedures = map[string]string{
 	"DeleteJob":        jqv1connect.JobServiceDeleteJobProcedure,
 	"PurgeDeadLetters": jqv1connect.AdminServicePurgeDeadLettersProcedure,
 	"DrainWorker":      jqv1connect.WorkerServiceDrainWorkerProcedure,
+	"ResumeWorker":     jqv1connect.WorkerServiceResumeWorkerProcedure,
 	"ShutdownWorker":   jqv1connect.WorkerServiceShutdownWorkerProcedure,
 	"CreateConstraint": jqv1connect.ConstraintServiceCreateConstraintProcedure,
 	"DeleteConstraint": jqv1connect.ConstraintServiceDeleteConstraintProcedure,
@@ -48,6 +49,7 @@ func (c *Console) actions() map[string]actionFunc {
 		"jobs-bulk":       c.bulk,
 		"dead-purge":      c.purge,
 		"worker-drain":    c.workerAction("drain"),
+		"worker-resume":   c.workerAction("resume"),
 		"worker-shutdown": c.workerAction("shutdown"),
 
 		"constraint-create": c.constraintCreate,
@@ -277,13 +279,18 @@ func (c *Console) workerAction(op string) actionFunc {
 		ctx, cancel := u.ctx(r)
 		defer cancel()
 		var err error
-		if op == "drain" {
+		msg := "worker " + id + ": " + op + " requested"
+		switch op {
+		case "drain":
 			_, err = c.api.workers.DrainWorker(ctx, connect.NewRequest(&jqv1.DrainWorkerRequest{WorkerId: id}))
-		} else {
+		case "resume":
+			_, err = c.api.workers.ResumeWorker(ctx, connect.NewRequest(&jqv1.ResumeWorkerRequest{WorkerId: id}))
+			msg = "worker " + id + " resumed: it takes new jobs again"
+		default:
 			_, err = c.api.workers.ShutdownWorker(ctx, connect.NewRequest(&jqv1.ShutdownWorkerRequest{WorkerId: id}))
 		}
 		c.logAction(u, "worker_"+op, id, err)
-		c.done(w, r, to, err, "worker "+id+": "+op+" requested")
+		c.done(w, r, to, err, msg)
 	}
 }
 
