@@ -37,7 +37,7 @@ var wantServices = map[string][]string{
 	},
 	"jq.v1.WorkerService": {
 		"RegisterWorker", "Heartbeat", "StreamJobs", "AckJobs", "ReportJobs", "ReportProgress",
-		"DeregisterWorker", "ListWorkers", "DrainWorker", "ShutdownWorker",
+		"DeregisterWorker", "ListWorkers", "DrainWorker", "ShutdownWorker", "ResumeWorker",
 	},
 	"jq.v1.AdminService": {
 		"GetStatus", "GetVersion", "GetStats", "PeekQueue", "PurgeDeadLetters",

@@ -148,6 +148,44 @@ func TestAgainstServer(t *testing.T) {
 		require.Nil(t, job.Progress, "a finished job shows no progress")
 	})
 
+	t.Run("WatchProgress", func(t *testing.T) {
+		sub, err := c.Submit(ctx, client.Job{Queue: "default", Type: "progress"})
+		require.NoError(t, err)
+		seen := make(chan int, 16)
+		done := make(chan *queue.Job, 1)
+		go func() {
+			job, err := c.Watch(ctx, sub.ID, func(j *queue.Job) {
+				if j.Progress != nil {
+					seen <- j.Progress.Percent
+				}
+			})
+			if err != nil {
+				job = nil
+			}
+			done <- job
+		}()
+		waitSeen := func(pct int) {
+			t.Helper()
+			for {
+				select {
+				case got := <-seen:
+					if got == pct {
+						return
+					}
+				case <-ctx.Done():
+					require.FailNow(t, "Watch did not deliver the progress", "want %d %%", pct)
+				}
+			}
+		}
+		waitSeen(25) // carried by the stream, not polled
+		progressStep <- struct{}{}
+		waitSeen(75)
+		progressStep <- struct{}{}
+		job := <-done
+		require.NotNil(t, job)
+		require.Equal(t, queue.StateDone, job.State)
+	})
+
 	t.Run("PayloadKinds", func(t *testing.T) {
 		for _, p := range []any{[]byte(`{"A":1,"B":1}`), json.RawMessage(`{"A":1,"B":1}`), map[string]int{"A": 1, "B": 1}} {
 			sub, err := c.Submit(ctx, client.Job{Queue: "default", Type: "add", Payload: p}, client.KeepResult())

@@ -63,7 +63,7 @@ func (c *Client) waitPoll(ctx context.Context, id string, fn func(*queue.Job)) (
 		switch {
 		case err == nil:
 			lastErr = nil
-			if fn != nil && (last == nil || j.State != last.State || j.Attempt != last.Attempt) {
+			if fn != nil && changed(last, j) {
 				fn(j)
 			}
 			last = j

@@ -18,7 +18,8 @@ const watchRetry = 200 * time.Millisecond
 
 // Watch follows one job until it ends and returns its final record: DONE or DEAD_LETTERED (see
 // Job.FailureReason). fn, when not nil, is called with the job's record at once and again after
-// every change of state or attempt the server sees. It uses the server's WatchJob stream, which
+// every change of state or attempt the server sees, and after every progress update of the running
+// attempt (Job.Progress: what its handler reported with queue.Progress). It uses the server's WatchJob stream, which
 // wakes on the server's own transitions; a stream lost to [ErrUnavailable] (a replica restarting)
 // is opened again, and a server without WatchJob is polled instead. It stops when ctx ends, with
 // an error wrapping ctx's cause. There is no other deadline: give ctx one to bound the wait.
@@ -27,7 +28,7 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*queue.Job)) (*qu
 	var last *queue.Job
 	for {
 		j, err := c.watchOnce(ctx, id, func(j *queue.Job) {
-			if last == nil || j.State != last.State || j.Attempt != last.Attempt {
+			if changed(last, j) {
 				last = j
 				if fn != nil {
 					fn(j)
@@ -57,6 +58,19 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*queue.Job)) (*qu
 		case <-t.C:
 		}
 	}
+}
+
+// changed reports whether j differs from last in what Watch's callback hears: state, attempt or
+// progress.
+func changed(last, j *queue.Job) bool {
+	if last == nil || j.State != last.State || j.Attempt != last.Attempt {
+		return true
+	}
+	a, b := last.Progress, j.Progress
+	if a == nil || b == nil {
+		return a != b
+	}
+	return a.Percent != b.Percent || a.Message != b.Message || !a.UpdatedAt.Equal(b.UpdatedAt)
 }
 
 // watchOnce reads one WatchJob stream; it returns the job once it has ended, or (nil, nil) when

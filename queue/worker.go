@@ -158,3 +158,18 @@ func Drain(s WorkerStatus) (to WorkerStatus, change bool, err error) {
 	}
 	return s, false, fmt.Errorf("%w: an %s worker cannot be drained", ErrIllegalTransition, s)
 }
+
+// Resume decides an operator's resume of a drained worker: a DRAINING worker becomes ONLINE
+// (change) and takes jobs again, an ONLINE one stays so; a worker told to shut down (it is on its
+// way out) or OFFLINE (it must register again) cannot be resumed (ErrIllegalTransition).
+func Resume(w *Worker) (to WorkerStatus, change bool, err error) {
+	switch {
+	case w.Status == WorkerOnline:
+		return WorkerOnline, false, nil
+	case w.Status == WorkerDraining && w.ShutdownRequested:
+		return w.Status, false, fmt.Errorf("%w: worker %q was told to shut down; it cannot be resumed", ErrIllegalTransition, w.ID)
+	case w.Status == WorkerDraining:
+		return WorkerOnline, true, nil
+	}
+	return w.Status, false, fmt.Errorf("%w: an %s worker cannot be resumed: it must register again", ErrIllegalTransition, w.Status)
+}

@@ -32,3 +32,21 @@ func TestWorkerHandlesAndWaiting(t *testing.T) {
 	require.Equal(t, "no connected worker serves queue default", queue.Waiting("default", []string{"greet"}, []*queue.Worker{draining}))
 	require.Empty(t, queue.Waiting("default", nil, nil), "no due job: nothing waits")
 }
+
+// Resume undoes a drain only: a worker told to shut down, or OFFLINE, stays as it is.
+func TestResume(t *testing.T) {
+	t.Parallel()
+	to, change, err := queue.Resume(&queue.Worker{ID: "w", Status: queue.WorkerDraining})
+	require.NoError(t, err)
+	require.True(t, change)
+	require.Equal(t, queue.WorkerOnline, to)
+	to, change, err = queue.Resume(&queue.Worker{ID: "w", Status: queue.WorkerOnline})
+	require.NoError(t, err)
+	require.False(t, change)
+	require.Equal(t, queue.WorkerOnline, to)
+	_, _, err = queue.Resume(&queue.Worker{ID: "w", Status: queue.WorkerDraining, ShutdownRequested: true})
+	require.ErrorIs(t, err, queue.ErrIllegalTransition)
+	require.ErrorContains(t, err, "told to shut down")
+	_, _, err = queue.Resume(&queue.Worker{ID: "w", Status: queue.WorkerOffline})
+	require.ErrorIs(t, err, queue.ErrIllegalTransition)
+}

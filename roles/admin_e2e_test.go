@@ -418,6 +418,10 @@ func TestAdminWorkersE2E(t *testing.T) {
 	default:
 	}
 
+	// Resumed, the same process takes jobs again: the waiting one runs.
+	require.Equal(t, "worker w-drain is ONLINE: it takes new jobs again\n", a.ok("worker", "resume", "w-drain"))
+	a.waitState(id, "DONE")
+
 	shut := a.json([]string{"worker"}, "worker", "shutdown", "w-drain")
 	requireFields(t, shut["worker"], wrkFields)
 	select {
@@ -435,6 +439,8 @@ func TestAdminWorkersE2E(t *testing.T) {
 	})
 	a.fails(3, `worker "nope" not found`, "worker", "drain", "nope")
 	a.fails(3, `worker "nope" not found`, "worker", "shutdown", "nope")
+	a.fails(3, `worker "nope" not found`, "worker", "resume", "nope")
+	a.fails(1, "cannot resume worker", "worker", "resume", "w-drain") // OFFLINE: it must register again
 }
 
 // Type-aware dispatch through the binary: a stock worker registers its built-in
@@ -464,7 +470,7 @@ func TestAdminHelpE2E(t *testing.T) {
 	for _, cmd := range [][]string{
 		{}, {"job"}, {"job", "submit"}, {"job", "status"}, {"job", "cancel"}, {"job", "retry"}, {"job", "list"}, {"job", "logs"},
 		{"queue"}, {"queue", "list"}, {"queue", "create"}, {"queue", "delete"}, {"queue", "stats"}, {"queue", "pause"}, {"queue", "resume"},
-		{"worker"}, {"worker", "list"}, {"worker", "drain"}, {"worker", "shutdown"},
+		{"worker"}, {"worker", "list"}, {"worker", "drain"}, {"worker", "shutdown"}, {"worker", "resume"},
 		{"status"}, {"version"}, {"stats"}, {"peek"}, {"purge-dlq"}, {"bench"}, {"events", "tail"},
 	} {
 		out := a.ok(append(cmd, "--help")...)

@@ -412,13 +412,33 @@ func serverBanner(_ context.Context, p *process) (part, error) {
 	if err != nil {
 		self = "jq"
 	}
-	submit := self + " job submit --wait"
-	if p.api.Addr() != "127.0.0.1:50051" && p.api.Addr() != "localhost:50051" {
-		submit = self + " --server-addr " + p.api.Addr() + " job submit --wait"
-	}
-	fmt.Fprintf(&b, "Submit a job and wait for it:\n  %s\n", submit)
+	fmt.Fprintf(&b, "Submit a job and wait for it:\n  %s\n", bannerSubmit(self, p.api.Addr(), p.cfg, term.IsTerminal(p.banner)))
 	_, _ = io.WriteString(p.banner, b.String())
 	return part{}, nil
+}
+
+// bannerSubmit is the banner's command to paste. With authentication on it must carry a token:
+// this process's token file when it has one; its inline token only when the banner goes to a
+// terminal (read by the person who started jq; stderr elsewhere may be a collected log, and the
+// JSON log on stdout never holds it); otherwise it says where the token is.
+func bannerSubmit(self, addr string, cfg *config.Config, terminal bool) string {
+	cmd := self
+	if addr != "127.0.0.1:50051" && addr != "localhost:50051" {
+		cmd += " --server-addr " + addr
+	}
+	cmd += " job submit --wait"
+	if !cfg.AuthRequired() {
+		return cmd
+	}
+	switch {
+	case cfg.TokenFile != "":
+		return strings.Replace(cmd, self, self+" --token-file "+cfg.TokenFile, 1)
+	case cfg.Token != "" && terminal:
+		return "JQ_TOKEN=" + cfg.Token + " " + cmd
+	case cfg.Token != "":
+		return "JQ_TOKEN=<this process's token: config key token or JQ_TOKEN> " + cmd
+	}
+	return "JQ_TOKEN=<a producer or admin token: jq --role=admin token new, its entry in auth.tokens> " + cmd
 }
 
 func workerPart(ctx context.Context, p *process) (part, error) {

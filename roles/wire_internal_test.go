@@ -2,6 +2,7 @@ package roles
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,4 +42,32 @@ func TestNewRedisUsesTheRedisSettings(t *testing.T) {
 	require.Equal(t, 10*runtime.GOMAXPROCS(0), dflt.Options().PoolSize, "the defaults are go-redis's own")
 	require.Equal(t, 3, dflt.Options().MaxRetries)
 	require.Equal(t, 3*time.Second, dflt.Options().ReadTimeout)
+}
+
+// The banner's command to paste works as printed: with authentication on it carries the token
+// (on a terminal, where only the person who started jq reads it) or says where the token is —
+// never the token itself where stderr may be a log.
+func TestBannerSubmitCommandCarriesTheToken(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Auth.Enabled = config.AuthOff
+	require.Equal(t, "jq job submit --wait", bannerSubmit("jq", "127.0.0.1:50051", &cfg, true))
+	require.Equal(t, "jq --server-addr 10.0.0.1:50051 job submit --wait", bannerSubmit("jq", "10.0.0.1:50051", &cfg, true))
+
+	cfg.Auth.Enabled = config.AuthOn
+	cfg.Token = "jq_s3cret"
+	require.Equal(t, "JQ_TOKEN=jq_s3cret jq job submit --wait", bannerSubmit("jq", "127.0.0.1:50051", &cfg, true))
+	off := bannerSubmit("jq", "127.0.0.1:50051", &cfg, false)
+	require.NotContains(t, off, "jq_s3cret", "stderr is no terminal: it may be a log")
+	require.Contains(t, off, "JQ_TOKEN=")
+	require.Contains(t, off, "this process's token")
+
+	cfg.Token, cfg.TokenFile = "", "/run/secrets/jq-token"
+	require.Equal(t, "jq --token-file /run/secrets/jq-token job submit --wait", bannerSubmit("jq", "127.0.0.1:50051", &cfg, true))
+
+	cfg.TokenFile = ""
+	none := bannerSubmit("jq", "127.0.0.1:50051", &cfg, true)
+	require.Contains(t, none, "JQ_TOKEN=")
+	require.Contains(t, none, "token new")
+	require.True(t, strings.HasSuffix(none, " jq job submit --wait"), none)
 }

@@ -79,6 +79,25 @@ func ParseJobID(id string) (string, error) {
 	return u.String(), nil
 }
 
+// MinJobIDPrefix and MaxIDPrefixMatches bound a lookup by id prefix (JobPrefixList).
+const (
+	MinJobIDPrefix     = 4
+	MaxIDPrefixMatches = 100
+)
+
+// JobIDPrefixRange turns the leading hex digits of a job id ("885e978c", dashes allowed where a
+// UUID has them, any case) into the first and last canonical UUIDs that start with them: a range
+// of the primary key, which both stores read through its index. Errors: ErrInvalidArgument for
+// fewer than MinJobIDPrefix or more than 32 hex digits, or any other character.
+func JobIDPrefixRange(prefix string) (lo, hi string, err error) {
+	digits := strings.ToLower(strings.ReplaceAll(prefix, "-", ""))
+	if len(digits) < MinJobIDPrefix || len(digits) > 32 || strings.Trim(digits, "0123456789abcdef") != "" {
+		return "", "", invalid("job id prefix %s: want %d to 32 hex digits of a job id", queue.Excerpt(prefix), MinJobIDPrefix)
+	}
+	canon := func(d string) string { return d[:8] + "-" + d[8:12] + "-" + d[12:16] + "-" + d[16:20] + "-" + d[20:] }
+	return canon(digits + strings.Repeat("0", 32-len(digits))), canon(digits + strings.Repeat("f", 32-len(digits))), nil
+}
+
 // ValidateJobType checks a job type, named field in the message: 1..MaxTypeLen bytes of printable
 // ASCII without spaces.
 func ValidateJobType(field, typ string) error {

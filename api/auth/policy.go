@@ -73,6 +73,7 @@ var policy = map[string][]Role{
 	jqv1connect.WorkerServiceDeregisterWorkerProcedure: workers,
 	jqv1connect.WorkerServiceListWorkersProcedure:      readers,
 	jqv1connect.WorkerServiceDrainWorkerProcedure:      admins,
+	jqv1connect.WorkerServiceResumeWorkerProcedure:     admins,
 	jqv1connect.WorkerServiceShutdownWorkerProcedure:   admins,
 
 	jqv1connect.AdminServiceGetStatusProcedure:        readers,

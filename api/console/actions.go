@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,6 +26,7 @@ var procedures = map[string]string{
 	"DeleteJob":        jqv1connect.JobServiceDeleteJobProcedure,
 	"PurgeDeadLetters": jqv1connect.AdminServicePurgeDeadLettersProcedure,
 	"DrainWorker":      jqv1connect.WorkerServiceDrainWorkerProcedure,
+	"ResumeWorker":     jqv1connect.WorkerServiceResumeWorkerProcedure,
 	"ShutdownWorker":   jqv1connect.WorkerServiceShutdownWorkerProcedure,
 	"CreateConstraint": jqv1connect.ConstraintServiceCreateConstraintProcedure,
 	"DeleteConstraint": jqv1connect.ConstraintServiceDeleteConstraintProcedure,
@@ -53,6 +55,7 @@ func (c *Console) actions() map[string]actionFunc {
 		"jobs-bulk":       c.bulk,
 		"dead-purge":      c.purge,
 		"worker-drain":    c.workerAction("drain"),
+		"worker-resume":   c.workerAction("resume"),
 		"worker-shutdown": c.workerAction("shutdown"),
 
 		"constraint-create": c.constraintCreate,
@@ -166,6 +169,76 @@ func (c *Console) jobAction(op string) actionFunc {
 // bulk retries, cancels or deletes every job the filter matches, up to maxBulk, one RPC per job.
 // A delete skips, and counts, the jobs that are not finished (DONE or DEAD_LETTERED): they must be
 // cancelled first; so does it a job that moved out of a finished state since it was listed.
+// collect lists the jobs a bulk action on req's filter would act on, at most maxBulk (with those
+// it would skip: a delete skips unfinished jobs); more reports that the filter matches more.
+func (c *Console) collect(r *http.Request, u *user, op string, req *jqv1.ListJobsRequest) (ids []string, skipped int, more bool, err error) {
+	for {
+		ctx, cancel := u.ctx(r)
+		resp, err := c.api.jobs.ListJobs(ctx, connect.NewRequest(req))
+		cancel()
+		if err != nil {
+			return nil, 0, false, err
+		}
+		for _, j := range resp.Msg.GetJobs() {
+			switch {
+			case len(ids)+skipped >= maxBulk:
+				more = true
+			case op == "delete" && !terminal(j.GetState()):
+				skipped++
+			default:
+				ids = append(ids, j.GetId())
+			}
+		}
+		if req.PageToken = resp.Msg.GetNextPageToken(); req.PageToken == "" || more {
+			return ids, skipped, more || (req.PageToken != "" && len(ids)+skipped >= maxBulk), nil
+		}
+	}
+}
+
+// bulkCount says, before a bulk action's confirmation, how many jobs it would affect: one line of
+// text for the dialog (GET /bulk-count with the action's op and filter fields).
+func (c *Console) bulkCount(w http.ResponseWriter, r *http.Request, u *user) {
+	q := r.URL.Query()
+	op := q.Get("op")
+	f := filterOf(q)
+	f.Page = ""
+	if op == "purge" {
+		f = jobFilter{Queue: f.Queue, State: "DEAD_LETTERED"}
+	}
+	req, err := f.request(pageSize)
+	if err != nil {
+		http.Error(w, "invalid_argument: "+oneLine(err.Error(), 200), http.StatusBadRequest)
+		return
+	}
+	ids, skipped, more, err := c.collect(r, u, op, req)
+	if err != nil {
+		http.Error(w, errorLine(err), httpStatus(err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = io.WriteString(w, countLine(op, len(ids), skipped, more))
+}
+
+// countLine is the dialog's count: "It affects 37 jobs." and what it leaves out.
+func countLine(op string, n, skipped int, more bool) string {
+	jobs := func(n int) string {
+		if n == 1 {
+			return "1 job"
+		}
+		return fmt.Sprintf("%d jobs", n)
+	}
+	switch {
+	case op == "purge" && more:
+		return fmt.Sprintf("It deletes more than %d dead letters.", maxBulk)
+	case more:
+		return fmt.Sprintf("More than %d jobs match: this affects the first %s; act again for the rest.", maxBulk, jobs(n))
+	case skipped > 0:
+		return fmt.Sprintf("It affects %s (%s matching but not finished are skipped).", jobs(n), jobs(skipped))
+	}
+	return fmt.Sprintf("It affects %s.", jobs(n))
+}
+
 func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 	op := r.PostFormValue("op")
 	f := filterOf(r.PostForm)
@@ -193,28 +266,10 @@ func (c *Console) bulk(w http.ResponseWriter, r *http.Request, u *user) {
 	}
 	// Collect first, act after: acting while paging would move jobs out of the filter under the
 	// cursor (a retried dead letter leaves DEAD_LETTERED).
-	var ids []string
-	skipped := 0
-	for len(ids)+skipped < maxBulk {
-		ctx, cancel := u.ctx(r)
-		resp, err := c.api.jobs.ListJobs(ctx, connect.NewRequest(req))
-		cancel()
-		if err != nil {
-			c.done(w, r, to, err, "")
-			return
-		}
-		for _, j := range resp.Msg.GetJobs() {
-			switch {
-			case len(ids)+skipped >= maxBulk:
-			case op == "delete" && !terminal(j.GetState()):
-				skipped++
-			default:
-				ids = append(ids, j.GetId())
-			}
-		}
-		if req.PageToken = resp.Msg.GetNextPageToken(); req.PageToken == "" {
-			break
-		}
+	ids, skipped, _, err := c.collect(r, u, op, req)
+	if err != nil {
+		c.done(w, r, to, err, "")
+		return
 	}
 	var n, failed int
 	var firstErr error
@@ -288,13 +343,18 @@ func (c *Console) workerAction(op string) actionFunc {
 		ctx, cancel := u.ctx(r)
 		defer cancel()
 		var err error
-		if op == "drain" {
+		msg := "worker " + id + ": " + op + " requested"
+		switch op {
+		case "drain":
 			_, err = c.api.workers.DrainWorker(ctx, connect.NewRequest(&jqv1.DrainWorkerRequest{WorkerId: id}))
-		} else {
+		case "resume":
+			_, err = c.api.workers.ResumeWorker(ctx, connect.NewRequest(&jqv1.ResumeWorkerRequest{WorkerId: id}))
+			msg = "worker " + id + " resumed: it takes new jobs again"
+		default:
 			_, err = c.api.workers.ShutdownWorker(ctx, connect.NewRequest(&jqv1.ShutdownWorkerRequest{WorkerId: id}))
 		}
 		c.logAction(u, "worker_"+op, id, err)
-		c.done(w, r, to, err, "worker "+id+": "+op+" requested")
+		c.done(w, r, to, err, msg)
 	}
 }
 

@@ -208,6 +208,27 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, true, eval(`window.notReloaded === true`), "the page updated itself; it was not reloaded")
 	require.Equal(t, "DONE", text(`#live .state`))
 
+	// The queue's page charts the attempts finished per minute over the last hour.
+	do("chart", chromedp.Navigate(e.ui+"/queues/default"), visible(`figure.chart svg g[data-minute] rect.done`), shot("queue-chart"))
+	require.Contains(t, text(`figure.chart figcaption`), "done")
+
+	// A running job's progress shows on its page and moves without a reload.
+	slow := e.submit(t, &jqv1.JobSpec{Queue: "default", Type: "sleep", Payload: []byte(`{"ms":8000,"progress":8}`)})
+	do("progress", chromedp.Navigate(e.ui+"/jobs/"+slow), visible(`#live [data-progress]`), shot("job-progress"))
+	eval(`window.notReloaded = true`)
+	first := text(`#live [data-progress]`)
+	do("progress moves", chromedp.Poll[chromedp.Void](`(() => { const p = document.querySelector("#live [data-progress]"); return p && p.textContent !== `+
+		strconv.Quote(first)+` })()`, chromedp.WithPollingTimeout(20*time.Second)))
+	require.Equal(t, true, eval(`window.notReloaded === true`), "the progress moved without a reload")
+
+	// The header search finds a job by the 8 characters every table shows.
+	do("search by prefix",
+		chromedp.SendKeys(chromedp.CSS(`.search input`), id[:8]),
+		chromedp.Submit(chromedp.CSS(`.search input`)),
+		chromedp.WaitVisible(chromedp.CSS(`h1 code.id`)),
+	)
+	require.Equal(t, "/jobs/"+id, eval(`location.pathname`))
+
 	// Pause a queue from its page, through the confirmation dialog.
 	do("pause queue",
 		chromedp.Navigate(e.ui+"/queues/parked"),
@@ -259,6 +280,21 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, "job "+dead+" retried: PENDING again", text(`.flash.ok`))
 	require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, e.job(t, dead).GetState())
 	require.Equal(t, false, eval(`window.alerted !== undefined`), "a label's script did not run")
+
+	// A bulk action says how many jobs it affects before it asks.
+	for range 2 {
+		d := e.submit(t, &jqv1.JobSpec{Queue: "parked", Type: "noop"})
+		_, err = e.jobs.CancelJob(ctx(t), connectReq(&jqv1.CancelJobRequest{JobId: d}))
+		require.NoError(t, err)
+	}
+	do("bulk count",
+		chromedp.Navigate(e.ui+"/dead?queue=parked"),
+		click(`form[action="/actions/jobs-bulk"] button`),
+		visible(`#confirm-ok`),
+		shot("bulk-count"),
+	)
+	require.Contains(t, text(`#confirm-text`), "It affects 2 jobs.")
+	do("bulk count cancelled", click(`#confirm button[value="cancel"]`), chromedp.WaitNotVisible(chromedp.CSS(`#confirm`)))
 
 	// The scheduled view: a delayed job, found through the filter form by its type.
 	later := e.submit(t, &jqv1.JobSpec{Queue: "default", Type: "report.build", RunAt: timestamppb.New(time.Now().Add(time.Hour))})
@@ -378,6 +414,18 @@ func TestBrowser(t *testing.T) {
 		visible(`form[action="/actions/worker-drain"]`),
 		shot("workers"),
 	)
+
+	// A drained worker is put back to work from the workers page.
+	_, err = e.workers.DrainWorker(ctx(t), connectReq(&jqv1.DrainWorkerRequest{WorkerId: "browser-w1"}))
+	require.NoError(t, err)
+	do("resume worker",
+		chromedp.Navigate(e.ui+"/workers"),
+		click(`form[action="/actions/worker-resume"] button`),
+		visible(`#confirm-ok`),
+		click(`#confirm-ok`),
+		visible(`.flash.ok`),
+	)
+	require.Equal(t, "worker browser-w1 resumed: it takes new jobs again", text(`.flash.ok`))
 
 	// A viewer sees the same pages without a single action.
 	do("sign out", click(`.who button`))

@@ -100,6 +100,7 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("GET /jobs/{id}", c.page(c.jobPage))
 	c.mux.HandleFunc("GET /dead", c.page(c.deadPage))
 	c.mux.HandleFunc("GET /scheduled", c.page(c.scheduledPage))
+	c.mux.HandleFunc("GET /bulk-count", c.page(c.bulkCount))
 	c.mux.HandleFunc("GET /workers", c.page(c.workersPage))
 	c.mux.HandleFunc("GET /schedules", c.page(c.schedulesPage))
 	c.mux.HandleFunc("GET /schedules/{name}", c.page(c.schedulePage))

@@ -108,6 +108,14 @@ func TestConsole(t *testing.T) {
 		resp, _ := b.get("/jobs?id="+id, nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "search by id")
 		require.Equal(t, "/jobs/"+id, resp.Header.Get("Location"))
+		// By the 8 characters the tables show: the job, when no other id starts with them.
+		resp, body := b.get("/jobs?id="+id[:8], nil)
+		if resp.StatusCode == http.StatusSeeOther {
+			require.Equal(t, "/jobs/"+id, resp.Header.Get("Location"))
+		} else {
+			require.Contains(t, body, "have an id starting with", "an ambiguous prefix lists its jobs")
+			require.Contains(t, body, "/jobs/"+id)
+		}
 	})
 
 	t.Run("BadInputIsOneClearLine", func(t *testing.T) {
@@ -117,7 +125,8 @@ func TestConsole(t *testing.T) {
 			status int
 			text   string
 		}{
-			"/jobs?id=nope":                                       {http.StatusBadRequest, "invalid_argument: job id &#34;nope&#34; is not a UUID"},
+			"/jobs?id=nope":                                       {http.StatusBadRequest, "job id prefix &#34;nope&#34;: want 4 to 32 hex digits"},
+			"/jobs?id=0000000000":                                 {http.StatusNotFound, "not_found: no job id starts with &#34;0000000000&#34;"},
 			"/jobs?state=SLEEPING":                                {http.StatusBadRequest, "invalid_argument: state &#34;SLEEPING&#34;"},
 			"/jobs?label=nolabel":                                 {http.StatusBadRequest, "invalid_argument: label &#34;nolabel&#34;"},
 			"/jobs?created_from=yesterday":                        {http.StatusBadRequest, "invalid_argument: created from &#34;yesterday&#34;: want a UTC time"},

@@ -241,6 +241,8 @@ var States = []string{"PENDING", "ASSIGNED", "RUNNING", "DONE", "FAILED", "DEAD_
 
 // listData is a page of jobs (the job list, the scheduled jobs and the dead letters).
 type listData struct {
+	// Note heads the list: the jobs an id prefix matched.
+	Note   string
 	Filter jobFilter
 	Queues []string
 	States []string
@@ -254,14 +256,44 @@ type listData struct {
 
 func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, u *user) {
 	if id := strings.TrimSpace(r.URL.Query().Get("id")); id != "" {
-		if _, err := uuid.Parse(id); err != nil {
-			c.render(w, r, u, http.StatusBadRequest, "error", view{Title: "Jobs", Data: fmt.Sprintf("invalid_argument: job id %q is not a UUID", oneLine(id, 80))})
+		if _, err := uuid.Parse(id); err == nil {
+			http.Redirect(w, r, "/jobs/"+url.PathEscape(strings.ToLower(id)), http.StatusSeeOther)
 			return
 		}
-		http.Redirect(w, r, "/jobs/"+url.PathEscape(strings.ToLower(id)), http.StatusSeeOther)
+		c.findByPrefix(w, r, u, id)
 		return
 	}
 	c.list(w, r, u, filterOf(r.URL.Query()), false)
+}
+
+// prefixMatches is how many jobs an id prefix search lists.
+const prefixMatches = 20
+
+// findByPrefix is the header search with the start of an id, as the tables show it: the one job
+// it names, or the list of those it matches.
+func (c *Console) findByPrefix(w http.ResponseWriter, r *http.Request, u *user, prefix string) {
+	ctx, cancel := u.ctx(r)
+	defer cancel()
+	resp, err := c.api.jobs.ListJobs(ctx, connect.NewRequest(&jqv1.ListJobsRequest{IdPrefix: prefix, PageSize: prefixMatches + 1}))
+	if err != nil {
+		c.fail(w, r, u, "Jobs", err)
+		return
+	}
+	jobs := resp.Msg.GetJobs()
+	switch len(jobs) {
+	case 0:
+		c.render(w, r, u, http.StatusNotFound, "error", view{Title: "Jobs", Data: fmt.Sprintf("not_found: no job id starts with %q", oneLine(prefix, 80))})
+		return
+	case 1:
+		http.Redirect(w, r, "/jobs/"+url.PathEscape(jobs[0].GetId()), http.StatusSeeOther)
+		return
+	}
+	d := listData{States: States, Path: "/jobs", Jobs: jobs[:min(len(jobs), prefixMatches)]}
+	d.Note = fmt.Sprintf("%d jobs have an id starting with %q: choose one.", len(jobs), oneLine(prefix, 80))
+	if len(jobs) > prefixMatches {
+		d.Note = fmt.Sprintf("More than %d jobs have an id starting with %q: the first %d are listed; type more of the id.", prefixMatches, oneLine(prefix, 80), prefixMatches)
+	}
+	c.render(w, r, u, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: &d})
 }
 
 func (c *Console) deadPage(w http.ResponseWriter, r *http.Request, u *user) {

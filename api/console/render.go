@@ -156,6 +156,7 @@ var funcs = template.FuncMap{
 	"rd":         roundDur,
 	"done":       doneCount,
 	"throughput": throughput,
+	"chart":      chartOf,
 	"minuteFail": minuteFail,
 	"rate":       rateText,
 	"keyRunning": keyRunning,

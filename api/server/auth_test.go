@@ -78,6 +78,7 @@ var wantRoles = map[string][]string{
 	jqv1connect.WorkerServiceDeregisterWorkerProcedure: {"worker", "admin"},
 	jqv1connect.WorkerServiceListWorkersProcedure:      {"viewer", "admin"},
 	jqv1connect.WorkerServiceDrainWorkerProcedure:      {"admin"},
+	jqv1connect.WorkerServiceResumeWorkerProcedure:     {"admin"},
 	jqv1connect.WorkerServiceShutdownWorkerProcedure:   {"admin"},
 	jqv1connect.AdminServiceGetStatusProcedure:         {"viewer", "admin"},
 	jqv1connect.AdminServiceGetVersionProcedure:        {"producer", "worker", "viewer", "admin"},
@@ -405,6 +406,10 @@ func (f *authFixture) calls() map[string]func(ctx context.Context, cl *rpcclient
 		},
 		jqv1connect.WorkerServiceDrainWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
 			_, err := cl.Workers.DrainWorker(ctx, connect.NewRequest(&jqv1.DrainWorkerRequest{WorkerId: f.workerA}))
+			return err
+		},
+		jqv1connect.WorkerServiceResumeWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {
+			_, err := cl.Workers.ResumeWorker(ctx, connect.NewRequest(&jqv1.ResumeWorkerRequest{WorkerId: f.workerA}))
 			return err
 		},
 		jqv1connect.WorkerServiceShutdownWorkerProcedure: func(ctx context.Context, cl *rpcclient.Client) error {

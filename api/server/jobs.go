@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/jq-dev/jq/api"
 	"github.com/jq-dev/jq/api/auth"
@@ -135,12 +137,7 @@ func (s *jobService) GetJob(ctx context.Context, req *connect.Request[jqv1.GetJo
 	if err != nil {
 		return nil, err
 	}
-	if j.State == queue.StateAssigned || j.State == queue.StateRunning {
-		// Progress is best effort: a failed read shows none rather than failing the job's read.
-		if j.Progress, err = s.store.JobProgressGet(ctx, j.ID); err != nil {
-			s.log.Warn("read job progress failed", zap.String("job_id", j.ID), zap.Error(err))
-		}
-	}
+	s.readProgress(ctx, j)
 	if j.State == queue.StatePending {
 		j.Waiting = s.waiting(ctx, j)
 	}
@@ -186,6 +183,9 @@ func (s *jobService) getJob(ctx context.Context, id string) (*queue.Job, error) 
 }
 
 func (s *jobService) ListJobs(ctx context.Context, req *connect.Request[jqv1.ListJobsRequest]) (*connect.Response[jqv1.ListJobsResponse], error) {
+	if req.Msg.GetIdPrefix() != "" {
+		return s.listByIDPrefix(ctx, req.Msg)
+	}
 	p, err := listParams(req.Msg)
 	if err != nil {
 		return nil, err
@@ -230,4 +230,43 @@ func (s *jobService) ListJobEvents(ctx context.Context, req *connect.Request[jqv
 		out[i] = api.EventProto(&evs[i])
 	}
 	return connect.NewResponse(&jqv1.ListJobEventsResponse{Events: out}), nil
+}
+
+// listByIDPrefix answers ListJobs with id_prefix: the jobs whose id starts with it (a range of the
+// primary key), those a producer may see only, in id order.
+func (s *jobService) listByIDPrefix(ctx context.Context, m *jqv1.ListJobsRequest) (*connect.Response[jqv1.ListJobsResponse], error) {
+	alone := proto.Clone(m).(*jqv1.ListJobsRequest)
+	alone.IdPrefix, alone.PageSize = "", 0
+	if !proto.Equal(alone, &jqv1.ListJobsRequest{}) {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("id_prefix takes no other filter, page_token or include_payloads"))
+	}
+	limit := int(m.GetPageSize())
+	switch {
+	case limit == 0:
+		limit = store.MaxIDPrefixMatches
+	case limit < 0 || limit > store.MaxIDPrefixMatches:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("page_size %d: with id_prefix want 1..%d", limit, store.MaxIDPrefixMatches))
+	}
+	ids, err := s.store.JobPrefixList(ctx, m.GetIdPrefix(), limit)
+	if err != nil {
+		return nil, err
+	}
+	principal, own := ownJobsOnly(ctx)
+	out := make([]*jqv1.Job, 0, len(ids))
+	for _, id := range ids {
+		j, err := s.store.JobGet(ctx, id)
+		if errors.Is(err, queue.ErrJobNotFound) {
+			continue // deleted since
+		}
+		if err != nil {
+			return nil, err
+		}
+		if own && j.Principal != principal {
+			continue
+		}
+		p := api.JobProto(j)
+		p.Payload, p.Result = nil, nil
+		out = append(out, p)
+	}
+	return connect.NewResponse(&jqv1.ListJobsResponse{Jobs: out}), nil
 }

@@ -99,3 +99,32 @@ func TestListJobsTypeTimeScheduled(t *testing.T) {
 	require.Equal(t, status.Msg.GetHealthy(), lean.Msg.GetHealthy())
 	require.Len(t, lean.Msg.GetComponents(), len(status.Msg.GetComponents()))
 }
+
+// ListJobs with id_prefix finds a job by the leading characters of its id, as the tables show it;
+// it takes no other filter.
+func TestListJobsByIDPrefix(t *testing.T) {
+	b := setup(t)
+	j := b.insert(store.JobInsertParams{})
+	res, err := b.cl.Jobs.ListJobs(b.ctx, connect.NewRequest(&jqv1.ListJobsRequest{IdPrefix: j.ID[:8]}))
+	require.NoError(t, err)
+	var ids []string
+	for _, got := range res.Msg.GetJobs() {
+		ids = append(ids, got.GetId())
+	}
+	require.Contains(t, ids, j.ID)
+	require.Empty(t, res.Msg.GetNextPageToken())
+	res, err = b.cl.Jobs.ListJobs(b.ctx, connect.NewRequest(&jqv1.ListJobsRequest{IdPrefix: j.ID, PageSize: 1}))
+	require.NoError(t, err)
+	require.Len(t, res.Msg.GetJobs(), 1)
+	require.Equal(t, b.queue, res.Msg.GetJobs()[0].GetQueue())
+
+	for name, req := range map[string]*jqv1.ListJobsRequest{
+		"not hex":      {IdPrefix: "zzzzzzzz"},
+		"too short":    {IdPrefix: "885"},
+		"with a queue": {IdPrefix: j.ID[:8], Queue: b.queue},
+		"page size":    {IdPrefix: j.ID[:8], PageSize: 101},
+	} {
+		_, err := b.cl.Jobs.ListJobs(b.ctx, connect.NewRequest(req))
+		requireCode(t, connect.CodeInvalidArgument, err, name)
+	}
+}

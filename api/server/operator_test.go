@@ -266,6 +266,43 @@ func TestDrainAndShutdownWorker(t *testing.T) {
 	requireCode(t, connect.CodeInvalidArgument, err)
 }
 
+// ResumeWorker puts a drained worker back to work: ONLINE again, its heartbeat carries no command
+// and it may open its stream; a worker told to shut down, or OFFLINE, is FAILED_PRECONDITION.
+func TestResumeWorker(t *testing.T) {
+	b := setup(t)
+	resume := func(id string) (*jqv1.Worker, error) {
+		res, err := b.cl.Workers.ResumeWorker(b.ctx, connect.NewRequest(&jqv1.ResumeWorkerRequest{WorkerId: id}))
+		if err != nil {
+			return nil, err
+		}
+		return res.Msg.GetWorker(), nil
+	}
+	w := b.register(2)
+	_, err := b.cl.Workers.DrainWorker(b.ctx, connect.NewRequest(&jqv1.DrainWorkerRequest{WorkerId: w}))
+	require.NoError(t, err)
+	for range 2 { // idempotent
+		got, err := resume(w)
+		require.NoError(t, err)
+		require.Equal(t, jqv1.WorkerStatus_WORKER_STATUS_ONLINE, got.GetStatus())
+		hb, err := b.heartbeat(w)
+		require.NoError(t, err)
+		require.Equal(t, jqv1.WorkerCommand_WORKER_COMMAND_UNSPECIFIED, hb.GetCommand())
+	}
+
+	_, err = b.cl.Workers.ShutdownWorker(b.ctx, connect.NewRequest(&jqv1.ShutdownWorkerRequest{WorkerId: w}))
+	require.NoError(t, err)
+	_, err = resume(w)
+	requireCode(t, connect.CodeFailedPrecondition, err, "told to shut down")
+	_, err = b.cl.Workers.DeregisterWorker(b.ctx, connect.NewRequest(&jqv1.DeregisterWorkerRequest{WorkerId: w}))
+	require.NoError(t, err)
+	_, err = resume(w)
+	requireCode(t, connect.CodeFailedPrecondition, err, "OFFLINE")
+	_, err = resume("w-" + uuid.NewString())
+	requireCode(t, connect.CodeNotFound, err)
+	_, err = resume("")
+	requireCode(t, connect.CodeInvalidArgument, err)
+}
+
 func TestHeartbeat(t *testing.T) {
 	b := setup(t)
 	w := b.register(8)

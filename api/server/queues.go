@@ -5,6 +5,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -82,7 +83,13 @@ func (s *queueService) GetQueueStats(ctx context.Context, req *connect.Request[j
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&jqv1.GetQueueStatsResponse{Stats: queueStatsToProto(st)}), nil
+	out := queueStatsToProto(st)
+	if s.engine != nil {
+		for _, m := range s.engine.QueueHistory(st.Queue) {
+			out.LastHour = append(out.LastHour, &jqv1.MinuteCount{Minute: api.Timestamp(m.Minute), Done: m.Done, Failed: m.Failed})
+		}
+	}
+	return connect.NewResponse(&jqv1.GetQueueStatsResponse{Stats: out}), nil
 }
 
 func (s *queueService) PauseQueue(ctx context.Context, req *connect.Request[jqv1.PauseQueueRequest]) (*connect.Response[jqv1.PauseQueueResponse], error) {

@@ -79,6 +79,7 @@ type Reader interface {
 	DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error)
 	JobGet(ctx context.Context, id string) (*queue.Job, error)
 	JobList(ctx context.Context, p store.JobListParams) (store.JobListResult, error)
+	JobPrefixList(ctx context.Context, prefix string, limit int) ([]string, error)
 	JobEvents(ctx context.Context, id string) ([]queue.Event, error)
 	EventsRead(ctx context.Context, p store.EventsReadParams) (store.EventsReadResult, error)
 	JobProgressGet(ctx context.Context, id string) (*queue.JobProgress, error)

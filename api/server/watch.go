@@ -60,6 +60,7 @@ func newWatchHub(e *engine.Engine, read func(context.Context, store.EventsReadPa
 		idle: make(chan struct{}, 1)}
 	if e != nil {
 		e.OnJobChange(h.notify)
+		e.OnJobProgress(h.notifyJob)
 	}
 	return h
 }
@@ -73,6 +74,16 @@ func (h *watchHub) notify(id string) {
 		wakeUp(ch)
 	}
 	for ch := range h.any {
+		wakeUp(ch)
+	}
+}
+
+// notifyJob wakes only the streams of job id: a change that is no event (progress), which the
+// WatchEvents streams do not carry.
+func (h *watchHub) notifyJob(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs[id] {
 		wakeUp(ch)
 	}
 }
@@ -229,7 +240,13 @@ func safetyInterval() time.Duration {
 // elsewhere).
 var errWatchShutdown = connect.NewError(connect.CodeUnavailable, errors.New("the server is shutting down; watch the job again"))
 
-// WatchJob streams the job at every change of state or attempt until it ends.
+// watchProgressInterval is how often a WatchJob stream of a running job re-reads its progress when
+// another replica may have recorded it (progress records no event, so the hub's feed never hears
+// it): one read of one small row per such stream. A replica that knows it runs alone relies on
+// its engine's announcements instead.
+const watchProgressInterval = time.Second
+
+// WatchJob streams the job at every change of state, attempt or progress until it ends.
 func (s *jobService) WatchJob(ctx context.Context, req *connect.Request[jqv1.WatchJobRequest], stream *connect.ServerStream[jqv1.WatchJobResponse]) error {
 	release, err := s.openWatch(ctx)
 	if err != nil {
@@ -244,11 +261,14 @@ func (s *jobService) WatchJob(ctx context.Context, req *connect.Request[jqv1.Wat
 	if err != nil {
 		return err
 	}
+	s.readProgress(ctx, j)
 	tick := time.NewTicker(safetyInterval())
 	defer tick.Stop()
+	progressTick := time.NewTicker(watchProgressInterval)
+	defer progressTick.Stop()
 	var sent *queue.Job
 	for {
-		if sent == nil || j.State != sent.State || j.Attempt != sent.Attempt {
+		if sent == nil || j.State != sent.State || j.Attempt != sent.Attempt || !sameProgress(j.Progress, sent.Progress) {
 			if err := stream.Send(&jqv1.WatchJobResponse{Job: api.JobProto(j)}); err != nil {
 				return err
 			}
@@ -262,6 +282,15 @@ func (s *jobService) WatchJob(ctx context.Context, req *connect.Request[jqv1.Wat
 			return ctx.Err()
 		case <-wake:
 		case <-tick.C:
+		case <-progressTick.C:
+			if !running(j) || (s.engine != nil && s.engine.Alone()) {
+				continue
+			}
+			next := *j
+			if s.readProgress(ctx, &next); sameProgress(next.Progress, j.Progress) {
+				continue
+			}
+			// Changed: read the job too, whose attempt may have ended (no progress then).
 		}
 		if s.engine != nil && s.engine.Closing() {
 			return errWatchShutdown
@@ -269,5 +298,35 @@ func (s *jobService) WatchJob(ctx context.Context, req *connect.Request[jqv1.Wat
 		if j, err = s.store.JobGet(ctx, id); err != nil {
 			return err
 		}
+		s.readProgress(ctx, j)
 	}
+}
+
+// running: the job holds a lease, so it may report progress.
+func running(j *queue.Job) bool {
+	return j.State == queue.StateAssigned || j.State == queue.StateRunning
+}
+
+// readProgress sets j.Progress while j runs. Progress is best effort: a failed read shows none
+// rather than failing the job's read.
+func (s *jobService) readProgress(ctx context.Context, j *queue.Job) {
+	j.Progress = nil
+	if !running(j) {
+		return
+	}
+	p, err := s.store.JobProgressGet(ctx, j.ID)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("read job progress failed", zap.String("job_id", j.ID), zap.Error(err))
+		}
+		return
+	}
+	j.Progress = p
+}
+
+func sameProgress(a, b *queue.JobProgress) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Percent == b.Percent && a.Message == b.Message && a.UpdatedAt.Equal(b.UpdatedAt)
 }

@@ -1,13 +1,19 @@
 package server_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 )
@@ -81,4 +87,70 @@ func TestWatchJobRefusesBadInput(t *testing.T) {
 		requireCode(t, code, s.Err(), id)
 		require.NoError(t, s.Close())
 	}
+}
+
+// WatchJob carries a running job's progress as it is reported, not only its changes of state:
+// an update through ReportProgress (the engine's path) wakes the stream at once, with no re-read
+// (the replica runs alone), and once another replica runs beside it, one recorded there (written
+// straight in the store here) arrives by the stream's re-read of a running job's progress.
+func TestWatchJobCarriesProgress(t *testing.T) {
+	b := setupEngine(t, engine.Options{})
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if !b.eng.Alone() {
+			return errors.New("the engine does not know yet that it runs alone")
+		}
+		return nil
+	})
+	w := b.register(1)
+	j := b.lease(w, b.insert(store.JobInsertParams{}), true)
+
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	stream, err := b.cl.Jobs.WatchJob(ctx, connect.NewRequest(&jqv1.WatchJobRequest{JobId: j.ID}))
+	require.NoError(t, err)
+	defer func() { _ = stream.Close() }()
+	next := func() *jqv1.Job {
+		t.Helper()
+		require.True(t, stream.Receive(), "stream ended: %v", stream.Err())
+		return stream.Msg().GetJob()
+	}
+	first := next()
+	require.Equal(t, jqv1.JobState_JOB_STATE_RUNNING, first.GetState())
+	require.Nil(t, first.GetProgress())
+
+	res, err := b.cl.Workers.ReportProgress(b.ctx, connect.NewRequest(&jqv1.ReportProgressRequest{WorkerId: w,
+		Updates: []*jqv1.JobProgressUpdate{{JobId: j.ID, Attempt: int32(j.Attempt), Percent: 40, Message: "4 of 10"}}}))
+	require.NoError(t, err)
+	require.True(t, res.Msg.GetResults()[0].GetOk())
+	got := next()
+	require.Equal(t, jqv1.JobState_JOB_STATE_RUNNING, got.GetState())
+	require.EqualValues(t, 40, got.GetProgress().GetPercent())
+	require.Equal(t, "4 of 10", got.GetProgress().GetMessage())
+
+	// Another replica on the same store: its presence ends this one's belief that it runs alone.
+	other, err := engine.New(engine.Options{Store: b.store, Notifier: b.store, Dispatcher: stores.Dispatcher(b.ctx, t), Log: zaptest.NewLogger(t)})
+	require.NoError(t, err)
+	otherCtx, stopOther := context.WithCancel(context.Background())
+	otherDone := make(chan struct{})
+	go func() { _ = other.Run(otherCtx); close(otherDone) }()
+	defer func() { stopOther(); <-otherDone }()
+	testenv.Eventually(t, 20*time.Second, func() error {
+		if b.eng.Alone() {
+			return errors.New("the other replica is not heard yet")
+		}
+		return nil
+	})
+	outs, err := b.store.JobProgressSet(b.ctx, store.JobProgressSetParams{WorkerID: w,
+		Updates: []store.JobProgressUpdate{{ID: j.ID, Attempt: j.Attempt, Percent: 70, Message: "7 of 10"}}})
+	require.NoError(t, err)
+	require.NoError(t, outs[0].Err)
+	got = next()
+	require.EqualValues(t, 70, got.GetProgress().GetPercent(), "an update this replica's engine did not make")
+
+	b.finish(j, true, nil)
+	got = next()
+	require.Equal(t, jqv1.JobState_JOB_STATE_DONE, got.GetState())
+	require.Nil(t, got.GetProgress())
+	require.False(t, stream.Receive())
+	require.NoError(t, stream.Err())
 }

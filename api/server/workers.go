@@ -240,6 +240,19 @@ func (s *workerService) DrainWorker(ctx context.Context, req *connect.Request[jq
 	return connect.NewResponse(&jqv1.DrainWorkerResponse{Worker: workerToProto(w)}), nil
 }
 
+// ResumeWorker puts a drained worker back to work. Idempotent for an ONLINE worker.
+func (s *workerService) ResumeWorker(ctx context.Context, req *connect.Request[jqv1.ResumeWorkerRequest]) (*connect.Response[jqv1.ResumeWorkerResponse], error) {
+	id := req.Msg.GetWorkerId()
+	if err := validWorkerID(id); err != nil {
+		return nil, err
+	}
+	w, err := s.engine.WorkerResume(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&jqv1.ResumeWorkerResponse{Worker: workerToProto(w)}), nil
+}
+
 // ShutdownWorker asks a worker to drain, deregister and exit (FR-024).
 // Idempotent.
 func (s *workerService) ShutdownWorker(ctx context.Context, req *connect.Request[jqv1.ShutdownWorkerRequest]) (*connect.Response[jqv1.ShutdownWorkerResponse], error) {

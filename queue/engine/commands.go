@@ -246,6 +246,37 @@ func (e *Engine) WorkerDrain(ctx context.Context, id string) (*queue.Worker, err
 	return nil, lastErr
 }
 
+// WorkerResume puts a drained worker back to work (queue.Resume); idempotent for an ONLINE one.
+// The worker hears it from its next heartbeat, which no longer says DRAIN, and opens its
+// assignment stream again.
+func (e *Engine) WorkerResume(ctx context.Context, id string) (*queue.Worker, error) {
+	var lastErr error
+	for range commandTries {
+		w, err := e.opts.Store.WorkerGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		to, change, err := queue.Resume(w)
+		if err != nil {
+			return nil, err
+		}
+		if !change {
+			return w, nil
+		}
+		w, err = e.opts.Store.WorkerSetStatus(ctx, store.WorkerSetStatusParams{ID: id, Status: to})
+		if errors.Is(err, queue.ErrIllegalTransition) { // went OFFLINE meanwhile: decide again
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		e.log.Info("worker resumed", zap.String("worker_id", id))
+		return w, nil
+	}
+	return nil, lastErr
+}
+
 // WorkerShutdown asks a worker to drain, deregister and exit (FR-024); idempotent.
 func (e *Engine) WorkerShutdown(ctx context.Context, id string) (*queue.Worker, error) {
 	w, err := e.opts.Store.WorkerRequestShutdown(ctx, id)

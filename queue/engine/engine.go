@@ -170,6 +170,9 @@ type Engine struct {
 	levelsMu    sync.Mutex
 	levels      map[string]*levelState
 
+	// hist counts finished attempts per queue and minute (history.go).
+	hist history
+
 	mu       sync.Mutex
 	sessions map[string]*Session // by worker id
 	closing  bool                // CloseSessions ran: no new sessions

@@ -70,6 +70,9 @@ func (e *Engine) observeLeases(outs []store.LeaseOutcome, reported bool) {
 		if reported && (j.State == queue.StateDone || j.State == queue.StateFailed) {
 			o.Finished(j.Queue, j.State, max(j.UpdatedAt.Sub(j.StartedAt), 0))
 		}
+		if reported {
+			e.recordFinished(j)
+		}
 	}
 }
 

@@ -200,6 +200,7 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 		}
 		for q, n := range failedByQueue {
 			e.opts.Observer.Failed(q, n)
+			e.hist.add(q, e.now(), 0, int64(n))
 		}
 		if failed > 0 {
 			e.WakeReaper() // the retry sweep of this very cycle takes them; a wake costs nothing

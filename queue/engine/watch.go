@@ -6,8 +6,9 @@ import "sync"
 // stream (api/server/watch.go) wakes at once instead of when the watch hub's feed reads the event. Hooks run on the
 // engine's commit paths: they must not block.
 type changeHooks struct {
-	mu  sync.RWMutex
-	fns []func(jobID string)
+	mu       sync.RWMutex
+	fns      []func(jobID string)
+	progress []func(jobID string)
 }
 
 // OnJobChange registers f to hear the ids of the jobs this replica moves: submits (PENDING),
@@ -18,6 +19,23 @@ func (e *Engine) OnJobChange(f func(jobID string)) {
 	e.changes.mu.Lock()
 	defer e.changes.mu.Unlock()
 	e.changes.fns = append(e.changes.fns, f)
+}
+
+// OnJobProgress registers f to hear the ids of the jobs whose progress this replica recorded
+// (Progress). Progress records no event, so the watch hub's feed never hears it; a watcher of a
+// job whose worker reports to another replica re-reads the progress itself (see Alone).
+func (e *Engine) OnJobProgress(f func(jobID string)) {
+	e.changes.mu.Lock()
+	defer e.changes.mu.Unlock()
+	e.changes.progress = append(e.changes.progress, f)
+}
+
+func (e *Engine) jobProgressed(id string) {
+	e.changes.mu.RLock()
+	defer e.changes.mu.RUnlock()
+	for _, f := range e.changes.progress {
+		f(id)
+	}
 }
 
 func (e *Engine) jobChanged(id string) {

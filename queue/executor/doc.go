@@ -72,8 +72,9 @@
 // pings (api/rpcclient: 1 s silent, 1 s to answer) notice a dead or partitioned
 // server within about 2 s, and a dial gives up after 3 s, so the worker is
 // back within about 2 s of the network healing. Heartbeat answers drive the
-// rest: DRAIN closes the stream and takes no more jobs; SHUTDOWN drains and
-// stops Run; cancel_job_ids cancel those handlers (reported "cancelled");
+// rest: DRAIN closes the stream and takes no more jobs; an answer without a
+// command to a drained worker (the operator resumed it) opens the stream
+// again; SHUTDOWN drains for good and stops Run; cancel_job_ids cancel those handlers (reported "cancelled");
 // FAILED_PRECONDITION (declared offline) abandons the running jobs, whose
 // leases are gone, and registers again; NOT_FOUND registers again.
 //

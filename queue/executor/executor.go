@@ -181,6 +181,7 @@ type Executor struct {
 
 	capFreed     chan struct{} // a lease was released
 	hbNow        chan struct{} // heartbeat at once
+	undrained    chan struct{} // the operator resumed a drained worker
 	renewed      chan struct{} // a renewal succeeded: the fence moves
 	shutdownReq  chan struct{} // closed on the operator's SHUTDOWN command
 	shutdownOnce sync.Once
@@ -263,6 +264,7 @@ func New(opts Options) (*Executor, error) {
 		hbInterval:  opts.HeartbeatInterval,
 		capFreed:    make(chan struct{}, 1),
 		hbNow:       make(chan struct{}, 1),
+		undrained:   make(chan struct{}, 1),
 		renewed:     make(chan struct{}, 1),
 		shutdownReq: make(chan struct{}),
 	}

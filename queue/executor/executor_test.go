@@ -457,6 +457,30 @@ func TestDrainCommand(t *testing.T) {
 	require.NoError(t, b.stop(t))
 }
 
+// A drained worker goes back to work when the operator resumes it: its heartbeat no longer says
+// DRAIN, so it opens its stream again and takes the job that waited meanwhile.
+func TestResumeAfterDrain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *config) { c.server.HeartbeatInterval = 10 * time.Millisecond })
+	g := newGate()
+	b.mux.Register("gate", g)
+	b.start(t)
+	eventually(t, 5*time.Second, b.exec.Ready)
+	b.srv.SetCommand(executor.CommandDrain)
+	eventually(t, 5*time.Second, func() bool { return !b.exec.Ready() })
+	later := newJob("gate", "")
+	b.srv.Submit(later)
+	require.Equal(t, executortest.Pending, b.srv.JobState(later.ID))
+
+	b.srv.SetCommand(executor.CommandNone)
+	eventually(t, 5*time.Second, b.exec.Ready, "the resumed worker streams again")
+	g.waitStarted(t, 1)
+	close(g.release)
+	eventually(t, 5*time.Second, func() bool { return len(b.srv.ReportsFor(later.ID)) == 1 })
+	require.False(t, b.exec.Status().Draining)
+	require.NoError(t, b.stop(t))
+}
+
 func TestOfflineHeartbeatAbandonsJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *config) { c.server.HeartbeatInterval = 10 * time.Millisecond })

@@ -26,8 +26,13 @@ func (e *Executor) sessionLoop(ctx context.Context) error {
 	failures, warned := 0, false
 	for ctx.Err() == nil {
 		if e.draining.Load() {
-			<-ctx.Done() // no undrain: the stream stays closed until the worker stops
-			break
+			// The stream stays closed until the operator resumes the worker (a heartbeat without
+			// DRAIN) or the worker stops.
+			select {
+			case <-ctx.Done():
+			case <-e.undrained:
+			}
+			continue
 		}
 		if !e.registered.Load() {
 			if err := e.register(ctx); err != nil {
@@ -304,5 +309,21 @@ func (e *Executor) applyHeartbeat(r HeartbeatReply, held []Lease) {
 	case CommandShutdown:
 		e.startDrain("operator shutdown command")
 		e.requestShutdown()
+	case CommandNone:
+		e.endDrain()
+	}
+}
+
+// endDrain takes jobs again after the operator resumed a drained worker; a worker told to shut
+// down stays drained.
+func (e *Executor) endDrain() {
+	select {
+	case <-e.shutdownReq:
+		return
+	default:
+	}
+	if e.draining.CompareAndSwap(true, false) {
+		e.log.Info("worker resumed: taking jobs again")
+		signal(e.undrained)
 	}
 }

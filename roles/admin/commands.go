@@ -26,7 +26,7 @@ type Commands struct {
 
 	Job        JobCmd        `cmd:"" help:"Submit, inspect, cancel and retry jobs."`
 	Queue      QueueCmd      `cmd:"" help:"Create, delete, pause and inspect queues."`
-	Worker     WorkerCmd     `cmd:"" help:"List, drain and shut down workers."`
+	Worker     WorkerCmd     `cmd:"" help:"List, drain, resume and shut down workers."`
 	Schedule   ScheduleCmd   `cmd:"" help:"Periodic jobs: create, list, show, pause, resume, trigger and delete schedules."`
 	Constraint ConstraintCmd `cmd:"" help:"Flow control: create, list, show and delete constraints (at most N running and N starts per interval, per key, of the jobs a matcher selects)."`
 	Status     StatusCmd     `cmd:"" help:"System health: server, workers, queue depths, Postgres/Redis/Kafka (exit 1 when unhealthy)."`
@@ -189,6 +189,7 @@ type WorkerCmd struct {
 	List     WorkerListCmd     `cmd:"" help:"List workers: id, host, status, concurrency, running jobs, last heartbeat."`
 	Drain    WorkerDrainCmd    `cmd:"" help:"Stop giving the worker new jobs; it finishes the current ones."`
 	Shutdown WorkerShutdownCmd `cmd:"" help:"Drain the worker, then make it deregister and exit."`
+	Resume   WorkerResumeCmd   `cmd:"" help:"Put a drained worker back to work: it takes new jobs again."`
 }
 
 // WorkerListCmd is `worker list`.
@@ -196,6 +197,11 @@ type WorkerListCmd struct{}
 
 // WorkerDrainCmd is `worker drain`.
 type WorkerDrainCmd struct {
+	ID string `arg:"" help:"Worker id." predictor:"worker"`
+}
+
+// WorkerResumeCmd is `worker resume`.
+type WorkerResumeCmd struct {
 	ID string `arg:"" help:"Worker id." predictor:"worker"`
 }
 

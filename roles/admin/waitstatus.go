@@ -10,9 +10,10 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// waitStatus is the live one-line status of a wait on a terminal (state, attempt, elapsed),
-// redrawn at every change and every second; elsewhere it writes nothing, so scripts see only the
-// result.
+// waitStatus is the live one-line status of a wait on a terminal (state, attempt, elapsed, the
+// running attempt's progress), redrawn at every change and every second; elsewhere it writes only
+// a plain line per progress update (and why a stuck job waits) on stderr, so scripts see only the
+// result on stdout.
 type waitStatus struct {
 	re    *runEnv
 	id    string
@@ -100,12 +101,27 @@ func (s *waitStatus) tell() {
 		s.id, noWorkerAfter, s.hintLocked())
 }
 
-// update is client.Watch's callback: a new state or attempt.
+// update is client.Watch's callback: a new state, attempt or progress. Off a terminal each new
+// progress is one plain line on stderr (a CI log shows how far a long job got); the result still
+// goes alone to stdout.
 func (s *waitStatus) update(j *queue.Job) {
 	s.mu.Lock()
+	prev := s.job
 	s.job = j
 	s.mu.Unlock()
+	if !s.live && j.Progress != nil && (prev == nil || prev.Progress == nil ||
+		*prev.Progress != *j.Progress) {
+		fmt.Fprintf(s.re.Stderr, "jq: job %s: %s, %s\n", s.id, j.State, progressText(j.Progress))
+	}
 	s.draw()
+}
+
+// progressText is a progress report as the status line shows it: "40% step 4 of 10".
+func progressText(p *queue.JobProgress) string {
+	if p.Message == "" {
+		return fmt.Sprintf("%d%%", p.Percent)
+	}
+	return fmt.Sprintf("%d%% %s", p.Percent, p.Message)
 }
 
 func (s *waitStatus) draw() {
@@ -124,6 +140,9 @@ func (s *waitStatus) line() string {
 		return fmt.Sprintf("job %s: waiting, %s", s.id, elapsed)
 	}
 	l := fmt.Sprintf("job %s: %s, attempt %d, %s", s.id, s.job.State, s.job.Attempt, elapsed)
+	if p := s.job.Progress; p != nil {
+		l += ", " + progressText(p)
+	}
 	if hint := s.hintLocked(); hint != "" {
 		l += " —" + hint
 	}

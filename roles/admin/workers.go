@@ -79,6 +79,19 @@ func (c *WorkerDrainCmd) Run(re *runEnv) error {
 	})
 }
 
+// Run puts a drained worker back to work.
+func (c *WorkerResumeCmd) Run(re *runEnv) error {
+	resp, err := call(re, jqv1connect.WorkerServiceClient.ResumeWorker, &jqv1.ResumeWorkerRequest{WorkerId: c.ID})
+	if err != nil {
+		return failed(named(err, "worker", c.ID), "cannot resume worker %q", c.ID)
+	}
+	return re.printMessage(resp, func(w io.Writer) error {
+		wk := resp.GetWorker()
+		_, err := fmt.Fprintf(w, "worker %s is %s: it takes new jobs again\n", cell(wk.GetId()), re.workerStatus(wk.GetStatus()))
+		return err
+	})
+}
+
 // Run asks a worker to drain, deregister and exit (FR-024).
 func (c *WorkerShutdownCmd) Run(re *runEnv) error {
 	resp, err := call(re, jqv1connect.WorkerServiceClient.ShutdownWorker, &jqv1.ShutdownWorkerRequest{WorkerId: c.ID})

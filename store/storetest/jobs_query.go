@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -351,5 +352,39 @@ func runJobQueryTests(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, err)
 		require.Empty(t, page.Jobs)
 		require.Empty(t, page.NextCursor)
+	})
+}
+
+// runJobIDPrefixTests: a job is found by the leading hex digits of its id, as the tables show it.
+func runJobIDPrefixTests(t *testing.T, newStore NewStoreFunc) {
+	t.Run("IDsByPrefix", func(t *testing.T) {
+		b := setup(t, newStore)
+		res, err := b.s.JobInsertMany(b.ctx, []store.JobInsertParams{b.job("t"), b.job("t"), b.job("t")})
+		require.NoError(t, err)
+		for _, r := range res {
+			id := r.Job.ID
+			got, err := b.s.JobPrefixList(b.ctx, id[:8], store.MaxIDPrefixMatches)
+			require.NoError(t, err)
+			require.Contains(t, got, id)
+			got, err = b.s.JobPrefixList(b.ctx, strings.ToUpper(id[:13]), 1) // with its dash, any case
+			require.NoError(t, err)
+			require.Equal(t, []string{id}, got)
+			got, err = b.s.JobPrefixList(b.ctx, id, 5)
+			require.NoError(t, err)
+			require.Equal(t, []string{id}, got)
+		}
+		// The ids of one prefix come in id order, at most limit of them.
+		got, err := b.s.JobPrefixList(b.ctx, "0000", store.MaxIDPrefixMatches)
+		require.NoError(t, err)
+		require.True(t, slices.IsSorted(got))
+		for _, id := range got {
+			require.True(t, strings.HasPrefix(id, "0000"), id)
+		}
+		for _, bad := range []string{"", "885", "zzzz", "885e978c'--", strings.Repeat("a", 33)} {
+			_, err := b.s.JobPrefixList(b.ctx, bad, 10)
+			require.ErrorIs(t, err, queue.ErrInvalidArgument, bad)
+		}
+		_, err = b.s.JobPrefixList(b.ctx, "885e", 0)
+		require.ErrorIs(t, err, queue.ErrInvalidArgument)
 	})
 }

@@ -52,6 +52,7 @@ func RunStore(t *testing.T, newStore NewStoreFunc) {
 	t.Run("JobInsert", func(t *testing.T) { t.Parallel(); runJobInsertTests(t, newStore) })
 	t.Run("Idempotency", func(t *testing.T) { t.Parallel(); runIdempotencyTests(t, newStore) })
 	t.Run("JobQuery", func(t *testing.T) { t.Parallel(); runJobQueryTests(t, newStore) })
+	t.Run("JobIDPrefix", func(t *testing.T) { t.Parallel(); runJobIDPrefixTests(t, newStore) })
 	t.Run("JobPages", func(t *testing.T) { t.Parallel(); runPageTests(t, newStore) })
 	t.Run("JobTransition", func(t *testing.T) { t.Parallel(); runTransitionTests(t, newStore) })
 	t.Run("Worker", func(t *testing.T) { t.Parallel(); runWorkerTests(t, newStore) })

@@ -14,9 +14,17 @@
     if (field && field.value === "yes") return;
     e.preventDefault();
     pending = form;
-    document.getElementById("confirm-text").textContent = form.dataset.confirm;
+    const text = document.getElementById("confirm-text");
+    text.textContent = form.dataset.confirm;
     dialog.returnValue = "";
-    dialog.showModal();
+    if (!form.dataset.count) { dialog.showModal(); return; }
+    // A bulk action says how many jobs it affects before it asks (the server counts the filter).
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (k !== "csrf" && k !== "confirmed") q.append(k, String(v));
+    fetch("/bulk-count?" + q.toString(), { credentials: "same-origin", cache: "no-store" })
+      .then((r) => r.text().then((t) => (r.ok ? t : "The count failed: " + t)))
+      .catch((err) => "The count failed: " + err.message)
+      .then((t) => { if (pending === form) { text.textContent = form.dataset.confirm + " " + t.trim(); dialog.showModal(); } });
   });
   if (dialog) {
     dialog.addEventListener("close", () => {

@@ -369,9 +369,9 @@ type Job struct {
 	// with include_payloads; omitted from PeekQueue.
 	Result *JobResult `protobuf:"bytes,50,opt,name=result,proto3" json:"result,omitempty"`
 	// What the running attempt's handler last reported with queue.Progress
-	// (WorkerService.ReportProgress): set by GetJob only, and only while the
-	// job is ASSIGNED or RUNNING and that attempt reported any. Absent from
-	// ListJobs, PeekQueue and assignments.
+	// (WorkerService.ReportProgress): set by GetJob and WatchJob only, and only
+	// while the job is ASSIGNED or RUNNING and that attempt reported any.
+	// Absent from ListJobs, PeekQueue and assignments.
 	Progress *JobProgress `protobuf:"bytes,51,opt,name=progress,proto3" json:"progress,omitempty"`
 	// Why a PENDING job will not be taken when it is due, e.g. "no connected
 	// worker handles type greet" (the ONLINE workers of its queue all

@@ -531,7 +531,13 @@ type ListJobsRequest struct {
 	// Only scheduled jobs: PENDING and not due before a time still in the
 	// future (a delayed submit or a retry's backoff). With it, states must be
 	// empty or exactly PENDING.
-	Scheduled     bool `protobuf:"varint,12,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	Scheduled bool `protobuf:"varint,12,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	// Only the jobs whose id starts with these hex digits (4 to 32; the
+	// dashes of a UUID and any case allowed), e.g. the 8 characters a table
+	// shows: at most page_size of them (1 to 100; 0: 100), in id order, found
+	// through the primary key, with no next page. No other filter, page token
+	// or include_payloads may be given with it (INVALID_ARGUMENT).
+	IdPrefix      string `protobuf:"bytes,13,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,6 +654,13 @@ func (x *ListJobsRequest) GetScheduled() bool {
 		return x.Scheduled
 	}
 	return false
+}
+
+func (x *ListJobsRequest) GetIdPrefix() string {
+	if x != nil {
+		return x.IdPrefix
+	}
+	return ""
 }
 
 // ListJobsResponse is one page of jobs.
@@ -1236,7 +1249,7 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\".\n" +
 	"\x0eGetJobResponse\x12\x1c\n" +
 	"\x03job\x18\x01 \x01(\v2\n" +
-	".jq.v1.JobR\x03job\"\xf0\x04\n" +
+	".jq.v1.JobR\x03job\"\x8d\x05\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12'\n" +
 	"\x06states\x18\x02 \x03(\x0e2\x0f.jq.v1.JobStateR\x06states\x12\x1b\n" +
@@ -1251,7 +1264,8 @@ const file_jq_v1_job_service_proto_rawDesc = "" +
 	"\x0fcompleted_after\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0ecompletedAfter\x12E\n" +
 	"\x10completed_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0fcompletedBefore\x12\x1c\n" +
-	"\tscheduled\x18\f \x01(\bR\tscheduled\x1a9\n" +
+	"\tscheduled\x18\f \x01(\bR\tscheduled\x12\x1b\n" +
+	"\tid_prefix\x18\r \x01(\tR\bidPrefix\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Z\n" +

@@ -212,8 +212,13 @@ type QueueStats struct {
 	FinishedLastMinute int64 `protobuf:"varint,18,opt,name=finished_last_minute,json=finishedLastMinute,proto3" json:"finished_last_minute,omitempty"`
 	// Of finished_last_minute, the attempts that failed.
 	FailedLastMinute int64 `protobuf:"varint,19,opt,name=failed_last_minute,json=failedLastMinute,proto3" json:"failed_last_minute,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Attempts of this queue finished per minute over the last hour, oldest
+	// first: 60 entries, the current minute last. Counted in memory by the
+	// replica that answers: its workers' reports and its reaper's failures
+	// (each replica counts its own share; a restart starts empty).
+	LastHour      []*MinuteCount `protobuf:"bytes,20,rep,name=last_hour,json=lastHour,proto3" json:"last_hour,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueStats) Reset() {
@@ -365,6 +370,77 @@ func (x *QueueStats) GetFailedLastMinute() int64 {
 	return 0
 }
 
+func (x *QueueStats) GetLastHour() []*MinuteCount {
+	if x != nil {
+		return x.LastHour
+	}
+	return nil
+}
+
+// MinuteCount is the attempts of a queue that finished in one minute.
+type MinuteCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The minute's start.
+	Minute *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=minute,proto3" json:"minute,omitempty"`
+	// Attempts that succeeded.
+	Done int64 `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	// Attempts that failed.
+	Failed        int64 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MinuteCount) Reset() {
+	*x = MinuteCount{}
+	mi := &file_jq_v1_queue_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MinuteCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MinuteCount) ProtoMessage() {}
+
+func (x *MinuteCount) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_queue_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MinuteCount.ProtoReflect.Descriptor instead.
+func (*MinuteCount) Descriptor() ([]byte, []int) {
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MinuteCount) GetMinute() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Minute
+	}
+	return nil
+}
+
+func (x *MinuteCount) GetDone() int64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *MinuteCount) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
 // CreateQueueRequest describes the queue to create.
 type CreateQueueRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -405,7 +481,7 @@ type CreateQueueRequest struct {
 
 func (x *CreateQueueRequest) Reset() {
 	*x = CreateQueueRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[2]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -417,7 +493,7 @@ func (x *CreateQueueRequest) String() string {
 func (*CreateQueueRequest) ProtoMessage() {}
 
 func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[2]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -430,7 +506,7 @@ func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{2}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateQueueRequest) GetName() string {
@@ -500,7 +576,7 @@ type CreateQueueResponse struct {
 
 func (x *CreateQueueResponse) Reset() {
 	*x = CreateQueueResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[3]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +588,7 @@ func (x *CreateQueueResponse) String() string {
 func (*CreateQueueResponse) ProtoMessage() {}
 
 func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[3]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +601,7 @@ func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{3}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateQueueResponse) GetQueue() *Queue {
@@ -550,7 +626,7 @@ type DeleteQueueRequest struct {
 
 func (x *DeleteQueueRequest) Reset() {
 	*x = DeleteQueueRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[4]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +638,7 @@ func (x *DeleteQueueRequest) String() string {
 func (*DeleteQueueRequest) ProtoMessage() {}
 
 func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[4]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +651,7 @@ func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueRequest.ProtoReflect.Descriptor instead.
 func (*DeleteQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{4}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeleteQueueRequest) GetName() string {
@@ -603,7 +679,7 @@ type DeleteQueueResponse struct {
 
 func (x *DeleteQueueResponse) Reset() {
 	*x = DeleteQueueResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[5]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +691,7 @@ func (x *DeleteQueueResponse) String() string {
 func (*DeleteQueueResponse) ProtoMessage() {}
 
 func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[5]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +704,7 @@ func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueResponse.ProtoReflect.Descriptor instead.
 func (*DeleteQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{5}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeleteQueueResponse) GetDeletedJobs() int64 {
@@ -647,7 +723,7 @@ type ListQueuesRequest struct {
 
 func (x *ListQueuesRequest) Reset() {
 	*x = ListQueuesRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[6]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +735,7 @@ func (x *ListQueuesRequest) String() string {
 func (*ListQueuesRequest) ProtoMessage() {}
 
 func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[6]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +748,7 @@ func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesRequest.ProtoReflect.Descriptor instead.
 func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{6}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{7}
 }
 
 // ListQueuesResponse lists the queues.
@@ -686,7 +762,7 @@ type ListQueuesResponse struct {
 
 func (x *ListQueuesResponse) Reset() {
 	*x = ListQueuesResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[7]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +774,7 @@ func (x *ListQueuesResponse) String() string {
 func (*ListQueuesResponse) ProtoMessage() {}
 
 func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[7]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +787,7 @@ func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesResponse.ProtoReflect.Descriptor instead.
 func (*ListQueuesResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{7}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListQueuesResponse) GetQueues() []*Queue {
@@ -732,7 +808,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[8]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +820,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[8]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +833,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{8}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetQueueRequest) GetName() string {
@@ -778,7 +854,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[9]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +866,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[9]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +879,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{9}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetQueueResponse) GetQueue() *Queue {
@@ -824,7 +900,7 @@ type GetQueueStatsRequest struct {
 
 func (x *GetQueueStatsRequest) Reset() {
 	*x = GetQueueStatsRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[10]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +912,7 @@ func (x *GetQueueStatsRequest) String() string {
 func (*GetQueueStatsRequest) ProtoMessage() {}
 
 func (x *GetQueueStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[10]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +925,7 @@ func (x *GetQueueStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueStatsRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{10}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetQueueStatsRequest) GetName() string {
@@ -870,7 +946,7 @@ type GetQueueStatsResponse struct {
 
 func (x *GetQueueStatsResponse) Reset() {
 	*x = GetQueueStatsResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[11]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +958,7 @@ func (x *GetQueueStatsResponse) String() string {
 func (*GetQueueStatsResponse) ProtoMessage() {}
 
 func (x *GetQueueStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[11]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +971,7 @@ func (x *GetQueueStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueStatsResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{11}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetQueueStatsResponse) GetStats() *QueueStats {
@@ -916,7 +992,7 @@ type PauseQueueRequest struct {
 
 func (x *PauseQueueRequest) Reset() {
 	*x = PauseQueueRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[12]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1004,7 @@ func (x *PauseQueueRequest) String() string {
 func (*PauseQueueRequest) ProtoMessage() {}
 
 func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[12]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1017,7 @@ func (x *PauseQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueRequest.ProtoReflect.Descriptor instead.
 func (*PauseQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{12}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PauseQueueRequest) GetName() string {
@@ -962,7 +1038,7 @@ type PauseQueueResponse struct {
 
 func (x *PauseQueueResponse) Reset() {
 	*x = PauseQueueResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[13]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1050,7 @@ func (x *PauseQueueResponse) String() string {
 func (*PauseQueueResponse) ProtoMessage() {}
 
 func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[13]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1063,7 @@ func (x *PauseQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseQueueResponse.ProtoReflect.Descriptor instead.
 func (*PauseQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{13}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PauseQueueResponse) GetQueue() *Queue {
@@ -1008,7 +1084,7 @@ type ResumeQueueRequest struct {
 
 func (x *ResumeQueueRequest) Reset() {
 	*x = ResumeQueueRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[14]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1096,7 @@ func (x *ResumeQueueRequest) String() string {
 func (*ResumeQueueRequest) ProtoMessage() {}
 
 func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[14]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1109,7 @@ func (x *ResumeQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueRequest.ProtoReflect.Descriptor instead.
 func (*ResumeQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{14}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResumeQueueRequest) GetName() string {
@@ -1054,7 +1130,7 @@ type ResumeQueueResponse struct {
 
 func (x *ResumeQueueResponse) Reset() {
 	*x = ResumeQueueResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[15]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1142,7 @@ func (x *ResumeQueueResponse) String() string {
 func (*ResumeQueueResponse) ProtoMessage() {}
 
 func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[15]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1155,7 @@ func (x *ResumeQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeQueueResponse.ProtoReflect.Descriptor instead.
 func (*ResumeQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{15}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResumeQueueResponse) GetQueue() *Queue {
@@ -1118,7 +1194,7 @@ type UpdateQueueRequest struct {
 
 func (x *UpdateQueueRequest) Reset() {
 	*x = UpdateQueueRequest{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[16]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1206,7 @@ func (x *UpdateQueueRequest) String() string {
 func (*UpdateQueueRequest) ProtoMessage() {}
 
 func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[16]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1219,7 @@ func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueRequest.ProtoReflect.Descriptor instead.
 func (*UpdateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{16}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateQueueRequest) GetName() string {
@@ -1214,7 +1290,7 @@ type PriorityWeights struct {
 
 func (x *PriorityWeights) Reset() {
 	*x = PriorityWeights{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[17]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1302,7 @@ func (x *PriorityWeights) String() string {
 func (*PriorityWeights) ProtoMessage() {}
 
 func (x *PriorityWeights) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[17]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1315,7 @@ func (x *PriorityWeights) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityWeights.ProtoReflect.Descriptor instead.
 func (*PriorityWeights) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{17}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PriorityWeights) GetWeights() map[int32]int32 {
@@ -1260,7 +1336,7 @@ type UpdateQueueResponse struct {
 
 func (x *UpdateQueueResponse) Reset() {
 	*x = UpdateQueueResponse{}
-	mi := &file_jq_v1_queue_service_proto_msgTypes[18]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1348,7 @@ func (x *UpdateQueueResponse) String() string {
 func (*UpdateQueueResponse) ProtoMessage() {}
 
 func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_queue_service_proto_msgTypes[18]
+	mi := &file_jq_v1_queue_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1361,7 @@ func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueResponse.ProtoReflect.Descriptor instead.
 func (*UpdateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{18}
+	return file_jq_v1_queue_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdateQueueResponse) GetQueue() *Queue {
@@ -1319,7 +1395,7 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1aB\n" +
 	"\x14PriorityWeightsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x9e\x05\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xcf\x05\n" +
 	"\n" +
 	"QueueStats\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x18\n" +
@@ -1340,7 +1416,12 @@ const file_jq_v1_queue_service_proto_rawDesc = "" +
 	"\bfinished\x18\x10 \x01(\x03R\bfinished\x12'\n" +
 	"\x0ffailed_attempts\x18\x11 \x01(\x03R\x0efailedAttempts\x120\n" +
 	"\x14finished_last_minute\x18\x12 \x01(\x03R\x12finishedLastMinute\x12,\n" +
-	"\x12failed_last_minute\x18\x13 \x01(\x03R\x10failedLastMinute\"\xa0\x04\n" +
+	"\x12failed_last_minute\x18\x13 \x01(\x03R\x10failedLastMinute\x12/\n" +
+	"\tlast_hour\x18\x14 \x03(\v2\x12.jq.v1.MinuteCountR\blastHour\"m\n" +
+	"\vMinuteCount\x122\n" +
+	"\x06minute\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06minute\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\x03R\x04done\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\x03R\x06failed\"\xa0\x04\n" +
 	"\x12CreateQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\vmax_retries\x18\x02 \x01(\x05H\x00R\n" +
@@ -1425,86 +1506,89 @@ func file_jq_v1_queue_service_proto_rawDescGZIP() []byte {
 	return file_jq_v1_queue_service_proto_rawDescData
 }
 
-var file_jq_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_jq_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_jq_v1_queue_service_proto_goTypes = []any{
 	(*Queue)(nil),                 // 0: jq.v1.Queue
 	(*QueueStats)(nil),            // 1: jq.v1.QueueStats
-	(*CreateQueueRequest)(nil),    // 2: jq.v1.CreateQueueRequest
-	(*CreateQueueResponse)(nil),   // 3: jq.v1.CreateQueueResponse
-	(*DeleteQueueRequest)(nil),    // 4: jq.v1.DeleteQueueRequest
-	(*DeleteQueueResponse)(nil),   // 5: jq.v1.DeleteQueueResponse
-	(*ListQueuesRequest)(nil),     // 6: jq.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),    // 7: jq.v1.ListQueuesResponse
-	(*GetQueueRequest)(nil),       // 8: jq.v1.GetQueueRequest
-	(*GetQueueResponse)(nil),      // 9: jq.v1.GetQueueResponse
-	(*GetQueueStatsRequest)(nil),  // 10: jq.v1.GetQueueStatsRequest
-	(*GetQueueStatsResponse)(nil), // 11: jq.v1.GetQueueStatsResponse
-	(*PauseQueueRequest)(nil),     // 12: jq.v1.PauseQueueRequest
-	(*PauseQueueResponse)(nil),    // 13: jq.v1.PauseQueueResponse
-	(*ResumeQueueRequest)(nil),    // 14: jq.v1.ResumeQueueRequest
-	(*ResumeQueueResponse)(nil),   // 15: jq.v1.ResumeQueueResponse
-	(*UpdateQueueRequest)(nil),    // 16: jq.v1.UpdateQueueRequest
-	(*PriorityWeights)(nil),       // 17: jq.v1.PriorityWeights
-	(*UpdateQueueResponse)(nil),   // 18: jq.v1.UpdateQueueResponse
-	nil,                           // 19: jq.v1.Queue.PriorityWeightsEntry
-	nil,                           // 20: jq.v1.CreateQueueRequest.PriorityWeightsEntry
-	nil,                           // 21: jq.v1.PriorityWeights.WeightsEntry
-	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*MinuteCount)(nil),           // 2: jq.v1.MinuteCount
+	(*CreateQueueRequest)(nil),    // 3: jq.v1.CreateQueueRequest
+	(*CreateQueueResponse)(nil),   // 4: jq.v1.CreateQueueResponse
+	(*DeleteQueueRequest)(nil),    // 5: jq.v1.DeleteQueueRequest
+	(*DeleteQueueResponse)(nil),   // 6: jq.v1.DeleteQueueResponse
+	(*ListQueuesRequest)(nil),     // 7: jq.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),    // 8: jq.v1.ListQueuesResponse
+	(*GetQueueRequest)(nil),       // 9: jq.v1.GetQueueRequest
+	(*GetQueueResponse)(nil),      // 10: jq.v1.GetQueueResponse
+	(*GetQueueStatsRequest)(nil),  // 11: jq.v1.GetQueueStatsRequest
+	(*GetQueueStatsResponse)(nil), // 12: jq.v1.GetQueueStatsResponse
+	(*PauseQueueRequest)(nil),     // 13: jq.v1.PauseQueueRequest
+	(*PauseQueueResponse)(nil),    // 14: jq.v1.PauseQueueResponse
+	(*ResumeQueueRequest)(nil),    // 15: jq.v1.ResumeQueueRequest
+	(*ResumeQueueResponse)(nil),   // 16: jq.v1.ResumeQueueResponse
+	(*UpdateQueueRequest)(nil),    // 17: jq.v1.UpdateQueueRequest
+	(*PriorityWeights)(nil),       // 18: jq.v1.PriorityWeights
+	(*UpdateQueueResponse)(nil),   // 19: jq.v1.UpdateQueueResponse
+	nil,                           // 20: jq.v1.Queue.PriorityWeightsEntry
+	nil,                           // 21: jq.v1.CreateQueueRequest.PriorityWeightsEntry
+	nil,                           // 22: jq.v1.PriorityWeights.WeightsEntry
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_jq_v1_queue_service_proto_depIdxs = []int32{
-	22, // 0: jq.v1.Queue.ttl:type_name -> google.protobuf.Duration
-	19, // 1: jq.v1.Queue.priority_weights:type_name -> jq.v1.Queue.PriorityWeightsEntry
-	22, // 2: jq.v1.Queue.backoff_base:type_name -> google.protobuf.Duration
-	22, // 3: jq.v1.Queue.backoff_max:type_name -> google.protobuf.Duration
-	22, // 4: jq.v1.Queue.result_retention:type_name -> google.protobuf.Duration
-	22, // 5: jq.v1.Queue.max_wait:type_name -> google.protobuf.Duration
-	23, // 6: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
-	23, // 7: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 8: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
-	22, // 9: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
-	22, // 10: jq.v1.QueueStats.window:type_name -> google.protobuf.Duration
-	22, // 11: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
-	20, // 12: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
-	22, // 13: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
-	22, // 14: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
-	22, // 15: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
-	22, // 16: jq.v1.CreateQueueRequest.max_wait:type_name -> google.protobuf.Duration
-	0,  // 17: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 18: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
-	0,  // 19: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
-	1,  // 20: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
-	0,  // 21: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
-	0,  // 22: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
-	22, // 23: jq.v1.UpdateQueueRequest.ttl:type_name -> google.protobuf.Duration
-	17, // 24: jq.v1.UpdateQueueRequest.priority_weights:type_name -> jq.v1.PriorityWeights
-	22, // 25: jq.v1.UpdateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
-	22, // 26: jq.v1.UpdateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
-	22, // 27: jq.v1.UpdateQueueRequest.result_retention:type_name -> google.protobuf.Duration
-	22, // 28: jq.v1.UpdateQueueRequest.max_wait:type_name -> google.protobuf.Duration
-	21, // 29: jq.v1.PriorityWeights.weights:type_name -> jq.v1.PriorityWeights.WeightsEntry
-	0,  // 30: jq.v1.UpdateQueueResponse.queue:type_name -> jq.v1.Queue
-	2,  // 31: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
-	4,  // 32: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
-	6,  // 33: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
-	8,  // 34: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
-	10, // 35: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
-	12, // 36: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
-	14, // 37: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
-	16, // 38: jq.v1.QueueService.UpdateQueue:input_type -> jq.v1.UpdateQueueRequest
-	3,  // 39: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
-	5,  // 40: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
-	7,  // 41: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
-	9,  // 42: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
-	11, // 43: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
-	13, // 44: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
-	15, // 45: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
-	18, // 46: jq.v1.QueueService.UpdateQueue:output_type -> jq.v1.UpdateQueueResponse
-	39, // [39:47] is the sub-list for method output_type
-	31, // [31:39] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	23, // 0: jq.v1.Queue.ttl:type_name -> google.protobuf.Duration
+	20, // 1: jq.v1.Queue.priority_weights:type_name -> jq.v1.Queue.PriorityWeightsEntry
+	23, // 2: jq.v1.Queue.backoff_base:type_name -> google.protobuf.Duration
+	23, // 3: jq.v1.Queue.backoff_max:type_name -> google.protobuf.Duration
+	23, // 4: jq.v1.Queue.result_retention:type_name -> google.protobuf.Duration
+	23, // 5: jq.v1.Queue.max_wait:type_name -> google.protobuf.Duration
+	24, // 6: jq.v1.Queue.created_at:type_name -> google.protobuf.Timestamp
+	24, // 7: jq.v1.Queue.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 8: jq.v1.QueueStats.avg_processing_time:type_name -> google.protobuf.Duration
+	23, // 9: jq.v1.QueueStats.oldest_pending_age:type_name -> google.protobuf.Duration
+	23, // 10: jq.v1.QueueStats.window:type_name -> google.protobuf.Duration
+	2,  // 11: jq.v1.QueueStats.last_hour:type_name -> jq.v1.MinuteCount
+	24, // 12: jq.v1.MinuteCount.minute:type_name -> google.protobuf.Timestamp
+	23, // 13: jq.v1.CreateQueueRequest.ttl:type_name -> google.protobuf.Duration
+	21, // 14: jq.v1.CreateQueueRequest.priority_weights:type_name -> jq.v1.CreateQueueRequest.PriorityWeightsEntry
+	23, // 15: jq.v1.CreateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
+	23, // 16: jq.v1.CreateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
+	23, // 17: jq.v1.CreateQueueRequest.result_retention:type_name -> google.protobuf.Duration
+	23, // 18: jq.v1.CreateQueueRequest.max_wait:type_name -> google.protobuf.Duration
+	0,  // 19: jq.v1.CreateQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 20: jq.v1.ListQueuesResponse.queues:type_name -> jq.v1.Queue
+	0,  // 21: jq.v1.GetQueueResponse.queue:type_name -> jq.v1.Queue
+	1,  // 22: jq.v1.GetQueueStatsResponse.stats:type_name -> jq.v1.QueueStats
+	0,  // 23: jq.v1.PauseQueueResponse.queue:type_name -> jq.v1.Queue
+	0,  // 24: jq.v1.ResumeQueueResponse.queue:type_name -> jq.v1.Queue
+	23, // 25: jq.v1.UpdateQueueRequest.ttl:type_name -> google.protobuf.Duration
+	18, // 26: jq.v1.UpdateQueueRequest.priority_weights:type_name -> jq.v1.PriorityWeights
+	23, // 27: jq.v1.UpdateQueueRequest.backoff_base:type_name -> google.protobuf.Duration
+	23, // 28: jq.v1.UpdateQueueRequest.backoff_max:type_name -> google.protobuf.Duration
+	23, // 29: jq.v1.UpdateQueueRequest.result_retention:type_name -> google.protobuf.Duration
+	23, // 30: jq.v1.UpdateQueueRequest.max_wait:type_name -> google.protobuf.Duration
+	22, // 31: jq.v1.PriorityWeights.weights:type_name -> jq.v1.PriorityWeights.WeightsEntry
+	0,  // 32: jq.v1.UpdateQueueResponse.queue:type_name -> jq.v1.Queue
+	3,  // 33: jq.v1.QueueService.CreateQueue:input_type -> jq.v1.CreateQueueRequest
+	5,  // 34: jq.v1.QueueService.DeleteQueue:input_type -> jq.v1.DeleteQueueRequest
+	7,  // 35: jq.v1.QueueService.ListQueues:input_type -> jq.v1.ListQueuesRequest
+	9,  // 36: jq.v1.QueueService.GetQueue:input_type -> jq.v1.GetQueueRequest
+	11, // 37: jq.v1.QueueService.GetQueueStats:input_type -> jq.v1.GetQueueStatsRequest
+	13, // 38: jq.v1.QueueService.PauseQueue:input_type -> jq.v1.PauseQueueRequest
+	15, // 39: jq.v1.QueueService.ResumeQueue:input_type -> jq.v1.ResumeQueueRequest
+	17, // 40: jq.v1.QueueService.UpdateQueue:input_type -> jq.v1.UpdateQueueRequest
+	4,  // 41: jq.v1.QueueService.CreateQueue:output_type -> jq.v1.CreateQueueResponse
+	6,  // 42: jq.v1.QueueService.DeleteQueue:output_type -> jq.v1.DeleteQueueResponse
+	8,  // 43: jq.v1.QueueService.ListQueues:output_type -> jq.v1.ListQueuesResponse
+	10, // 44: jq.v1.QueueService.GetQueue:output_type -> jq.v1.GetQueueResponse
+	12, // 45: jq.v1.QueueService.GetQueueStats:output_type -> jq.v1.GetQueueStatsResponse
+	14, // 46: jq.v1.QueueService.PauseQueue:output_type -> jq.v1.PauseQueueResponse
+	16, // 47: jq.v1.QueueService.ResumeQueue:output_type -> jq.v1.ResumeQueueResponse
+	19, // 48: jq.v1.QueueService.UpdateQueue:output_type -> jq.v1.UpdateQueueResponse
+	41, // [41:49] is the sub-list for method output_type
+	33, // [33:41] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_queue_service_proto_init() }
@@ -1512,15 +1596,15 @@ func file_jq_v1_queue_service_proto_init() {
 	if File_jq_v1_queue_service_proto != nil {
 		return
 	}
-	file_jq_v1_queue_service_proto_msgTypes[2].OneofWrappers = []any{}
-	file_jq_v1_queue_service_proto_msgTypes[16].OneofWrappers = []any{}
+	file_jq_v1_queue_service_proto_msgTypes[3].OneofWrappers = []any{}
+	file_jq_v1_queue_service_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_queue_service_proto_rawDesc), len(file_jq_v1_queue_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

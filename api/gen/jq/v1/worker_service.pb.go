@@ -1997,6 +1997,98 @@ func (x *DrainWorkerResponse) GetWorker() *Worker {
 	return nil
 }
 
+// ResumeWorkerRequest names the drained worker to put back to work.
+type ResumeWorkerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Worker id. Required.
+	WorkerId      string `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeWorkerRequest) Reset() {
+	*x = ResumeWorkerRequest{}
+	mi := &file_jq_v1_worker_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeWorkerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeWorkerRequest) ProtoMessage() {}
+
+func (x *ResumeWorkerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_worker_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeWorkerRequest.ProtoReflect.Descriptor instead.
+func (*ResumeWorkerRequest) Descriptor() ([]byte, []int) {
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ResumeWorkerRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+// ResumeWorkerResponse carries the resumed worker.
+type ResumeWorkerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker, now ONLINE.
+	Worker        *Worker `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeWorkerResponse) Reset() {
+	*x = ResumeWorkerResponse{}
+	mi := &file_jq_v1_worker_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeWorkerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeWorkerResponse) ProtoMessage() {}
+
+func (x *ResumeWorkerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jq_v1_worker_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeWorkerResponse.ProtoReflect.Descriptor instead.
+func (*ResumeWorkerResponse) Descriptor() ([]byte, []int) {
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ResumeWorkerResponse) GetWorker() *Worker {
+	if x != nil {
+		return x.Worker
+	}
+	return nil
+}
+
 // ShutdownWorkerRequest names the worker to shut down.
 type ShutdownWorkerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2008,7 +2100,7 @@ type ShutdownWorkerRequest struct {
 
 func (x *ShutdownWorkerRequest) Reset() {
 	*x = ShutdownWorkerRequest{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[27]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2112,7 @@ func (x *ShutdownWorkerRequest) String() string {
 func (*ShutdownWorkerRequest) ProtoMessage() {}
 
 func (x *ShutdownWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[27]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2125,7 @@ func (x *ShutdownWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownWorkerRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{27}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ShutdownWorkerRequest) GetWorkerId() string {
@@ -2054,7 +2146,7 @@ type ShutdownWorkerResponse struct {
 
 func (x *ShutdownWorkerResponse) Reset() {
 	*x = ShutdownWorkerResponse{}
-	mi := &file_jq_v1_worker_service_proto_msgTypes[28]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2158,7 @@ func (x *ShutdownWorkerResponse) String() string {
 func (*ShutdownWorkerResponse) ProtoMessage() {}
 
 func (x *ShutdownWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jq_v1_worker_service_proto_msgTypes[28]
+	mi := &file_jq_v1_worker_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2171,7 @@ func (x *ShutdownWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownWorkerResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{28}
+	return file_jq_v1_worker_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ShutdownWorkerResponse) GetWorker() *Worker {
@@ -2219,6 +2311,10 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\x12DrainWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"<\n" +
 	"\x13DrainWorkerResponse\x12%\n" +
+	"\x06worker\x18\x01 \x01(\v2\r.jq.v1.WorkerR\x06worker\"2\n" +
+	"\x13ResumeWorkerRequest\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"=\n" +
+	"\x14ResumeWorkerResponse\x12%\n" +
 	"\x06worker\x18\x01 \x01(\v2\r.jq.v1.WorkerR\x06worker\"4\n" +
 	"\x15ShutdownWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"?\n" +
@@ -2237,7 +2333,7 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"!CIRCUIT_BREAKER_STATE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cCIRCUIT_BREAKER_STATE_CLOSED\x10\x01\x12\x1e\n" +
 	"\x1aCIRCUIT_BREAKER_STATE_OPEN\x10\x02\x12#\n" +
-	"\x1fCIRCUIT_BREAKER_STATE_HALF_OPEN\x10\x032\xdf\x05\n" +
+	"\x1fCIRCUIT_BREAKER_STATE_HALF_OPEN\x10\x032\xa8\x06\n" +
 	"\rWorkerService\x12M\n" +
 	"\x0eRegisterWorker\x12\x1c.jq.v1.RegisterWorkerRequest\x1a\x1d.jq.v1.RegisterWorkerResponse\x12>\n" +
 	"\tHeartbeat\x12\x17.jq.v1.HeartbeatRequest\x1a\x18.jq.v1.HeartbeatResponse\x12C\n" +
@@ -2250,7 +2346,8 @@ const file_jq_v1_worker_service_proto_rawDesc = "" +
 	"\x10DeregisterWorker\x12\x1e.jq.v1.DeregisterWorkerRequest\x1a\x1f.jq.v1.DeregisterWorkerResponse\x12D\n" +
 	"\vListWorkers\x12\x19.jq.v1.ListWorkersRequest\x1a\x1a.jq.v1.ListWorkersResponse\x12D\n" +
 	"\vDrainWorker\x12\x19.jq.v1.DrainWorkerRequest\x1a\x1a.jq.v1.DrainWorkerResponse\x12M\n" +
-	"\x0eShutdownWorker\x12\x1c.jq.v1.ShutdownWorkerRequest\x1a\x1d.jq.v1.ShutdownWorkerResponseB)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
+	"\x0eShutdownWorker\x12\x1c.jq.v1.ShutdownWorkerRequest\x1a\x1d.jq.v1.ShutdownWorkerResponse\x12G\n" +
+	"\fResumeWorker\x12\x1a.jq.v1.ResumeWorkerRequest\x1a\x1b.jq.v1.ResumeWorkerResponseB)Z'github.com/jq-dev/jq/api/gen/jq/v1;jqv1b\x06proto3"
 
 var (
 	file_jq_v1_worker_service_proto_rawDescOnce sync.Once
@@ -2265,7 +2362,7 @@ func file_jq_v1_worker_service_proto_rawDescGZIP() []byte {
 }
 
 var file_jq_v1_worker_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_jq_v1_worker_service_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_jq_v1_worker_service_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_jq_v1_worker_service_proto_goTypes = []any{
 	(WorkerStatus)(0),                // 0: jq.v1.WorkerStatus
 	(WorkerCommand)(0),               // 1: jq.v1.WorkerCommand
@@ -2297,35 +2394,37 @@ var file_jq_v1_worker_service_proto_goTypes = []any{
 	(*ListWorkersResponse)(nil),      // 27: jq.v1.ListWorkersResponse
 	(*DrainWorkerRequest)(nil),       // 28: jq.v1.DrainWorkerRequest
 	(*DrainWorkerResponse)(nil),      // 29: jq.v1.DrainWorkerResponse
-	(*ShutdownWorkerRequest)(nil),    // 30: jq.v1.ShutdownWorkerRequest
-	(*ShutdownWorkerResponse)(nil),   // 31: jq.v1.ShutdownWorkerResponse
-	nil,                              // 32: jq.v1.Worker.LabelsEntry
-	nil,                              // 33: jq.v1.RegisterWorkerRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 34: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 35: google.protobuf.Duration
-	(*Job)(nil),                      // 36: jq.v1.Job
+	(*ResumeWorkerRequest)(nil),      // 30: jq.v1.ResumeWorkerRequest
+	(*ResumeWorkerResponse)(nil),     // 31: jq.v1.ResumeWorkerResponse
+	(*ShutdownWorkerRequest)(nil),    // 32: jq.v1.ShutdownWorkerRequest
+	(*ShutdownWorkerResponse)(nil),   // 33: jq.v1.ShutdownWorkerResponse
+	nil,                              // 34: jq.v1.Worker.LabelsEntry
+	nil,                              // 35: jq.v1.RegisterWorkerRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 36: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 37: google.protobuf.Duration
+	(*Job)(nil),                      // 38: jq.v1.Job
 }
 var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	0,  // 0: jq.v1.Worker.status:type_name -> jq.v1.WorkerStatus
-	32, // 1: jq.v1.Worker.labels:type_name -> jq.v1.Worker.LabelsEntry
-	34, // 2: jq.v1.Worker.started_at:type_name -> google.protobuf.Timestamp
-	34, // 3: jq.v1.Worker.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	34, // 1: jq.v1.Worker.labels:type_name -> jq.v1.Worker.LabelsEntry
+	36, // 2: jq.v1.Worker.started_at:type_name -> google.protobuf.Timestamp
+	36, // 3: jq.v1.Worker.last_heartbeat_at:type_name -> google.protobuf.Timestamp
 	4,  // 4: jq.v1.Worker.breakers:type_name -> jq.v1.QueueBreaker
 	2,  // 5: jq.v1.QueueBreaker.state:type_name -> jq.v1.CircuitBreakerState
-	34, // 6: jq.v1.QueueBreaker.since:type_name -> google.protobuf.Timestamp
-	35, // 7: jq.v1.JobLease.started_ago:type_name -> google.protobuf.Duration
-	36, // 8: jq.v1.Assignment.job:type_name -> jq.v1.Job
-	34, // 9: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
-	35, // 10: jq.v1.JobReport.started_ago:type_name -> google.protobuf.Duration
+	36, // 6: jq.v1.QueueBreaker.since:type_name -> google.protobuf.Timestamp
+	37, // 7: jq.v1.JobLease.started_ago:type_name -> google.protobuf.Duration
+	38, // 8: jq.v1.Assignment.job:type_name -> jq.v1.Job
+	36, // 9: jq.v1.Assignment.deadline:type_name -> google.protobuf.Timestamp
+	37, // 10: jq.v1.JobReport.started_ago:type_name -> google.protobuf.Duration
 	9,  // 11: jq.v1.JobReport.success:type_name -> jq.v1.JobSuccess
 	10, // 12: jq.v1.JobReport.failure:type_name -> jq.v1.JobFailure
-	35, // 13: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
-	35, // 14: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
-	35, // 15: jq.v1.JobFailure.retry_after:type_name -> google.protobuf.Duration
-	33, // 16: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
+	37, // 13: jq.v1.JobSuccess.runtime:type_name -> google.protobuf.Duration
+	37, // 14: jq.v1.JobFailure.runtime:type_name -> google.protobuf.Duration
+	37, // 15: jq.v1.JobFailure.retry_after:type_name -> google.protobuf.Duration
+	35, // 16: jq.v1.RegisterWorkerRequest.labels:type_name -> jq.v1.RegisterWorkerRequest.LabelsEntry
 	3,  // 17: jq.v1.RegisterWorkerResponse.worker:type_name -> jq.v1.Worker
-	35, // 18: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	35, // 19: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
+	37, // 18: jq.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	37, // 19: jq.v1.RegisterWorkerResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
 	5,  // 20: jq.v1.HeartbeatRequest.running:type_name -> jq.v1.JobLease
 	4,  // 21: jq.v1.HeartbeatRequest.breakers:type_name -> jq.v1.QueueBreaker
 	1,  // 22: jq.v1.HeartbeatResponse.command:type_name -> jq.v1.WorkerCommand
@@ -2339,32 +2438,35 @@ var file_jq_v1_worker_service_proto_depIdxs = []int32{
 	7,  // 30: jq.v1.ReportProgressResponse.results:type_name -> jq.v1.LeaseResult
 	3,  // 31: jq.v1.ListWorkersResponse.workers:type_name -> jq.v1.Worker
 	3,  // 32: jq.v1.DrainWorkerResponse.worker:type_name -> jq.v1.Worker
-	3,  // 33: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
-	11, // 34: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
-	13, // 35: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
-	15, // 36: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
-	17, // 37: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
-	19, // 38: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
-	22, // 39: jq.v1.WorkerService.ReportProgress:input_type -> jq.v1.ReportProgressRequest
-	24, // 40: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
-	26, // 41: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
-	28, // 42: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
-	30, // 43: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
-	12, // 44: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
-	14, // 45: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
-	16, // 46: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
-	18, // 47: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
-	20, // 48: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
-	23, // 49: jq.v1.WorkerService.ReportProgress:output_type -> jq.v1.ReportProgressResponse
-	25, // 50: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
-	27, // 51: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
-	29, // 52: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
-	31, // 53: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
-	44, // [44:54] is the sub-list for method output_type
-	34, // [34:44] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	3,  // 33: jq.v1.ResumeWorkerResponse.worker:type_name -> jq.v1.Worker
+	3,  // 34: jq.v1.ShutdownWorkerResponse.worker:type_name -> jq.v1.Worker
+	11, // 35: jq.v1.WorkerService.RegisterWorker:input_type -> jq.v1.RegisterWorkerRequest
+	13, // 36: jq.v1.WorkerService.Heartbeat:input_type -> jq.v1.HeartbeatRequest
+	15, // 37: jq.v1.WorkerService.StreamJobs:input_type -> jq.v1.StreamJobsRequest
+	17, // 38: jq.v1.WorkerService.AckJobs:input_type -> jq.v1.AckJobsRequest
+	19, // 39: jq.v1.WorkerService.ReportJobs:input_type -> jq.v1.ReportJobsRequest
+	22, // 40: jq.v1.WorkerService.ReportProgress:input_type -> jq.v1.ReportProgressRequest
+	24, // 41: jq.v1.WorkerService.DeregisterWorker:input_type -> jq.v1.DeregisterWorkerRequest
+	26, // 42: jq.v1.WorkerService.ListWorkers:input_type -> jq.v1.ListWorkersRequest
+	28, // 43: jq.v1.WorkerService.DrainWorker:input_type -> jq.v1.DrainWorkerRequest
+	32, // 44: jq.v1.WorkerService.ShutdownWorker:input_type -> jq.v1.ShutdownWorkerRequest
+	30, // 45: jq.v1.WorkerService.ResumeWorker:input_type -> jq.v1.ResumeWorkerRequest
+	12, // 46: jq.v1.WorkerService.RegisterWorker:output_type -> jq.v1.RegisterWorkerResponse
+	14, // 47: jq.v1.WorkerService.Heartbeat:output_type -> jq.v1.HeartbeatResponse
+	16, // 48: jq.v1.WorkerService.StreamJobs:output_type -> jq.v1.StreamJobsResponse
+	18, // 49: jq.v1.WorkerService.AckJobs:output_type -> jq.v1.AckJobsResponse
+	20, // 50: jq.v1.WorkerService.ReportJobs:output_type -> jq.v1.ReportJobsResponse
+	23, // 51: jq.v1.WorkerService.ReportProgress:output_type -> jq.v1.ReportProgressResponse
+	25, // 52: jq.v1.WorkerService.DeregisterWorker:output_type -> jq.v1.DeregisterWorkerResponse
+	27, // 53: jq.v1.WorkerService.ListWorkers:output_type -> jq.v1.ListWorkersResponse
+	29, // 54: jq.v1.WorkerService.DrainWorker:output_type -> jq.v1.DrainWorkerResponse
+	33, // 55: jq.v1.WorkerService.ShutdownWorker:output_type -> jq.v1.ShutdownWorkerResponse
+	31, // 56: jq.v1.WorkerService.ResumeWorker:output_type -> jq.v1.ResumeWorkerResponse
+	46, // [46:57] is the sub-list for method output_type
+	35, // [35:46] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_jq_v1_worker_service_proto_init() }
@@ -2383,7 +2485,7 @@ func file_jq_v1_worker_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jq_v1_worker_service_proto_rawDesc), len(file_jq_v1_worker_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -157,11 +157,13 @@ type JobServiceClient interface {
 	// job); DATA_LOSS (the stored bytes do not match their checksum).
 	GetJobResult(context.Context, *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error)
 	// WatchJob streams a job as it changes: first its current record, then the
-	// record again after every change of state or attempt, and it ends once the
-	// job is DONE or DEAD_LETTERED (at once when it already is). The server
-	// wakes on its own transitions and re-reads the job at least every second,
-	// so changes committed by another replica arrive too; intermediate states
-	// that pass within that second may be skipped, the final one never is. It
+	// record again after every change of state or attempt and after every
+	// progress update of its running attempt (Job.progress, as GetJob shows
+	// it), and it ends once the job is DONE or DEAD_LETTERED (at once when it
+	// already is). The server wakes on its own transitions and progress and
+	// re-reads the job at least every second, so changes committed by another
+	// replica arrive too; intermediate states and progress that pass within
+	// that second may be skipped, the final state never is. It
 	// is authorized like GetJob. A stream that ends with UNAVAILABLE (the
 	// replica is shutting down) may be opened again on another replica.
 	//
@@ -434,11 +436,13 @@ type JobServiceHandler interface {
 	// job); DATA_LOSS (the stored bytes do not match their checksum).
 	GetJobResult(context.Context, *connect.Request[v1.GetJobResultRequest]) (*connect.Response[v1.GetJobResultResponse], error)
 	// WatchJob streams a job as it changes: first its current record, then the
-	// record again after every change of state or attempt, and it ends once the
-	// job is DONE or DEAD_LETTERED (at once when it already is). The server
-	// wakes on its own transitions and re-reads the job at least every second,
-	// so changes committed by another replica arrive too; intermediate states
-	// that pass within that second may be skipped, the final one never is. It
+	// record again after every change of state or attempt and after every
+	// progress update of its running attempt (Job.progress, as GetJob shows
+	// it), and it ends once the job is DONE or DEAD_LETTERED (at once when it
+	// already is). The server wakes on its own transitions and progress and
+	// re-reads the job at least every second, so changes committed by another
+	// replica arrive too; intermediate states and progress that pass within
+	// that second may be skipped, the final state never is. It
 	// is authorized like GetJob. A stream that ends with UNAVAILABLE (the
 	// replica is shutting down) may be opened again on another replica.
 	//

@@ -61,6 +61,9 @@ const (
 	// WorkerServiceShutdownWorkerProcedure is the fully-qualified name of the WorkerService's
 	// ShutdownWorker RPC.
 	WorkerServiceShutdownWorkerProcedure = "/jq.v1.WorkerService/ShutdownWorker"
+	// WorkerServiceResumeWorkerProcedure is the fully-qualified name of the WorkerService's
+	// ResumeWorker RPC.
+	WorkerServiceResumeWorkerProcedure = "/jq.v1.WorkerService/ResumeWorker"
 )
 
 // WorkerServiceClient is a client for the jq.v1.WorkerService service.
@@ -162,6 +165,13 @@ type WorkerServiceClient interface {
 	// Errors: NOT_FOUND (unknown worker); FAILED_PRECONDITION (worker is
 	// OFFLINE).
 	ShutdownWorker(context.Context, *connect.Request[v1.ShutdownWorkerRequest]) (*connect.Response[v1.ShutdownWorkerResponse], error)
+	// ResumeWorker puts a drained worker back to work: it becomes ONLINE, and
+	// its next heartbeat returns no command, so it opens its assignment stream
+	// again. Idempotent for an ONLINE worker.
+	//
+	// Errors: NOT_FOUND (unknown worker); FAILED_PRECONDITION (worker is
+	// OFFLINE, or was told to shut down).
+	ResumeWorker(context.Context, *connect.Request[v1.ResumeWorkerRequest]) (*connect.Response[v1.ResumeWorkerResponse], error)
 }
 
 // NewWorkerServiceClient constructs a client for the jq.v1.WorkerService service. By default, it
@@ -235,6 +245,12 @@ func NewWorkerServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(workerServiceMethods.ByName("ShutdownWorker")),
 			connect.WithClientOptions(opts...),
 		),
+		resumeWorker: connect.NewClient[v1.ResumeWorkerRequest, v1.ResumeWorkerResponse](
+			httpClient,
+			baseURL+WorkerServiceResumeWorkerProcedure,
+			connect.WithSchema(workerServiceMethods.ByName("ResumeWorker")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -250,6 +266,7 @@ type workerServiceClient struct {
 	listWorkers      *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
 	drainWorker      *connect.Client[v1.DrainWorkerRequest, v1.DrainWorkerResponse]
 	shutdownWorker   *connect.Client[v1.ShutdownWorkerRequest, v1.ShutdownWorkerResponse]
+	resumeWorker     *connect.Client[v1.ResumeWorkerRequest, v1.ResumeWorkerResponse]
 }
 
 // RegisterWorker calls jq.v1.WorkerService.RegisterWorker.
@@ -300,6 +317,11 @@ func (c *workerServiceClient) DrainWorker(ctx context.Context, req *connect.Requ
 // ShutdownWorker calls jq.v1.WorkerService.ShutdownWorker.
 func (c *workerServiceClient) ShutdownWorker(ctx context.Context, req *connect.Request[v1.ShutdownWorkerRequest]) (*connect.Response[v1.ShutdownWorkerResponse], error) {
 	return c.shutdownWorker.CallUnary(ctx, req)
+}
+
+// ResumeWorker calls jq.v1.WorkerService.ResumeWorker.
+func (c *workerServiceClient) ResumeWorker(ctx context.Context, req *connect.Request[v1.ResumeWorkerRequest]) (*connect.Response[v1.ResumeWorkerResponse], error) {
+	return c.resumeWorker.CallUnary(ctx, req)
 }
 
 // WorkerServiceHandler is an implementation of the jq.v1.WorkerService service.
@@ -401,6 +423,13 @@ type WorkerServiceHandler interface {
 	// Errors: NOT_FOUND (unknown worker); FAILED_PRECONDITION (worker is
 	// OFFLINE).
 	ShutdownWorker(context.Context, *connect.Request[v1.ShutdownWorkerRequest]) (*connect.Response[v1.ShutdownWorkerResponse], error)
+	// ResumeWorker puts a drained worker back to work: it becomes ONLINE, and
+	// its next heartbeat returns no command, so it opens its assignment stream
+	// again. Idempotent for an ONLINE worker.
+	//
+	// Errors: NOT_FOUND (unknown worker); FAILED_PRECONDITION (worker is
+	// OFFLINE, or was told to shut down).
+	ResumeWorker(context.Context, *connect.Request[v1.ResumeWorkerRequest]) (*connect.Response[v1.ResumeWorkerResponse], error)
 }
 
 // NewWorkerServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -470,6 +499,12 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(workerServiceMethods.ByName("ShutdownWorker")),
 		connect.WithHandlerOptions(opts...),
 	)
+	workerServiceResumeWorkerHandler := connect.NewUnaryHandler(
+		WorkerServiceResumeWorkerProcedure,
+		svc.ResumeWorker,
+		connect.WithSchema(workerServiceMethods.ByName("ResumeWorker")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/jq.v1.WorkerService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case WorkerServiceRegisterWorkerProcedure:
@@ -492,6 +527,8 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 			workerServiceDrainWorkerHandler.ServeHTTP(w, r)
 		case WorkerServiceShutdownWorkerProcedure:
 			workerServiceShutdownWorkerHandler.ServeHTTP(w, r)
+		case WorkerServiceResumeWorkerProcedure:
+			workerServiceResumeWorkerHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -539,4 +576,8 @@ func (UnimplementedWorkerServiceHandler) DrainWorker(context.Context, *connect.R
 
 func (UnimplementedWorkerServiceHandler) ShutdownWorker(context.Context, *connect.Request[v1.ShutdownWorkerRequest]) (*connect.Response[v1.ShutdownWorkerResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.WorkerService.ShutdownWorker is not implemented"))
+}
+
+func (UnimplementedWorkerServiceHandler) ResumeWorker(context.Context, *connect.Request[v1.ResumeWorkerRequest]) (*connect.Response[v1.ResumeWorkerResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("jq.v1.WorkerService.ResumeWorker is not implemented"))
 }

@@ -350,9 +350,9 @@ export type Job = Message<"jq.v1.Job"> & {
 
   /**
    * What the running attempt's handler last reported with queue.Progress
-   * (WorkerService.ReportProgress): set by GetJob only, and only while the
-   * job is ASSIGNED or RUNNING and that attempt reported any. Absent from
-   * ListJobs, PeekQueue and assignments.
+   * (WorkerService.ReportProgress): set by GetJob and WatchJob only, and only
+   * while the job is ASSIGNED or RUNNING and that attempt reported any.
+   * Absent from ListJobs, PeekQueue and assignments.
    *
    * @generated from field: jq.v1.JobProgress progress = 51;
    */

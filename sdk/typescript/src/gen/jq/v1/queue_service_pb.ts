@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jq/v1/queue_service.proto.
  */
 export const file_jq_v1_queue_service: GenFile = /*@__PURE__*/
-  fileDesc("ChlqcS92MS9xdWV1ZV9zZXJ2aWNlLnByb3RvEgVqcS52MSL6AwoFUXVldWUSDAoEbmFtZRgBIAEoCRITCgttYXhfcmV0cmllcxgCIAEoBRImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SOwoQcHJpb3JpdHlfd2VpZ2h0cxgEIAMoCzIhLmpxLnYxLlF1ZXVlLlByaW9yaXR5V2VpZ2h0c0VudHJ5Ei8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZwYXVzZWQYByABKAgSMwoQcmVzdWx0X3JldGVudGlvbhgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghtYXhfd2FpdBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo2ChRQcmlvcml0eVdlaWdodHNFbnRyeRILCgNrZXkYASABKAUSDQoFdmFsdWUYAiABKAU6AjgBIsgDCgpRdWV1ZVN0YXRzEg0KBXF1ZXVlGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIYXNzaWduZWQYAyABKAMSDwoHcnVubmluZxgEIAEoAxIMCgRkb25lGAUgASgDEg4KBmZhaWxlZBgGIAEoAxIVCg1kZWFkX2xldHRlcmVkGAcgASgDEhcKD3RvdGFsX3Byb2Nlc3NlZBgKIAEoAxI2ChNhdmdfcHJvY2Vzc2luZ190aW1lGAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhIKCmVycm9yX3JhdGUYDCABKAESNQoSb2xkZXN0X3BlbmRpbmdfYWdlGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhYKDmRvbmVfZXN0aW1hdGVkGA4gASgIEikKBndpbmRvdxgPIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghmaW5pc2hlZBgQIAEoAxIXCg9mYWlsZWRfYXR0ZW1wdHMYESABKAMSHAoUZmluaXNoZWRfbGFzdF9taW51dGUYEiABKAMSGgoSZmFpbGVkX2xhc3RfbWludXRlGBMgASgDIrkDChJDcmVhdGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgttYXhfcmV0cmllcxgCIAEoBUgAiAEBEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJIChBwcmlvcml0eV93ZWlnaHRzGAQgAygLMi4uanEudjEuQ3JlYXRlUXVldWVSZXF1ZXN0LlByaW9yaXR5V2VpZ2h0c0VudHJ5Ei8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChByZXN1bHRfcmV0ZW50aW9uGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCG1heF93YWl0GAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uGjYKFFByaW9yaXR5V2VpZ2h0c0VudHJ5EgsKA2tleRgBIAEoBRINCgV2YWx1ZRgCIAEoBToCOAFCDgoMX21heF9yZXRyaWVzIjIKE0NyZWF0ZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZSIxChJEZWxldGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVmb3JjZRgCIAEoCCIrChNEZWxldGVRdWV1ZVJlc3BvbnNlEhQKDGRlbGV0ZWRfam9icxgBIAEoAyITChFMaXN0UXVldWVzUmVxdWVzdCIyChJMaXN0UXVldWVzUmVzcG9uc2USHAoGcXVldWVzGAEgAygLMgwuanEudjEuUXVldWUiHwoPR2V0UXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkiLwoQR2V0UXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIiQKFEdldFF1ZXVlU3RhdHNSZXF1ZXN0EgwKBG5hbWUYASABKAkiOQoVR2V0UXVldWVTdGF0c1Jlc3BvbnNlEiAKBXN0YXRzGAEgASgLMhEuanEudjEuUXVldWVTdGF0cyIhChFQYXVzZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjEKElBhdXNlUXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIiIKElJlc3VtZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjIKE1Jlc3VtZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZSLpAgoSVXBkYXRlUXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkSGAoLbWF4X3JldHJpZXMYAiABKAVIAIgBARImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMAoQcHJpb3JpdHlfd2VpZ2h0cxgEIAEoCzIWLmpxLnYxLlByaW9yaXR5V2VpZ2h0cxIvCgxiYWNrb2ZmX2Jhc2UYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoLYmFja29mZl9tYXgYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQcmVzdWx0X3JldGVudGlvbhgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghtYXhfd2FpdBgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIOCgxfbWF4X3JldHJpZXMidwoPUHJpb3JpdHlXZWlnaHRzEjQKB3dlaWdodHMYASADKAsyIy5qcS52MS5Qcmlvcml0eVdlaWdodHMuV2VpZ2h0c0VudHJ5Gi4KDFdlaWdodHNFbnRyeRILCgNrZXkYASABKAUSDQoFdmFsdWUYAiABKAU6AjgBIjIKE1VwZGF0ZVF1ZXVlUmVzcG9uc2USGwoFcXVldWUYASABKAsyDC5qcS52MS5RdWV1ZTK1BAoMUXVldWVTZXJ2aWNlEkQKC0NyZWF0ZVF1ZXVlEhkuanEudjEuQ3JlYXRlUXVldWVSZXF1ZXN0GhouanEudjEuQ3JlYXRlUXVldWVSZXNwb25zZRJECgtEZWxldGVRdWV1ZRIZLmpxLnYxLkRlbGV0ZVF1ZXVlUmVxdWVzdBoaLmpxLnYxLkRlbGV0ZVF1ZXVlUmVzcG9uc2USQQoKTGlzdFF1ZXVlcxIYLmpxLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0GhkuanEudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlEjsKCEdldFF1ZXVlEhYuanEudjEuR2V0UXVldWVSZXF1ZXN0GhcuanEudjEuR2V0UXVldWVSZXNwb25zZRJKCg1HZXRRdWV1ZVN0YXRzEhsuanEudjEuR2V0UXVldWVTdGF0c1JlcXVlc3QaHC5qcS52MS5HZXRRdWV1ZVN0YXRzUmVzcG9uc2USQQoKUGF1c2VRdWV1ZRIYLmpxLnYxLlBhdXNlUXVldWVSZXF1ZXN0GhkuanEudjEuUGF1c2VRdWV1ZVJlc3BvbnNlEkQKC1Jlc3VtZVF1ZXVlEhkuanEudjEuUmVzdW1lUXVldWVSZXF1ZXN0GhouanEudjEuUmVzdW1lUXVldWVSZXNwb25zZRJECgtVcGRhdGVRdWV1ZRIZLmpxLnYxLlVwZGF0ZVF1ZXVlUmVxdWVzdBoaLmpxLnYxLlVwZGF0ZVF1ZXVlUmVzcG9uc2VCKVonZ2l0aHViLmNvbS9qcS1kZXYvanEvYXBpL2dlbi9qcS92MTtqcXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChlqcS92MS9xdWV1ZV9zZXJ2aWNlLnByb3RvEgVqcS52MSL6AwoFUXVldWUSDAoEbmFtZRgBIAEoCRITCgttYXhfcmV0cmllcxgCIAEoBRImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SOwoQcHJpb3JpdHlfd2VpZ2h0cxgEIAMoCzIhLmpxLnYxLlF1ZXVlLlByaW9yaXR5V2VpZ2h0c0VudHJ5Ei8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZwYXVzZWQYByABKAgSMwoQcmVzdWx0X3JldGVudGlvbhgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCghtYXhfd2FpdBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo2ChRQcmlvcml0eVdlaWdodHNFbnRyeRILCgNrZXkYASABKAUSDQoFdmFsdWUYAiABKAU6AjgBIu8DCgpRdWV1ZVN0YXRzEg0KBXF1ZXVlGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIYXNzaWduZWQYAyABKAMSDwoHcnVubmluZxgEIAEoAxIMCgRkb25lGAUgASgDEg4KBmZhaWxlZBgGIAEoAxIVCg1kZWFkX2xldHRlcmVkGAcgASgDEhcKD3RvdGFsX3Byb2Nlc3NlZBgKIAEoAxI2ChNhdmdfcHJvY2Vzc2luZ190aW1lGAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhIKCmVycm9yX3JhdGUYDCABKAESNQoSb2xkZXN0X3BlbmRpbmdfYWdlGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhYKDmRvbmVfZXN0aW1hdGVkGA4gASgIEikKBndpbmRvdxgPIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghmaW5pc2hlZBgQIAEoAxIXCg9mYWlsZWRfYXR0ZW1wdHMYESABKAMSHAoUZmluaXNoZWRfbGFzdF9taW51dGUYEiABKAMSGgoSZmFpbGVkX2xhc3RfbWludXRlGBMgASgDEiUKCWxhc3RfaG91chgUIAMoCzISLmpxLnYxLk1pbnV0ZUNvdW50IlcKC01pbnV0ZUNvdW50EioKBm1pbnV0ZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEZG9uZRgCIAEoAxIOCgZmYWlsZWQYAyABKAMiuQMKEkNyZWF0ZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhgKC21heF9yZXRyaWVzGAIgASgFSACIAQESJgoDdHRsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEkgKEHByaW9yaXR5X3dlaWdodHMYBCADKAsyLi5qcS52MS5DcmVhdGVRdWV1ZVJlcXVlc3QuUHJpb3JpdHlXZWlnaHRzRW50cnkSLwoMYmFja29mZl9iYXNlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KC2JhY2tvZmZfbWF4GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEHJlc3VsdF9yZXRlbnRpb24YByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKwoIbWF4X3dhaXQYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aNgoUUHJpb3JpdHlXZWlnaHRzRW50cnkSCwoDa2V5GAEgASgFEg0KBXZhbHVlGAIgASgFOgI4AUIOCgxfbWF4X3JldHJpZXMiMgoTQ3JlYXRlUXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIjEKEkRlbGV0ZVF1ZXVlUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWZvcmNlGAIgASgIIisKE0RlbGV0ZVF1ZXVlUmVzcG9uc2USFAoMZGVsZXRlZF9qb2JzGAEgASgDIhMKEUxpc3RRdWV1ZXNSZXF1ZXN0IjIKEkxpc3RRdWV1ZXNSZXNwb25zZRIcCgZxdWV1ZXMYASADKAsyDC5qcS52MS5RdWV1ZSIfCg9HZXRRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSIvChBHZXRRdWV1ZVJlc3BvbnNlEhsKBXF1ZXVlGAEgASgLMgwuanEudjEuUXVldWUiJAoUR2V0UXVldWVTdGF0c1JlcXVlc3QSDAoEbmFtZRgBIAEoCSI5ChVHZXRRdWV1ZVN0YXRzUmVzcG9uc2USIAoFc3RhdHMYASABKAsyES5qcS52MS5RdWV1ZVN0YXRzIiEKEVBhdXNlUXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkiMQoSUGF1c2VRdWV1ZVJlc3BvbnNlEhsKBXF1ZXVlGAEgASgLMgwuanEudjEuUXVldWUiIgoSUmVzdW1lUXVldWVSZXF1ZXN0EgwKBG5hbWUYASABKAkiMgoTUmVzdW1lUXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlIukCChJVcGRhdGVRdWV1ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIYCgttYXhfcmV0cmllcxgCIAEoBUgAiAEBEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwChBwcmlvcml0eV93ZWlnaHRzGAQgASgLMhYuanEudjEuUHJpb3JpdHlXZWlnaHRzEi8KDGJhY2tvZmZfYmFzZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgtiYWNrb2ZmX21heBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChByZXN1bHRfcmV0ZW50aW9uGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCG1heF93YWl0GAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQg4KDF9tYXhfcmV0cmllcyJ3Cg9Qcmlvcml0eVdlaWdodHMSNAoHd2VpZ2h0cxgBIAMoCzIjLmpxLnYxLlByaW9yaXR5V2VpZ2h0cy5XZWlnaHRzRW50cnkaLgoMV2VpZ2h0c0VudHJ5EgsKA2tleRgBIAEoBRINCgV2YWx1ZRgCIAEoBToCOAEiMgoTVXBkYXRlUXVldWVSZXNwb25zZRIbCgVxdWV1ZRgBIAEoCzIMLmpxLnYxLlF1ZXVlMrUECgxRdWV1ZVNlcnZpY2USRAoLQ3JlYXRlUXVldWUSGS5qcS52MS5DcmVhdGVRdWV1ZVJlcXVlc3QaGi5qcS52MS5DcmVhdGVRdWV1ZVJlc3BvbnNlEkQKC0RlbGV0ZVF1ZXVlEhkuanEudjEuRGVsZXRlUXVldWVSZXF1ZXN0GhouanEudjEuRGVsZXRlUXVldWVSZXNwb25zZRJBCgpMaXN0UXVldWVzEhguanEudjEuTGlzdFF1ZXVlc1JlcXVlc3QaGS5qcS52MS5MaXN0UXVldWVzUmVzcG9uc2USOwoIR2V0UXVldWUSFi5qcS52MS5HZXRRdWV1ZVJlcXVlc3QaFy5qcS52MS5HZXRRdWV1ZVJlc3BvbnNlEkoKDUdldFF1ZXVlU3RhdHMSGy5qcS52MS5HZXRRdWV1ZVN0YXRzUmVxdWVzdBocLmpxLnYxLkdldFF1ZXVlU3RhdHNSZXNwb25zZRJBCgpQYXVzZVF1ZXVlEhguanEudjEuUGF1c2VRdWV1ZVJlcXVlc3QaGS5qcS52MS5QYXVzZVF1ZXVlUmVzcG9uc2USRAoLUmVzdW1lUXVldWUSGS5qcS52MS5SZXN1bWVRdWV1ZVJlcXVlc3QaGi5qcS52MS5SZXN1bWVRdWV1ZVJlc3BvbnNlEkQKC1VwZGF0ZVF1ZXVlEhkuanEudjEuVXBkYXRlUXVldWVSZXF1ZXN0GhouanEudjEuVXBkYXRlUXVldWVSZXNwb25zZUIpWidnaXRodWIuY29tL2pxLWRldi9qcS9hcGkvZ2VuL2pxL3YxO2pxdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Queue is a named queue and the defaults it gives its jobs.
@@ -245,6 +245,16 @@ export type QueueStats = Message<"jq.v1.QueueStats"> & {
    * @generated from field: int64 failed_last_minute = 19;
    */
   failedLastMinute: bigint;
+
+  /**
+   * Attempts of this queue finished per minute over the last hour, oldest
+   * first: 60 entries, the current minute last. Counted in memory by the
+   * replica that answers: its workers' reports and its reaper's failures
+   * (each replica counts its own share; a restart starts empty).
+   *
+   * @generated from field: repeated jq.v1.MinuteCount last_hour = 20;
+   */
+  lastHour: MinuteCount[];
 };
 
 /**
@@ -253,6 +263,41 @@ export type QueueStats = Message<"jq.v1.QueueStats"> & {
  */
 export const QueueStatsSchema: GenMessage<QueueStats> = /*@__PURE__*/
   messageDesc(file_jq_v1_queue_service, 1);
+
+/**
+ * MinuteCount is the attempts of a queue that finished in one minute.
+ *
+ * @generated from message jq.v1.MinuteCount
+ */
+export type MinuteCount = Message<"jq.v1.MinuteCount"> & {
+  /**
+   * The minute's start.
+   *
+   * @generated from field: google.protobuf.Timestamp minute = 1;
+   */
+  minute?: Timestamp | undefined;
+
+  /**
+   * Attempts that succeeded.
+   *
+   * @generated from field: int64 done = 2;
+   */
+  done: bigint;
+
+  /**
+   * Attempts that failed.
+   *
+   * @generated from field: int64 failed = 3;
+   */
+  failed: bigint;
+};
+
+/**
+ * Describes the message jq.v1.MinuteCount.
+ * Use `create(MinuteCountSchema)` to create a new message.
+ */
+export const MinuteCountSchema: GenMessage<MinuteCount> = /*@__PURE__*/
+  messageDesc(file_jq_v1_queue_service, 2);
 
 /**
  * CreateQueueRequest describes the queue to create.
@@ -337,7 +382,7 @@ export type CreateQueueRequest = Message<"jq.v1.CreateQueueRequest"> & {
  * Use `create(CreateQueueRequestSchema)` to create a new message.
  */
 export const CreateQueueRequestSchema: GenMessage<CreateQueueRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 2);
+  messageDesc(file_jq_v1_queue_service, 3);
 
 /**
  * CreateQueueResponse carries the new queue.
@@ -358,7 +403,7 @@ export type CreateQueueResponse = Message<"jq.v1.CreateQueueResponse"> & {
  * Use `create(CreateQueueResponseSchema)` to create a new message.
  */
 export const CreateQueueResponseSchema: GenMessage<CreateQueueResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 3);
+  messageDesc(file_jq_v1_queue_service, 4);
 
 /**
  * DeleteQueueRequest names the queue to delete.
@@ -388,7 +433,7 @@ export type DeleteQueueRequest = Message<"jq.v1.DeleteQueueRequest"> & {
  * Use `create(DeleteQueueRequestSchema)` to create a new message.
  */
 export const DeleteQueueRequestSchema: GenMessage<DeleteQueueRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 4);
+  messageDesc(file_jq_v1_queue_service, 5);
 
 /**
  * DeleteQueueResponse reports what was deleted.
@@ -409,7 +454,7 @@ export type DeleteQueueResponse = Message<"jq.v1.DeleteQueueResponse"> & {
  * Use `create(DeleteQueueResponseSchema)` to create a new message.
  */
 export const DeleteQueueResponseSchema: GenMessage<DeleteQueueResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 5);
+  messageDesc(file_jq_v1_queue_service, 6);
 
 /**
  * ListQueuesRequest has no parameters.
@@ -424,7 +469,7 @@ export type ListQueuesRequest = Message<"jq.v1.ListQueuesRequest"> & {
  * Use `create(ListQueuesRequestSchema)` to create a new message.
  */
 export const ListQueuesRequestSchema: GenMessage<ListQueuesRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 6);
+  messageDesc(file_jq_v1_queue_service, 7);
 
 /**
  * ListQueuesResponse lists the queues.
@@ -445,7 +490,7 @@ export type ListQueuesResponse = Message<"jq.v1.ListQueuesResponse"> & {
  * Use `create(ListQueuesResponseSchema)` to create a new message.
  */
 export const ListQueuesResponseSchema: GenMessage<ListQueuesResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 7);
+  messageDesc(file_jq_v1_queue_service, 8);
 
 /**
  * GetQueueRequest names the queue to fetch.
@@ -466,7 +511,7 @@ export type GetQueueRequest = Message<"jq.v1.GetQueueRequest"> & {
  * Use `create(GetQueueRequestSchema)` to create a new message.
  */
 export const GetQueueRequestSchema: GenMessage<GetQueueRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 8);
+  messageDesc(file_jq_v1_queue_service, 9);
 
 /**
  * GetQueueResponse carries the queue.
@@ -487,7 +532,7 @@ export type GetQueueResponse = Message<"jq.v1.GetQueueResponse"> & {
  * Use `create(GetQueueResponseSchema)` to create a new message.
  */
 export const GetQueueResponseSchema: GenMessage<GetQueueResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 9);
+  messageDesc(file_jq_v1_queue_service, 10);
 
 /**
  * GetQueueStatsRequest names the queue whose statistics to fetch.
@@ -508,7 +553,7 @@ export type GetQueueStatsRequest = Message<"jq.v1.GetQueueStatsRequest"> & {
  * Use `create(GetQueueStatsRequestSchema)` to create a new message.
  */
 export const GetQueueStatsRequestSchema: GenMessage<GetQueueStatsRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 10);
+  messageDesc(file_jq_v1_queue_service, 11);
 
 /**
  * GetQueueStatsResponse carries the statistics.
@@ -529,7 +574,7 @@ export type GetQueueStatsResponse = Message<"jq.v1.GetQueueStatsResponse"> & {
  * Use `create(GetQueueStatsResponseSchema)` to create a new message.
  */
 export const GetQueueStatsResponseSchema: GenMessage<GetQueueStatsResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 11);
+  messageDesc(file_jq_v1_queue_service, 12);
 
 /**
  * PauseQueueRequest names the queue to pause.
@@ -550,7 +595,7 @@ export type PauseQueueRequest = Message<"jq.v1.PauseQueueRequest"> & {
  * Use `create(PauseQueueRequestSchema)` to create a new message.
  */
 export const PauseQueueRequestSchema: GenMessage<PauseQueueRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 12);
+  messageDesc(file_jq_v1_queue_service, 13);
 
 /**
  * PauseQueueResponse carries the paused queue.
@@ -571,7 +616,7 @@ export type PauseQueueResponse = Message<"jq.v1.PauseQueueResponse"> & {
  * Use `create(PauseQueueResponseSchema)` to create a new message.
  */
 export const PauseQueueResponseSchema: GenMessage<PauseQueueResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 13);
+  messageDesc(file_jq_v1_queue_service, 14);
 
 /**
  * ResumeQueueRequest names the queue to resume.
@@ -592,7 +637,7 @@ export type ResumeQueueRequest = Message<"jq.v1.ResumeQueueRequest"> & {
  * Use `create(ResumeQueueRequestSchema)` to create a new message.
  */
 export const ResumeQueueRequestSchema: GenMessage<ResumeQueueRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 14);
+  messageDesc(file_jq_v1_queue_service, 15);
 
 /**
  * ResumeQueueResponse carries the resumed queue.
@@ -613,7 +658,7 @@ export type ResumeQueueResponse = Message<"jq.v1.ResumeQueueResponse"> & {
  * Use `create(ResumeQueueResponseSchema)` to create a new message.
  */
 export const ResumeQueueResponseSchema: GenMessage<ResumeQueueResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 15);
+  messageDesc(file_jq_v1_queue_service, 16);
 
 /**
  * UpdateQueueRequest names the queue and the settings to change. Unset
@@ -687,7 +732,7 @@ export type UpdateQueueRequest = Message<"jq.v1.UpdateQueueRequest"> & {
  * Use `create(UpdateQueueRequestSchema)` to create a new message.
  */
 export const UpdateQueueRequestSchema: GenMessage<UpdateQueueRequest> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 16);
+  messageDesc(file_jq_v1_queue_service, 17);
 
 /**
  * PriorityWeights is a set of dispatch weights per priority level.
@@ -709,7 +754,7 @@ export type PriorityWeights = Message<"jq.v1.PriorityWeights"> & {
  * Use `create(PriorityWeightsSchema)` to create a new message.
  */
 export const PriorityWeightsSchema: GenMessage<PriorityWeights> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 17);
+  messageDesc(file_jq_v1_queue_service, 18);
 
 /**
  * UpdateQueueResponse carries the queue as changed.
@@ -730,7 +775,7 @@ export type UpdateQueueResponse = Message<"jq.v1.UpdateQueueResponse"> & {
  * Use `create(UpdateQueueResponseSchema)` to create a new message.
  */
 export const UpdateQueueResponseSchema: GenMessage<UpdateQueueResponse> = /*@__PURE__*/
-  messageDesc(file_jq_v1_queue_service, 18);
+  messageDesc(file_jq_v1_queue_service, 19);
 
 /**
  * QueueService manages named queues (FR-025..FR-028). A queue named
