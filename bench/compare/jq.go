@@ -316,7 +316,11 @@ func (j *jqSystem) profile(ctx context.Context, d time.Duration, dir, workload s
 	j.profiles++
 	path := filepath.Join(dir, fmt.Sprintf("%s-%s-run%d.pprof", j.Name(), workload, j.profiles))
 	url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", j.port(portMetrics), max(int(d.Seconds()), 1))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	err := os.MkdirAll(dir, 0o755)
+	var req *http.Request
+	if err == nil {
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	}
 	if err == nil {
 		var resp *http.Response
 		if resp, err = http.DefaultClient.Do(req); err == nil {
