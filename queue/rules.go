@@ -25,6 +25,19 @@ const (
 	ReasonWorkerLost        = "worker_lost"        // the holder went OFFLINE (FR-020)
 )
 
+// Reasons of the dispatch edges, recorded on their events; every store writes the same ones.
+const (
+	ReasonSubmitted = "submitted" // none→PENDING: the job's first event
+	ReasonAssigned  = "assigned"  // PENDING→ASSIGNED by a claim
+	ReasonAcked     = "acked"     // ASSIGNED→RUNNING by the worker's ack
+	// ReasonImplicitAck marks the ASSIGNED→RUNNING event a report writes for a job whose ack the
+	// store had not seen.
+	ReasonImplicitAck = "implicit_ack"
+	ReasonSucceeded   = "succeeded" // RUNNING→DONE by a success report
+	// DefaultFailureReason is the failure_reason (and event reason) of a failure report without one.
+	DefaultFailureReason = ReasonError
+)
+
 // Decision is a state change decided by a rule: the next state and the values that go with it.
 // The store writes them with a compare-and-set on the state (and attempt) the rule was given.
 type Decision struct {

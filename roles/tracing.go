@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/roles/telemetry"

@@ -48,10 +48,10 @@ import (
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/roles/worker"
 	"github.com/jq-dev/jq/store"
-	kafkastore "github.com/jq-dev/jq/store/kafka"
+	"github.com/jq-dev/jq/store/kafka"
 	"github.com/jq-dev/jq/store/memory"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/redis"
 	"github.com/jq-dev/jq/store/sqlite"
 )
 

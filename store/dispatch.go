@@ -215,7 +215,7 @@ type DispatchStore interface {
 	// for a job still ASSIGNED at that attempt implies its ack: the job goes
 	// ASSIGNED→RUNNING→DONE/FAILED with both events. One statement per batch;
 	// one outcome per report, in order. A failure without Reason records
-	// DefaultFailureReason; its Result is ignored.
+	// queue.DefaultFailureReason; its Result is ignored.
 	JobReportMany(ctx context.Context, reports []JobReportParams) ([]LeaseOutcome, error)
 }
 

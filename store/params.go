@@ -132,7 +132,7 @@ type JobListParams struct {
 // IsCancelled reports whether a job's cancellation was requested or recorded: the test
 // JobListParams.CancelledIn applies.
 func IsCancelled(j *queue.Job) bool {
-	return j.CancelRequested || j.FailureReason == ReasonCancelled
+	return j.CancelRequested || j.FailureReason == queue.ReasonCancelled
 }
 
 // JobListResult is one page of jobs, newest first (oldest first with Ascending).
@@ -234,15 +234,3 @@ type WorkerSetStatusParams struct {
 // MaxDispatchBatch bounds every DispatchStore batch: JobDueParams.Limit, and the number of ids,
 // leases or reports in one call.
 const MaxDispatchBatch = 10000
-
-// Event reasons the DispatchStore methods record; every backend writes the same ones.
-const (
-	ReasonAssigned = "assigned" // PENDING→ASSIGNED by JobAssignMany
-	ReasonAcked    = "acked"    // ASSIGNED→RUNNING by JobAckMany
-	// ReasonImplicitAck marks the ASSIGNED→RUNNING event JobReportMany writes for a job whose ack it
-	// had not seen.
-	ReasonImplicitAck = "implicit_ack"
-	ReasonSucceeded   = "succeeded" // RUNNING→DONE by JobReportMany
-	// DefaultFailureReason is the failure_reason (and event reason) of a failure report without one.
-	DefaultFailureReason = queue.ReasonError
-)

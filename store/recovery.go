@@ -7,21 +7,6 @@ import (
 	"github.com/jq-dev/jq/queue"
 )
 
-// Failure reasons recorded by the server itself (failure_reason and the event reason), decided by
-// queue's rules (queue/rules.go). A worker's failure report carries its own (DefaultFailureReason
-// when it names none).
-const (
-	ReasonAssignmentTimeout = queue.ReasonAssignmentTimeout
-	ReasonTimeout           = queue.ReasonTimeout
-	ReasonWorkerLost        = queue.ReasonWorkerLost
-	ReasonCancelled         = queue.ReasonCancelled
-	ReasonTTLExpired        = queue.ReasonTTLExpired
-	ReasonRetry             = queue.ReasonRetry
-	ReasonMaxRetries        = queue.ReasonMaxRetries
-	ReasonPermanent         = queue.ReasonPermanent
-	ReasonManualRetry       = queue.ReasonManualRetry
-)
-
 // RecoveryStore holds the reaper's statements (I3, I4, I6). Every write is a
 // compare-and-set on state and attempt: a job that moved on meanwhile is never overwritten.
 // Liveness is judged by the store's clock (now() of the database), never by the caller's.

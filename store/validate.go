@@ -623,7 +623,7 @@ func (l JobLease) Validate() (id string, err error) {
 }
 
 // ValidFailureReason accepts a reason of at most MaxFailureReasonLen characters of a-z, 0-9 and _
-// (empty means DefaultFailureReason).
+// (empty means queue.DefaultFailureReason).
 func ValidFailureReason(r string) bool {
 	if len(r) > MaxFailureReasonLen {
 		return false

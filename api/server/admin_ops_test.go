@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"testing"
@@ -9,11 +9,11 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
-	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/redis"
 )
 
 // setupAdmin serves the API over the package store with a Redis dispatcher

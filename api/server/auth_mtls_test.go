@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/roles/telemetry"

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 // The authorization matrix: every RPC of every service, called with no
 // credentials, with a token of each role, and as a worker or producer acting
@@ -27,7 +27,7 @@ import (
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"

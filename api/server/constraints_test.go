@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 )
 
 // envelope frames msg as gRPC, gRPC-Web and Connect streaming do: flags, a big-endian length, the

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"io"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 )
 
 // curl without a Content-Type, or with the wrong method, is told what to send instead of getting

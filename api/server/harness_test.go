@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 // The handlers over the real Postgres (and, with an engine, Redis), called
 // through the real gRPC client on a loopback h2c listener, so every assertion
@@ -24,7 +24,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/internal/testenv/stores"

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 	_ "github.com/jq-dev/jq/api/gen/jq/v1"        // registers the jq.v1 services
 	_ "github.com/jq-dev/jq/api/gen/taskqueue/v1" // and the taskqueue.v1 facade
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 )
 
 // nestedBombBytes is the size of the nesting attack: a body of about 1 MB whose arrays nest

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestCancelJob(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.GetCancelRequested(), "dead-lettered at once")
 		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, res.GetJob().GetState())
-		require.Equal(t, store.ReasonCancelled, res.GetJob().GetFailureReason())
+		require.Equal(t, queue.ReasonCancelled, res.GetJob().GetFailureReason())
 		require.NotNil(t, res.GetJob().GetCompletedAt())
 
 		evs, err := b.cl.Jobs.ListJobEvents(b.ctx, connect.NewRequest(&jqv1.ListJobEventsRequest{JobId: j.ID}))
@@ -48,7 +48,7 @@ func TestCancelJob(t *testing.T) {
 		last := evs.Msg.GetEvents()[len(evs.Msg.GetEvents())-1]
 		require.Equal(t, jqv1.JobState_JOB_STATE_PENDING, last.GetFromState())
 		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, last.GetToState())
-		require.Equal(t, store.ReasonCancelled, last.GetReason())
+		require.Equal(t, queue.ReasonCancelled, last.GetReason())
 
 		_, err = cancel(j.ID)
 		requireCode(t, connect.CodeFailedPrecondition, err, "already DEAD_LETTERED")
@@ -414,7 +414,7 @@ func TestCancelRunningJobEndToEnd(t *testing.T) {
 	require.True(t, res.Msg.GetCancelRequested())
 
 	j := b.waitState(id, jqv1.JobState_JOB_STATE_DEAD_LETTERED)
-	require.Equal(t, store.ReasonCancelled, j.GetFailureReason())
+	require.Equal(t, queue.ReasonCancelled, j.GetFailureReason())
 	require.NotNil(t, cause.Load(), "the handler's context was cancelled")
 }
 

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/store"
 )
 

@@ -1,5 +1,5 @@
 //go:build !race
 
-package server_test
+package apiserver_test
 
 const raceOn = false

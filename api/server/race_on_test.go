@@ -1,6 +1,6 @@
 //go:build race
 
-package server_test
+package apiserver_test
 
 // raceOn: the race detector allows 8,128 live goroutines, which caps the streams a test can open.
 const raceOn = true

@@ -1,11 +1,11 @@
-package server_test
+package apiserver_test
 
 import (
 	"reflect"
 	"regexp"
 	"testing"
 
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 )
 
 // TestReaderHasNoWrites: the handlers' view of the store only reads. Every change of state is an

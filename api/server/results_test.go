@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"testing"
@@ -127,7 +127,7 @@ func TestGetJobResultShapes(t *testing.T) {
 
 		// As the retry sweep does (not run here: it would settle other tests' FAILED jobs too).
 		_, err = b.store.JobTransition(b.ctx, store.JobTransitionParams{ID: j.ID, From: queue.StateFailed,
-			To: queue.StateDeadLettered, Attempt: store.AnyAttempt, Reason: store.ReasonPermanent})
+			To: queue.StateDeadLettered, Attempt: store.AnyAttempt, Reason: queue.ReasonPermanent})
 		require.NoError(t, err)
 		res = get(j.ID, false)
 		require.Equal(t, jqv1.JobState_JOB_STATE_DEAD_LETTERED, res.GetState())

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"

@@ -1,8 +1,8 @@
-// Package server holds the connect handlers of the jq API: proto ↔ queue
+// Package apiserver holds the connect handlers of the jq API: proto ↔ queue
 // conversion, request validation, and the one place where errors become
 // gRPC/Connect codes. It sees the store through its interfaces only; it never
 // imports a backend (internal/archtest enforces that).
-package server
+package apiserver
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 // Conformance of the taskqueue.v1 facade with seed 003's text (its "Client-Facing API Message
 // Draft", "Cancellation Semantics", "gRPC Status Code Policy" and "Client-Facing Idempotency
@@ -28,7 +28,7 @@ import (
 	tqv1 "github.com/jq-dev/jq/api/gen/taskqueue/v1"
 	"github.com/jq-dev/jq/api/gen/taskqueue/v1/taskqueuev1connect"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -313,7 +313,7 @@ func TestTaskQueueStateMapping(t *testing.T) {
 
 		// The worker stops the handler and reports it; the job is CANCELED once the sweep settles it,
 		// and RUNNING with cancel_requested until then, never queued again.
-		j = b.fail(j, store.ReasonCancelled, true)
+		j = b.fail(j, queue.ReasonCancelled, true)
 		require.Equal(t, queue.StateFailed, j.State)
 		b.requireStatus(j.ID, tqv1.JobStatus_RUNNING, true)
 		b.sweep()

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 // Tracing end to end, in process, over the real Postgres and Redis: a
 // submitter's client, the API with its engine, and a worker's executor, each
@@ -28,7 +28,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"

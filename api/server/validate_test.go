@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"

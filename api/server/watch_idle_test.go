@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package server_test
+package apiserver_test
 
 // The API as plain HTTP clients see it: Connect unary calls with JSON or MessagePack bodies made
 // with net/http and generic maps (no generated code), each request and response checked against
@@ -27,7 +27,7 @@ import (
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"

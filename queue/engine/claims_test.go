@@ -13,7 +13,7 @@ import (
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/redis"
 )
 
 // countingStore is the real Postgres store, counting the claims the engine makes.

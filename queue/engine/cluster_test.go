@@ -23,7 +23,7 @@ import (
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/rpcclient"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/testenv"
@@ -33,7 +33,7 @@ import (
 	"github.com/jq-dev/jq/queue/executor"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/redis"
 )
 
 var testDSN string

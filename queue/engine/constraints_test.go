@@ -14,7 +14,7 @@ import (
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/redis"
 )
 
 // A constraint created on one replica reaches another at once, by NOTIFY, not at the end of its

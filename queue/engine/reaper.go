@@ -179,7 +179,7 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 			failedByQueue[overdue[i].Queue]++
 			e.recovery.addFailed(overdue[i].Reason)
 			byWorker[overdue[i].WorkerID] = append(byWorker[overdue[i].WorkerID], o)
-			if overdue[i].Reason == store.ReasonWorkerLost {
+			if overdue[i].Reason == queue.ReasonWorkerLost {
 				lostWorker[overdue[i].WorkerID] = true
 			}
 			e.log.Warn("attempt failed by the reaper", zap.String("job_id", o.ID), zap.String("queue", overdue[i].Queue),
@@ -214,9 +214,9 @@ func (e *Engine) failOverdue(ctx context.Context, workersLost bool) error {
 
 func overdueError(o store.OverdueLease, opts Options) string {
 	switch o.Reason {
-	case store.ReasonAssignmentTimeout:
+	case queue.ReasonAssignmentTimeout:
 		return fmt.Sprintf("not acknowledged by worker %q within the assignment timeout (%v)", o.WorkerID, opts.AssignmentTimeout)
-	case store.ReasonTimeout:
+	case queue.ReasonTimeout:
 		return fmt.Sprintf("no report from worker %q within the job's timeout plus %v", o.WorkerID, opts.TimeoutGrace)
 	default:
 		return fmt.Sprintf("worker %q went OFFLINE (no heartbeat within %v)", o.WorkerID, opts.HeartbeatTimeout)

@@ -124,15 +124,15 @@ func TestReaperWorkerLost(t *testing.T) {
 	require.Equal(t, j.ID, a.ID)
 
 	retried := r.waitState(j.ID, queue.StatePending, 1)
-	require.Equal(t, store.ReasonWorkerLost, retried.FailureReason)
+	require.Equal(t, queue.ReasonWorkerLost, retried.FailureReason)
 	got, err := r.store.WorkerGet(r.ctx, w.ID)
 	require.NoError(t, err)
 	require.Equal(t, queue.WorkerOffline, got.Status)
 	r.requirePath(j.ID,
 		step{"", queue.StatePending, "submitted"},
-		step{queue.StatePending, queue.StateAssigned, store.ReasonAssigned},
-		step{queue.StateAssigned, queue.StateFailed, store.ReasonWorkerLost},
-		step{queue.StateFailed, queue.StatePending, store.ReasonRetry},
+		step{queue.StatePending, queue.StateAssigned, queue.ReasonAssigned},
+		step{queue.StateAssigned, queue.StateFailed, queue.ReasonWorkerLost},
+		step{queue.StateFailed, queue.StatePending, queue.ReasonRetry},
 	)
 
 	outs, err := r.eng.Report(r.ctx, w.ID, []store.JobReportParams{{JobLease: store.JobLease{ID: a.ID, Attempt: a.Attempt}, Success: true}})
@@ -172,9 +172,9 @@ func TestReaperTimeouts(t *testing.T) {
 	r.waitState(unacked.ID, queue.StatePending, 1)
 	r.requirePath(unacked.ID,
 		step{"", queue.StatePending, "submitted"},
-		step{queue.StatePending, queue.StateAssigned, store.ReasonAssigned},
-		step{queue.StateAssigned, queue.StateFailed, store.ReasonAssignmentTimeout},
-		step{queue.StateFailed, queue.StatePending, store.ReasonRetry},
+		step{queue.StatePending, queue.StateAssigned, queue.ReasonAssigned},
+		step{queue.StateAssigned, queue.StateFailed, queue.ReasonAssignmentTimeout},
+		step{queue.StateFailed, queue.StatePending, queue.ReasonRetry},
 	)
 
 	w2 := r.worker("hanging-worker")
@@ -188,13 +188,13 @@ func TestReaperTimeouts(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, outs[0].Err)
 	j := r.waitState(hanging.ID, queue.StateDeadLettered, 0)
-	require.Equal(t, store.ReasonTimeout, j.FailureReason)
+	require.Equal(t, queue.ReasonTimeout, j.FailureReason)
 	r.requirePath(hanging.ID,
 		step{"", queue.StatePending, "submitted"},
-		step{queue.StatePending, queue.StateAssigned, store.ReasonAssigned},
-		step{queue.StateAssigned, queue.StateRunning, store.ReasonAcked},
-		step{queue.StateRunning, queue.StateFailed, store.ReasonTimeout},
-		step{queue.StateFailed, queue.StateDeadLettered, store.ReasonMaxRetries},
+		step{queue.StatePending, queue.StateAssigned, queue.ReasonAssigned},
+		step{queue.StateAssigned, queue.StateRunning, queue.ReasonAcked},
+		step{queue.StateRunning, queue.StateFailed, queue.ReasonTimeout},
+		step{queue.StateFailed, queue.StateDeadLettered, queue.ReasonMaxRetries},
 	)
 }
 
@@ -228,7 +228,7 @@ func TestReaperRetriesReportedFailures(t *testing.T) {
 	r.waitState(p.ID, queue.StateDeadLettered, 0)
 	evs, err := r.store.JobEvents(r.ctx, p.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.ReasonPermanent, evs[len(evs)-1].Reason)
+	require.Equal(t, queue.ReasonPermanent, evs[len(evs)-1].Reason)
 }
 
 // With Redis down the workers are served straight from Postgres; with Redis back, through Redis.

@@ -15,7 +15,7 @@ import (
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/redis"
 )
 
 // BenchmarkDispatchClaim measures one dispatch of a batch of 100 due jobs to a worker's session

@@ -28,7 +28,7 @@ import (
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/queue/outbox"
 	"github.com/jq-dev/jq/store"
-	kafkastore "github.com/jq-dev/jq/store/kafka"
+	"github.com/jq-dev/jq/store/kafka"
 	"github.com/jq-dev/jq/store/postgres"
 )
 

@@ -22,7 +22,7 @@ import (
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/config"
-	kafkastore "github.com/jq-dev/jq/store/kafka"
+	"github.com/jq-dev/jq/store/kafka"
 )
 
 var t0 = time.Date(2030, 1, 2, 15, 4, 5, 123_000_000, time.UTC)

@@ -23,7 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/api/auth"
-	apiserver "github.com/jq-dev/jq/api/server"
+	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/config"
 	"github.com/jq-dev/jq/internal/buildinfo"
 	"github.com/jq-dev/jq/internal/health"

@@ -1,10 +1,10 @@
-// Package kafka is the Kafka event sink of the outbox relay (store.EventSink), on segmentio/kafka-go.
+// Package kafkastore is the Kafka event sink of the outbox relay (store.EventSink), on segmentio/kafka-go.
 //
 // One synchronous Writer publishes every topic: a call returns once the brokers acknowledged the
 // batch (acks=all by default), so the relay marks events published only after Kafka has them.
 // Messages are partitioned by the murmur2 hash of their key (the job id), as the Java client does,
 // so a job's events share a partition whatever client produces or consumes next to jq.
-package kafka
+package kafkastore
 
 import (
 	"bytes"

@@ -51,7 +51,7 @@ func init() {
 // of the jobs its CTE "updated" returns (with their new event_seq), at their updated_at.
 var sqlAssignedEvents = batchEvent{
 	src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "'PENDING'",
-	to: "'ASSIGNED'", reason: "'" + store.ReasonAssigned + "'", worker: "worker_id", attempt: "attempt",
+	to: "'ASSIGNED'", reason: "'" + queue.ReasonAssigned + "'", worker: "worker_id", attempt: "attempt",
 	at: "updated_at", trace: "nullif(trace_context, '{}'::jsonb)",
 }.cte()
 

@@ -159,12 +159,12 @@ WHERE l_id IS NULL`
 var (
 	evAcked = batchEvent{
 		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "'ASSIGNED'",
-		to: "'RUNNING'", reason: "'" + store.ReasonAcked + "'", worker: "worker_id", attempt: "attempt",
+		to: "'RUNNING'", reason: "'" + queue.ReasonAcked + "'", worker: "worker_id", attempt: "attempt",
 		at: "started_at", trace: "nullif(u_trace, '{}'::jsonb)",
 	}.cte()
 	evReported = batchEvent{
 		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "l_from", to: "state",
-		reason: "CASE WHEN state = 'DONE' THEN '" + store.ReasonSucceeded + "' ELSE failure_reason END",
+		reason: "CASE WHEN state = 'DONE' THEN '" + queue.ReasonSucceeded + "' ELSE failure_reason END",
 		err:    "CASE WHEN state = 'DONE' THEN '' ELSE l_error END",
 		worker: "worker_id", attempt: "attempt", at: "u_finished_at",
 		via: "CASE WHEN l_from = 'ASSIGNED' THEN started_at END", trace: "nullif(u_trace, '{}'::jsonb)",
@@ -284,7 +284,7 @@ func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from 
 		}
 		reason := r.Reason
 		if reason == "" {
-			reason = store.DefaultFailureReason
+			reason = queue.DefaultFailureReason
 		}
 		results = append(results, nil)
 		checksums = append(checksums, "")

@@ -188,7 +188,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	for _, st := range queue.States() {
 		if c, ok := p.CancelledIn[st]; ok {
 			where = append(where, "(state <> '"+string(st)+"' OR (cancel_requested OR failure_reason = '"+
-				store.ReasonCancelled+"') = "+arg(c)+")")
+				queue.ReasonCancelled+"') = "+arg(c)+")")
 		}
 	}
 	// Oldest first walks the same index forwards: the order and the keyset comparison flip together.

@@ -228,7 +228,7 @@ func splitTransitions(e *queue.Event, via *time.Time) (queue.Event, bool) {
 		return queue.Event{}, false
 	}
 	first := *e
-	first.Seq, first.To, first.Reason, first.Error, first.At = e.Seq-1, queue.StateRunning, store.ReasonImplicitAck, "", via.UTC()
+	first.Seq, first.To, first.Reason, first.Error, first.At = e.Seq-1, queue.StateRunning, queue.ReasonImplicitAck, "", via.UTC()
 	e.From = queue.StateRunning
 	return first, true
 }

@@ -125,7 +125,7 @@ WITH c AS MATERIALIZED (
 updated AS (
     UPDATE jobs SET
         state          = 'DEAD_LETTERED',
-        failure_reason = '` + store.ReasonTTLExpired + `',
+        failure_reason = '` + queue.ReasonTTLExpired + `',
         completed_at   = now(),
         event_seq      = event_seq + 1,
         ev             = coalesce(ev, '{0}') || pg_current_xact_id(),
@@ -389,7 +389,7 @@ var (
 	}.cte()
 	evExpired = batchEvent{
 		src: "updated", job: "id", seq: "event_seq", queue: "queue", typ: "type", from: "'PENDING'",
-		to: "'DEAD_LETTERED'", reason: "'" + store.ReasonTTLExpired + "'", worker: "worker_id", attempt: "attempt",
+		to: "'DEAD_LETTERED'", reason: "'" + queue.ReasonTTLExpired + "'", worker: "worker_id", attempt: "attempt",
 		at: "updated_at", trace: "nullif(trace_context, '{}'::jsonb)",
 	}.cte()
 )

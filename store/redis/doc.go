@@ -1,4 +1,4 @@
-// Package redis is the Redis implementation of store.Dispatcher, on go-redis v9: the fast,
+// Package redisstore is the Redis implementation of store.Dispatcher, on go-redis v9: the fast,
 // disposable half of dispatch. Postgres decides every job's state and does the claim itself
 // (store.DispatchStore.JobClaim: one FOR UPDATE SKIP LOCKED statement that assigns); Redis records
 // which worker holds which job — each worker's in-flight set, the processing list of the
@@ -46,4 +46,4 @@
 // Redis is down every method returns an error; after it comes back (empty) they work again, and
 // EVALSHA falls back to EVAL for scripts the server no longer has. The Dispatcher does not own the
 // client: close it after the Dispatcher's last use.
-package redis
+package redisstore

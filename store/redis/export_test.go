@@ -1,4 +1,4 @@
-package redis
+package redisstore
 
 // ScriptSHAs returns the SHA1 digests of the scripts, for tests that look into the server's script
 // cache.

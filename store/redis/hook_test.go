@@ -1,4 +1,4 @@
-package redis_test
+package redisstore_test
 
 import (
 	"sync"
@@ -22,14 +22,14 @@ func TestHookNamesOperations(t *testing.T) {
 		mu  sync.Mutex
 		ops = map[string]int{}
 	)
-	client.AddHook(redis.NewHook(func(op string, d time.Duration, err error) {
+	client.AddHook(redisstore.NewHook(func(op string, d time.Duration, err error) {
 		require.GreaterOrEqual(t, d, time.Duration(0))
 		mu.Lock()
 		ops[op]++
 		mu.Unlock()
 	}))
 	ctx := testCtx(t)
-	d, err := redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix})
+	d, err := redisstore.New(ctx, redisstore.Config{Client: client, KeyPrefix: prefix})
 	require.NoError(t, err)
 	q := "hook"
 	ids := []string{"0b8f4a0e-4c1b-4a53-9a57-a1f1b1c2d3e4"}
@@ -49,10 +49,10 @@ func TestHookNamesOperations(t *testing.T) {
 
 func TestOperationOfEval(t *testing.T) {
 	t.Parallel()
-	for sha, name := range redis.ScriptNames {
-		require.Equal(t, name, redis.Operation(goredis.NewCmd(t.Context(), "EVALSHA", sha, 0)))
+	for sha, name := range redisstore.ScriptNames {
+		require.Equal(t, name, redisstore.Operation(goredis.NewCmd(t.Context(), "EVALSHA", sha, 0)))
 	}
-	require.Equal(t, "evalsha", redis.Operation(goredis.NewCmd(t.Context(), "evalsha", "deadbeef", 0)))
-	require.Equal(t, "eval", redis.Operation(goredis.NewCmd(t.Context(), "eval", "return 1", 0)))
-	require.Equal(t, "zadd", redis.Operation(goredis.NewCmd(t.Context(), "ZADD", "k", 1, "m")))
+	require.Equal(t, "evalsha", redisstore.Operation(goredis.NewCmd(t.Context(), "evalsha", "deadbeef", 0)))
+	require.Equal(t, "eval", redisstore.Operation(goredis.NewCmd(t.Context(), "eval", "return 1", 0)))
+	require.Equal(t, "zadd", redisstore.Operation(goredis.NewCmd(t.Context(), "ZADD", "k", 1, "m")))
 }

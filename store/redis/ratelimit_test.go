@@ -1,4 +1,4 @@
-package redis_test
+package redisstore_test
 
 import (
 	"sync"
@@ -15,11 +15,11 @@ import (
 func TestRateLimiterValidates(t *testing.T) {
 	t.Parallel()
 	client, prefix := testenv.NewRedis(t)
-	_, err := redis.NewRateLimiter(client, prefix+":rl", 0, 1)
+	_, err := redisstore.NewRateLimiter(client, prefix+":rl", 0, 1)
 	require.ErrorContains(t, err, "must be positive")
-	_, err = redis.NewRateLimiter(client, "", 10, 1)
+	_, err = redisstore.NewRateLimiter(client, "", 10, 1)
 	require.ErrorContains(t, err, "client and key are required")
-	l, err := redis.NewRateLimiter(client, prefix+":rl", 10, 2)
+	l, err := redisstore.NewRateLimiter(client, prefix+":rl", 10, 2)
 	require.NoError(t, err)
 	_, err = l.Take(testCtx(t), 3)
 	require.ErrorContains(t, err, "want 1..2")
@@ -37,7 +37,7 @@ func TestRateLimiterIsShared(t *testing.T) {
 	const span = 2 * time.Second
 	var wg sync.WaitGroup
 	for range 2 {
-		l, err := redis.NewRateLimiter(client, prefix+":shared", perSec, burst)
+		l, err := redisstore.NewRateLimiter(client, prefix+":shared", perSec, burst)
 		require.NoError(t, err)
 		wg.Go(func() {
 			for time.Since(start) < span {

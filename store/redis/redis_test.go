@@ -1,4 +1,4 @@
-package redis_test
+package redisstore_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func newDispatcher(t *testing.T) store.Dispatcher {
 	client, prefix := testenv.NewRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix})
+	d, err := redisstore.New(ctx, redisstore.Config{Client: client, KeyPrefix: prefix})
 	require.NoError(t, err)
 	return d
 }
@@ -37,7 +37,7 @@ func TestDispatcher(t *testing.T) {
 
 func BenchmarkDispatcher(b *testing.B) {
 	client, prefix := testenv.NewRedis(b)
-	d, err := redis.New(context.Background(), redis.Config{Client: client, KeyPrefix: prefix})
+	d, err := redisstore.New(context.Background(), redisstore.Config{Client: client, KeyPrefix: prefix})
 	require.NoError(b, err)
 	storetest.BenchDispatcher(b, d)
 }
@@ -70,14 +70,14 @@ func dueIDs(n int) []string {
 func TestNewChecksConfig(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	_, err := redis.New(ctx, redis.Config{})
+	_, err := redisstore.New(ctx, redisstore.Config{})
 	require.ErrorContains(t, err, "Client is nil")
 
 	client, prefix := testenv.NewRedis(t)
-	_, err = redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix + "{x}"})
+	_, err = redisstore.New(ctx, redisstore.Config{Client: client, KeyPrefix: prefix + "{x}"})
 	require.ErrorContains(t, err, "must not contain")
 
-	d, err := redis.New(ctx, redis.Config{Client: client, KeyPrefix: prefix})
+	d, err := redisstore.New(ctx, redisstore.Config{Client: client, KeyPrefix: prefix})
 	require.NoError(t, err)
 	require.NoError(t, d.Ping(ctx))
 }
@@ -89,7 +89,7 @@ func TestNewFailsWhenRedisIsDown(t *testing.T) {
 	srv.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := redis.New(ctx, redis.Config{Client: client})
+	_, err := redisstore.New(ctx, redisstore.Config{Client: client})
 	require.ErrorContains(t, err, "redis: ping")
 }
 
@@ -102,15 +102,15 @@ func TestOpenWhileRedisIsDown(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	client := privateClient(t, srv)
 	srv.Stop()
-	_, err := redis.Open(redis.Config{Client: client, KeyPrefix: "a{b}"})
+	_, err := redisstore.Open(redisstore.Config{Client: client, KeyPrefix: "a{b}"})
 	require.ErrorContains(t, err, "must not contain")
-	require.False(t, redis.Unreachable(err))
+	require.False(t, redisstore.Unreachable(err))
 
-	d, err := redis.Open(redis.Config{Client: client})
+	d, err := redisstore.Open(redisstore.Config{Client: client})
 	require.NoError(t, err)
 	err = d.Prepare(ctx)
 	require.ErrorContains(t, err, "redis: ping")
-	require.True(t, redis.Unreachable(err), "%v", err)
+	require.True(t, redisstore.Unreachable(err), "%v", err)
 
 	srv.Start()
 	ids := dueIDs(3)
@@ -122,11 +122,11 @@ func TestOpenWhileRedisIsDown(t *testing.T) {
 
 	refused := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), Username: "jq-no-such-user", Password: "x", ContextTimeoutEnabled: true})
 	t.Cleanup(func() { require.NoError(t, refused.Close()) })
-	d, err = redis.Open(redis.Config{Client: refused})
+	d, err = redisstore.Open(redisstore.Config{Client: refused})
 	require.NoError(t, err)
 	err = d.Prepare(ctx)
 	require.Error(t, err)
-	require.False(t, redis.Unreachable(err), "%v", err)
+	require.False(t, redisstore.Unreachable(err), "%v", err)
 }
 
 // The scripts are loaded by New and run by EVALSHA; a server that has lost them (SCRIPT FLUSH,
@@ -137,12 +137,12 @@ func TestScriptsSurviveScriptFlush(t *testing.T) {
 	ctx := testCtx(t)
 	srv := testenv.StartRedis(t)
 	client := privateClient(t, srv)
-	d, err := redis.New(ctx, redis.Config{Client: client})
+	d, err := redisstore.New(ctx, redisstore.Config{Client: client})
 	require.NoError(t, err)
 
 	exists := func() []bool {
 		t.Helper()
-		got, err := client.ScriptExists(ctx, redis.ScriptSHAs()...).Result()
+		got, err := client.ScriptExists(ctx, redisstore.ScriptSHAs()...).Result()
 		require.NoError(t, err)
 		return got
 	}
@@ -170,7 +170,7 @@ func TestRedisRestart(t *testing.T) {
 	ctx := testCtx(t)
 	srv := testenv.StartRedis(t)
 	client := privateClient(t, srv)
-	d, err := redis.New(ctx, redis.Config{Client: client})
+	d, err := redisstore.New(ctx, redisstore.Config{Client: client})
 	require.NoError(t, err)
 	ids := dueIDs(3)
 	require.NoError(t, d.InflightAdd(ctx, store.InflightAddParams{Queue: "q", WorkerID: "w", IDs: ids, LockTTL: time.Minute}))
@@ -204,7 +204,7 @@ func TestDeadlineExceeded(t *testing.T) {
 	ctx := testCtx(t)
 	srv := testenv.StartRedis(t)
 	client := privateClient(t, srv)
-	d, err := redis.New(ctx, redis.Config{Client: client})
+	d, err := redisstore.New(ctx, redisstore.Config{Client: client})
 	require.NoError(t, err)
 
 	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))

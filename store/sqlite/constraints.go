@@ -409,7 +409,7 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 		if j == nil {
 			continue
 		}
-		if err := leaseEvent(tx, j, seqs[j.ID], queue.StatePending, store.ReasonAssigned, "", now, nil); err != nil {
+		if err := leaseEvent(tx, j, seqs[j.ID], queue.StatePending, queue.ReasonAssigned, "", now, nil); err != nil {
 			return nil, err
 		}
 		out.Jobs = append(out.Jobs, j)

@@ -170,7 +170,7 @@ func claimPlain(tx *wtx, p store.JobClaimParams) ([]*queue.Job, error) {
 		return nil, err
 	}
 	for i, j := range jobs {
-		if err := leaseEvent(tx, j, seqs[i], queue.StatePending, store.ReasonAssigned, "", now, nil); err != nil {
+		if err := leaseEvent(tx, j, seqs[i], queue.StatePending, queue.ReasonAssigned, "", now, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -228,7 +228,7 @@ func assignJob(tx *wtx, id, worker string, now int64) (*queue.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = leaseEvent(tx, j, seq, queue.StatePending, store.ReasonAssigned, "", now, nil)
+	err = leaseEvent(tx, j, seq, queue.StatePending, queue.ReasonAssigned, "", now, nil)
 	return j, err
 }
 

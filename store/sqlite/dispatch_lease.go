@@ -109,7 +109,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 				o := &b.Outcomes[i]
 				if a, ok := acked[o.ID]; ok {
 					o.Job, o.Started = a.j, true
-					if err := leaseEvent(tx, a.j, a.seq, queue.StateAssigned, store.ReasonAcked, "", us(a.j.StartedAt), nil); err != nil {
+					if err := leaseEvent(tx, a.j, a.seq, queue.StateAssigned, queue.ReasonAcked, "", us(a.j.StartedAt), nil); err != nil {
 						return err
 					}
 					continue
@@ -237,11 +237,11 @@ func reportLease(tx *wtx, o *store.LeaseOutcome, r store.JobReportParams, held m
 		}
 		j, err = scanJob(tx.queryRow(sqlJobReportDone, started, finished, result, storedChecksum(r.Result),
 			len(r.Result), now, o.ID, state, attempt, worker), &seq)
-		reason = store.ReasonSucceeded
+		reason = queue.ReasonSucceeded
 	} else {
 		reason = r.Reason
 		if reason == "" {
-			reason = store.DefaultFailureReason
+			reason = queue.DefaultFailureReason
 		}
 		reason, errMsg = storableText(reason), storableText(r.Error)
 		j, err = scanJob(tx.queryRow(sqlJobReportFailed, started, reason, errMsg, r.Permanent, retryAfterMS(r),

@@ -78,7 +78,7 @@ RETURNING queue, type, event_seq, worker_id, attempt, last_error`
 	sqlJobExpireTTL = `
 UPDATE jobs SET
     state          = 'DEAD_LETTERED',
-    failure_reason = '` + store.ReasonTTLExpired + `',
+    failure_reason = '` + queue.ReasonTTLExpired + `',
     completed_at   = ?1,
     event_seq      = event_seq + 1,
     updated_at     = ?1
@@ -305,7 +305,7 @@ func (s *Store) JobExpireTTL(ctx context.Context, limit int) (map[string]int, er
 		}
 		for _, e := range all {
 			if _, err := tx.exec(sqlLeaseEvent, e.id, e.seq, e.queue, e.typ, string(queue.StatePending),
-				string(queue.StateDeadLettered), store.ReasonTTLExpired, "", e.worker, e.attempt, now, nil); err != nil {
+				string(queue.StateDeadLettered), queue.ReasonTTLExpired, "", e.worker, e.attempt, now, nil); err != nil {
 				return err
 			}
 			byQueue[e.queue]++

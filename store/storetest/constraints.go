@@ -352,7 +352,7 @@ func testConstraintConcurrency(t *testing.T, newStore NewStoreFunc) {
 	for _, j := range res.Jobs {
 		require.Equal(t, 1, j.Attempt)
 		evs := b.events(j.ID)
-		b.requireEvent(evs[len(evs)-1], 2, queue.StatePending, queue.StateAssigned, store.ReasonAssigned, "w", 1)
+		b.requireEvent(evs[len(evs)-1], 2, queue.StatePending, queue.StateAssigned, queue.ReasonAssigned, "w", 1)
 		taken[j.ID] = j
 	}
 	var rest []*queue.Job

@@ -272,7 +272,7 @@ func runJobClaimTests(t *testing.T, newStore NewStoreFunc) {
 			require.NotEmpty(t, j.Payload, "the assignment carries the payload")
 			evs := b.events(j.ID)
 			require.Len(t, evs, 2)
-			b.requireEvent(evs[1], 2, queue.StatePending, queue.StateAssigned, store.ReasonAssigned, "w1", 1)
+			b.requireEvent(evs[1], 2, queue.StatePending, queue.StateAssigned, queue.ReasonAssigned, "w1", 1)
 		}
 		rest := b.claim("w2", 100)
 		require.Equal(t, want[3:], ids(rest), "the rest, and nothing else")
@@ -422,7 +422,7 @@ func runJobAssignTests(t *testing.T, newStore NewStoreFunc) {
 			require.Equal(t, j, b.get(j.ID), "full rows, as stored")
 			evs := b.events(j.ID)
 			require.Len(t, evs, 2)
-			b.requireEvent(evs[1], 2, queue.StatePending, queue.StateAssigned, store.ReasonAssigned, worker, 1)
+			b.requireEvent(evs[1], 2, queue.StatePending, queue.StateAssigned, queue.ReasonAssigned, worker, 1)
 			require.Equal(t, j.UpdatedAt, evs[1].At)
 			require.False(t, evs[1].At.Before(evs[0].At))
 		}
@@ -469,7 +469,7 @@ func runJobAssignTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, "w2", j.WorkerID)
 		evs := b.events(j.ID)
 		require.Len(t, evs, 5)
-		b.requireEvent(evs[4], 5, queue.StatePending, queue.StateAssigned, store.ReasonAssigned, "w2", 2)
+		b.requireEvent(evs[4], 5, queue.StatePending, queue.StateAssigned, queue.ReasonAssigned, "w2", 2)
 	})
 
 	t.Run("Invalid", func(t *testing.T) {

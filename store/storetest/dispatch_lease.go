@@ -46,7 +46,7 @@ func runJobAckTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, j.StartedAt, j.UpdatedAt)
 		evs := b.events(j.ID)
 		require.Len(t, evs, 3)
-		b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateRunning, store.ReasonAcked, w, 1)
+		b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateRunning, queue.ReasonAcked, w, 1)
 		require.Equal(t, j.StartedAt, evs[2].At)
 
 		require.ErrorIs(t, out[1].Err, queue.ErrStaleAttempt, "PENDING")
@@ -154,7 +154,7 @@ func runJobReportTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, 1, done.Attempt)
 		evs := b.events(j.ID)
 		require.Len(t, evs, 4)
-		b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, store.ReasonSucceeded, "w", 1)
+		b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, queue.ReasonSucceeded, "w", 1)
 		require.Empty(t, evs[3].Error)
 		require.Equal(t, done.CompletedAt, evs[3].At)
 
@@ -187,9 +187,9 @@ func runJobReportTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, "boom", evs[3].Error)
 
 		f = b.requireApplied(out[1], queue.StateFailed)
-		require.Equal(t, store.DefaultFailureReason, f.FailureReason, "no reason: error")
+		require.Equal(t, queue.DefaultFailureReason, f.FailureReason, "no reason: error")
 		evs = b.events(f.ID)
-		b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateFailed, store.DefaultFailureReason, "w", 1)
+		b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateFailed, queue.DefaultFailureReason, "w", 1)
 		require.Equal(t, "bad input", evs[3].Error)
 	})
 
@@ -205,7 +205,7 @@ func runJobReportTests(t *testing.T, newStore NewStoreFunc) {
 			reason string
 			err    string
 		}{
-			{queue.StateDone, store.ReasonSucceeded, ""},
+			{queue.StateDone, queue.ReasonSucceeded, ""},
 			{queue.StateFailed, "cancelled", "boom"},
 		} {
 			j := b.requireApplied(out[i], want.to)
@@ -213,7 +213,7 @@ func runJobReportTests(t *testing.T, newStore NewStoreFunc) {
 			require.False(t, j.StartedAt.IsZero(), "the implied ack sets started_at")
 			evs := b.events(j.ID)
 			require.Len(t, evs, 4, "both events")
-			b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateRunning, store.ReasonImplicitAck, "w", 1)
+			b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateRunning, queue.ReasonImplicitAck, "w", 1)
 			b.requireEvent(evs[3], 4, queue.StateRunning, want.to, want.reason, "w", 1)
 			require.Empty(t, evs[2].Error)
 			require.Equal(t, want.err, evs[3].Error)
@@ -347,9 +347,9 @@ func runDispatchPathTests(t *testing.T, newStore NewStoreFunc) {
 		evs := b.events(j.ID)
 		require.Len(t, evs, 4)
 		b.requireEvent(evs[0], 1, "", queue.StatePending, "submitted", "", 0)
-		b.requireEvent(evs[1], 2, queue.StatePending, queue.StateAssigned, store.ReasonAssigned, w, 1)
-		b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateRunning, store.ReasonAcked, w, 1)
-		b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, store.ReasonSucceeded, w, 1)
+		b.requireEvent(evs[1], 2, queue.StatePending, queue.StateAssigned, queue.ReasonAssigned, w, 1)
+		b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateRunning, queue.ReasonAcked, w, 1)
+		b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, queue.ReasonSucceeded, w, 1)
 		for i := 1; i < len(evs); i++ {
 			require.False(t, evs[i].At.Before(evs[i-1].At), "event %d", i+1)
 			require.Equal(t, j.ID, evs[i].JobID)
@@ -399,12 +399,12 @@ func runDispatchPathTests(t *testing.T, newStore NewStoreFunc) {
 			for i, j := range leased {
 				evs := b.events(j.ID)
 				require.Len(t, evs, 4)
-				wantReason := store.ReasonImplicitAck
+				wantReason := queue.ReasonImplicitAck
 				if acks[i].Err == nil {
-					wantReason = store.ReasonAcked
+					wantReason = queue.ReasonAcked
 				}
 				b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateRunning, wantReason, w, 1)
-				b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, store.ReasonSucceeded, w, 1)
+				b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, queue.ReasonSucceeded, w, 1)
 			}
 		}
 	})

@@ -51,7 +51,7 @@ func runJobClaimWeightedTests(t *testing.T, newStore NewStoreFunc) {
 		// Level 0 ran out after two: the fourth goes to the rest, in dispatch order (priority 9 first).
 		require.Equal(t, lv[9][1], ids(got)[3])
 		evs := b.events(got[0].ID)
-		b.requireEvent(evs[len(evs)-1], 2, queue.StatePending, queue.StateAssigned, store.ReasonAssigned, "w", 1)
+		b.requireEvent(evs[len(evs)-1], 2, queue.StatePending, queue.StateAssigned, queue.ReasonAssigned, "w", 1)
 	})
 
 	// A level with fewer due jobs than its quota passes the rest on to the following levels; what

@@ -71,7 +71,7 @@ func RunEventFeed[S interface {
 
 		j1 := b.insertOne(b.job("feed"))
 		j2 := b.insertOne(b.job("feed"))
-		b.move(before, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned, WorkerID: "w-feed"})
+		b.move(before, queue.StateAssigned, store.JobTransitionParams{Reason: queue.ReasonAssigned, WorkerID: "w-feed"})
 		got := read(b, &p, 3)
 		require.Equal(t, []jobSeq{{j1.ID, 1, queue.StatePending}, {j2.ID, 1, queue.StatePending},
 			{before.ID, 2, queue.StateAssigned}}, keys(got), "the events after the start, in order")

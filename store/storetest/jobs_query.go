@@ -256,9 +256,9 @@ func runJobQueryTests(t *testing.T, newStore NewStoreFunc) {
 		failed := b.move(b.advance(res[1], queue.StateAssigned, queue.StateRunning), queue.StateFailed,
 			store.JobTransitionParams{Reason: "error", Error: "boom"})
 		failedCancel := b.move(b.advance(res[2], queue.StateAssigned, queue.StateRunning), queue.StateFailed,
-			store.JobTransitionParams{Reason: store.ReasonCancelled, Error: "context canceled"})
-		dead := b.move(pending, queue.StateDeadLettered, store.JobTransitionParams{Reason: store.ReasonTTLExpired})
-		deadCancel := b.move(res[3], queue.StateDeadLettered, store.JobTransitionParams{Reason: store.ReasonCancelled})
+			store.JobTransitionParams{Reason: queue.ReasonCancelled, Error: "context canceled"})
+		dead := b.move(pending, queue.StateDeadLettered, store.JobTransitionParams{Reason: queue.ReasonTTLExpired})
+		deadCancel := b.move(res[3], queue.StateDeadLettered, store.JobTransitionParams{Reason: queue.ReasonCancelled})
 		pending = res[4]
 		// The leftover job: RUNNING, with its cancellation requested when the store can do that.
 		running := b.advance(res[5], queue.StateAssigned, queue.StateRunning)

@@ -111,7 +111,7 @@ func runJobCancelTests(t *testing.T, newStore NewStoreFunc) {
 			require.NoError(t, err)
 			require.Equal(t, got, b.get(j.ID), "the stored job is returned")
 			require.Equal(t, queue.StateDeadLettered, got.State)
-			require.Equal(t, store.ReasonCancelled, got.FailureReason)
+			require.Equal(t, queue.ReasonCancelled, got.FailureReason)
 			require.Equal(t, got.UpdatedAt, got.CompletedAt)
 			require.False(t, got.CancelRequested)
 			require.Equal(t, j.Attempt, got.Attempt)
@@ -121,7 +121,7 @@ func runJobCancelTests(t *testing.T, newStore NewStoreFunc) {
 			evs := b.requireHistory(j.ID)
 			require.Len(t, evs, len(before)+1, "one event")
 			e := evs[len(evs)-1]
-			b.requireEvent(e, int64(len(evs)), from, queue.StateDeadLettered, store.ReasonCancelled, j.WorkerID, j.Attempt)
+			b.requireEvent(e, int64(len(evs)), from, queue.StateDeadLettered, queue.ReasonCancelled, j.WorkerID, j.Attempt)
 			require.Equal(t, got.UpdatedAt, e.At)
 		})
 	}
@@ -145,9 +145,9 @@ func runJobCancelTests(t *testing.T, newStore NewStoreFunc) {
 		require.Len(t, b.events(j.ID), 3)
 
 		// The worker's answer: the failure records the cancellation; a success that wins keeps the flag.
-		failed := b.requireApplied(b.report(reportFailure(j, "context canceled", store.ReasonCancelled))[0], queue.StateFailed)
+		failed := b.requireApplied(b.report(reportFailure(j, "context canceled", queue.ReasonCancelled))[0], queue.StateFailed)
 		require.True(t, failed.CancelRequested)
-		require.Equal(t, store.ReasonCancelled, failed.FailureReason)
+		require.Equal(t, queue.ReasonCancelled, failed.FailureReason)
 	})
 
 	t.Run("AssignedLeaseIsFenced", func(t *testing.T) {
@@ -231,13 +231,13 @@ func runJobCancelTests(t *testing.T, newStore NewStoreFunc) {
 				require.ErrorIs(t, reps[i].Err, queue.ErrStaleAttempt, "job %d: cancelled first, the report is stale", i)
 				require.Equal(t, queue.StateDeadLettered, got.State)
 				require.Len(t, evs, 3)
-				b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateDeadLettered, store.ReasonCancelled, w, 1)
+				b.requireEvent(evs[2], 3, queue.StateAssigned, queue.StateDeadLettered, queue.ReasonCancelled, w, 1)
 				continue
 			}
 			require.ErrorIs(t, cancels[i], queue.ErrIllegalTransition, "job %d: reported first, nothing to cancel", i)
 			b.requireApplied(reps[i], queue.StateDone)
 			require.Len(t, evs, 4)
-			b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, store.ReasonSucceeded, w, 1)
+			b.requireEvent(evs[3], 4, queue.StateRunning, queue.StateDone, queue.ReasonSucceeded, w, 1)
 		}
 	})
 
@@ -330,7 +330,7 @@ func runJobRetryTests(t *testing.T, newStore NewStoreFunc) {
 
 			evs := b.requireHistory(j.ID)
 			require.Len(t, evs, n+1)
-			b.requireEvent(evs[n], int64(n+1), from, queue.StatePending, store.ReasonManualRetry, j.WorkerID, j.Attempt)
+			b.requireEvent(evs[n], int64(n+1), from, queue.StatePending, queue.ReasonManualRetry, j.WorkerID, j.Attempt)
 			require.Equal(t, got.UpdatedAt, evs[n].At)
 
 			require.Len(t, b.due(10), 1, "the job is due again")
@@ -347,12 +347,12 @@ func runJobRetryTests(t *testing.T, newStore NewStoreFunc) {
 		// One automatic retry, then a running attempt is cancelled and fails permanently.
 		j = b.assignOne(w, j)
 		j = b.requireApplied(b.report(reportFailure(j, "first", "error"))[0], queue.StateFailed)
-		j = b.move(j, queue.StatePending, store.JobTransitionParams{Reason: store.ReasonRetry})
+		j = b.move(j, queue.StatePending, store.JobTransitionParams{Reason: queue.ReasonRetry})
 		require.Equal(t, 1, j.RetryCount)
 		j = b.requireApplied(b.ack(leaseOf(b.assignOne(w, j)))[0], queue.StateRunning)
 		_, err := cancelJob(b.ctx, b.op, j.ID)
 		require.NoError(t, err)
-		r := reportFailure(j, "second", store.ReasonCancelled)
+		r := reportFailure(j, "second", queue.ReasonCancelled)
 		r.Permanent = true
 		j = b.requireApplied(b.report(r)[0], queue.StateFailed)
 		require.True(t, j.NoRetry)
@@ -498,8 +498,8 @@ func runLeasesToCancelTests(t *testing.T, newStore NewStoreFunc) {
 		othersJob := b.assigned(other)
 		// Lost and given again: the lease of attempt 1 is stale, attempt 2 belongs to another worker.
 		moved := b.assigned(w)
-		moved = b.requireApplied(b.report(reportFailure(moved, "lost", store.ReasonWorkerLost))[0], queue.StateFailed)
-		moved = b.move(moved, queue.StatePending, store.JobTransitionParams{Reason: store.ReasonRetry})
+		moved = b.requireApplied(b.report(reportFailure(moved, "lost", queue.ReasonWorkerLost))[0], queue.StateFailed)
+		moved = b.move(moved, queue.StatePending, store.JobTransitionParams{Reason: queue.ReasonRetry})
 		moved = b.assignOne(other, moved)
 		unknown := uuid.NewString()
 
@@ -524,8 +524,8 @@ func runLeasesToCancelTests(t *testing.T, newStore NewStoreFunc) {
 		// Re-dispatched to the same worker: its stale attempt 1 still runs next to attempt 2. The list
 		// names jobs, so cancelling the stale attempt would cancel the current one too.
 		again := b.assigned(w)
-		again = b.requireApplied(b.report(reportFailure(again, "slow", store.ReasonTimeout))[0], queue.StateFailed)
-		again = b.move(again, queue.StatePending, store.JobTransitionParams{Reason: store.ReasonRetry})
+		again = b.requireApplied(b.report(reportFailure(again, "slow", queue.ReasonTimeout))[0], queue.StateFailed)
+		again = b.move(again, queue.StatePending, store.JobTransitionParams{Reason: queue.ReasonRetry})
 		again = b.assignOne(w, again)
 		got, err = b.op.JobLeasesToCancel(b.ctx, w, []store.JobLease{{ID: again.ID, Attempt: 1}, leaseOf(again)})
 		require.NoError(t, err)

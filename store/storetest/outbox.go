@@ -121,7 +121,7 @@ func testOutboxClaim(b *obBundle) {
 	p.TraceContext = map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	j1 := b.insertOne(p)
 	j2 := b.insertOne(b.job("outbox"))
-	j1 = b.move(j1, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned, WorkerID: "w-outbox"})
+	j1 = b.move(j1, queue.StateAssigned, store.JobTransitionParams{Reason: queue.ReasonAssigned, WorkerID: "w-outbox"})
 
 	evs := b.next(100, outboxLease).Events
 	require.Equal(t, []jobSeq{{j1.ID, 1}, {j2.ID, 1}, {j1.ID, 2}}, keys(evs))
@@ -336,11 +336,11 @@ func testOutboxImplicitAck(b *obBundle) {
 	require.Equal(t, evs[0].ID, evs[1].ID)
 	require.Equal(t, queue.StateAssigned, evs[0].From)
 	require.Equal(t, queue.StateRunning, evs[0].To)
-	require.Equal(t, store.ReasonImplicitAck, evs[0].Reason)
+	require.Equal(t, queue.ReasonImplicitAck, evs[0].Reason)
 	require.Equal(t, done.StartedAt, evs[0].At)
 	require.Equal(t, queue.StateRunning, evs[1].From)
 	require.Equal(t, queue.StateDone, evs[1].To)
-	require.Equal(t, store.ReasonSucceeded, evs[1].Reason)
+	require.Equal(t, queue.ReasonSucceeded, evs[1].Reason)
 	require.Equal(t, done.CompletedAt, evs[1].At)
 	// The worker says it started 300 ms ago, but the job was assigned only just now: the start is
 	// the assignment, and the outcome the start plus the runtime, not after the report.

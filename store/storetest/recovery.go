@@ -118,7 +118,7 @@ func (b *rsBundle) testOverdue(t *testing.T) {
 	require.NotContains(t, got, ghost.ID, "worker_lost only with WorkersLost")
 	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour, Grace: time.Hour}, WorkersLost: true})
 	require.Contains(t, got, ghost.ID)
-	require.Equal(t, store.ReasonWorkerLost, got[ghost.ID].Reason)
+	require.Equal(t, queue.ReasonWorkerLost, got[ghost.ID].Reason)
 	require.Equal(t, queue.StateAssigned, got[ghost.ID].State)
 	require.Equal(t, ghost.Attempt, got[ghost.ID].Attempt)
 	require.NotContains(t, got, assigned.ID, "the registered worker is ONLINE")
@@ -126,7 +126,7 @@ func (b *rsBundle) testOverdue(t *testing.T) {
 	// A tiny assignment timeout: the ASSIGNED job is overdue, the RUNNING ones are not.
 	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Microsecond, Grace: time.Hour}})
 	require.Contains(t, got, assigned.ID)
-	require.Equal(t, store.ReasonAssignmentTimeout, got[assigned.ID].Reason)
+	require.Equal(t, queue.ReasonAssignmentTimeout, got[assigned.ID].Reason)
 	require.Equal(t, w.ID, got[assigned.ID].WorkerID)
 	require.Equal(t, b.queue, got[assigned.ID].Queue)
 	require.NotContains(t, got, running.ID)
@@ -137,18 +137,18 @@ func (b *rsBundle) testOverdue(t *testing.T) {
 		return ok
 	}, 10*time.Second, 50*time.Millisecond)
 	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour}})
-	require.Equal(t, store.ReasonTimeout, got[running.ID].Reason)
+	require.Equal(t, queue.ReasonTimeout, got[running.ID].Reason)
 	require.Equal(t, queue.StateRunning, got[running.ID].State)
 	require.NotContains(t, got, runningLong.ID)
 
 	// A worker marked OFFLINE loses its jobs (when asked).
 	require.NoError(t, b.s.WorkerDeregister(b.ctx, w.ID))
 	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Hour, Grace: time.Hour}, WorkersLost: true})
-	require.Equal(t, store.ReasonWorkerLost, got[runningLong.ID].Reason)
+	require.Equal(t, queue.ReasonWorkerLost, got[runningLong.ID].Reason)
 
 	// Finished jobs are never overdue.
 	for _, j := range []*queue.Job{assigned, running, runningLong, ghost} {
-		b.fail(t, j, store.ReasonWorkerLost)
+		b.fail(t, j, queue.ReasonWorkerLost)
 	}
 	got = b.overdue(t, store.JobOverdueParams{Deadlines: queue.Deadlines{Assignment: time.Microsecond}, WorkersLost: true})
 	for _, j := range []*queue.Job{assigned, running, runningLong, ghost} {
@@ -167,18 +167,18 @@ func (b *rsBundle) testFailMany(t *testing.T) {
 	require.NoError(t, rep[0].Err)
 
 	out, err := b.rs.JobFailMany(b.ctx, []store.JobFailParams{
-		{JobLease: store.JobLease{ID: assigned.ID, Attempt: assigned.Attempt, WorkerID: "reaper"}, Reason: store.ReasonAssignmentTimeout},
-		{JobLease: store.JobLease{ID: running.ID, Attempt: running.Attempt, WorkerID: w.ID}, Reason: store.ReasonTimeout, Error: "ran too long"},
-		{JobLease: store.JobLease{ID: done.ID, Attempt: done.Attempt, WorkerID: w.ID}, Reason: store.ReasonTimeout},
-		{JobLease: store.JobLease{ID: running.ID, Attempt: running.Attempt, WorkerID: w.ID}, Reason: store.ReasonTimeout},
-		{JobLease: store.JobLease{ID: "3c9d0c0e-7b4a-4c8e-9a55-0a3f1f6f6b11", Attempt: 1, WorkerID: w.ID}, Reason: store.ReasonTimeout},
+		{JobLease: store.JobLease{ID: assigned.ID, Attempt: assigned.Attempt, WorkerID: "reaper"}, Reason: queue.ReasonAssignmentTimeout},
+		{JobLease: store.JobLease{ID: running.ID, Attempt: running.Attempt, WorkerID: w.ID}, Reason: queue.ReasonTimeout, Error: "ran too long"},
+		{JobLease: store.JobLease{ID: done.ID, Attempt: done.Attempt, WorkerID: w.ID}, Reason: queue.ReasonTimeout},
+		{JobLease: store.JobLease{ID: running.ID, Attempt: running.Attempt, WorkerID: w.ID}, Reason: queue.ReasonTimeout},
+		{JobLease: store.JobLease{ID: "3c9d0c0e-7b4a-4c8e-9a55-0a3f1f6f6b11", Attempt: 1, WorkerID: w.ID}, Reason: queue.ReasonTimeout},
 		{JobLease: store.JobLease{ID: assigned.ID, Attempt: assigned.Attempt, WorkerID: w.ID}},
 	})
 	require.NoError(t, err)
 	require.Len(t, out, 6)
 	require.NoError(t, out[0].Err, "ASSIGNED → FAILED; the worker is not compared")
 	require.Equal(t, queue.StateFailed, out[0].Job.State)
-	require.Equal(t, store.ReasonAssignmentTimeout, out[0].Job.FailureReason)
+	require.Equal(t, queue.ReasonAssignmentTimeout, out[0].Job.FailureReason)
 	require.NoError(t, out[1].Err)
 	require.Equal(t, "ran too long", out[1].Job.LastError)
 	require.ErrorIs(t, out[2].Err, queue.ErrStaleAttempt, "a DONE job is never failed")
@@ -191,7 +191,7 @@ func (b *rsBundle) testFailMany(t *testing.T) {
 	last := evs[len(evs)-1]
 	require.Equal(t, queue.StateAssigned, last.From)
 	require.Equal(t, queue.StateFailed, last.To)
-	require.Equal(t, store.ReasonAssignmentTimeout, last.Reason)
+	require.Equal(t, queue.ReasonAssignmentTimeout, last.Reason)
 	evs = c.events(running.ID)
 	last = evs[len(evs)-1]
 	require.Equal(t, queue.StateRunning, last.From)
@@ -199,7 +199,7 @@ func (b *rsBundle) testFailMany(t *testing.T) {
 
 	// A stale attempt changes nothing.
 	again := b.assigned(t, w.ID, b.job("s"))
-	out, err = b.rs.JobFailMany(b.ctx, []store.JobFailParams{{JobLease: store.JobLease{ID: again.ID, Attempt: again.Attempt + 1, WorkerID: w.ID}, Reason: store.ReasonTimeout}})
+	out, err = b.rs.JobFailMany(b.ctx, []store.JobFailParams{{JobLease: store.JobLease{ID: again.ID, Attempt: again.Attempt + 1, WorkerID: w.ID}, Reason: queue.ReasonTimeout}})
 	require.NoError(t, err)
 	require.ErrorIs(t, out[0].Err, queue.ErrStaleAttempt)
 	require.Equal(t, queue.StateAssigned, c.get(again.ID).State)
@@ -214,8 +214,8 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 		p := store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &maxRetries, TTL: time.Hour}
 		return p
 	}
-	retry := b.fail(t, b.running(t, w.ID, mk(3)), store.DefaultFailureReason)
-	exhausted := b.fail(t, b.running(t, w.ID, mk(0)), store.ReasonTimeout)
+	retry := b.fail(t, b.running(t, w.ID, mk(3)), queue.DefaultFailureReason)
+	exhausted := b.fail(t, b.running(t, w.ID, mk(0)), queue.ReasonTimeout)
 	permanentJob := b.running(t, w.ID, mk(3))
 	rep, err := b.ds.JobReportMany(b.ctx, []store.JobReportParams{{
 		JobLease: store.JobLease{ID: permanentJob.ID, Attempt: permanentJob.Attempt, WorkerID: w.ID},
@@ -260,28 +260,28 @@ func (b *rsBundle) testRetryFailed(t *testing.T) {
 	evs := c.events(retry.ID)
 	require.Equal(t, queue.StateFailed, evs[len(evs)-1].From)
 	require.Equal(t, queue.StatePending, evs[len(evs)-1].To)
-	require.Equal(t, store.ReasonRetry, evs[len(evs)-1].Reason)
+	require.Equal(t, queue.ReasonRetry, evs[len(evs)-1].Reason)
 
 	j = c.get(exhausted.ID)
 	require.Equal(t, queue.StateDeadLettered, j.State)
-	require.Equal(t, store.ReasonTimeout, j.FailureReason, "the last failure's reason is kept")
+	require.Equal(t, queue.ReasonTimeout, j.FailureReason, "the last failure's reason is kept")
 	require.False(t, j.CompletedAt.IsZero())
 	evs = c.events(exhausted.ID)
-	require.Equal(t, store.ReasonMaxRetries, evs[len(evs)-1].Reason)
+	require.Equal(t, queue.ReasonMaxRetries, evs[len(evs)-1].Reason)
 	require.Equal(t, "boom", evs[len(evs)-1].Error, "the dead-letter event carries the last error")
 
 	j = c.get(permanentJob.ID)
 	require.Equal(t, queue.StateDeadLettered, j.State)
-	require.Equal(t, store.ReasonPermanent, j.FailureReason, "why it was dead-lettered, not the generic error")
+	require.Equal(t, queue.ReasonPermanent, j.FailureReason, "why it was dead-lettered, not the generic error")
 	evs = c.events(permanentJob.ID)
-	require.Equal(t, store.ReasonPermanent, evs[len(evs)-1].Reason)
+	require.Equal(t, queue.ReasonPermanent, evs[len(evs)-1].Reason)
 
 	// The second retry doubles the delay (4 s), capped at max (3 s). Assignment does not look at
 	// not_before, so the job can be run again at once.
 	jobs, err := b.ds.JobAssignMany(b.ctx, store.JobAssignParams{WorkerID: w.ID, IDs: []string{retry.ID}})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
-	b.fail(t, jobs[0], store.DefaultFailureReason)
+	b.fail(t, jobs[0], queue.DefaultFailureReason)
 	before = time.Now()
 	sweep, err := b.settle(10)
 	require.NoError(t, err)
@@ -303,7 +303,7 @@ func (b *rsBundle) testSettleWritesDecision(t *testing.T) {
 	w := c.register(uniqueName("w"))
 	three := 3
 	j := b.fail(t, b.running(t, w.ID, store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &three, TTL: time.Hour}),
-		store.DefaultFailureReason)
+		queue.DefaultFailureReason)
 	// A clock far from the database's: a backend computing its own time would be seconds off.
 	now := time.Date(2031, 5, 6, 7, 8, 9, 123456000, time.UTC)
 	half := func() float64 { return 0.5 }
@@ -315,7 +315,7 @@ func (b *rsBundle) testSettleWritesDecision(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, sweep.Retried)
 	require.Len(t, seen, 1)
-	require.Equal(t, queue.FailedJob{MaxRetries: 3, TTL: time.Hour, Reason: store.DefaultFailureReason,
+	require.Equal(t, queue.FailedJob{MaxRetries: 3, TTL: time.Hour, Reason: queue.DefaultFailureReason,
 		Policy: queue.RetryPolicy{Base: 2 * time.Second, Max: time.Minute}}, seen[0], "the rule is given the job and its queue's policy")
 	got := c.get(j.ID)
 	want := now.Add(2*time.Second + 100*time.Millisecond) // base + 10 % jitter × 0.5
@@ -324,7 +324,7 @@ func (b *rsBundle) testSettleWritesDecision(t *testing.T) {
 	require.Equal(t, 1, got.RetryCount)
 
 	// A decision the sweep may not write: nothing changes.
-	j2 := b.fail(t, b.running(t, w.ID, store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &three}), store.DefaultFailureReason)
+	j2 := b.fail(t, b.running(t, w.ID, store.JobInsertParams{Queue: q.Name, Type: "t", MaxRetries: &three}), queue.DefaultFailureReason)
 	_, err = b.rs.JobSettleFailed(b.ctx, store.MaxDispatchBatch, func(queue.FailedJob) queue.Decision {
 		return queue.Decision{From: queue.StateFailed, To: queue.StateDone, Reason: "x"}
 	})
@@ -411,10 +411,10 @@ func (b *rsBundle) testExpireTTL(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	j := c.get(expiring.ID)
 	require.Equal(t, queue.StateDeadLettered, j.State)
-	require.Equal(t, store.ReasonTTLExpired, j.FailureReason)
+	require.Equal(t, queue.ReasonTTLExpired, j.FailureReason)
 	evs := c.events(expiring.ID)
 	require.Equal(t, queue.StatePending, evs[len(evs)-1].From)
-	require.Equal(t, store.ReasonTTLExpired, evs[len(evs)-1].Reason)
+	require.Equal(t, queue.ReasonTTLExpired, evs[len(evs)-1].Reason)
 	require.Equal(t, queue.StatePending, c.get(kept.ID).State)
 	n, err := b.rs.JobExpireTTL(b.ctx, 100)
 	require.NoError(t, err)
@@ -449,7 +449,7 @@ func (b *rsBundle) testHeldBy(t *testing.T) {
 	w := c.register(uniqueName("w"))
 	a := b.assigned(t, w.ID, b.job("a"))
 	r := b.running(t, w.ID, b.job("r"))
-	f := b.fail(t, b.running(t, w.ID, b.job("f")), store.ReasonTimeout)
+	f := b.fail(t, b.running(t, w.ID, b.job("f")), queue.ReasonTimeout)
 	ids, err := b.rs.JobHeldBy(b.ctx, w.ID)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{a.ID, r.ID}, ids)

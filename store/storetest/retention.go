@@ -113,7 +113,7 @@ func seqs(evs []queue.Event) []int64 {
 func testPruneExpiredPublished(b *rtBundle) {
 	t := b.t
 	j := b.insertOne(b.job("retention"))
-	j = b.move(j, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned})
+	j = b.move(j, queue.StateAssigned, store.JobTransitionParams{Reason: queue.ReasonAssigned})
 	b.publish()
 	require.Zero(t, b.prune(time.Hour, 100), "events younger than the retention are kept")
 	require.Equal(t, []int64{1, 2}, seqs(b.events(j.ID)))
@@ -123,7 +123,7 @@ func testPruneExpiredPublished(b *rtBundle) {
 	require.Empty(t, b.events(j.ID))
 	require.Equal(t, queue.StateAssigned, b.get(j.ID).State, "the job is not touched")
 
-	b.move(j, queue.StateRunning, store.JobTransitionParams{Reason: store.ReasonAcked})
+	b.move(j, queue.StateRunning, store.JobTransitionParams{Reason: queue.ReasonAcked})
 	require.Equal(t, []int64{3}, seqs(b.events(j.ID)))
 }
 
@@ -134,7 +134,7 @@ func testPruneKeepsUnpublished(b *rtBundle) {
 	mixed := b.insertOne(b.job("retention"))
 	b.publish()
 	kept := b.insertOne(b.job("retention"))
-	b.move(mixed, queue.StateAssigned, store.JobTransitionParams{Reason: store.ReasonAssigned})
+	b.move(mixed, queue.StateAssigned, store.JobTransitionParams{Reason: queue.ReasonAssigned})
 
 	b.eventually(func() bool { return b.prune(expiring, 100) == 1 })
 	time.Sleep(5 * expiring) // every remaining event is now well past the retention

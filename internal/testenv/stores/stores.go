@@ -13,7 +13,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/store/postgres"
-	redisstore "github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/redis"
 )
 
 // Postgres is a store over a new, migrated database with a pool of maxConns.
