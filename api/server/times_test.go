@@ -86,20 +86,20 @@ func TestRecordedTimesAreTheHandlers(t *testing.T) {
 				started, completed := j.GetStartedAt().AsTime(), j.GetCompletedAt().AsTime()
 				runtime := completed.Sub(started) // what job status shows as RUNTIME
 				// The server's clock is this machine's: the start and the end may be off by the
-				// calls' latency, not by the ack delay (1 s) or a report batch's wait.
-				require.WithinDuration(t, h.start, started, 150*time.Millisecond, "job %d (%d ms): started_at", i, want[i])
-				require.WithinDuration(t, h.end, completed, 150*time.Millisecond, "job %d (%d ms): completed_at", i, want[i])
-				// The executor reads its clock around the handler call, the handler inside it: a
-				// loaded machine (the whole suite under -race on 2 cores) puts tens of ms of goroutine
-				// scheduling between the two, nothing like the ack delay or a batch's wait.
-				require.InDelta(t, h.end.Sub(h.start).Seconds(), runtime.Seconds(), 0.05,
+				// calls' latency and goroutine scheduling (tens of ms on a loaded machine under
+				// -race), never by the ack delay (1 s). The bounds leave room for the first and
+				// still fail on the second.
+				const slack = 300 * time.Millisecond
+				require.WithinDuration(t, h.start, started, slack, "job %d (%d ms): started_at", i, want[i])
+				require.WithinDuration(t, h.end, completed, slack, "job %d (%d ms): completed_at", i, want[i])
+				require.InDelta(t, h.end.Sub(h.start).Seconds(), runtime.Seconds(), slack.Seconds(),
 					"job %d (%d ms): runtime %v, the handler ran %v", i, want[i], runtime, h.end.Sub(h.start))
 				sum += h.end.Sub(h.start)
 			}
 			st, err := b.cl.Queues.GetQueueStats(b.ctx, connect.NewRequest(&jqv1.GetQueueStatsRequest{Name: b.queue}))
 			require.NoError(t, err)
 			mean := sum / time.Duration(len(ids))
-			require.InDelta(t, mean.Seconds(), st.Msg.GetStats().GetAvgProcessingTime().AsDuration().Seconds(), 0.05,
+			require.InDelta(t, mean.Seconds(), st.Msg.GetStats().GetAvgProcessingTime().AsDuration().Seconds(), 0.1,
 				"average processing time against the handlers' mean %v", mean)
 		})
 	}

@@ -6,7 +6,10 @@ import (
 )
 
 // backoff is capped exponential backoff with jitter: each delay is drawn
-// uniformly from [cur/2, cur], cur doubling from min up to max.
+// uniformly from [cur/2, cur], cur doubling from min up to max. The cap is a bound, never passed:
+// the reconnect pause must stay inside the server's heartbeat timeout (capBackoff). That is why
+// this is not cenkalti/backoff, whose randomization spreads each delay around its interval, up to
+// 1.5 times the maximum with the usual factor.
 type backoff struct {
 	min, max, cur time.Duration
 }

@@ -235,7 +235,10 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 }
 
 // migrate applies the schema files newer than the database's user_version, each in a transaction
-// of its own that also sets the new version.
+// of its own that also sets the new version. Not golang-migrate (which applies the Postgres schema):
+// its SQLite driver records the version in a table of its own, marked dirty before a migration and
+// clean after it in separate statements, so a crash between them leaves a database that needs
+// `migrate force` by hand. Here the schema change and its version commit together or not at all.
 func migrate(ctx context.Context, conn *sql.Conn) error {
 	var version int
 	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
