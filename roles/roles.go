@@ -46,7 +46,7 @@ var roleTable = []row{
 	{role: Server, name: "auth", build: serverAuth},
 	// The system of record (store.driver: Postgres, or the embedded SQLite file) and dispatch
 	// (Redis beside Postgres, in-process beside SQLite).
-	{role: Server, name: "store", after: []component{"auth"}, build: serverStoreOpen},
+	{role: Server, name: "store", needs: []component{"tracing"}, after: []component{"auth"}, build: serverStoreOpen},
 	{role: Server, name: "dispatch", needs: []component{"store"}, build: serverDispatch},
 	// /healthz and /readyz answer from before the migration until the engine and the loops have stopped.
 	{role: Server, name: "health", needs: []component{"store", "dispatch"}, build: serverHealth},

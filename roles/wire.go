@@ -53,6 +53,7 @@ import (
 	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/redis"
 	"github.com/jq-dev/jq/store/sqlite"
+	"github.com/jq-dev/jq/store/storewrap"
 )
 
 // process is what one process's components share: the configuration, the logger, the signal
@@ -149,9 +150,17 @@ type dispatcher interface {
 }
 
 var (
-	_ serverStore = (*postgres.Store)(nil)
-	_ serverStore = (*sqlite.Store)(nil)
+	_ serverStore       = (*storewrap.Store)(nil)
+	_ storewrap.Backend = (*postgres.Store)(nil)
+	_ storewrap.Backend = (*sqlite.Store)(nil)
 )
+
+// wrapStore puts a backend behind store/storewrap, the one way the server's components reach it:
+// arguments validated once, each call timed (jq_store_call_duration_seconds) and traced under the
+// caller's span.
+func wrapStore(p *process, b storewrap.Backend) *storewrap.Store {
+	return storewrap.Wrap(b, storewrap.Options{Observe: telemetry.NewStoreMetrics(p.reg), Tracer: p.tr.Tracer()})
+}
 
 // serverStoreOpen opens the store.driver's store: Postgres, or the embedded SQLite database in
 // store.data_dir (one process holds it: a second one is refused with a clear error).
@@ -164,7 +173,7 @@ func serverStoreOpen(ctx context.Context, p *process) (part, error) {
 		}
 		p.srvLog.Info("embedded store: jobs are kept in this file; for several server replicas use Postgres (store.driver: postgres, db.url)",
 			zap.String("path", st.Path()))
-		p.st = st
+		p.st = wrapStore(p, st)
 		return part{close: st.Close}, nil
 	}
 	st, err := postgres.New(ctx, postgres.Config{
@@ -176,7 +185,7 @@ func serverStoreOpen(ctx context.Context, p *process) (part, error) {
 	if err != nil {
 		return part{}, postgresHint(err) // says "postgres: …"
 	}
-	p.st, p.pg = st, st
+	p.st, p.pg = wrapStore(p, st), st
 	return part{close: st.Close}, nil
 }
 
@@ -485,7 +494,7 @@ func buildRelay(cfg *config.Config, st store.OutboxStore, log *zap.Logger) (*out
 	k := cfg.Kafka
 	if !k.Enabled {
 		where := "postgres"
-		if _, ok := st.(*sqlite.Store); ok {
+		if cfg.Store.Driver == config.StoreSQLite {
 			where = "embedded store"
 		}
 		log.Info("kafka disabled: job events stay in the store and are not relayed", zap.String("setting", "kafka.enabled"),

@@ -16,8 +16,9 @@ import (
 
 // This file is the one place of the limits on what a job, a queue, a worker or a listing may carry:
 // the bounds the API contract (api/proto/jq/v1, docs/api.md) promises. The API converts a request
-// and calls these; every backend calls them again before any I/O, so a client, a test or a future
-// backend all meet the same rules and the same ErrInvalidArgument. Messages are one line and quote
+// and calls these; store/storewrap, which every store is reached through, calls them again before
+// the backend sees the call, so a client, a test or a future backend all meet the same rules and the
+// same ErrInvalidArgument. Messages are one line and quote
 // at most queue.MaxExcerpt bytes of the input.
 
 // Limits of a job spec.

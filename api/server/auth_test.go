@@ -29,11 +29,11 @@ import (
 	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/api/server"
 	"github.com/jq-dev/jq/internal/testenv"
+	"github.com/jq-dev/jq/internal/testenv/stores"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/postgres"
 )
 
 // The principals of the matrix; producerB and workerB are the "other" ones.
@@ -120,7 +120,7 @@ var ownedByA = map[string]string{
 
 type authFixture struct {
 	ctx     context.Context
-	st      *postgres.Store
+	st      *stores.PG
 	addr    string
 	tokens  map[string]string // caller → token
 	queue   string

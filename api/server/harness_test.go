@@ -33,12 +33,13 @@ import (
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
+	"github.com/jq-dev/jq/store/storewrap"
 )
 
 // One database for the package's engine-less tests, which isolate their data
 // by unique queue names and worker ids. Tests that run an engine get a
 // database of their own: its reaper acts on every job of its database.
-var testStore *postgres.Store
+var testStore *stores.PG
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
@@ -57,13 +58,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	testStore, err = postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 16})
+	pg, err := postgres.New(ctx, postgres.Config{DSN: dsn, MaxConns: 16})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	testStore = &stores.PG{Store: storewrap.Wrap(pg, storewrap.Options{}), Backend: pg}
 	code := m.Run()
-	testStore.Close()
+	pg.Close()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -79,7 +81,7 @@ type bundle struct {
 	t     *testing.T
 	ctx   context.Context
 	cl    *rpcclient.Client
-	store *postgres.Store
+	store *stores.PG
 	eng   *engine.Engine // nil without an engine
 	queue string
 }
@@ -141,7 +143,7 @@ func setupEngine(t *testing.T, opts engine.Options) *bundle {
 
 // runEngine runs an engine (opts plus a database and Redis prefix of the test's own) until the
 // test ends.
-func runEngine(ctx context.Context, t *testing.T, opts engine.Options) (*postgres.Store, *engine.Engine) {
+func runEngine(ctx context.Context, t *testing.T, opts engine.Options) (*stores.PG, *engine.Engine) {
 	t.Helper()
 	st := stores.Postgres(ctx, t, 8)
 	disp := stores.Dispatcher(ctx, t)
@@ -159,7 +161,7 @@ func runEngine(ctx context.Context, t *testing.T, opts engine.Options) (*postgre
 	return st, eng
 }
 
-func newBundle(t *testing.T, st *postgres.Store) *bundle {
+func newBundle(t *testing.T, st *stores.PG) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)

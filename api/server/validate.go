@@ -16,8 +16,8 @@ import (
 // Request validation: where a request message becomes store parameters. What only the wire knows
 // is checked here (a field's presence, a duration's encoding, enum values, page and batch sizes,
 // the configured payload limit); the limits of jobs, queues, workers and listings themselves are
-// store's Validate methods (store/validate.go), which this calls before any I/O and every backend
-// calls again. Every refusal wraps queue.ErrInvalidArgument (INVALID_ARGUMENT, see errors.go) with a
+// store's Validate methods (store/validate.go), which this calls before any I/O and the store's
+// wrapper (store/storewrap) calls again. Every refusal wraps queue.ErrInvalidArgument (INVALID_ARGUMENT, see errors.go) with a
 // one-line message that quotes at most queue.MaxExcerpt bytes of the input; nothing is written.
 
 // Request-level limits of the contract (api/proto/jq/v1).

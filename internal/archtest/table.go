@@ -88,6 +88,8 @@ var Table = []Row{
 	{Pkgs: []string{"store/memory"}, May: []string{"store", "queue"}, Third: stdOnly},
 	{Pkgs: []string{"migrations"}, Third: stdOnly, Drivers: []string{pgx, migrate}},
 	{Pkgs: []string{"store/storetest"}, May: []string{"store", "queue", "internal/testenv"}},
+	// The wrapper every store is reached through: validation, instruments, the tests' fault hook.
+	{Pkgs: []string{"store/storewrap"}, May: []string{"store", "queue"}, Third: observe},
 
 	// queue/*: the domain and the store interfaces; no API (the wire format is the API's business),
 	// no backend. The executor reaches its server through executor.Conn only.
@@ -127,7 +129,7 @@ var Table = []Row{
 	// each stay on their side of the API.
 	{Pkgs: []string{"."}, May: []string{"roles"}},
 	{Pkgs: []string{"roles"}, May: with(util, "api/...", "queue/...", "queue", "store", "config", "roles/...",
-		"store/postgres", "store/redis", "store/kafka", "store/sqlite", "store/memory", "migrations"),
+		"store/postgres", "store/redis", "store/kafka", "store/sqlite", "store/memory", "store/storewrap", "migrations"),
 		Drivers: Drivers},
 	{Pkgs: []string{"roles/serverrole"}, May: with(util, "api/...", "queue", "queue/engine", "queue/maintenance",
 		"queue/outbox", "store", "config", "roles/telemetry", "internal/jobtrace")},
@@ -146,8 +148,8 @@ var Table = []Row{
 
 	// Test infrastructure and tools.
 	{Pkgs: []string{"internal/testenv"}, Drivers: []string{pgx, goredis}},
-	{Pkgs: []string{"internal/testenv/stores"}, May: []string{"internal/testenv", "migrations", "store/postgres", "store/redis"},
-		Drivers: []string{goredis}},
+	{Pkgs: []string{"internal/testenv/stores"}, May: []string{"internal/testenv", "migrations", "store", "store/postgres", "store/redis",
+		"store/storewrap"}, Drivers: []string{pgx, goredis}},
 	{Pkgs: []string{"internal/testenv/jqserver"}, May: []string{"internal/testenv", "roles"}},
 	{Pkgs: []string{"internal/kafkatest"}, May: []string{"api/gen/..."}},
 	{Pkgs: []string{"internal/faultcheck"}, May: []string{"queue"}},

@@ -12,7 +12,6 @@ import (
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/postgres"
 )
 
 // cmdEnv is an engine whose commands are called directly; it is not run (nothing is dispatched),
@@ -20,7 +19,7 @@ import (
 type cmdEnv struct {
 	t     *testing.T
 	ctx   context.Context
-	st    *postgres.Store
+	st    *stores.PG
 	eng   *engine.Engine
 	queue string
 }

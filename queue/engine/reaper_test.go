@@ -14,7 +14,6 @@ import (
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/postgres"
 )
 
 // reaperEnv is one engine with a running reaper over a private database (the reaper acts on every
@@ -22,7 +21,7 @@ import (
 type reaperEnv struct {
 	t     *testing.T
 	ctx   context.Context
-	store *postgres.Store
+	store *stores.PG
 	eng   *engine.Engine
 	queue string
 	start time.Time // the database's clock when the engine started

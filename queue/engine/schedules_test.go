@@ -15,14 +15,13 @@ import (
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/postgres"
 )
 
 // schedEnv is a private database with a queue, and engines over it with their schedules.
 type schedEnv struct {
 	t     *testing.T
 	ctx   context.Context
-	st    *postgres.Store
+	st    *stores.PG
 	queue string
 }
 

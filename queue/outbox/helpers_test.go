@@ -29,7 +29,6 @@ import (
 	"github.com/jq-dev/jq/queue/outbox"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/kafka"
-	"github.com/jq-dev/jq/store/postgres"
 )
 
 const (
@@ -48,7 +47,7 @@ const (
 type env struct {
 	t     testing.TB
 	ctx   context.Context
-	st    *postgres.Store
+	st    *stores.PG
 	eng   *engine.Engine
 	queue string
 	logs  *observer.ObservedLogs

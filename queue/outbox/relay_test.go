@@ -19,6 +19,7 @@ import (
 	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/roles/telemetry"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/storewrap"
 )
 
 func TestMain(m *testing.M) {
@@ -129,10 +130,10 @@ func TestRelayBrokerOutage(t *testing.T) {
 	require.Equal(t, 1, e.logs.FilterMessage("kafka publish recovered").Len())
 }
 
-// killingStore kills the relay at its second mark: from then on every call fails, as if the
-// process were gone, so the batch it had just published is neither marked nor released.
-type killingStore struct {
-	store.OutboxStore
+// killer is a store fault hook (storewrap.Options.Fault) that kills the relay at its second mark:
+// from then on every store call fails, as if the process were gone, so the batch it had just
+// published is neither marked nor released.
+type killer struct {
 	marks  atomic.Int32
 	dead   atomic.Bool
 	killed chan struct{}
@@ -140,30 +141,16 @@ type killingStore struct {
 
 var errKilled = errors.New("relay killed")
 
-func (s *killingStore) EventsClaim(ctx context.Context, p store.EventsClaimParams) (store.OutboxClaim, error) {
-	if s.dead.Load() {
-		return store.OutboxClaim{}, errKilled
-	}
-	return s.OutboxStore.EventsClaim(ctx, p)
-}
-
-func (s *killingStore) EventsMarkPublished(ctx context.Context, c store.OutboxClaim) error {
-	if s.dead.Load() {
+func (k *killer) fault(_ context.Context, method string) error {
+	if k.dead.Load() {
 		return errKilled
 	}
-	if s.marks.Add(1) == 2 {
-		s.dead.Store(true)
-		close(s.killed)
+	if method == "EventsMarkPublished" && k.marks.Add(1) == 2 {
+		k.dead.Store(true)
+		close(k.killed)
 		return errKilled
 	}
-	return s.OutboxStore.EventsMarkPublished(ctx, c)
-}
-
-func (s *killingStore) EventsRelease(ctx context.Context, c store.OutboxClaim) error {
-	if s.dead.Load() {
-		return errKilled
-	}
-	return s.OutboxStore.EventsRelease(ctx, c)
+	return nil
 }
 
 // A relay killed between publishing a batch and marking it: after the lease, the next relay
@@ -185,11 +172,11 @@ func TestRelayKilledMidBatch(t *testing.T) {
 
 	opts := e.relayOptions(nil, newSink(t, brokers))
 	opts.BatchSize = 100
-	ks := &killingStore{OutboxStore: e.st, killed: make(chan struct{})}
-	opts.Store = ks
+	kill := &killer{killed: make(chan struct{})}
+	opts.Store = storewrap.Wrap(e.st.Backend, storewrap.Options{Fault: kill.fault})
 	_, stop := e.startRelay(opts)
 	select {
-	case <-ks.killed:
+	case <-kill.killed:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the relay never reached its second batch")
 	}

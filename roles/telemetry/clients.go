@@ -44,6 +44,21 @@ func NewDBMetrics(reg prometheus.Registerer) func(name string, d time.Duration, 
 	}
 }
 
+// NewStoreMetrics registers jq_store_call_duration_seconds{method,outcome} on reg and returns the
+// store wrapper's observer (store/storewrap.Options.Observe). method is a store method's name and
+// outcome one of storewrap's Outcome values: both bounded by the code.
+func NewStoreMetrics(reg prometheus.Registerer) func(method string, d time.Duration, outcome string) {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "jq_store_call_duration_seconds",
+		Help:    "Duration of this process's calls to the store by method (JobClaim, JobReportMany, …) and outcome (ok, invalid, refused, canceled, error), statements and transaction retries included.",
+		Buckets: clientBuckets,
+	}, []string{"method", "outcome"})
+	reg.MustRegister(h)
+	return func(method string, d time.Duration, outcome string) {
+		h.WithLabelValues(method, outcome).Observe(d.Seconds())
+	}
+}
+
 // NewRedisMetrics registers jq_redis_operation_duration_seconds{operation} on reg and returns the
 // Redis hook's observer (store/redis.OperationObserver). operation is a command name or the name
 // of one of jq's Lua scripts: bounded.

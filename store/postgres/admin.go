@@ -104,10 +104,7 @@ WHERE status <> 'OFFLINE' AND last_heartbeat_at > now() - $1 * interval '1 milli
 
 // JobPeek implements store.AdminStore.
 func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error) {
-	limit, err := p.Validate()
-	if err != nil {
-		return store.JobPeekResult{}, err
-	}
+	limit := p.Limit
 	q, args := sqlJobPeekPending, []any{p.Queue, limit}
 	switch {
 	case p.Dead:
@@ -131,9 +128,6 @@ func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPe
 // (migration 000003): each batch deletes them itself, in the jobs' transaction and after the jobs'
 // delete, whose row locks waited for any state change in flight (as QueueDelete does).
 func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLettersParams) (int64, error) {
-	if err := p.Validate(); err != nil {
-		return 0, err
-	}
 	if p.Queue != "" {
 		if err := s.queueMustExist(ctx, p.Queue); err != nil {
 			return 0, err
@@ -194,12 +188,9 @@ func (s *Store) purgeBatch(ctx context.Context, queueName string, cutoff time.Ti
 // event, with p.Unpublished) go in the same transaction, after the job's delete, whose row lock
 // waited for any change in flight.
 func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
-	id, err := p.Validate()
-	if err != nil {
-		return err
-	}
+	id := p.ID
 	var deleted bool
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sqlJobDelete, id, string(p.State))
 		if err != nil {
 			return fmt.Errorf("postgres: delete job: %w", err)

@@ -13,11 +13,11 @@ var _ store.AdminStore = (*postgres.Store)(nil)
 func TestAdminStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunAdminStore(t,
-		func(*testing.T) *postgres.Store { return testStore },
-		privateStore)
+		contractShared,
+		contractPrivate)
 }
 
 func TestDepthStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunDepthStore(t, privateStore)
+	storetest.RunDepthStore(t, contractPrivate)
 }

@@ -232,9 +232,6 @@ func constraintArgs(c *queue.Constraint) []any {
 // ConstraintCreate implements store.ConstraintStore.
 func (s *Store) ConstraintCreate(ctx context.Context, p store.ConstraintCreateParams) (*queue.Constraint, error) {
 	c := p.Constraint
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	var out *queue.Constraint
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlConstraintLockSetExclusive); err != nil {
@@ -349,9 +346,6 @@ func (s *Store) ConstraintDelete(ctx context.Context, name string) error {
 
 // ConstraintUsage implements store.ConstraintStore.
 func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsageParams) (*queue.ConstraintUsage, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	var u *queue.ConstraintUsage
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		c, err := scanConstraint(tx.QueryRow(ctx, sqlConstraintGet, p.Name))
@@ -423,9 +417,6 @@ func constraintLockKey(name string) int32 {
 // limiter needs; the candidates; the writes with COMMIT), plus one per further round of candidates,
 // and one more when it is not.
 func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams) (*store.ConstrainedClaim, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	conn, err := s.dispatch.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: constrained claim: %w", err)
@@ -685,9 +676,6 @@ DELETE FROM constraint_buckets WHERE (constraint_name, key) IN (
 
 // ConstraintBucketsPrune implements store.ConstraintStore.
 func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBucketsPruneParams) (int64, error) {
-	if err := p.Validate(); err != nil {
-		return 0, err
-	}
 	if len(p.Refill) == 0 {
 		return 0, nil
 	}

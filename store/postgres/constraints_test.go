@@ -15,14 +15,14 @@ var _ store.ConstraintStore = (*postgres.Store)(nil)
 // Constraints, their generation and their bound are the database's: a private one per test.
 func TestConstraintStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunConstraintStore(t, privateStore)
+	storetest.RunConstraintStore(t, contractPrivate)
 }
 
 // BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on Postgres
 // (docs/performance.md, "What bounds each workload").
 func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
 	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *postgres.Store {
-		return stores.Postgres(context.Background(), b, 8)
+		return stores.Postgres(context.Background(), b, 8).Backend
 	})
 }
 
@@ -30,6 +30,6 @@ func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
 // (docs/performance.md, "Loops the API can start, bounded").
 func BenchmarkConstrainedClaimManyKeys(b *testing.B) {
 	storetest.BenchConstrainedClaimManyKeys(b, func(b *testing.B) *postgres.Store {
-		return stores.Postgres(context.Background(), b, 8)
+		return stores.Postgres(context.Background(), b, 8).Backend
 	})
 }

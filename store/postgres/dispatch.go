@@ -149,9 +149,6 @@ SELECT ` + jobColumns + ` FROM updated ORDER BY priority DESC, created_at, id`
 
 // JobClaim implements store.DispatchStore.
 func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	types := p.Types
 	if types == nil {
 		types = []string{} // not NULL: cardinality(NULL) would match no job
@@ -173,9 +170,6 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 // JobDue implements store.DispatchStore. An unknown queue has no due jobs (an empty result, not
 // ErrQueueNotFound).
 func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJob, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	rows, err := s.pool.Query(ctx, sqlJobDue, p.Queue, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: due jobs: %w", err)
@@ -192,17 +186,13 @@ func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJo
 	return due, nil
 }
 
-// JobAssignMany implements store.DispatchStore. Malformed ids and repeats of an id are dropped
-// before the statement; ids are sent in canonical form.
+// JobAssignMany implements store.DispatchStore. The ids come canonical, malformed ones dropped
+// (store/storewrap); repeats of an id are dropped before the statement.
 func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*queue.Job, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	ids := make([]string, 0, len(p.IDs))
 	seen := make(map[string]bool, len(p.IDs))
-	for _, raw := range p.IDs {
-		id, err := store.ParseJobID(raw)
-		if err != nil || seen[id] {
+	for _, id := range p.IDs {
+		if seen[id] {
 			continue
 		}
 		seen[id] = true

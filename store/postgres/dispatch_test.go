@@ -18,7 +18,7 @@ import (
 
 func TestDispatchStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunDispatchStore(t, func(*testing.T) *postgres.Store { return testStore })
+	storetest.RunDispatchStore(t, contractShared)
 }
 
 func BenchmarkDispatchPath(b *testing.B) {

@@ -106,10 +106,6 @@ var evTransition = batchEvent{
 
 // JobGet implements store.JobStore.
 func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
-	id, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, err
-	}
 	j, err := scanJob(s.pool.QueryRow(ctx, sqlJobGet, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
@@ -247,10 +243,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 
 // JobTransition implements store.JobStore.
 func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) (*queue.Job, error) {
-	id, err := p.Validate()
-	if err != nil {
-		return nil, err
-	}
+	id := p.ID
 	var notBefore, expiresAt *time.Time
 	if !p.NotBefore.IsZero() {
 		notBefore = &p.NotBefore
@@ -295,10 +288,6 @@ func expectedAttempt(a int) string {
 
 // JobEvents implements store.JobStore.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error) {
-	id, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, err
-	}
 	rows, err := s.pool.Query(ctx, sqlJobEvents, id)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: job events: %w", err)

@@ -116,9 +116,6 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	if err := validateInserts(ps); err != nil {
-		return nil, err
-	}
 
 	// Without idempotency keys the batch is one statement, atomic on its
 	// own: no BEGIN/COMMIT round trips; a large one is copied (copyJobs). With keys, the read-back of jobs
@@ -142,7 +139,8 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 	return results, nil
 }
 
-// validateInserts checks every job of a batch and reports all the bad ones.
+// validateInserts checks every job of a batch and reports all the bad ones: InsertTx's, which
+// runs in an application's transaction, not through store/storewrap.
 func validateInserts(ps []store.JobInsertParams) error {
 	var errs []error
 	for i, p := range ps {
@@ -197,7 +195,7 @@ func insertJobs(ctx context.Context, tx querier, ps []store.JobInsertParams) ([]
 		if ids[i] == "" {
 			ids[i] = newJobID()
 		} else {
-			ids[i], _ = store.ParseJobID(p.ID) // validated above
+			ids[i], _ = store.ParseJobID(p.ID) // validated by the caller (storewrap, InsertTx)
 		}
 		if _, dup := index[ids[i]]; dup {
 			return nil, fmt.Errorf("%w: job id %s appears twice in the batch", queue.ErrInvalidArgument, ids[i])

@@ -72,10 +72,7 @@ const operatorTries = 3
 
 // JobRequestCancel implements store.OperatorStore.
 func (s *Store) JobRequestCancel(ctx context.Context, l store.JobLease) (*queue.Job, error) {
-	id, err := store.ParseJobID(l.ID)
-	if err != nil {
-		return nil, err
-	}
+	id := l.ID
 	j, err := scanJob(s.pool.QueryRow(ctx, sqlJobRequestCancel, id, clampInt32(l.Attempt)))
 	if err == nil {
 		return j, nil
@@ -185,18 +182,14 @@ SELECT * FROM taken`
 
 // JobConsumeResult implements store.OperatorStore.
 func (s *Store) JobConsumeResult(ctx context.Context, id string) (*queue.Job, bool, error) {
-	canon, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, false, err
-	}
 	var result []byte
-	j, err := scanJob(leadingRow{s.pool.QueryRow(ctx, sqlJobConsumeResult, canon), []any{&result}})
+	j, err := scanJob(leadingRow{s.pool.QueryRow(ctx, sqlJobConsumeResult, id), []any{&result}})
 	if errors.Is(err, pgx.ErrNoRows) {
-		j, err := s.JobGet(ctx, canon)
+		j, err := s.JobGet(ctx, id)
 		return j, false, err
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: consume result of %s: %w", canon, err)
+		return nil, false, fmt.Errorf("postgres: consume result of %s: %w", id, err)
 	}
 	j.Result = result
 	return j, true, nil

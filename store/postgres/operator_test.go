@@ -12,5 +12,5 @@ var _ store.OperatorStore = (*postgres.Store)(nil)
 
 func TestOperatorStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunOperatorStore(t, func(*testing.T) *postgres.Store { return testStore })
+	storetest.RunOperatorStore(t, contractShared)
 }

@@ -85,9 +85,6 @@ const sqlNewestEvent = `greatest(coalesce((SELECT max(id) FROM job_events), 0),
 // the cursor and reads the events up to the horizon. Nothing is written while there is nothing to
 // publish.
 func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (store.OutboxClaim, error) {
-	if err := p.Validate(); err != nil {
-		return store.OutboxClaim{}, err
-	}
 	for range 3 {
 		var (
 			cursor, horizon, newest int64

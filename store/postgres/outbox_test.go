@@ -16,7 +16,7 @@ import (
 // The outbox statements act on every event of the database: a private one.
 func TestOutboxStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunOutboxStore(t, privateStore)
+	storetest.RunOutboxStore(t, contractPrivate)
 }
 
 // Transactions commit out of id order: an event whose transaction is still open when later ids

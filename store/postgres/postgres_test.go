@@ -16,6 +16,7 @@ import (
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/storetest"
+	"github.com/jq-dev/jq/store/storewrap"
 )
 
 // One database for the package, migrated once; tests isolate their data by unique names.
@@ -64,12 +65,22 @@ func privateStore(t *testing.T) *postgres.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return stores.Postgres(ctx, t, 8)
+	return stores.Postgres(ctx, t, 8).Backend
+}
+
+// contractShared and contractPrivate are the contract suites' stores: testStore and a private one,
+// as production code reaches a store, behind store/storewrap (which validates the arguments).
+func contractShared(*testing.T) *storewrap.Store {
+	return storewrap.Wrap(testStore, storewrap.Options{})
+}
+
+func contractPrivate(t *testing.T) *storewrap.Store {
+	return storewrap.Wrap(privateStore(t), storewrap.Options{})
 }
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunStore(t, func(*testing.T) store.Store { return testStore })
+	storetest.RunStore(t, func(t *testing.T) store.Store { return contractShared(t) })
 }
 
 func TestNewFailsFast(t *testing.T) {

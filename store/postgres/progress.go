@@ -53,9 +53,6 @@ DELETE FROM job_progress p USING c WHERE p.job_id = c.job_id`
 
 // JobProgressSet implements store.ProgressStore.
 func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams) ([]store.LeaseOutcome, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	outs := make([]store.LeaseOutcome, len(p.Updates))
 	last := make(map[string]int, len(p.Updates)) // canonical id → index of its last valid update
 	for i, u := range p.Updates {
@@ -109,15 +106,11 @@ func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams
 
 // JobProgressGet implements store.ProgressStore.
 func (s *Store) JobProgressGet(ctx context.Context, id string) (*queue.JobProgress, error) {
-	cid, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, err
-	}
 	var (
 		pr  queue.JobProgress
 		pct int16
 	)
-	err = s.pool.QueryRow(ctx, sqlJobProgressGet, cid).Scan(&pct, &pr.Message, &pr.UpdatedAt)
+	err := s.pool.QueryRow(ctx, sqlJobProgressGet, id).Scan(&pct, &pr.Message, &pr.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil //nolint:nilnil // no progress is not an error
 	}

@@ -18,7 +18,7 @@ var _ store.ProgressStore = (*postgres.Store)(nil)
 
 func TestProgressStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunProgressStore(t, func(*testing.T) *postgres.Store { return testStore })
+	storetest.RunProgressStore(t, contractShared)
 }
 
 // TestProgressAddsNoJobsRowVersion is the point of job_progress: an update reads the

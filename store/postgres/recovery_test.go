@@ -8,5 +8,5 @@ import (
 
 // The reaper's statements act on every worker and job of the database: a private one.
 func TestRecoveryStore(t *testing.T) {
-	storetest.RunRecoveryStore(t, privateStore)
+	storetest.RunRecoveryStore(t, contractPrivate)
 }

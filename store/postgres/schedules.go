@@ -138,9 +138,6 @@ func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 
 // ScheduleCreate implements store.ScheduleStore.
 func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleCreate, scheduleArgs(p)...))
 	if isCode(err, codeUniqueViolation) {
 		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleExists, p.Name)
@@ -178,9 +175,6 @@ func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
 
 // ScheduleUpdate implements store.ScheduleStore.
 func (s *Store) ScheduleUpdate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleUpdate, scheduleArgs(p)...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.notOwned(ctx, p.Name)
@@ -308,9 +302,6 @@ func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueRe
 func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams) (bool, error) {
 	var jobID *string
 	if p.LastJobID != "" {
-		if _, err := store.ParseJobID(p.LastJobID); err != nil {
-			return false, err
-		}
 		jobID = &p.LastJobID
 	}
 	tag, err := s.pool.Exec(ctx, sqlScheduleAdvance, p.Name, p.From, timePtr(p.Next), timePtr(p.LastFireAt), jobID,

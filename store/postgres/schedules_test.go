@@ -12,5 +12,5 @@ var _ store.ScheduleStore = (*postgres.Store)(nil)
 
 func TestScheduleStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunScheduleStore(t, func(*testing.T) *postgres.Store { return testStore })
+	storetest.RunScheduleStore(t, contractShared)
 }

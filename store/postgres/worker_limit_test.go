@@ -9,5 +9,5 @@ import (
 // TestWorkerLimit counts every live worker of its database: a private one (in parallel with the
 // other tests: the suite's setup marks it).
 func TestWorkerLimit(t *testing.T) {
-	storetest.RunWorkerLimit(t, privateStore)
+	storetest.RunWorkerLimit(t, contractPrivate)
 }

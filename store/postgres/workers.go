@@ -88,9 +88,6 @@ RETURNING ` + workerColumns
 
 // WorkerRegister implements store.WorkerStore.
 func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams) (*queue.Worker, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	queues := p.Queues
 	if queues == nil {
 		queues = []string{}
@@ -161,9 +158,6 @@ func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (sto
 
 // WorkerHeartbeat implements store.WorkerStore.
 func (s *Store) WorkerHeartbeat(ctx context.Context, p store.WorkerHeartbeatParams) (*queue.Worker, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	breakers, err := breakersJSON(p.Breakers)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: heartbeat worker: %w", err)
@@ -203,9 +197,6 @@ func (s *Store) workerList(ctx context.Context, sql string, args ...any) ([]*que
 
 // WorkerSetStatus implements store.WorkerStore.
 func (s *Store) WorkerSetStatus(ctx context.Context, p store.WorkerSetStatusParams) (*queue.Worker, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	w, err := s.workerRow(ctx, "set status", sqlWorkerSetStatus, p.ID, string(p.Status))
 	if errors.Is(err, queue.ErrWorkerNotFound) {
 		if _, gerr := s.WorkerGet(ctx, p.ID); gerr == nil {

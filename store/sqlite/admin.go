@@ -118,10 +118,7 @@ SELECT count(*) FROM workers WHERE status <> 'OFFLINE' AND last_heartbeat_at > ?
 
 // JobPeek implements store.AdminStore.
 func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error) {
-	limit, err := p.Validate()
-	if err != nil {
-		return store.JobPeekResult{}, err
-	}
+	limit := p.Limit
 	q, args := sqlJobPeekPending, []any{p.Queue, us(s.now()), limit}
 	switch {
 	case p.Dead:
@@ -144,9 +141,6 @@ func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPe
 // JobPurgeDeadLetters implements store.AdminStore. Each batch is one write that deletes the jobs,
 // their published events and their progress rows (events have no foreign key to their job).
 func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLettersParams) (int64, error) {
-	if err := p.Validate(); err != nil {
-		return 0, err
-	}
 	if p.Queue != "" {
 		if err := s.queueMustExist(ctx, p.Queue); err != nil {
 			return 0, err
@@ -230,12 +224,9 @@ func deleteJobsRest(tx *wtx, jobs []deletedJob) error {
 // p.Unpublished) and its progress row in one write, with a compare-and-set on the state; when nothing matched, the same write tells a missing
 // job from a lost compare-and-set.
 func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
-	id, err := p.Validate()
-	if err != nil {
-		return err
-	}
+	id := p.ID
 	var state string // the job's state when the compare-and-set lost
-	err = s.write(ctx, func(tx *wtx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		state = ""
 		var n int64
 		err := tx.queryRow(sqlJobDelete, id, string(p.State)).Scan(&n)

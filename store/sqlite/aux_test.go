@@ -23,40 +23,36 @@ var (
 	_ store.DepthStore     = (*sqlite.Store)(nil)
 )
 
-func privateStore(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) }
-
-func sharedStore(t *testing.T) *sqlite.Store { return newStore(t) }
-
 // The outbox statements act on every event of the database: a private one.
 func TestOutboxStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunOutboxStore(t, privateStore)
+	storetest.RunOutboxStore(t, contractPrivate)
 }
 
 // The retention pass deletes across every job of the database: a private one.
 func TestRetentionStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunRetentionStore(t, privateStore)
+	storetest.RunRetentionStore(t, contractPrivate)
 }
 
 func TestEventFeed(t *testing.T) {
 	t.Parallel()
-	storetest.RunEventFeed(t, sharedStore)
+	storetest.RunEventFeed(t, contractStore)
 }
 
 func TestScheduleStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunScheduleStore(t, sharedStore)
+	storetest.RunScheduleStore(t, contractStore)
 }
 
 func TestAdminStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunAdminStore(t, sharedStore, privateStore)
+	storetest.RunAdminStore(t, contractStore, contractPrivate)
 }
 
 func TestDepthStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunDepthStore(t, privateStore)
+	storetest.RunDepthStore(t, contractPrivate)
 }
 
 // clock is a store clock the test moves by hand.
@@ -180,7 +176,7 @@ func TestAdminDeleteKeepsUnpublishedEvents(t *testing.T) {
 // Constraints, their generation and their bound are the database's: a private one per test.
 func TestConstraintStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunConstraintStore(t, privateStore)
+	storetest.RunConstraintStore(t, contractPrivate)
 }
 
 // BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on the

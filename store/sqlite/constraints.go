@@ -136,9 +136,6 @@ func candidateSelect(payload bool) string {
 // ConstraintCreate implements store.ConstraintStore.
 func (s *Store) ConstraintCreate(ctx context.Context, p store.ConstraintCreateParams) (*queue.Constraint, error) {
 	c := p.Constraint
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	var out *queue.Constraint
 	err := s.write(ctx, func(tx *wtx) error {
 		old, err := scanConstraint(tx.queryRow(sqlConstraintGet, c.Name))
@@ -239,9 +236,6 @@ func (s *Store) ConstraintDelete(ctx context.Context, name string) error {
 
 // ConstraintUsage implements store.ConstraintStore.
 func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsageParams) (*queue.ConstraintUsage, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	c, err := s.ConstraintGet(ctx, p.Name)
 	if err != nil {
 		return nil, err
@@ -296,9 +290,6 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 // running jobs and the rate buckets, runs store.ConstrainedSteps and writes what the limiter
 // decided. A queue no constraint applies to is claimed as JobClaim claims it.
 func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams) (*store.ConstrainedClaim, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	var out *store.ConstrainedClaim
 	err := s.write(ctx, func(tx *wtx) (err error) {
 		out, err = claimConstrained(tx, p)
@@ -619,9 +610,6 @@ DELETE FROM constraint_buckets WHERE (constraint_name, key) IN (
 
 // ConstraintBucketsPrune implements store.ConstraintStore.
 func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBucketsPruneParams) (int64, error) {
-	if err := p.Validate(); err != nil {
-		return 0, err
-	}
 	if len(p.Refill) == 0 {
 		return 0, nil
 	}

@@ -108,9 +108,6 @@ VALUES (?1, (SELECT n FROM jobs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 
 // JobDue implements store.DispatchStore. An unknown queue has no due jobs (an empty result, not
 // ErrQueueNotFound).
 func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJob, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	rows, err := s.query(ctx, sqlJobDue, p.Queue, us(s.now()), p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: due jobs: %w", err)
@@ -133,9 +130,6 @@ func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJo
 // JobClaim implements store.DispatchStore: one write assigns the head of the queue's dispatch order
 // in one statement (sqlJobClaim) and writes each job's event. The jobs come back in dispatch order.
 func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	if p.Weighted() {
 		return s.jobClaimWeighted(ctx, p)
 	}
@@ -177,17 +171,13 @@ func claimPlain(tx *wtx, p store.JobClaimParams) ([]*queue.Job, error) {
 	return jobs, nil
 }
 
-// JobAssignMany implements store.DispatchStore. Malformed ids and repeats of an id are dropped;
-// the jobs come back in the order of p.IDs.
+// JobAssignMany implements store.DispatchStore. The ids come canonical, malformed ones dropped
+// (store/storewrap); repeats of an id are dropped. The jobs come back in the order of p.IDs.
 func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*queue.Job, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	ids := make([]string, 0, len(p.IDs))
 	seen := make(map[string]bool, len(p.IDs))
-	for _, raw := range p.IDs {
-		id, err := store.ParseJobID(raw)
-		if err != nil || seen[id] {
+	for _, id := range p.IDs {
+		if seen[id] {
 			continue
 		}
 		seen[id] = true

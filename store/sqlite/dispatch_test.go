@@ -23,22 +23,22 @@ var (
 
 func TestDispatchStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunDispatchStore(t, newStore)
+	storetest.RunDispatchStore(t, contractStore)
 }
 
 // The reaper's statements act on every worker and job of the database: a private one.
 func TestRecoveryStore(t *testing.T) {
-	storetest.RunRecoveryStore(t, func(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) })
+	storetest.RunRecoveryStore(t, contractPrivate)
 }
 
 func TestOperatorStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunOperatorStore(t, newStore)
+	storetest.RunOperatorStore(t, contractStore)
 }
 
 func TestProgressStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunProgressStore(t, newStore)
+	storetest.RunProgressStore(t, contractStore)
 }
 
 // benchStore is a store of the benchmark's own, closed when it ends.
@@ -68,5 +68,5 @@ func BenchmarkStatements(b *testing.B) {
 // Results: the drop counts per queue, so the shared store does.
 func TestResultStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunResultStore(t, newStore)
+	storetest.RunResultStore(t, contractStore)
 }

@@ -64,10 +64,6 @@ VALUES (?1, (SELECT n FROM jobs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 
 
 // JobGet implements store.JobStore.
 func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
-	id, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, err
-	}
 	j, err := scanJob(s.queryRow(ctx, sqlJobGet, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
@@ -80,10 +76,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
 
 // JobTransition implements store.JobStore.
 func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) (*queue.Job, error) {
-	id, err := p.Validate()
-	if err != nil {
-		return nil, err
-	}
+	id := p.ID
 	var checksum string
 	if p.To == queue.StateDone {
 		checksum = storedChecksum(p.Result)
@@ -93,7 +86,7 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 		result = p.Result
 	}
 	var j *queue.Job
-	err = s.write(ctx, func(tx *wtx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		var seq int
 		var err error
 		j, err = scanJob(tx.queryRow(sqlJobTransition, id, string(p.From), string(p.To), p.Attempt,
@@ -141,10 +134,6 @@ func expectedAttempt(a int) string {
 
 // JobEvents implements store.JobStore.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error) {
-	id, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, err
-	}
 	rows, err := s.query(ctx, sqlJobEvents, id)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: job events: %w", err)

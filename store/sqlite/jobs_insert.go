@@ -37,9 +37,6 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	if err := validateInserts(ps); err != nil {
-		return nil, err
-	}
 	ids, err := newJobIDs(ps)
 	if err != nil {
 		return nil, err
@@ -73,17 +70,6 @@ func newJobIDs(ps []store.JobInsertParams) ([]string, error) {
 		seen[ids[i]] = true
 	}
 	return ids, nil
-}
-
-// validateInserts checks every job of a batch and reports all the bad ones.
-func validateInserts(ps []store.JobInsertParams) error {
-	var errs []error
-	for i, p := range ps {
-		if err := p.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("job %d: %w", i, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 type queueDefaults struct {

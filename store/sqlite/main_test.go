@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jq-dev/jq/store/sqlite"
+	"github.com/jq-dev/jq/store/storewrap"
 )
 
 var (
@@ -59,6 +60,16 @@ func newStore(t *testing.T) *sqlite.Store {
 	})
 	require.NoError(t, sharedErr)
 	return shared
+}
+
+// contractStore and contractPrivate are the contract suites' stores: the shared one and a private
+// one, as production code reaches a store, behind store/storewrap (which validates the arguments).
+func contractStore(t *testing.T) *storewrap.Store {
+	return storewrap.Wrap(newStore(t), storewrap.Options{})
+}
+
+func contractPrivate(t *testing.T) *storewrap.Store {
+	return storewrap.Wrap(newPrivateStore(t, sqlite.Config{}), storewrap.Options{})
 }
 
 // newPrivateStore returns a store of the test's own, closed when the test ends.

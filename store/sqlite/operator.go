@@ -58,15 +58,12 @@ RETURNING ` + jobColumns
 
 // JobRequestCancel implements store.OperatorStore.
 func (s *Store) JobRequestCancel(ctx context.Context, l store.JobLease) (*queue.Job, error) {
-	id, err := store.ParseJobID(l.ID)
-	if err != nil {
-		return nil, err
-	}
+	id := l.ID
 	var (
 		j     *queue.Job
 		state string
 	)
-	err = s.write(ctx, func(tx *wtx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		var err error
 		j, err = scanJob(tx.queryRow(sqlJobRequestCancel, id, clampInt32(l.Attempt), us(tx.now)))
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -198,15 +195,11 @@ func clampInt32(v int) int32 {
 
 // JobConsumeResult implements store.OperatorStore.
 func (s *Store) JobConsumeResult(ctx context.Context, id string) (*queue.Job, bool, error) {
-	canon, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, false, err
-	}
 	var j *queue.Job
-	err = s.write(ctx, func(tx *wtx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		j = nil
 		var result []byte
-		err := tx.queryRow(sqlJobKeptResult, canon).Scan(&result)
+		err := tx.queryRow(sqlJobKeptResult, id).Scan(&result)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -216,17 +209,17 @@ func (s *Store) JobConsumeResult(ctx context.Context, id string) (*queue.Job, bo
 		if result == nil {
 			result = []byte{} // a kept empty result is a result
 		}
-		j, err = scanJob(tx.queryRow(sqlJobTakeResult, canon, us(tx.now)))
+		j, err = scanJob(tx.queryRow(sqlJobTakeResult, id, us(tx.now)))
 		if err == nil {
 			j.Result = result
 		}
 		return err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("sqlite: consume result of %s: %w", canon, err)
+		return nil, false, fmt.Errorf("sqlite: consume result of %s: %w", id, err)
 	}
 	if j == nil {
-		j, err := s.JobGet(ctx, canon)
+		j, err := s.JobGet(ctx, id)
 		return j, false, err
 	}
 	return j, true, nil

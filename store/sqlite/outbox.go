@@ -68,9 +68,6 @@ SELECT (SELECT count(*) + count(via_at) FROM job_events
 // on the read pool after the lease is committed: while the lease is live the cursor cannot move,
 // so the writer is not held while up to p.Limit rows are read.
 func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (store.OutboxClaim, error) {
-	if err := p.Validate(); err != nil {
-		return store.OutboxClaim{}, err
-	}
 	var (
 		cursor, newest int64
 		leased         bool

@@ -47,9 +47,6 @@ WHERE job_id IN (
 // JobProgressSet implements store.ProgressStore: one write for the batch, the last update of each
 // job applied.
 func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams) ([]store.LeaseOutcome, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	outs := make([]store.LeaseOutcome, len(p.Updates))
 	last := make(map[string]int, len(p.Updates)) // canonical id → index of its last valid update
 	var order []string                           // the ids of last, in batch order
@@ -104,12 +101,8 @@ func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams
 
 // JobProgressGet implements store.ProgressStore.
 func (s *Store) JobProgressGet(ctx context.Context, id string) (*queue.JobProgress, error) {
-	cid, err := store.ParseJobID(id)
-	if err != nil {
-		return nil, err
-	}
 	var pr queue.JobProgress
-	err = s.queryRow(ctx, sqlJobProgressGet, cid).Scan(&pr.Percent, &pr.Message, tm{&pr.UpdatedAt})
+	err := s.queryRow(ctx, sqlJobProgressGet, id).Scan(&pr.Percent, &pr.Message, tm{&pr.UpdatedAt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil //nolint:nilnil // no progress is not an error
 	}

@@ -157,9 +157,6 @@ func scanSchedules(rows *sql.Rows) ([]*queue.Schedule, error) {
 
 // ScheduleCreate implements store.ScheduleStore.
 func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	var sc *queue.Schedule
 	err := s.write(ctx, func(tx *wtx) error {
 		var err error
@@ -203,9 +200,6 @@ func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
 // ScheduleUpdate implements store.ScheduleStore. A schedule that is not changed is told apart in
 // the same write: missing, or owned by another.
 func (s *Store) ScheduleUpdate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	var (
 		sc    *queue.Schedule
 		owner string
@@ -364,11 +358,7 @@ func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueRe
 func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams) (bool, error) {
 	var jobID any
 	if p.LastJobID != "" {
-		id, err := store.ParseJobID(p.LastJobID)
-		if err != nil {
-			return false, err
-		}
-		jobID = id
+		jobID = p.LastJobID
 	}
 	var n int64
 	err := s.write(ctx, func(tx *wtx) error {

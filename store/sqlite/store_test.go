@@ -11,9 +11,9 @@ import (
 var _ store.Store = (*sqlite.Store)(nil)
 
 func TestStore(t *testing.T) {
-	storetest.RunStore(t, func(t *testing.T) store.Store { return newStore(t) })
+	storetest.RunStore(t, func(t *testing.T) store.Store { return contractStore(t) })
 }
 
 func TestWorkerLimit(t *testing.T) {
-	storetest.RunWorkerLimit(t, func(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) })
+	storetest.RunWorkerLimit(t, contractPrivate)
 }

@@ -61,9 +61,6 @@ WHERE id = ?1 AND (status <> 'OFFLINE' OR ?2 = 'OFFLINE')`
 
 // WorkerRegister implements store.WorkerStore.
 func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams) (*queue.Worker, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	types := append([]string{}, p.Types...)
 	slices.Sort(types)
 	var w *queue.Worker
@@ -128,9 +125,6 @@ func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (sto
 
 // WorkerHeartbeat implements store.WorkerStore.
 func (s *Store) WorkerHeartbeat(ctx context.Context, p store.WorkerHeartbeatParams) (*queue.Worker, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	return s.workerUpdate(ctx, "heartbeat", p.ID, sqlWorkerHeartbeat, breakersText(p.Breakers))
 }
 
@@ -173,9 +167,6 @@ func (s *Store) workerList(ctx context.Context, q string, args ...any) ([]*queue
 
 // WorkerSetStatus implements store.WorkerStore.
 func (s *Store) WorkerSetStatus(ctx context.Context, p store.WorkerSetStatusParams) (*queue.Worker, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
 	w, err := s.workerUpdate(ctx, "set status", p.ID, sqlWorkerSetStatus, string(p.Status))
 	if errors.Is(err, queue.ErrWorkerNotFound) {
 		if _, gerr := s.WorkerGet(ctx, p.ID); gerr == nil {
