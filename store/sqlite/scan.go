@@ -16,7 +16,7 @@ const (
 		worker_id, last_error, failure_reason, result, result_checksum,
 		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal, result_size`
 
-	// leanJobColumns: without payload, labels, trace context and result (store.LeanJob).
+	// leanJobColumns: without payload, labels, trace context and result (sqlstore.LeanJob).
 	leanJobColumns = `id, queue, type, NULL, priority, state, max_retries, retry_count, attempt,
 		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, NULL, keep_result, NULL,
 		worker_id, last_error, failure_reason, NULL, result_checksum,
