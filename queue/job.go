@@ -71,6 +71,10 @@ type Job struct {
 // RetriesLeft reports whether an automatic retry is still allowed (FR-033/FR-034).
 func (j *Job) RetriesLeft() bool { return j.RetryCount < j.MaxRetries }
 
+// Cancelled reports whether the job's cancellation was requested or recorded (cancel_requested,
+// or failure reason "cancelled"): the test of a job listing's cancelled filter.
+func (j *Job) Cancelled() bool { return j.CancelRequested || j.FailureReason == ReasonCancelled }
+
 // ResultKept reports whether the job holds a result to hand out: it is DONE and its result bytes
 // are still stored (seed 001: kept until fetched with consume or until the retention passes).
 func (j *Job) ResultKept() bool { return j.State == StateDone && j.Result != nil }

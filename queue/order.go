@@ -15,7 +15,7 @@ func (j *Job) DueAt() time.Time {
 }
 
 // DispatchOrder returns the first n of a queue's due jobs in the order the claims take them, the
-// order JobClaimParams.WeightedSteps executes: the jobs due for maxWait or longer first, oldest
+// order a weighted claim (store.JobClaimParams) executes: the jobs due for maxWait or longer first, oldest
 // first (0: no aging); then the weighted levels' jobs in sched's picks (LevelScheduler.Sequence),
 // FIFO within a level; then the rest in strict priority. byLevel holds each level's due jobs in
 // FIFO order (created_at, id); sched nil means strict priority.

@@ -71,7 +71,7 @@ type JobPeekParams struct {
 	Priority *int
 	// WithData returns each job's payload and result; without it they are not read.
 	WithData bool
-	// MaxBytes ends the list early (Truncated) before the JobPageBytes of its jobs pass it; at
+	// MaxBytes ends the list early (Truncated) before its jobs' encoded size (estimated from above) passes it; at
 	// least one job is returned. 0: only Limit bounds the list.
 	MaxBytes int
 }

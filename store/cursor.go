@@ -29,17 +29,17 @@ type JobCursor struct {
 // tokens (without the filter) are refused as malformed; a client starts its listing again.
 const cursorVersion = "j2"
 
-// EncodeJobCursor returns the opaque page token for c.
-func EncodeJobCursor(c JobCursor) string {
+// encodeJobCursor returns the opaque page token for c.
+func encodeJobCursor(c JobCursor) string {
 	raw := cursorVersion + "." + strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID + "." +
 		strconv.FormatUint(c.Filter, 16)
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-// DecodeJobCursor parses a page token from a client. Anything not produced by EncodeJobCursor is
+// decodeJobCursor parses a page token from a client. Anything not produced by encodeJobCursor is
 // ErrInvalidArgument: only canonical tokens are accepted. (Strict base64 still skips '\r' and '\n',
 // and a number or UUID has other spellings, hence the final comparison with the re-encoding.)
-func DecodeJobCursor(s string) (JobCursor, error) {
+func decodeJobCursor(s string) (JobCursor, error) {
 	malformed := invalid("malformed page_token (pass next_page_token unchanged, or none for the first page)")
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
@@ -62,7 +62,7 @@ func DecodeJobCursor(s string) (JobCursor, error) {
 		return JobCursor{}, malformed
 	}
 	c := JobCursor{CreatedAt: time.UnixMicro(micros).UTC(), ID: id.String(), Filter: filter}
-	if EncodeJobCursor(c) != s {
+	if encodeJobCursor(c) != s {
 		return JobCursor{}, malformed
 	}
 	return c, nil
@@ -70,7 +70,7 @@ func DecodeJobCursor(s string) (JobCursor, error) {
 
 // CursorAfter is the page token that continues this listing after job j.
 func (p JobListParams) CursorAfter(j *queue.Job) string {
-	return EncodeJobCursor(JobCursor{CreatedAt: j.CreatedAt, ID: j.ID, Filter: p.filterHash()})
+	return encodeJobCursor(JobCursor{CreatedAt: j.CreatedAt, ID: j.ID, Filter: p.filterHash()})
 }
 
 // filterHash fingerprints the filters of a listing: the queue, the set of states, the labels, the

@@ -65,56 +65,6 @@ type JobClaimParams struct {
 // Weighted reports whether the claim takes the weighted path (Levels or MaxWait).
 func (p JobClaimParams) Weighted() bool { return len(p.Levels) > 0 || p.MaxWait > 0 }
 
-// ClaimStepKind is what one step of a weighted claim takes.
-type ClaimStepKind int
-
-// The steps of a weighted claim, in the order WeightedSteps runs them.
-const (
-	ClaimAged  ClaimStepKind = iota // the due jobs that have waited at least MaxWait, oldest due time first
-	ClaimLevel                      // the due jobs of one priority level, FIFO
-	ClaimRest                       // what is left of the batch, in dispatch order
-)
-
-// ClaimStep is one step of a weighted claim: at most Limit (> 0) jobs of its kind.
-type ClaimStep struct {
-	Kind     ClaimStepKind
-	Priority int // ClaimLevel: the level
-	Limit    int
-}
-
-// WeightedSteps runs a weighted claim's steps in the contract's order, each step seeing the jobs
-// the steps before it assigned as taken: the aged jobs (with MaxWait), then each level's quota in
-// the order of Levels — a level short of its quota leaves the rest to the following levels — then
-// the rest of the batch in dispatch order. take claims one step's jobs and returns how many it
-// took; a step with nothing left to take is not run. Both stores run their statements through it,
-// so the order and the quotas' arithmetic are written once.
-func (p JobClaimParams) WeightedSteps(take func(ClaimStep) (int, error)) error {
-	taken := 0
-	run := func(s ClaimStep) error {
-		if s.Limit <= 0 {
-			return nil
-		}
-		n, err := take(s)
-		taken += n
-		return err
-	}
-	if p.MaxWait > 0 {
-		if err := run(ClaimStep{Kind: ClaimAged, Limit: p.Limit}); err != nil {
-			return err
-		}
-	}
-	budget := 0 // the quotas so far, less what their levels took
-	for _, l := range p.Levels {
-		budget += l.Max
-		before := taken
-		if err := run(ClaimStep{Kind: ClaimLevel, Priority: l.Priority, Limit: min(budget, p.Limit-taken)}); err != nil {
-			return err
-		}
-		budget -= taken - before
-	}
-	return run(ClaimStep{Kind: ClaimRest, Limit: p.Limit - taken})
-}
-
 // JobLease identifies one attempt of one job held by a worker.
 type JobLease struct {
 	ID       string
@@ -267,17 +217,6 @@ type Notifier interface {
 	Listen(ctx context.Context, f func(queueName string)) error
 }
 
-// LeanJob is the job as a LeaseOutcome carries it: a copy without payload (empty), labels, trace
-// context and result.
-func LeanJob(j *queue.Job) *queue.Job {
-	if j == nil {
-		return nil
-	}
-	c := *j
-	c.Payload, c.Labels, c.TraceContext, c.Result = []byte{}, nil, nil, nil
-	return &c
-}
-
 // Bounded is a worker's report as it is stored, whatever the transport that carried it: the error
 // cut to MaxFailureErrorLen, RetryAfter kept only for a retryable failure and at most
 // MaxRetryAfter, Runtime and StartedAgo within 0..MaxReportedRuntime. (A malformed failure reason
@@ -289,7 +228,7 @@ func (r JobReportParams) Bounded() JobReportParams {
 		r.Error, r.Permanent, r.RetryAfter = "", false, 0
 		return r
 	}
-	r.Error = TrimFailureError(r.Error)
+	r.Error = trimFailureError(r.Error)
 	if r.Permanent {
 		r.RetryAfter = 0
 	}

@@ -3,6 +3,12 @@
 // store/sqlite) implement them; store/storetest is the executable form of this contract and every
 // backend must pass it.
 //
+// The package holds the contract only: interfaces, their params and results, the params' validation
+// and the limits it applies (internal/archtest checks every exported name). What the two SQL stores
+// share beyond it — the job list query built once with a dialect per store, the state filter, the
+// claims' step arithmetic, page cutting, id-prefix ranges — is in store/internal/sqlstore, which
+// nothing outside store can import.
+//
 // # Errors
 //
 // Backends translate their driver's errors into the queue package's sentinels, wrapped with detail:

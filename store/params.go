@@ -100,7 +100,7 @@ type JobListParams struct {
 	Labels map[string]string // all of these
 	// CancelledIn narrows the jobs of the states it names to those cancelled (true) or not
 	// (false); jobs of other states are not affected. A job is cancelled when its cancellation
-	// was requested (cancel_requested) or recorded (failure_reason "cancelled"). It lets a listing
+	// was requested (cancel_requested) or recorded (failure_reason "cancelled"): queue.Job.Cancelled. It lets a listing
 	// tell apart what a FAILED or DEAD_LETTERED job is becoming (the taskqueue.v1 facade's
 	// statuses) without reading every job.
 	CancelledIn map[queue.State]bool
@@ -124,15 +124,9 @@ type JobListParams struct {
 	// WithData returns each job's payload and result; without it they are not even read (Payload
 	// is empty, Result nil).
 	WithData bool
-	// MaxBytes ends the page early, with a NextCursor, before the JobPageBytes of its jobs pass it;
+	// MaxBytes ends the page early, with a NextCursor, before its jobs' encoded size (estimated from above) passes it;
 	// the page still holds at least one job. 0: only Limit bounds the page.
 	MaxBytes int
-}
-
-// IsCancelled reports whether a job's cancellation was requested or recorded: the test
-// JobListParams.CancelledIn applies.
-func IsCancelled(j *queue.Job) bool {
-	return j.CancelRequested || j.FailureReason == queue.ReasonCancelled
 }
 
 // JobListResult is one page of jobs, newest first (oldest first with Ascending).

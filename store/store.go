@@ -63,7 +63,7 @@ type JobStore interface {
 	// JobGet returns one job. Errors: ErrJobNotFound; ErrInvalidArgument for a malformed id.
 	JobGet(ctx context.Context, id string) (*queue.Job, error)
 	// JobPrefixList returns the ids of at most limit (1..MaxIDPrefixMatches) jobs whose id starts
-	// with prefix (JobIDPrefixRange), in id order: a range read of the primary key. Errors:
+	// with prefix (ValidateJobPrefixList), in id order: a range read of the primary key. Errors:
 	// ErrInvalidArgument (prefix, limit).
 	JobPrefixList(ctx context.Context, prefix string, limit int) ([]string, error)
 	// JobList returns a page of jobs, newest first (created_at DESC, id DESC) or, with p.Ascending,

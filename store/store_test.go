@@ -292,8 +292,9 @@ func TestFailureText(t *testing.T) {
 	for _, r := range []string{"Not A Word", strings.Repeat("a", store.MaxFailureReasonLen+1), "tab\there", "é"} {
 		require.False(t, store.ValidFailureReason(r), r)
 	}
-	require.Equal(t, "boom\n\tat main.go:1", store.TrimFailureError("boom\n\tat main.go:1"))
-	cut := store.TrimFailureError(strings.Repeat("é", 5000))
+	trim := func(s string) string { return store.JobReportParams{Error: s}.Bounded().Error }
+	require.Equal(t, "boom\n\tat main.go:1", trim("boom\n\tat main.go:1"))
+	cut := trim(strings.Repeat("é", 5000))
 	require.LessOrEqual(t, len(cut), store.MaxFailureErrorLen)
 	require.True(t, strings.HasSuffix(cut, "…"))
 }
@@ -370,7 +371,7 @@ func TestJobReportParamsBounded(t *testing.T) {
 	long := strings.Repeat("x", store.MaxFailureErrorLen+100)
 	f := store.JobReportParams{JobLease: store.JobLease{StartedAgo: -time.Second}, Error: long,
 		RetryAfter: 100 * time.Hour, Runtime: 100 * time.Hour}.Bounded()
-	require.Len(t, f.Error, len(store.TrimFailureError(long)))
+	require.Len(t, f.Error, store.MaxFailureErrorLen, "cut to the limit (a one-byte rune: none to step back over)")
 	require.Less(t, len(f.Error), len(long))
 	require.Equal(t, store.MaxRetryAfter, f.RetryAfter)
 	require.Equal(t, store.MaxReportedRuntime, f.Runtime)

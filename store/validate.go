@@ -86,17 +86,18 @@ const (
 	MaxIDPrefixMatches = 100
 )
 
-// JobIDPrefixRange turns the leading hex digits of a job id ("885e978c", dashes allowed where a
-// UUID has them, any case) into the first and last canonical UUIDs that start with them: a range
-// of the primary key, which both stores read through its index. Errors: ErrInvalidArgument for
-// fewer than MinJobIDPrefix or more than 32 hex digits, or any other character.
-func JobIDPrefixRange(prefix string) (lo, hi string, err error) {
+// ValidateJobPrefixList checks the arguments of JobPrefixList: a prefix of MinJobIDPrefix to 32 hex
+// digits of a job id (dashes allowed where a UUID has them, any case) and a limit of
+// 1..MaxIDPrefixMatches. Errors: ErrInvalidArgument.
+func ValidateJobPrefixList(prefix string, limit int) error {
 	digits := strings.ToLower(strings.ReplaceAll(prefix, "-", ""))
 	if len(digits) < MinJobIDPrefix || len(digits) > 32 || strings.Trim(digits, "0123456789abcdef") != "" {
-		return "", "", invalid("job id prefix %s: want %d to 32 hex digits of a job id", queue.Excerpt(prefix), MinJobIDPrefix)
+		return invalid("job id prefix %s: want %d to 32 hex digits of a job id", queue.Excerpt(prefix), MinJobIDPrefix)
 	}
-	canon := func(d string) string { return d[:8] + "-" + d[8:12] + "-" + d[12:16] + "-" + d[16:20] + "-" + d[20:] }
-	return canon(digits + strings.Repeat("0", 32-len(digits))), canon(digits + strings.Repeat("f", 32-len(digits))), nil
+	if limit < 1 || limit > MaxIDPrefixMatches {
+		return invalid("limit %d: want 1..%d", limit, MaxIDPrefixMatches)
+	}
+	return nil
 }
 
 // ValidateJobType checks a job type, named field in the message: 1..MaxTypeLen bytes of printable
@@ -373,7 +374,7 @@ func (p JobListParams) Validate() (limit int, cursor *JobCursor, err error) {
 		limit = min(p.Limit, MaxListLimit)
 	}
 	if p.Cursor != "" {
-		c, err := DecodeJobCursor(p.Cursor)
+		c, err := decodeJobCursor(p.Cursor)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -637,11 +638,11 @@ func ValidFailureReason(r string) bool {
 	return true
 }
 
-// TrimFailureError cuts a worker's error text to MaxFailureErrorLen bytes at a rune boundary,
+// trimFailureError cuts a worker's error text to MaxFailureErrorLen bytes at a rune boundary,
 // marking the cut with "…": a long text is kept in part rather than refused (the report must land,
 // or the job waits for its timeout). Line breaks stay (error texts are often stack traces); the
 // backends replace what they cannot store (NUL, invalid UTF-8).
-func TrimFailureError(s string) string {
+func trimFailureError(s string) string {
 	if len(s) <= MaxFailureErrorLen {
 		return s
 	}

@@ -168,7 +168,7 @@ func FuzzFailureText(f *testing.F) {
 				return (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_'
 			}))
 		}
-		cut := store.TrimFailureError(msg)
+		cut := store.JobReportParams{Error: msg}.Bounded().Error // the cut every stored report gets
 		require.LessOrEqual(t, len(cut), store.MaxFailureErrorLen)
 		if len(msg) <= store.MaxFailureErrorLen {
 			require.Equal(t, msg, cut)

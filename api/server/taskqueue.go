@@ -204,7 +204,7 @@ func tqListParams(m *tqv1.ListJobsRequest) (store.JobListParams, error) {
 // statuses (nothing for none: all statuses). A jq state that feeds two statuses (FAILED: QUEUED or
 // RUNNING; DEAD_LETTERED: FAILED or CANCELED) gets a cancelled filter when only one is asked for.
 func statusFilter(statuses []tqv1.JobStatus) ([]queue.State, map[queue.State]bool, error) {
-	// For each jq state, the cancelled values (store.IsCancelled) whose jobs are wanted.
+	// For each jq state, the cancelled values (queue.Job.Cancelled) whose jobs are wanted.
 	want := map[queue.State]map[bool]bool{}
 	add := func(st queue.State, cancelled ...bool) {
 		if want[st] == nil {
@@ -265,14 +265,14 @@ func statusOf(j *queue.Job) tqv1.JobStatus {
 	case queue.StateRunning:
 		return tqv1.JobStatus_RUNNING
 	case queue.StateFailed:
-		if store.IsCancelled(j) {
+		if j.Cancelled() {
 			return tqv1.JobStatus_RUNNING
 		}
 		return tqv1.JobStatus_QUEUED
 	case queue.StateDone:
 		return tqv1.JobStatus_DONE
 	case queue.StateDeadLettered:
-		if store.IsCancelled(j) {
+		if j.Cancelled() {
 			return tqv1.JobStatus_CANCELED
 		}
 		return tqv1.JobStatus_FAILED

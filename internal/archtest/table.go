@@ -5,7 +5,8 @@
 //
 //	queue                      the domain: the standard library only
 //	store                      interfaces over the domain
-//	store/<backend>            one implementation each: store and queue only, never each other
+//	store/internal/sqlstore    what the two SQL stores share (the list query, the claim's steps): store and queue only
+//	store/<backend>            one implementation each: store and queue only (the SQL ones also sqlstore), never each other
 //	queue/<part>               engine, executor, outbox, maintenance: the domain and store's interfaces, no api
 //	api/...                    wire format; the server side never reaches a backend, the client side never a store
 //	roles/...                  the top; in package roles only wire.go names a concrete backend
@@ -81,13 +82,16 @@ var Table = []Row{
 	// Store: interfaces over the domain; backends implement them and import nothing else of the
 	// project (never each other, never the engine, never the API).
 	{Pkgs: []string{"store"}, May: []string{"queue"}, Third: []string{"github.com/google/uuid"}},
-	{Pkgs: []string{"store/postgres"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{pgx}},
+	// The SQL stores' shared part: the domain and the contract, no driver (each store supplies its
+	// dialect).
+	{Pkgs: []string{"store/internal/sqlstore"}, May: []string{"store", "queue"}, Third: stdOnly},
+	{Pkgs: []string{"store/postgres"}, May: []string{"store", "store/internal/sqlstore", "queue"}, Third: []string{"github.com/google/uuid"}, Drivers: []string{pgx}},
 	{Pkgs: []string{"store/redis"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{goredis}},
 	{Pkgs: []string{"store/kafka"}, May: []string{"store", "queue"}, Third: stdOnly, Drivers: []string{kafkago}},
-	{Pkgs: []string{"store/sqlite"}, May: []string{"store", "queue"}, Third: []string{"github.com/google/uuid", "github.com/gofrs/flock"}, Drivers: []string{msqlite}},
+	{Pkgs: []string{"store/sqlite"}, May: []string{"store", "store/internal/sqlstore", "queue"}, Third: []string{"github.com/google/uuid", "github.com/gofrs/flock"}, Drivers: []string{msqlite}},
 	{Pkgs: []string{"store/memory"}, May: []string{"store", "queue"}, Third: stdOnly},
 	{Pkgs: []string{"migrations"}, Third: stdOnly, Drivers: []string{pgx, migrate}},
-	{Pkgs: []string{"store/storetest"}, May: []string{"store", "queue", "internal/testenv"}},
+	{Pkgs: []string{"store/storetest"}, May: []string{"store", "store/internal/sqlstore", "queue", "internal/testenv"}},
 	// The wrapper every store is reached through: validation, instruments, the tests' fault hook.
 	{Pkgs: []string{"store/storewrap"}, May: []string{"store", "queue"}, Third: observe},
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.ConstraintStore = (*Store)(nil)
@@ -380,7 +381,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 				return err
 			}
 		}
-		keys := store.UsageKeys(p, running, active)
+		keys := sqlstore.UsageKeys(p, running, active)
 		buckets := map[string]queue.Bucket{}
 		if !c.Rate.IsZero() && len(keys) > 0 {
 			rows, err := tx.Query(ctx, sqlConstraintBucketsOf, p.Name, keys)
@@ -392,7 +393,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 				return err
 			}
 		}
-		u = store.Usage(c, running, active, keys, buckets, now)
+		u = sqlstore.Usage(c, running, active, keys, buckets, now)
 		return nil
 	})
 	if err != nil {
@@ -565,12 +566,12 @@ func (s *Store) claimConstrained(ctx context.Context, conn *pgx.Conn, p store.Jo
 		})
 		return out, err
 	}
-	taken, keyed, err := store.ConstrainedSteps(p, l, func(st store.ClaimStep, blocked, seen []string, n int) ([]store.ClaimCandidate, error) {
+	taken, keyed, err := sqlstore.ConstrainedSteps(p, l, func(st sqlstore.ClaimStep, blocked, seen []string, n int) ([]sqlstore.ClaimCandidate, error) {
 		q, arg := sqlConstraintCandidatesRest, any(nil)
 		switch st.Kind {
-		case store.ClaimAged:
+		case sqlstore.ClaimAged:
 			q, arg = sqlConstraintCandidatesAged, p.MaxWait.Microseconds()
-		case store.ClaimLevel:
+		case sqlstore.ClaimLevel:
 			q, arg = sqlConstraintCandidatesLevel, int64(st.Priority)
 		}
 		if blocked == nil {
@@ -583,8 +584,8 @@ func (s *Store) claimConstrained(ctx context.Context, conn *pgx.Conn, p store.Jo
 		if err != nil {
 			return nil, err
 		}
-		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ClaimCandidate, error) {
-			var c store.ClaimCandidate
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sqlstore.ClaimCandidate, error) {
+			var c sqlstore.ClaimCandidate
 			var typ string
 			var labels map[string]string
 			var payload []byte
@@ -651,7 +652,7 @@ func rollback(conn *pgx.Conn) {
 // candidateArrays are the ctids of candidates and their entries to store, joined by
 // queue.EntrySeparator: NULL for a candidate read with its entries (they stay as stored), ” for
 // computed entries that are none.
-func candidateArrays(cs []store.ClaimCandidate) (ctids []pgtype.TID, keys []*string) {
+func candidateArrays(cs []sqlstore.ClaimCandidate) (ctids []pgtype.TID, keys []*string) {
 	ctids, keys = make([]pgtype.TID, len(cs)), make([]*string, len(cs))
 	for i, c := range cs {
 		ctids[i] = c.Ref.(pgtype.TID)

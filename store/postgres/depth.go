@@ -8,6 +8,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // sqlDepthSnapshot measures everything the depth gauges show in one round trip, reading only the
@@ -48,19 +49,7 @@ func (s *Store) DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error) 
 		n                 int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&kind, &name, &state, &n}, func() error {
-		switch kind {
-		case "queue":
-			snap.Queues = append(snap.Queues, name)
-		case "jobs":
-			m := snap.Jobs[name]
-			if m == nil {
-				m = map[queue.State]int64{}
-				snap.Jobs[name] = m
-			}
-			m[queue.State(state)] = n
-		case "workers":
-			snap.ActiveWorkers = n
-		}
+		sqlstore.DepthRow(&snap, kind, name, state, n)
 		return nil
 	})
 	if err != nil {

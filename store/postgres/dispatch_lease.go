@@ -10,6 +10,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // How the batch statements (these and sqlJobAssignMany) find and lock their jobs.
@@ -411,7 +412,7 @@ func (r leadingRow) Scan(dest ...any) error {
 	return r.Row.Scan(append(append(all, r.lead...), dest...)...)
 }
 
-// leaseBatch is store.LeaseBatch with this store's ways of reading a statement's result rows into it.
-type leaseBatch struct{ *store.LeaseBatch }
+// leaseBatch is sqlstore.LeaseBatch with this store's ways of reading a statement's result rows into it.
+type leaseBatch struct{ *sqlstore.LeaseBatch }
 
-func newLeaseBatch(n int) leaseBatch { return leaseBatch{store.NewLeaseBatch(n)} }
+func newLeaseBatch(n int) leaseBatch { return leaseBatch{sqlstore.NewLeaseBatch(n)} }

@@ -14,6 +14,7 @@ import (
 	"github.com/jq-dev/jq/migrations"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 func TestDispatchEdgesAreLegal(t *testing.T) {
@@ -118,7 +119,7 @@ func TestDispatchPlans(t *testing.T) {
 	// A job list filtered by live states (events tail, job list --status) reads their partial
 	// indexes, not the history.
 	liveList := "EXPLAIN (COSTS OFF) SELECT id FROM jobs WHERE " +
-		store.StateFilterSQL([]queue.State{queue.StateAssigned, queue.StateRunning, queue.StateFailed}) +
+		sqlstore.StateFilterSQL([]queue.State{queue.StateAssigned, queue.StateRunning, queue.StateFailed}) +
 		" ORDER BY created_at DESC, id DESC LIMIT 1001"
 	plan := explain(t, liveList)
 	t.Logf("JobList by live states:\n%s", plan)

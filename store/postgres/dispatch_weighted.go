@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // Weighted dispatch (store.JobClaimParams.Levels and MaxWait): the claim runs in steps, one
@@ -48,19 +49,19 @@ func claimVariant(name, filter, walkOrder, resultOrder string) string {
 	return "-- name: " + name + "\n" + body
 }
 
-// jobClaimWeighted is JobClaim's weighted path (p validated): store.JobClaimParams.WeightedSteps,
+// jobClaimWeighted is JobClaim's weighted path (p validated): sqlstore.WeightedSteps,
 // one statement per step in one transaction.
 func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams, types []string) ([]*queue.Job, error) {
 	var out []*queue.Job
 	err := pgx.BeginFunc(ctx, s.dispatch, func(tx pgx.Tx) error {
 		out = out[:0]
-		return p.WeightedSteps(func(st store.ClaimStep) (int, error) {
+		return sqlstore.WeightedSteps(p, func(st sqlstore.ClaimStep) (int, error) {
 			args := []any{p.Queue, p.WorkerID, st.Limit, types}
 			q := sqlJobClaim
 			switch st.Kind {
-			case store.ClaimAged:
+			case sqlstore.ClaimAged:
 				q, args = sqlJobClaimAged, append(args, p.MaxWait.Microseconds())
-			case store.ClaimLevel:
+			case sqlstore.ClaimLevel:
 				q, args = sqlJobClaimLevel, append(args, st.Priority)
 			}
 			rows, err := tx.Query(ctx, q, args...)

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var (
@@ -133,94 +133,26 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	if err != nil {
 		return store.JobListResult{}, err
 	}
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if p.Queue != "" {
-		where = append(where, "queue = "+arg(p.Queue))
-	} else {
-		where = append(where, "jobs.queue = q.name") // each queue's walk (below)
-	}
-	if len(p.States) > 0 {
-		where = append(where, store.StateFilterSQL(p.States))
-	}
-	if len(p.Labels) > 0 {
-		where = append(where, "labels @> "+arg(jsonText(p.Labels))+"::jsonb")
-	}
-	if p.Principal != "" {
-		// No index of its own (it would be one more write per job): a producer's list walks the
-		// newest-first index and filters, as a label filter does.
-		where = append(where, "principal = "+arg(p.Principal))
-	}
-	// The type and completion-time filters, like labels and the principal, have no index of their
-	// own: they are checked along the newest-first walk, bounded in time (jobListScanBound).
-	if p.Type != "" {
-		where = append(where, "type = "+arg(p.Type))
-	}
-	if !p.CreatedAfter.IsZero() {
-		where = append(where, "created_at >= "+arg(p.CreatedAfter)+"::timestamptz")
-	}
-	if !p.CreatedBefore.IsZero() {
-		where = append(where, "created_at < "+arg(p.CreatedBefore)+"::timestamptz")
-	}
-	if !p.CompletedAfter.IsZero() {
-		where = append(where, "completed_at >= "+arg(p.CompletedAfter)+"::timestamptz")
-	}
-	if !p.CompletedBefore.IsZero() {
-		// A job completes after it was created: the bound also limits the index walk.
-		b := arg(p.CompletedBefore)
-		where = append(where, "completed_at < "+b+"::timestamptz", "created_at < "+b+"::timestamptz")
-	}
-	if p.Scheduled {
-		// Through jobs_dispatch_idx (PENDING only; not_before INCLUDEd) or the newest-first walk.
-		where = append(where, "state = 'PENDING'", "not_before > now()")
-	}
-	// The cancelled filter tests each named state's jobs, leaving the other states' alone.
-	for _, st := range queue.States() {
-		if c, ok := p.CancelledIn[st]; ok {
-			where = append(where, "(state <> '"+string(st)+"' OR (cancel_requested OR failure_reason = '"+
-				queue.ReasonCancelled+"') = "+arg(c)+")")
-		}
-	}
-	// Oldest first walks the same index forwards: the order and the keyset comparison flip together.
-	cmp, dir := "<", "DESC"
-	if p.Ascending {
-		cmp, dir = ">", "ASC"
-	}
-	if cursor != nil {
-		where = append(where, "(jobs.created_at, jobs.id) "+cmp+" ("+arg(cursor.CreatedAt)+"::timestamptz, "+arg(cursor.ID)+"::uuid)")
-	}
-	// One row more than the page tells whether another page exists. The
-	// columns are qualified: a bare "id" would bind to the selected id::text
-	// and sort text, not the uuid the cursor compares (and the index holds).
-	order := " ORDER BY jobs.created_at " + dir + ", jobs.id " + dir + " LIMIT " + arg(limit+1)
+	l := sqlstore.BuildJobList(listDialect, p, limit, cursor)
 	var q string
 	if p.Queue != "" {
-		q = "-- name: job_list\nSELECT " + jobPageColumns + " FROM jobs WHERE " + strings.Join(where, " AND ") + order
+		q = "-- name: job_list\nSELECT " + jobPageColumns + " FROM jobs WHERE " + l.Where + " ORDER BY " + l.OrderBy + " LIMIT " + l.Limit
 	} else {
 		// Across queues there is no index by creation time (migration 000016: it cost every
 		// transition two index entries): each queue's page comes from jobs_queue_created_idx and
 		// the pages are merged, then the page's jobs are read. The cost follows queues × page size.
 		q = "-- name: job_list_all\nWITH page AS (\n    SELECT k.k_id, k.k_created FROM queues q CROSS JOIN LATERAL (\n" +
-			"        SELECT jobs.id AS k_id, jobs.created_at AS k_created FROM jobs WHERE " + strings.Join(where, " AND ") + order + "\n" +
-			"    ) k ORDER BY k.k_created " + dir + ", k.k_id " + dir + " LIMIT " + arg(limit+1) + "\n)\n" +
-			"SELECT " + jobPageColumns + " FROM page JOIN jobs ON jobs.id = page.k_id ORDER BY page.k_created " + dir + ", page.k_id " + dir
+			"        SELECT jobs.id AS k_id, jobs.created_at AS k_created FROM jobs WHERE " + l.Where + " ORDER BY " + l.OrderBy + " LIMIT " + l.Limit + "\n" +
+			"    ) k ORDER BY k.k_created " + l.Dir + ", k.k_id " + l.Dir + " LIMIT " + l.Limit + "\n)\n" +
+			"SELECT " + jobPageColumns + " FROM page JOIN jobs ON jobs.id = page.k_id ORDER BY page.k_created " + l.Dir + ", page.k_id " + l.Dir
 	}
-
 	var bound time.Duration
-	if len(p.Labels) > 0 || p.Type != "" || !p.CompletedAfter.IsZero() || !p.CompletedBefore.IsZero() {
+	if l.Unindexed {
 		bound = s.listScanBound
 	}
-	jobs, cut, err := s.jobPageBounded(ctx, bound, limit, p.WithData, p.MaxBytes, q, args...)
+	jobs, cut, err := s.jobPageBounded(ctx, bound, limit, p.WithData, p.MaxBytes, q, l.Args...)
 	if isCode(err, codeQueryCanceled) && ctx.Err() == nil {
-		return store.JobListResult{}, fmt.Errorf("%w: the labels, type or completion time filter found no full page "+
-			"within %v (these filters have no index: the server checks job after job, newest first); narrow the "+
-			"listing by queue, state or creation time", queue.ErrLimitReached, bound)
+		return store.JobListResult{}, sqlstore.ErrListScanBound(bound)
 	}
 	if err != nil {
 		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
@@ -232,13 +164,26 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 			return store.JobListResult{}, err
 		}
 	}
-	var res store.JobListResult
-	if cut || len(jobs) > limit {
-		jobs = jobs[:min(len(jobs), limit)]
-		res.NextCursor = p.CursorAfter(jobs[len(jobs)-1])
-	}
-	res.Jobs = jobs
-	return res, nil
+	return sqlstore.JobListPage(p, jobs, cut, limit), nil
+}
+
+// listDialect is how JobList's filters are written in Postgres. Without a queue the statement
+// walks every queue (q) laterally.
+var listDialect = sqlstore.ListDialect{
+	Param: func(n int) string { return "$" + strconv.Itoa(n) },
+	Queue: func(name string, arg func(any) string) string {
+		if name == "" {
+			return "jobs.queue = q.name"
+		}
+		return "queue = " + arg(name)
+	},
+	Time:     func(t time.Time) any { return t },
+	TimeCast: "::timestamptz",
+	IDCast:   "::uuid",
+	Labels: func(labels map[string]string, arg func(any) string) []string {
+		return []string{"labels @> " + arg(jsonText(labels)) + "::jsonb"}
+	},
+	Now: func(func(any) string) string { return "now()" },
 }
 
 // JobTransition implements store.JobStore.
@@ -275,15 +220,7 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 	if err != nil {
 		return nil, fmt.Errorf("postgres: transition job: %w", err)
 	}
-	return nil, fmt.Errorf("%w: job %s is %s at attempt %d, expected %s%s", queue.ErrStaleAttempt, id,
-		state, attempt, p.From, expectedAttempt(p.Attempt))
-}
-
-func expectedAttempt(a int) string {
-	if a == store.AnyAttempt {
-		return ""
-	}
-	return " at attempt " + strconv.Itoa(a)
+	return nil, sqlstore.ErrStaleTransition(p, id, state, attempt)
 }
 
 // JobEvents implements store.JobStore.

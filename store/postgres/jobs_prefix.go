@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jq-dev/jq/queue"
-	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // sqlJobPrefixList reads a range of the primary key (jobs_pkey): the ids that start with the
@@ -15,12 +14,9 @@ SELECT id::text FROM jobs WHERE id BETWEEN $1::uuid AND $2::uuid ORDER BY id LIM
 
 // JobPrefixList implements store.JobStore.
 func (s *Store) JobPrefixList(ctx context.Context, prefix string, limit int) ([]string, error) {
-	lo, hi, err := store.JobIDPrefixRange(prefix)
+	lo, hi, err := sqlstore.JobIDPrefixRange(prefix, limit)
 	if err != nil {
 		return nil, err
-	}
-	if limit < 1 || limit > store.MaxIDPrefixMatches {
-		return nil, fmt.Errorf("%w: limit %d: want 1..%d", queue.ErrInvalidArgument, limit, store.MaxIDPrefixMatches)
 	}
 	rows, err := s.pool.Query(ctx, sqlJobPrefixList, lo, hi, limit)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jq-dev/jq/queue"
-	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // sqlJobData reads the payloads and results of a page's jobs once the page is cut to its budget.
@@ -17,7 +17,7 @@ const sqlJobData = `-- name: job_data
 SELECT id::text, payload, result FROM jobs WHERE id = ANY($1::uuid[])`
 
 // jobPage runs a page query that selects jobPageColumns and returns its jobs, cut to maxBytes
-// (store.PageCut over store.JobPageBytes), and whether the budget cut it. Only the first candidates
+// (sqlstore.PageCut over sqlstore.JobPageBytes), and whether the budget cut it. Only the first candidates
 // rows can be in the page; a row after them is a lookahead that tells whether more exist, and is
 // returned only when the budget did not cut the page. With withData the kept jobs' payloads
 // and results are read afterwards, in the same snapshot (a read-only repeatable-read transaction); the rows of the page query never carry them,
@@ -45,14 +45,14 @@ func (s *Store) jobPageBounded(ctx context.Context, bound time.Duration, candida
 			if withData {
 				data = payloadBytes + resultBytes
 			}
-			sizes = append(sizes, store.JobPageBytes(j, data))
+			sizes = append(sizes, sqlstore.JobPageBytes(j, data))
 			return j, nil
 		})
 		if err != nil {
 			return err
 		}
 		k := min(len(jobs), candidates)
-		if n := store.PageCut(sizes[:k], maxBytes); n < k {
+		if n := sqlstore.PageCut(sizes[:k], maxBytes); n < k {
 			jobs, cut = jobs[:n], true
 		}
 		if withData && len(jobs) > 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // Column lists shared by every query that returns a row, and the scanners that read them in that
@@ -93,15 +94,8 @@ func scanQueue(row pgx.Row) (*queue.Queue, error) {
 		&q.CreatedAt, &q.UpdatedAt, &retentionMS, &waitMS); err != nil {
 		return nil, err
 	}
-	q.TTL = fromMillis(ttlMS)
-	q.BackoffBase = fromMillis(baseMS)
-	q.BackoffMax = fromMillis(maxMS)
-	q.ResultRetention = fromMillis(retentionMS)
-	q.MaxWait = fromMillis(waitMS)
-	q.PriorityWeights = weights
-	if q.PriorityWeights == nil {
-		q.PriorityWeights = map[int]int{}
-	}
+	sqlstore.QueueMillis{TTL: ttlMS, BackoffBase: baseMS, BackoffMax: maxMS, ResultRetention: retentionMS,
+		MaxWait: waitMS, Weights: weights}.Into(&q)
 	q.CreatedAt = q.CreatedAt.UTC()
 	q.UpdatedAt = q.UpdatedAt.UTC()
 	return &q, nil
@@ -130,17 +124,8 @@ func scanWorker(row pgx.Row) (*queue.Worker, error) {
 	return &w, nil
 }
 
-// Durations are stored as milliseconds. A positive duration under a millisecond rounds up, so that
-// it does not turn into 0, which means "unset".
-func toMillis(d time.Duration) int64 {
-	ms := d.Milliseconds()
-	if d > 0 && d%time.Millisecond != 0 {
-		ms++
-	}
-	return ms
-}
-
-func fromMillis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+// Durations are stored as milliseconds (sqlstore.ToMillis).
+var toMillis, fromMillis = sqlstore.ToMillis, sqlstore.FromMillis
 
 func deref(t *time.Time) time.Time {
 	if t == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.ConstraintStore = (*Store)(nil)
@@ -263,7 +264,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 		}
 	}
-	keys := store.UsageKeys(p, running, active)
+	keys := sqlstore.UsageKeys(p, running, active)
 	buckets := map[string]queue.Bucket{}
 	if !c.Rate.IsZero() && len(keys) > 0 {
 		brows, err := s.query(ctx, sqlConstraintKeyBuckets, c.Name, listText(keys))
@@ -283,11 +284,11 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
 		}
 	}
-	return store.Usage(c, running, active, keys, buckets, s.now()), nil
+	return sqlstore.Usage(c, running, active, keys, buckets, s.now()), nil
 }
 
 // JobClaimConstrained implements store.ConstraintStore: one write reads the constraint set, the
-// running jobs and the rate buckets, runs store.ConstrainedSteps and writes what the limiter
+// running jobs and the rate buckets, runs sqlstore.ConstrainedSteps and writes what the limiter
 // decided. A queue no constraint applies to is claimed as JobClaim claims it.
 func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams) (*store.ConstrainedClaim, error) {
 	var out *store.ConstrainedClaim
@@ -332,13 +333,13 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 	now := us(tx.now)
 	payload := queue.NeedsPayload(applicable)
 	types := listText(p.Types)
-	fetch := func(st store.ClaimStep, blocked, seen []string, n int) ([]store.ClaimCandidate, error) {
+	fetch := func(st sqlstore.ClaimStep, blocked, seen []string, n int) ([]sqlstore.ClaimCandidate, error) {
 		args := []any{p.Queue, now, n, types, listText(seen), listText(blocked), set.Gen, nil, blockedSingles(blocked)}
 		q := sqlCandidateRest
 		switch st.Kind {
-		case store.ClaimAged:
+		case sqlstore.ClaimAged:
 			q, args[7] = sqlCandidateAged, us(tx.now.Add(-p.MaxWait))
-		case store.ClaimLevel:
+		case sqlstore.ClaimLevel:
 			q, args[7] = sqlCandidateLevel, st.Priority
 		}
 		rows, err := tx.query(candidateSelect(payload)+q, args...)
@@ -347,7 +348,7 @@ func claimConstrained(tx *wtx, p store.JobClaimParams) (*store.ConstrainedClaim,
 		}
 		return scanCandidates(rows, set.Gen)
 	}
-	taken, keyed, err := store.ConstrainedSteps(p, l, fetch, func(entries []string) (map[string]queue.Bucket, error) {
+	taken, keyed, err := sqlstore.ConstrainedSteps(p, l, fetch, func(entries []string) (map[string]queue.Bucket, error) {
 		return loadBuckets(tx, entries)
 	})
 	if err != nil {
@@ -549,12 +550,12 @@ func loadBuckets(tx *wtx, entries []string) (map[string]queue.Bucket, error) {
 }
 
 // scanCandidates reads candidateSelect's rows and closes rows.
-func scanCandidates(rows *sql.Rows, gen int64) ([]store.ClaimCandidate, error) {
+func scanCandidates(rows *sql.Rows, gen int64) ([]sqlstore.ClaimCandidate, error) {
 	defer rows.Close()
-	var out []store.ClaimCandidate
+	var out []sqlstore.ClaimCandidate
 	for rows.Next() {
 		var (
-			c         store.ClaimCandidate
+			c         sqlstore.ClaimCandidate
 			j         queue.Job
 			labels    map[string]string
 			payload   []byte

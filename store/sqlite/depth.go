@@ -6,6 +6,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.DepthStore = (*Store)(nil)
@@ -45,19 +46,7 @@ func (s *Store) DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error) 
 		if err := rows.Scan(&kind, &name, &state, &n); err != nil {
 			return snap, fmt.Errorf("sqlite: depth snapshot: %w", err)
 		}
-		switch kind {
-		case "queue":
-			snap.Queues = append(snap.Queues, name)
-		case "jobs":
-			m := snap.Jobs[name]
-			if m == nil {
-				m = map[queue.State]int64{}
-				snap.Jobs[name] = m
-			}
-			m[queue.State(state)] = n
-		case "workers":
-			snap.ActiveWorkers = n
-		}
+		sqlstore.DepthRow(&snap, kind, name, state, n)
 	}
 	if err := rows.Err(); err != nil {
 		return snap, fmt.Errorf("sqlite: depth snapshot: %w", err)

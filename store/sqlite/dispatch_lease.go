@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // The lease statements: acks and reports. A batch is one write; each lease is one compare-and-set
@@ -82,7 +83,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 	if err := store.ValidateDispatchBatch(len(leases)); err != nil {
 		return nil, err
 	}
-	b := store.NewLeaseBatch(len(leases))
+	b := sqlstore.NewLeaseBatch(len(leases))
 	for i, l := range leases {
 		b.Add(i, l)
 	}
@@ -172,7 +173,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
 		return nil, err
 	}
-	b := store.NewLeaseBatch(len(reports))
+	b := sqlstore.NewLeaseBatch(len(reports))
 	leases := make([]store.JobLease, len(reports))
 	bounded := make([]store.JobReportParams, len(reports))
 	for i, r := range reports {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // Weighted dispatch (store.JobClaimParams.Levels and MaxWait), as in Postgres: in one write, the aged
@@ -29,7 +30,7 @@ LIMIT ?3`
 	sqlJobClaimRest = `SELECT id` + sqlDueFrom + sqlClaimTypes + sqlDueOrder
 )
 
-// jobClaimWeighted is JobClaim's weighted path (p validated): store.JobClaimParams.WeightedSteps,
+// jobClaimWeighted is JobClaim's weighted path (p validated): sqlstore.WeightedSteps,
 // each step's due ids read and assigned in the same write.
 func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams) ([]*queue.Job, error) {
 	var jobs []*queue.Job
@@ -47,13 +48,13 @@ func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams) ([
 func claimWeighted(tx *wtx, p store.JobClaimParams) ([]*queue.Job, error) {
 	var jobs []*queue.Job
 	now := us(tx.now)
-	err := p.WeightedSteps(func(st store.ClaimStep) (int, error) {
+	err := sqlstore.WeightedSteps(p, func(st sqlstore.ClaimStep) (int, error) {
 		args := []any{p.Queue, now, st.Limit, listText(p.Types)}
 		q := sqlJobClaimRest
 		switch st.Kind {
-		case store.ClaimAged:
+		case sqlstore.ClaimAged:
 			q, args = sqlJobClaimAged, append(args, us(tx.now.Add(-p.MaxWait)))
-		case store.ClaimLevel:
+		case sqlstore.ClaimLevel:
 			q, args = sqlJobClaimLevel, append(args, st.Priority)
 		}
 		rows, err := tx.query(q, args...)

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 const (
@@ -121,15 +121,7 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: transition job: %w", err)
 	}
-	return nil, fmt.Errorf("%w: job %s is %s at attempt %d, expected %s%s", queue.ErrStaleAttempt, id,
-		state, attempt, p.From, expectedAttempt(p.Attempt))
-}
-
-func expectedAttempt(a int) string {
-	if a == store.AnyAttempt {
-		return ""
-	}
-	return " at attempt " + strconv.Itoa(a)
+	return nil, sqlstore.ErrStaleTransition(p, id, state, attempt)
 }
 
 // JobEvents implements store.JobStore.

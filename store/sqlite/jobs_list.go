@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // JobList implements store.JobStore. Only the filters in use become SQL predicates. With a queue
@@ -20,58 +21,10 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	if err != nil {
 		return store.JobListResult{}, err
 	}
-	var (
-		where []string
-		args  = []any{""} // ?1: the queue, set per statement
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "?" + strconv.Itoa(len(args))
-	}
-	where = append(where, "queue = ?1")
-	if len(p.States) > 0 {
-		where = append(where, store.StateFilterSQL(p.States))
-	}
-	for k, v := range p.Labels {
-		where = append(where, "EXISTS (SELECT 1 FROM json_each(labels) WHERE key = "+arg(k)+" AND value = "+arg(v)+")")
-	}
-	if p.Principal != "" {
-		where = append(where, "principal = "+arg(p.Principal))
-	}
-	if p.Type != "" {
-		where = append(where, "type = "+arg(p.Type))
-	}
-	if !p.CreatedAfter.IsZero() {
-		where = append(where, "created_at >= "+arg(us(p.CreatedAfter)))
-	}
-	if !p.CreatedBefore.IsZero() {
-		where = append(where, "created_at < "+arg(us(p.CreatedBefore)))
-	}
-	if !p.CompletedAfter.IsZero() {
-		where = append(where, "completed_at >= "+arg(us(p.CompletedAfter)))
-	}
-	if !p.CompletedBefore.IsZero() {
-		b := arg(us(p.CompletedBefore))
-		where = append(where, "completed_at < "+b, "created_at < "+b)
-	}
-	if p.Scheduled {
-		where = append(where, "state = 'PENDING'", "not_before > "+arg(us(s.now())))
-	}
-	for _, st := range queue.States() {
-		if c, ok := p.CancelledIn[st]; ok {
-			where = append(where, "(state <> '"+string(st)+"' OR (cancel_requested OR failure_reason = '"+
-				queue.ReasonCancelled+"') = "+arg(c)+")")
-		}
-	}
-	cmpOp, dir := "<", "DESC"
-	if p.Ascending {
-		cmpOp, dir = ">", "ASC"
-	}
-	if cursor != nil {
-		where = append(where, "(created_at, id) "+cmpOp+" ("+arg(us(cursor.CreatedAt))+", "+arg(cursor.ID)+")")
-	}
-	q := "SELECT " + jobPageColumns + " FROM jobs WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY created_at " + dir + ", id " + dir + " LIMIT " + arg(limit+1)
+	d := listDialect
+	d.Now = func(arg func(any) string) string { return arg(us(s.now())) }
+	l := sqlstore.BuildJobList(d, p, limit, cursor)
+	q := "SELECT " + jobPageColumns + " FROM jobs WHERE " + l.Where + " ORDER BY " + l.OrderBy + " LIMIT " + l.Limit
 
 	queues := []string{p.Queue}
 	if p.Queue == "" {
@@ -86,8 +39,8 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 	}
 	qs := make([]pageQuery, len(queues))
 	for i, name := range queues {
-		a := append([]any{}, args...)
-		a[0] = name
+		a := append([]any{}, l.Args...)
+		a[0] = name // listDialect.Queue's parameter
 		qs[i] = pageQuery{q, a}
 	}
 	less := func(a, b *queue.Job) int {
@@ -100,15 +53,13 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 		}
 		return c
 	}
-	var bound = s.listScanBound
-	if len(p.Labels) == 0 && p.Type == "" && p.CompletedAfter.IsZero() && p.CompletedBefore.IsZero() {
-		bound = 0
+	var bound time.Duration
+	if l.Unindexed {
+		bound = s.listScanBound
 	}
 	jobs, cut, err := s.jobPages(ctx, bound, limit, p.WithData, p.MaxBytes, less, qs...)
 	if errors.Is(err, errPageBound) {
-		return store.JobListResult{}, fmt.Errorf("%w: the labels, type or completion time filter found no full page "+
-			"within %v (these filters have no index: the server checks job after job, newest first); narrow the "+
-			"listing by queue, state or creation time", queue.ErrLimitReached, bound)
+		return store.JobListResult{}, sqlstore.ErrListScanBound(bound)
 	}
 	if err != nil {
 		return store.JobListResult{}, fmt.Errorf("sqlite: list jobs: %w", err)
@@ -118,11 +69,20 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 			return store.JobListResult{}, err
 		}
 	}
-	var res store.JobListResult
-	if cut || len(jobs) > limit {
-		jobs = jobs[:min(len(jobs), limit)]
-		res.NextCursor = p.CursorAfter(jobs[len(jobs)-1])
-	}
-	res.Jobs = jobs
-	return res, nil
+	return sqlstore.JobListPage(p, jobs, cut, limit), nil
+}
+
+// listDialect is how JobList's filters are written in SQLite. The statement runs once per queue,
+// its first parameter set to each queue in turn; Now is the store's clock, set per call.
+var listDialect = sqlstore.ListDialect{
+	Param: func(n int) string { return "?" + strconv.Itoa(n) },
+	Queue: func(_ string, arg func(any) string) string { return "queue = " + arg("") },
+	Time:  func(t time.Time) any { return us(t) },
+	Labels: func(labels map[string]string, arg func(any) string) []string {
+		var where []string
+		for k, v := range labels {
+			where = append(where, "EXISTS (SELECT 1 FROM json_each(labels) WHERE key = "+arg(k)+" AND value = "+arg(v)+")")
+		}
+		return where
+	},
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jq-dev/jq/queue"
-	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // pageQuery is one statement of a page: it selects jobPageColumns.
@@ -21,7 +21,7 @@ type pageQuery struct {
 var errPageBound = fmt.Errorf("sqlite: page search bound reached")
 
 // jobPage runs a page query that selects jobPageColumns and returns its jobs, cut to maxBytes
-// (store.PageCut over store.JobPageBytes), and whether the budget cut it. Only the first
+// (sqlstore.PageCut over sqlstore.JobPageBytes), and whether the budget cut it. Only the first
 // candidates rows can be in the page; a row after them is a lookahead that tells whether more
 // exist. With withData the kept jobs' payloads and results are read afterwards, in the same read
 // transaction (one snapshot).
@@ -69,7 +69,7 @@ func (s *Store) jobPages(ctx context.Context, bound time.Duration, candidates in
 			if withData {
 				data = payloadBytes + resultBytes
 			}
-			return sized{j, store.JobPageBytes(j, data)}, nil
+			return sized{j, sqlstore.JobPageBytes(j, data)}, nil
 		})
 		if err != nil {
 			return nil, false, boundErr(ctx, qctx, err)
@@ -86,7 +86,7 @@ func (s *Store) jobPages(ctx context.Context, bound time.Duration, candidates in
 		jobs[i], sizes[i] = r.j, r.size
 	}
 	k := min(len(jobs), candidates)
-	if n := store.PageCut(sizes[:k], maxBytes); n < k {
+	if n := sqlstore.PageCut(sizes[:k], maxBytes); n < k {
 		jobs, cut = jobs[:n], true
 	}
 	if withData && len(jobs) > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.RecoveryStore = (*Store)(nil)
@@ -135,7 +136,7 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	if err := store.ValidateDispatchBatch(len(fails)); err != nil {
 		return nil, err
 	}
-	b := store.NewLeaseBatch(len(fails))
+	b := sqlstore.NewLeaseBatch(len(fails))
 	leases := make([]store.JobLease, len(fails))
 	for i, f := range fails {
 		leases[i] = f.JobLease

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // Column lists shared by every query that returns a row, and the scanners that read them in that
@@ -16,7 +17,7 @@ const (
 		worker_id, last_error, failure_reason, result, result_checksum,
 		created_at, updated_at, started_at, completed_at, no_retry, cancel_requested, principal, result_size`
 
-	// leanJobColumns: without payload, labels, trace context and result (store.LeanJob).
+	// leanJobColumns: without payload, labels, trace context and result (sqlstore.LeanJob).
 	leanJobColumns = `id, queue, type, NULL, priority, state, max_retries, retry_count, attempt,
 		ttl_ms, timeout_ms, not_before, expires_at, idempotency_key, NULL, keep_result, NULL,
 		worker_id, last_error, failure_reason, NULL, result_checksum,
@@ -189,15 +190,8 @@ func scanQueue(row scanner) (*queue.Queue, error) {
 		tm{&q.CreatedAt}, tm{&q.UpdatedAt}, &retentionMS, &waitMS); err != nil {
 		return nil, err
 	}
-	q.TTL = fromMillis(ttlMS)
-	q.BackoffBase = fromMillis(baseMS)
-	q.BackoffMax = fromMillis(maxMS)
-	q.ResultRetention = fromMillis(retentionMS)
-	q.MaxWait = fromMillis(waitMS)
-	q.PriorityWeights = weights
-	if q.PriorityWeights == nil {
-		q.PriorityWeights = map[int]int{}
-	}
+	sqlstore.QueueMillis{TTL: ttlMS, BackoffBase: baseMS, BackoffMax: maxMS, ResultRetention: retentionMS,
+		MaxWait: waitMS, Weights: weights}.Into(&q)
 	return &q, nil
 }
 
@@ -254,17 +248,8 @@ func breakersText(bs []queue.QueueBreaker) string {
 	return jsonText(rows)
 }
 
-// Durations are stored as milliseconds; a positive duration under a millisecond rounds up, so
-// that it does not turn into 0 ("unset").
-func toMillis(d time.Duration) int64 {
-	ms := d.Milliseconds()
-	if d > 0 && d%time.Millisecond != 0 {
-		ms++
-	}
-	return ms
-}
-
-func fromMillis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+// Durations are stored as milliseconds (sqlstore.ToMillis).
+var toMillis, fromMillis = sqlstore.ToMillis, sqlstore.FromMillis
 
 // emptyChecksum is the SHA-256 of no bytes, the checksum of every empty result.
 var emptyChecksum = queue.Checksum(nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // RunConstraintStore runs the contract of store.ConstraintStore. Constraints, their
@@ -444,12 +445,12 @@ func testConstraintHeadOfLine(t *testing.T, newStore NewStoreFunc) {
 	require.Equal(t, 53, pending)
 }
 
-// More blocked jobs ahead than one claim reads (store.ConstraintClaimRounds): the jobs a claim
+// More blocked jobs ahead than one claim reads (sqlstore.ConstraintClaimRounds): the jobs a claim
 // passed over are remembered with their keys, so the claims after it read past them.
 func testConstraintPassedOverRemembered(t *testing.T, newStore NewStoreFunc) {
 	c := setupConstraintStore(t, newStore)
 	c.constraint(perTenant("one-each", 1))
-	c.insertTenant("a", 5*store.ConstraintClaimRounds*store.ConstraintCandidates(1))
+	c.insertTenant("a", 5*sqlstore.ConstraintClaimRounds*sqlstore.ConstraintCandidates(1))
 	last := c.insertOne(c.tenantJob("t", "b"))
 	require.Len(t, c.claimN(1).Jobs, 1)
 	for claims := 0; ; claims++ {

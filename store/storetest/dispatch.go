@@ -15,6 +15,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // RunDispatchStore runs the contract of store.DispatchStore against the store newStore returns.
@@ -110,7 +111,7 @@ func reportFailure(j *queue.Job, msg, reason string) store.JobReportParams {
 	return store.JobReportParams{JobLease: leaseOf(j), Error: msg, Reason: reason}
 }
 
-// requireApplied checks that an outcome applied and carries the stored job (lean: store.LeanJob), and
+// requireApplied checks that an outcome applied and carries the stored job (lean: sqlstore.LeanJob), and
 // returns the stored job.
 func (b *dsBundle) requireApplied(o store.LeaseOutcome, want queue.State) *queue.Job {
 	b.t.Helper()
@@ -119,7 +120,7 @@ func (b *dsBundle) requireApplied(o store.LeaseOutcome, want queue.State) *queue
 	require.Equal(b.t, o.ID, o.Job.ID)
 	require.Equal(b.t, want, o.Job.State)
 	stored := b.get(o.ID)
-	require.Equal(b.t, store.LeanJob(stored), o.Job, "the outcome carries the stored job, lean")
+	require.Equal(b.t, sqlstore.LeanJob(stored), o.Job, "the outcome carries the stored job, lean")
 	return stored
 }
 

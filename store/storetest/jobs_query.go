@@ -329,7 +329,7 @@ func runJobQueryTests(t *testing.T, newStore NewStoreFunc) {
 		for _, p := range []store.JobListParams{
 			{Queue: b.queue, Cursor: "garbage!"},
 			{Queue: b.queue, Cursor: "Zm9vYmFy"}, // base64 of "foobar"
-			{Queue: b.queue, Cursor: store.EncodeJobCursor(store.JobCursor{ID: "x"})},
+			{Queue: b.queue, Cursor: store.JobListParams{Queue: b.queue}.CursorAfter(&queue.Job{ID: "x"})}, // not a job id
 			{Queue: b.queue, Limit: -1},
 			{Queue: b.queue, States: []queue.State{"QUEUED"}},
 			{Queue: "Bad Queue"},

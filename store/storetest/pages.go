@@ -8,6 +8,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // runPageTests checks the byte budget of JobList pages and their data on request.
@@ -53,7 +54,7 @@ func runPageTests(t *testing.T, newStore NewStoreFunc) {
 			var total int64
 			for _, j := range page.Jobs {
 				require.Len(t, j.Payload, size, "with data")
-				total += store.JobPageBytes(j, int64(len(j.Payload)))
+				total += sqlstore.JobPageBytes(j, int64(len(j.Payload)))
 			}
 			require.LessOrEqual(t, total, int64(budget))
 			walked = append(walked, page.Jobs...)

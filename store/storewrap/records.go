@@ -68,10 +68,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
 
 // JobPrefixList implements store.JobStore.
 func (s *Store) JobPrefixList(ctx context.Context, prefix string, limit int) ([]string, error) {
-	check := func() error {
-		_, _, err := store.JobIDPrefixRange(prefix)
-		return err
-	}
+	check := func() error { return store.ValidateJobPrefixList(prefix, limit) }
 	return call(ctx, s, "JobPrefixList", check, func(ctx context.Context) ([]string, error) { return s.b.JobPrefixList(ctx, prefix, limit) })
 }
 

@@ -1,4 +1,4 @@
-package store_test
+package sqlstore_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 func TestLeaseBatch(t *testing.T) {
@@ -20,7 +21,7 @@ func TestLeaseBatch(t *testing.T) {
 		{ID: id, Attempt: 2, WorkerID: "w"}, // another attempt of the same job
 	}
 	for _, idempotent := range []bool{true, false} {
-		b := store.NewLeaseBatch(len(leases))
+		b := sqlstore.NewLeaseBatch(len(leases))
 		var applied []bool
 		for i, l := range leases {
 			applied = append(applied, b.Add(i, l))
@@ -41,7 +42,7 @@ func TestLeaseBatch(t *testing.T) {
 	}
 
 	// A repeat of a job that does not exist is not found, like the first.
-	b := store.NewLeaseBatch(2)
+	b := sqlstore.NewLeaseBatch(2)
 	require.True(t, b.Add(0, store.JobLease{ID: id, Attempt: 1, WorkerID: "w"}))
 	require.False(t, b.Add(1, store.JobLease{ID: id, Attempt: 1, WorkerID: "x"}))
 	b.Outcomes[0].Err = queue.ErrJobNotFound

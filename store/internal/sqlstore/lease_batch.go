@@ -1,18 +1,19 @@
-package store
+package sqlstore
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
 )
 
-// LeaseBatch is the bookkeeping every backend does for a batch of acks, reports or fails (the
+// LeaseBatch is the bookkeeping both SQL stores do for a batch of acks, reports or fails (the
 // contract of DispatchStore and RecoveryStore): one outcome per lease, a malformed lease refused on
 // its own, and only the first occurrence of a job id applied — later ones are settled by Finish.
 // A backend applies the leases Sent lists (their indexes, in batch order) and fills their Outcomes.
 type LeaseBatch struct {
-	Outcomes []LeaseOutcome
+	Outcomes []store.LeaseOutcome
 	Sent     []int          // the indexes of the leases to apply, in batch order
 	first    map[string]int // job id → index of its first valid lease
 	repeats  map[int]int    // index of a repeated lease → index of the first
@@ -21,7 +22,7 @@ type LeaseBatch struct {
 // NewLeaseBatch returns the bookkeeping of a batch of n leases.
 func NewLeaseBatch(n int) *LeaseBatch {
 	return &LeaseBatch{
-		Outcomes: make([]LeaseOutcome, n),
+		Outcomes: make([]store.LeaseOutcome, n),
 		Sent:     make([]int, 0, n),
 		first:    make(map[string]int, n),
 	}
@@ -29,7 +30,7 @@ func NewLeaseBatch(n int) *LeaseBatch {
 
 // Add records lease i and reports whether it is to be applied: false for a malformed lease (its
 // outcome holds the error) and for a repeated job id.
-func (b *LeaseBatch) Add(i int, l JobLease) bool {
+func (b *LeaseBatch) Add(i int, l store.JobLease) bool {
 	b.Outcomes[i].ID = l.ID
 	id, err := l.Validate()
 	if err != nil {
@@ -54,7 +55,7 @@ func (b *LeaseBatch) Add(i int, l JobLease) bool {
 // it retries) gets the first occurrence's outcome, so a retry never turns a success into a refusal.
 // Any other repeat, and every repeated report (which may say something different), is stale (or
 // not found, like the first).
-func (b *LeaseBatch) Finish(leases []JobLease, idempotent bool) []LeaseOutcome {
+func (b *LeaseBatch) Finish(leases []store.JobLease, idempotent bool) []store.LeaseOutcome {
 	for i, f := range b.repeats {
 		if idempotent && leases[i].Attempt == leases[f].Attempt && leases[i].WorkerID == leases[f].WorkerID {
 			// Started stays false: the first occurrence carries the start.

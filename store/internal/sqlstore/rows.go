@@ -1,0 +1,74 @@
+package sqlstore
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store"
+)
+
+// How both stores write what has no column type of its own in both (durations in milliseconds),
+// and read back the rows their statements share.
+
+// ToMillis is a duration as stored: whole milliseconds. A positive duration under a millisecond
+// rounds up, so that it does not turn into 0, which means "unset".
+func ToMillis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+// FromMillis is a stored duration.
+func FromMillis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// QueueMillis are a queue row's stored durations and weights, as scanned.
+type QueueMillis struct {
+	TTL, BackoffBase, BackoffMax, ResultRetention, MaxWait int64
+	Weights                                                map[int]int
+}
+
+// Into sets q's durations and weights from m (no weights: an empty map).
+func (m QueueMillis) Into(q *queue.Queue) {
+	q.TTL = FromMillis(m.TTL)
+	q.BackoffBase = FromMillis(m.BackoffBase)
+	q.BackoffMax = FromMillis(m.BackoffMax)
+	q.ResultRetention = FromMillis(m.ResultRetention)
+	q.MaxWait = FromMillis(m.MaxWait)
+	q.PriorityWeights = m.Weights
+	if q.PriorityWeights == nil {
+		q.PriorityWeights = map[int]int{}
+	}
+}
+
+// DepthRow adds one row of the depth snapshot's statement to snap: a queue's name ("queue"), a
+// count of one queue's jobs in one state ("jobs"), or the active workers ("workers").
+func DepthRow(snap *store.DepthSnapshot, kind, name, state string, n int64) {
+	switch kind {
+	case "queue":
+		snap.Queues = append(snap.Queues, name)
+	case "jobs":
+		m := snap.Jobs[name]
+		if m == nil {
+			m = map[queue.State]int64{}
+			snap.Jobs[name] = m
+		}
+		m[queue.State(state)] = n
+	case "workers":
+		snap.ActiveWorkers = n
+	}
+}
+
+// ErrStaleTransition is JobTransition's refusal of p when the job (id, read after the
+// compare-and-set matched nothing) is in state at attempt.
+func ErrStaleTransition(p store.JobTransitionParams, id, state string, attempt int) error {
+	expected := ""
+	if p.Attempt != store.AnyAttempt {
+		expected = " at attempt " + strconv.Itoa(p.Attempt)
+	}
+	return fmt.Errorf("%w: job %s is %s at attempt %d, expected %s%s", queue.ErrStaleAttempt, id,
+		state, attempt, p.From, expected)
+}
