@@ -2,8 +2,6 @@ package roles_test
 
 import (
 	"context"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jq-dev/jq/api/rpcclient"
+	"github.com/jq-dev/jq/internal/testenv"
 )
 
 // TestTwoRoleAllInstancesSideBySide: a second jq --role=all on the same host, with a data directory
@@ -20,12 +19,16 @@ import (
 // changed it runs beside the first, each serving its API, console and jobs.
 func TestTwoRoleAllInstancesSideBySide(t *testing.T) {
 	t.Parallel()
-	ports := map[string]int{}
-	for _, v := range []string{"JQ_GRPC_PORT", "JQ_HEALTH_PORT", "JQ_METRICS_PORT", "JQ_UI_PORT",
-		"JQ_WORKER_HEALTH_PORT", "JQ_WORKER_METRICS_PORT"} {
-		ports[v] = freePort(t)
+	names := []string{"JQ_GRPC_PORT", "JQ_HEALTH_PORT", "JQ_METRICS_PORT", "JQ_UI_PORT",
+		"JQ_WORKER_HEALTH_PORT", "JQ_WORKER_METRICS_PORT"}
+	// Twice as many ports as one instance takes, consecutive: the offset moves the second instance
+	// onto the second half, ports of this test too.
+	base, err := testenv.PickPorts(2 * len(names))
+	require.NoError(t, err)
+	ports, offset := map[string]int{}, len(names)
+	for i, v := range names {
+		ports[v] = base + i
 	}
-	offset := freeOffset(t, ports)
 	env := func(dataDir string, extra ...string) []string {
 		e := []string{"JQ_STORE_DRIVER=sqlite", "JQ_STORE_DATA_DIR=" + dataDir}
 		for k, p := range ports {
@@ -61,25 +64,4 @@ func TestTwoRoleAllInstancesSideBySide(t *testing.T) {
 	httpGetOK(t, ports["JQ_WORKER_METRICS_PORT"]+offset, "/metrics", "go_goroutines")
 	stopCleanly(t, second)
 	stopCleanly(t, first)
-}
-
-// freeOffset is an offset that moves every port in ports onto one nothing listens on.
-func freeOffset(t *testing.T, ports map[string]int) int {
-	t.Helper()
-	for range 1000 {
-		offset, free := 100+rand.IntN(5000), true
-		for _, p := range ports {
-			ln, err := net.Listen("tcp", ":"+strconv.Itoa(p+offset))
-			if err != nil {
-				free = false
-				break
-			}
-			_ = ln.Close()
-		}
-		if free {
-			return offset
-		}
-	}
-	t.Fatal("no port offset with every port free")
-	return 0
 }
