@@ -18,13 +18,14 @@ import (
 	"testing"
 )
 
-// Parallel is the default -parallel of a package of binary-level tests. Its tests spend most of
+// Parallel is the default -parallel of a package of binary-level tests. Their tests spend most of
 // their time waiting on other processes (servers, workers, private Postgres and redis-server) and
 // on wall-clock windows: at go test's default, GOMAXPROCS (2 on CI's machine), the binary-level
-// tests took 234 s alone while the test binary and its jq processes used 82 s of CPU. At 8 they
-// took 79 s alone, but beside the suite's other packages every test took two to three times as
-// long and two throughput-bound tests missed their bounds; 4 keeps that margin. An explicit
-// -parallel wins.
+// tests (then one package) took 234 s alone while the test binary and its jq processes used 82 s
+// of CPU. At 8 in one package they took 79 s alone, but beside the suite's other packages every
+// test took two to three times as long and two throughput-bound tests missed their bounds. 4 per
+// package: test/e2e and test/faults side by side (8 at once) passed on 2 cores at load 23. An
+// explicit -parallel wins.
 const Parallel = 4
 
 var build struct {
