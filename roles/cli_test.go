@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jq-dev/jq/internal/buildinfo"
+	"github.com/jq-dev/jq/internal/testenv"
 	"github.com/jq-dev/jq/roles"
 )
 
@@ -28,6 +29,14 @@ func runJQ(t *testing.T, environ []string, args ...string) result {
 	var out, errb bytes.Buffer
 	code := roles.Main(context.Background(), args, environ, roles.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// freePort is a port nothing listens on, never handed out twice (testenv.PickPort).
+func freePort(t *testing.T) int {
+	t.Helper()
+	port, err := testenv.PickPort()
+	require.NoError(t, err)
+	return port
 }
 
 func TestVersion(t *testing.T) {

@@ -54,12 +54,13 @@ generate_check() {
 	fi
 }
 
-# The tests of every package in one go test run: packages in parallel, roles first (the longest
-# package starts as soon as it is built). -vet=off: lint has just run golangci-lint's govet, go
-# test's own vet is a subset of its analyzers. -timeout 20m: a hung test still fails, but a
-# loaded machine does not (roles alone ran 515 s at load 27, past the 8 min it had).
+# The tests of every package in one go test run: packages in parallel, the two longest first, the
+# binary-level tests of test/e2e and test/faults (each starts as soon as it is built, beside the
+# other). -vet=off: lint has just run golangci-lint's govet, go test's own vet is a subset of its
+# analyzers. -timeout 20m: a hung test still fails, but a loaded machine does not (the binary-level
+# tests, then in one package, ran 515 s at load 27, past the 8 min they had).
 go_tests() {
-	scripts/services.sh run --test-tools -- go test -race -count=1 -timeout 20m -vet=off ./roles/ ./... "${gotest_args[@]}"
+	scripts/services.sh run --test-tools -- go test -race -count=1 -timeout 20m -vet=off ./test/e2e/ ./test/faults/ ./... "${gotest_args[@]}"
 }
 
 # Every benchmark once (so they keep compiling and working), in a go test of its own: with -bench,

@@ -155,6 +155,10 @@ var Table = []Row{
 	{Pkgs: []string{"internal/testenv/stores"}, May: []string{"internal/testenv", "migrations", "store", "store/postgres", "store/redis",
 		"store/storewrap"}, Drivers: []string{pgx, goredis}},
 	{Pkgs: []string{"internal/testenv/jqserver"}, May: []string{"internal/testenv", "roles"}},
+	// The binary-level tests (test/...) build and run the jq binary; only their harness has
+	// non-test files beyond a package comment.
+	{Pkgs: []string{"test/e2e", "test/faults", "test/docs"}, Third: stdOnly},
+	{Pkgs: []string{"test/internal/jqbin"}, May: []string{"internal/testenv"}, Third: []string{"github.com/stretchr/testify"}},
 	{Pkgs: []string{"internal/kafkatest"}, May: []string{"api/gen/..."}},
 	{Pkgs: []string{"internal/faultcheck"}, May: []string{"queue"}},
 	// The evaluation's load goes through the taskqueue.v1 facade and checks the synthetic handler's output.

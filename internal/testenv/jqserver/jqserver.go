@@ -1,7 +1,7 @@
 // Package jqserver runs a real jq server inside a test binary: roles.Main with --role=server, the
 // code of the jq binary, on a fresh Postgres database and a Redis key prefix of its own, on
 // loopback ports without authentication unless the test's environment says otherwise. Tests of
-// the Go client, of client/jqpgx and of the examples use it; the roles e2e tests run the built
+// the Go client, of client/jqpgx and of the examples use it; the tests under test/ run the built
 // binary instead.
 package jqserver
 
