@@ -16,11 +16,6 @@ import (
 	"github.com/jq-dev/jq/store/storetest"
 )
 
-func TestDispatchStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunDispatchStore(t, func(*testing.T) *postgres.Store { return testStore })
-}
-
 func BenchmarkDispatchPath(b *testing.B) {
 	for _, size := range []int{100, 1000} {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {

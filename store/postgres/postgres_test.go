@@ -60,16 +60,39 @@ func runMain(m *testing.M) int {
 
 // privateStore is a store over a migrated database of its own, for contracts whose statements act
 // on every row of the database (the reaper's, the outbox's, retention, purges).
-func privateStore(t *testing.T) *postgres.Store {
+func privateStore(t testing.TB) *postgres.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return stores.Postgres(ctx, t, 8)
 }
 
+// The store implements every interface of package store, so Exercise runs every suite.
+var (
+	_ store.Store           = (*postgres.Store)(nil)
+	_ store.DispatchStore   = (*postgres.Store)(nil)
+	_ store.RecoveryStore   = (*postgres.Store)(nil)
+	_ store.OperatorStore   = (*postgres.Store)(nil)
+	_ store.ProgressStore   = (*postgres.Store)(nil)
+	_ store.RetentionStore  = (*postgres.Store)(nil)
+	_ store.OutboxStore     = (*postgres.Store)(nil)
+	_ store.EventFeed       = (*postgres.Store)(nil)
+	_ store.ScheduleStore   = (*postgres.Store)(nil)
+	_ store.AdminStore      = (*postgres.Store)(nil)
+	_ store.DepthStore      = (*postgres.Store)(nil)
+	_ store.ConstraintStore = (*postgres.Store)(nil)
+)
+
+// factory gives the contract the package's shared store and private databases.
+type factory struct{}
+
+func (factory) Store(testing.TB) store.Store           { return testStore }
+func (factory) IsolatedStore(t testing.TB) store.Store { return privateStore(t) }
+
+// TestStore runs the whole contract (store/storetest); one suite: -run 'TestStore/DispatchStore'.
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunStore(t, func(*testing.T) store.Store { return testStore })
+	storetest.Exercise(t, factory{})
 }
 
 func TestNewFailsFast(t *testing.T) {

@@ -14,50 +14,7 @@ import (
 	"github.com/jq-dev/jq/store/storetest"
 )
 
-var (
-	_ store.OutboxStore    = (*sqlite.Store)(nil)
-	_ store.RetentionStore = (*sqlite.Store)(nil)
-	_ store.EventFeed      = (*sqlite.Store)(nil)
-	_ store.ScheduleStore  = (*sqlite.Store)(nil)
-	_ store.AdminStore     = (*sqlite.Store)(nil)
-	_ store.DepthStore     = (*sqlite.Store)(nil)
-)
-
-func privateStore(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) }
-
-func sharedStore(t *testing.T) *sqlite.Store { return newStore(t) }
-
-// The outbox statements act on every event of the database: a private one.
-func TestOutboxStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunOutboxStore(t, privateStore)
-}
-
-// The retention pass deletes across every job of the database: a private one.
-func TestRetentionStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunRetentionStore(t, privateStore)
-}
-
-func TestEventFeed(t *testing.T) {
-	t.Parallel()
-	storetest.RunEventFeed(t, sharedStore)
-}
-
-func TestScheduleStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunScheduleStore(t, sharedStore)
-}
-
-func TestAdminStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunAdminStore(t, sharedStore, privateStore)
-}
-
-func TestDepthStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunDepthStore(t, privateStore)
-}
+func privateStore(t testing.TB) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) }
 
 // clock is a store clock the test moves by hand.
 type clock struct {
@@ -175,12 +132,6 @@ func TestAdminDeleteKeepsUnpublishedEvents(t *testing.T) {
 	pruned, err := s.EventsPrune(ctx, store.EventsPruneParams{OlderThan: time.Minute, Limit: 100})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, pruned, "only the owed events were left, the published ones went with their jobs")
-}
-
-// Constraints, their generation and their bound are the database's: a private one per test.
-func TestConstraintStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunConstraintStore(t, privateStore)
 }
 
 // BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on the

@@ -9,37 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/sqlite"
 	"github.com/jq-dev/jq/store/storetest"
 )
-
-var (
-	_ store.DispatchStore = (*sqlite.Store)(nil)
-	_ store.RecoveryStore = (*sqlite.Store)(nil)
-	_ store.OperatorStore = (*sqlite.Store)(nil)
-	_ store.ProgressStore = (*sqlite.Store)(nil)
-)
-
-func TestDispatchStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunDispatchStore(t, newStore)
-}
-
-// The reaper's statements act on every worker and job of the database: a private one.
-func TestRecoveryStore(t *testing.T) {
-	storetest.RunRecoveryStore(t, func(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) })
-}
-
-func TestOperatorStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunOperatorStore(t, newStore)
-}
-
-func TestProgressStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunProgressStore(t, newStore)
-}
 
 // benchStore is a store of the benchmark's own, closed when it ends.
 func benchStore(b *testing.B) *sqlite.Store {
@@ -63,10 +35,4 @@ func BenchmarkDispatchPath(b *testing.B) {
 
 func BenchmarkStatements(b *testing.B) {
 	storetest.BenchStatements(b, benchStore(b), 100)
-}
-
-// Results: the drop counts per queue, so the shared store does.
-func TestResultStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunResultStore(t, newStore)
 }

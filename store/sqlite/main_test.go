@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // newStore returns the package's shared store (the contract suites isolate their data by unique
 // names), in a temporary directory removed when the tests end.
-func newStore(t *testing.T) *sqlite.Store {
+func newStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	sharedOnce.Do(func() {
 		sharedDir, sharedErr = os.MkdirTemp("", "jq-sqlite-test-")

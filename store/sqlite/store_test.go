@@ -8,12 +8,30 @@ import (
 	"github.com/jq-dev/jq/store/storetest"
 )
 
-var _ store.Store = (*sqlite.Store)(nil)
+// The store implements every interface of package store, so Exercise runs every suite.
+var (
+	_ store.Store           = (*sqlite.Store)(nil)
+	_ store.DispatchStore   = (*sqlite.Store)(nil)
+	_ store.RecoveryStore   = (*sqlite.Store)(nil)
+	_ store.OperatorStore   = (*sqlite.Store)(nil)
+	_ store.ProgressStore   = (*sqlite.Store)(nil)
+	_ store.RetentionStore  = (*sqlite.Store)(nil)
+	_ store.OutboxStore     = (*sqlite.Store)(nil)
+	_ store.EventFeed       = (*sqlite.Store)(nil)
+	_ store.ScheduleStore   = (*sqlite.Store)(nil)
+	_ store.AdminStore      = (*sqlite.Store)(nil)
+	_ store.DepthStore      = (*sqlite.Store)(nil)
+	_ store.ConstraintStore = (*sqlite.Store)(nil)
+)
 
+// factory gives the contract the package's shared store and private database files.
+type factory struct{}
+
+func (factory) Store(t testing.TB) store.Store         { return newStore(t) }
+func (factory) IsolatedStore(t testing.TB) store.Store { return privateStore(t) }
+
+// TestStore runs the whole contract (store/storetest); one suite: -run 'TestStore/DispatchStore'.
 func TestStore(t *testing.T) {
-	storetest.RunStore(t, func(t *testing.T) store.Store { return newStore(t) })
-}
-
-func TestWorkerLimit(t *testing.T) {
-	storetest.RunWorkerLimit(t, func(t *testing.T) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) })
+	t.Parallel()
+	storetest.Exercise(t, factory{})
 }
