@@ -121,8 +121,7 @@ func TestNewAndClose(t *testing.T) {
 	require.Error(t, s.Ping(ctx), "a closed store fails")
 }
 
-func BenchmarkJobInsertMany(b *testing.B) {
-	for _, n := range []int{1, 32, 1000} {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { storetest.BenchJobInsertMany(b, testStore, n) })
-	}
+// BenchmarkStore runs the shared benchmarks (storetest.Benchmark).
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmark(b, factory{})
 }

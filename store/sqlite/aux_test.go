@@ -11,7 +11,6 @@ import (
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/sqlite"
-	"github.com/jq-dev/jq/store/storetest"
 )
 
 func privateStore(t testing.TB) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) }
@@ -132,16 +131,4 @@ func TestAdminDeleteKeepsUnpublishedEvents(t *testing.T) {
 	pruned, err := s.EventsPrune(ctx, store.EventsPruneParams{OlderThan: time.Minute, Limit: 100})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, pruned, "only the owed events were left, the published ones went with their jobs")
-}
-
-// BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on the
-// embedded store (docs/performance.md, "What bounds each workload").
-func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
-	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
-}
-
-// BenchmarkConstrainedClaimManyKeys: storetest.BenchConstrainedClaimManyKeys on the embedded store
-// (docs/performance.md, "Loops the API can start, bounded").
-func BenchmarkConstrainedClaimManyKeys(b *testing.B) {
-	storetest.BenchConstrainedClaimManyKeys(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
 }

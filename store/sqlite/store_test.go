@@ -35,3 +35,8 @@ func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Exercise(t, factory{})
 }
+
+// BenchmarkStore runs the shared benchmarks (storetest.Benchmark).
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmark(b, factory{})
+}

@@ -24,6 +24,10 @@
 //	go test -race ./store/sqlite -run 'TestStore/RecoveryStore/JobOverdue'
 //	go test -race ./store/memory -run 'TestDispatcher/Counts'
 //
+// The shared benchmarks have one entry too, Benchmark, which a backend's BenchmarkStore calls:
+//
+//	go test -run '^$' -bench 'BenchmarkStore/Statements$' -benchtime 100x ./store/postgres
+//
 // TestExerciseRunsEverySuite (this package) fails when a suite function is not in Exercise's table
 // or a suite is exported; TestEveryBackendExercised fails when a package of store/ implements
 // store.Store or store.Dispatcher and does not call Exercise or ExerciseDispatcher exactly once.
