@@ -89,7 +89,7 @@ type factory struct{}
 func (factory) Store(testing.TB) store.Store           { return testStore }
 func (factory) IsolatedStore(t testing.TB) store.Store { return privateStore(t) }
 
-// TestStore runs the whole contract (store/storetest); one suite: -run 'TestStore/DispatchStore'.
+// TestStore runs the whole contract (store/storetest); one suite: -run '^TestStore$/^DispatchStore$'.
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Exercise(t, factory{})

@@ -30,7 +30,7 @@ type factory struct{}
 func (factory) Store(t testing.TB) store.Store         { return newStore(t) }
 func (factory) IsolatedStore(t testing.TB) store.Store { return privateStore(t) }
 
-// TestStore runs the whole contract (store/storetest); one suite: -run 'TestStore/DispatchStore'.
+// TestStore runs the whole contract (store/storetest); one suite: -run '^TestStore$/^DispatchStore$'.
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Exercise(t, factory{})

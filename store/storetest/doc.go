@@ -18,11 +18,12 @@
 // store implement every interface and run every suite. Dispatchers (Redis, in-process) run their
 // own contract through ExerciseDispatcher.
 //
-// To run one suite, or one test of it, select it by its subtest path:
+// To run one suite, or one test of it, select it by its subtest path (anchored: -run matches each
+// element anywhere in a name, and TestStore would also select the backend's TestStoreRefuses…):
 //
-//	go test -race ./store/postgres -run 'TestStore/DispatchStore'
-//	go test -race ./store/sqlite -run 'TestStore/RecoveryStore/JobOverdue'
-//	go test -race ./store/memory -run 'TestDispatcher/Counts'
+//	go test -race ./store/postgres -run '^TestStore$/^DispatchStore$'
+//	go test -race ./store/sqlite -run '^TestStore$/^RecoveryStore$/^JobOverdue$'
+//	go test -race ./store/memory -run '^TestDispatcher$/^Counts$'
 //
 // The shared benchmarks have one entry too, Benchmark, which a backend's BenchmarkStore calls:
 //
