@@ -16,24 +16,7 @@ import (
 	"github.com/jq-dev/jq/store/storetest"
 )
 
-func TestDispatchStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunDispatchStore(t, contractShared)
-}
-
-func BenchmarkDispatchPath(b *testing.B) {
-	for _, size := range []int{100, 1000} {
-		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
-			storetest.BenchDispatchPath(b, testStore, size)
-		})
-	}
-}
-
-func BenchmarkStatements(b *testing.B) {
-	storetest.BenchStatements(b, testStore, 100)
-}
-
-// BenchmarkStatementsAtSize runs BenchmarkStatements' hot statements in a queue holding a large
+// BenchmarkStatementsAtSize runs BenchmarkStore/Statements' hot statements in a queue holding a large
 // history (NFR-012): JQ_BENCH_ROWS jobs, 10 % PENDING (a backlog the claims take from,
 // oldest first) and the rest DONE, in a fresh database. Skipped unless JQ_BENCH_ROWS is set:
 // building 10M rows takes minutes.

@@ -8,13 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/storetest"
 )
-
-func TestEventFeed(t *testing.T) {
-	t.Parallel()
-	storetest.RunEventFeed(t, contractShared)
-}
 
 // Transactions commit out of id order: a reader sends nothing past an event whose transaction is
 // still open, then it and the later ones in id order — none is skipped.

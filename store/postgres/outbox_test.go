@@ -10,14 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/storetest"
 )
-
-// The outbox statements act on every event of the database: a private one.
-func TestOutboxStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunOutboxStore(t, contractPrivate)
-}
 
 // Transactions commit out of id order: an event whose transaction is still open when later ids
 // commit is neither skipped nor overtaken. The relay publishes nothing past it until it commits,

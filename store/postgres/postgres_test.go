@@ -61,26 +61,42 @@ func runMain(m *testing.M) int {
 
 // privateStore is a store over a migrated database of its own, for contracts whose statements act
 // on every row of the database (the reaper's, the outbox's, retention, purges).
-func privateStore(t *testing.T) *postgres.Store {
+func privateStore(t testing.TB) *postgres.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return stores.Postgres(ctx, t, 8).Backend
 }
 
-// contractShared and contractPrivate are the contract suites' stores: testStore and a private one,
-// as production code reaches a store, behind store/storewrap (which validates the arguments).
-func contractShared(*testing.T) *storewrap.Store {
-	return storewrap.Wrap(testStore, storewrap.Options{})
-}
+// The store implements every interface of package store, so Exercise runs every suite.
+var (
+	_ store.Store           = (*postgres.Store)(nil)
+	_ store.DispatchStore   = (*postgres.Store)(nil)
+	_ store.RecoveryStore   = (*postgres.Store)(nil)
+	_ store.OperatorStore   = (*postgres.Store)(nil)
+	_ store.ProgressStore   = (*postgres.Store)(nil)
+	_ store.RetentionStore  = (*postgres.Store)(nil)
+	_ store.OutboxStore     = (*postgres.Store)(nil)
+	_ store.EventFeed       = (*postgres.Store)(nil)
+	_ store.ScheduleStore   = (*postgres.Store)(nil)
+	_ store.AdminStore      = (*postgres.Store)(nil)
+	_ store.DepthStore      = (*postgres.Store)(nil)
+	_ store.ConstraintStore = (*postgres.Store)(nil)
+)
 
-func contractPrivate(t *testing.T) *storewrap.Store {
+// factory gives the contract the package's shared store and private databases, as production code
+// reaches a store: behind store/storewrap, which validates the arguments.
+type factory struct{}
+
+func (factory) Store(testing.TB) store.Store { return storewrap.Wrap(testStore, storewrap.Options{}) }
+func (factory) IsolatedStore(t testing.TB) store.Store {
 	return storewrap.Wrap(privateStore(t), storewrap.Options{})
 }
 
+// TestStore runs the whole contract (store/storetest); one suite: -run '^TestStore$/^DispatchStore$'.
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.RunStore(t, func(t *testing.T) store.Store { return contractShared(t) })
+	storetest.Exercise(t, factory{})
 }
 
 func TestNewFailsFast(t *testing.T) {
@@ -109,8 +125,7 @@ func TestNewAndClose(t *testing.T) {
 	require.Error(t, s.Ping(ctx), "a closed store fails")
 }
 
-func BenchmarkJobInsertMany(b *testing.B) {
-	for _, n := range []int{1, 32, 1000} {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { storetest.BenchJobInsertMany(b, testStore, n) })
-	}
+// BenchmarkStore runs the shared benchmarks (storetest.Benchmark).
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmark(b, factory{})
 }

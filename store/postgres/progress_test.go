@@ -10,16 +10,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/postgres"
-	"github.com/jq-dev/jq/store/storetest"
 )
-
-var _ store.ProgressStore = (*postgres.Store)(nil)
-
-func TestProgressStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunProgressStore(t, contractShared)
-}
 
 // TestProgressAddsNoJobsRowVersion is the point of job_progress: an update reads the
 // jobs row to fence it and never writes it. xmin changes with every new row version.

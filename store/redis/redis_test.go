@@ -31,8 +31,10 @@ func newDispatcher(t *testing.T) store.Dispatcher {
 	return d
 }
 
+// TestDispatcher runs the whole contract of store.Dispatcher (store/storetest).
 func TestDispatcher(t *testing.T) {
-	storetest.RunDispatcher(t, newDispatcher)
+	t.Parallel()
+	storetest.ExerciseDispatcher(t, newDispatcher)
 }
 
 func BenchmarkDispatcher(b *testing.B) {

@@ -11,49 +11,9 @@ import (
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/sqlite"
-	"github.com/jq-dev/jq/store/storetest"
 )
 
-var (
-	_ store.OutboxStore    = (*sqlite.Store)(nil)
-	_ store.RetentionStore = (*sqlite.Store)(nil)
-	_ store.EventFeed      = (*sqlite.Store)(nil)
-	_ store.ScheduleStore  = (*sqlite.Store)(nil)
-	_ store.AdminStore     = (*sqlite.Store)(nil)
-	_ store.DepthStore     = (*sqlite.Store)(nil)
-)
-
-// The outbox statements act on every event of the database: a private one.
-func TestOutboxStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunOutboxStore(t, contractPrivate)
-}
-
-// The retention pass deletes across every job of the database: a private one.
-func TestRetentionStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunRetentionStore(t, contractPrivate)
-}
-
-func TestEventFeed(t *testing.T) {
-	t.Parallel()
-	storetest.RunEventFeed(t, contractStore)
-}
-
-func TestScheduleStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunScheduleStore(t, contractStore)
-}
-
-func TestAdminStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunAdminStore(t, contractStore, contractPrivate)
-}
-
-func TestDepthStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunDepthStore(t, contractPrivate)
-}
+func privateStore(t testing.TB) *sqlite.Store { return newPrivateStore(t, sqlite.Config{}) }
 
 // clock is a store clock the test moves by hand.
 type clock struct {
@@ -171,22 +131,4 @@ func TestAdminDeleteKeepsUnpublishedEvents(t *testing.T) {
 	pruned, err := s.EventsPrune(ctx, store.EventsPruneParams{OlderThan: time.Minute, Limit: 100})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, pruned, "only the owed events were left, the published ones went with their jobs")
-}
-
-// Constraints, their generation and their bound are the database's: a private one per test.
-func TestConstraintStore(t *testing.T) {
-	t.Parallel()
-	storetest.RunConstraintStore(t, contractPrivate)
-}
-
-// BenchmarkConstrainedClaimBehindBlocked: storetest.BenchConstrainedClaimBehindBlocked on the
-// embedded store (docs/performance.md, "What bounds each workload").
-func BenchmarkConstrainedClaimBehindBlocked(b *testing.B) {
-	storetest.BenchConstrainedClaimBehindBlocked(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
-}
-
-// BenchmarkConstrainedClaimManyKeys: storetest.BenchConstrainedClaimManyKeys on the embedded store
-// (docs/performance.md, "Loops the API can start, bounded").
-func BenchmarkConstrainedClaimManyKeys(b *testing.B) {
-	storetest.BenchConstrainedClaimManyKeys(b, func(b *testing.B) *sqlite.Store { return newPrivateStore(b, sqlite.Config{}) })
 }

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jq-dev/jq/store/sqlite"
-	"github.com/jq-dev/jq/store/storewrap"
 )
 
 var (
@@ -41,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // newStore returns the package's shared store (the contract suites isolate their data by unique
 // names), in a temporary directory removed when the tests end.
-func newStore(t *testing.T) *sqlite.Store {
+func newStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	sharedOnce.Do(func() {
 		sharedDir, sharedErr = os.MkdirTemp("", "jq-sqlite-test-")
@@ -60,16 +59,6 @@ func newStore(t *testing.T) *sqlite.Store {
 	})
 	require.NoError(t, sharedErr)
 	return shared
-}
-
-// contractStore and contractPrivate are the contract suites' stores: the shared one and a private
-// one, as production code reaches a store, behind store/storewrap (which validates the arguments).
-func contractStore(t *testing.T) *storewrap.Store {
-	return storewrap.Wrap(newStore(t), storewrap.Options{})
-}
-
-func contractPrivate(t *testing.T) *storewrap.Store {
-	return storewrap.Wrap(newPrivateStore(t, sqlite.Config{}), storewrap.Options{})
 }
 
 // newPrivateStore returns a store of the test's own, closed when the test ends.

@@ -12,15 +12,11 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunAdminStore runs the contract of store.AdminStore. newStore may share one store between tests;
-// newIsolated must return a store of the test's own (an empty database), for the checks that see
-// every queue at once — a purge of all queues, counts of all workers. A nil newIsolated skips them.
-// Subtests run in parallel.
-func RunAdminStore[S interface {
-	store.Store
-	store.AdminStore
-}](t *testing.T, newStoreOf, newIsolatedOf func(*testing.T) S) {
-	newStore, newIsolated := storeFunc(newStoreOf), storeFunc(newIsolatedOf)
+// adminSuite runs the contract of store.AdminStore. Most checks share the factory's store; those
+// that see every queue at once — a purge of all queues, counts of all workers — take an isolated
+// one. Subtests run in parallel.
+func adminSuite(t *testing.T, f Factory) {
+	newStore, newIsolated := sharedStore(f), isolatedStore(f)
 	t.Run("JobPeekPending", func(t *testing.T) { testJobPeekPending(t, newStore) })
 	t.Run("JobPeekDead", func(t *testing.T) { testJobPeekDead(t, newStore) })
 	t.Run("JobPeekInvalid", func(t *testing.T) { testJobPeekInvalid(t, newStore) })
@@ -33,9 +29,6 @@ func RunAdminStore[S interface {
 	t.Run("JobDeleteRefused", func(t *testing.T) { testJobDeleteRefused(t, newStore) })
 	t.Run("JobDeleteUnpublished", func(t *testing.T) { testJobDeleteUnpublished(t, newStore) })
 	t.Run("Isolated", func(t *testing.T) {
-		if newIsolated == nil {
-			t.Skip("no isolated store")
-		}
 		t.Run("JobPurgeAll", func(t *testing.T) { testJobPurgeAll(t, newIsolated) })
 		t.Run("WorkerCountLive", func(t *testing.T) { testWorkerCountLive(t, newIsolated) })
 	})
@@ -366,9 +359,9 @@ func testWorkerCountLive(t *testing.T, newIsolated NewStoreFunc) {
 	require.ErrorIs(t, err, queue.ErrInvalidArgument)
 }
 
-// RunDispatchCounts runs the contract of store.Dispatcher's Counts. Subtests run in parallel.
-func RunDispatchCounts(t *testing.T, newDispatcher NewDispatcherFunc) {
-	t.Run("Counts", func(t *testing.T) {
+// runDispatchCountsTests runs the contract of store.Dispatcher's Counts. Subtests run in parallel.
+func runDispatchCountsTests(t *testing.T, newDispatcher NewDispatcherFunc) {
+	t.Run("PerQueue", func(t *testing.T) {
 		b := dispatcherSetup(t, newDispatcher)
 		// A queue whose name extends b.queue's must not be confused with it.
 		longer := b.queue + "x"

@@ -13,16 +13,11 @@ import (
 	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
-// RunConstraintStore runs the contract of store.ConstraintStore. Constraints, their
-// generation and their bound (queue.MaxConstraints) are the store's, not a queue's: newStore must
-// return a store of the test's own (an empty database). Subtests run in parallel.
-func RunConstraintStore[S interface {
-	store.Store
-	store.DispatchStore
-	store.RecoveryStore
-	store.ConstraintStore
-}](t *testing.T, newStoreOf func(*testing.T) S) {
-	newStore := storeFunc(newStoreOf)
+// constraintSuite runs the contract of store.ConstraintStore. Constraints, their generation and
+// their bound (queue.MaxConstraints) are the store's, not a queue's: an isolated store. Subtests run
+// in parallel.
+func constraintSuite(t *testing.T, f Factory) {
+	newStore := isolatedStore(f)
 	t.Run("CRUD", func(t *testing.T) { testConstraintCRUD(t, newStore) })
 	t.Run("LimitReached", func(t *testing.T) { testConstraintLimitReached(t, newStore) })
 	t.Run("ConcurrencyPerKey", func(t *testing.T) { testConstraintConcurrency(t, newStore) })

@@ -11,13 +11,10 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunDepthStore runs the contract of store.DepthStore. newIsolated must return a store of the
-// test's own (an empty database): a snapshot counts every queue.
-func RunDepthStore[S interface {
-	store.Store
-	store.DepthStore
-}](t *testing.T, newIsolatedOf func(*testing.T) S) {
-	newStore := storeFunc(newIsolatedOf)
+// depthSuite runs the contract of store.DepthStore on an isolated store: a snapshot counts every
+// queue.
+func depthSuite(t *testing.T, f Factory) {
+	newStore := isolatedStore(f)
 	t.Run("DepthSnapshot", func(t *testing.T) {
 		b := setup(t, newStore)
 		d := as[store.DepthStore](t, b.s)

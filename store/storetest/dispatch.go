@@ -18,13 +18,9 @@ import (
 	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
-// RunDispatchStore runs the contract of store.DispatchStore against the store newStore returns.
-// Subtests run in parallel.
-func RunDispatchStore[S interface {
-	store.Store
-	store.DispatchStore
-}](t *testing.T, newStoreOf func(*testing.T) S) {
-	newStore := storeFunc(newStoreOf)
+// dispatchSuite runs the contract of store.DispatchStore. Subtests run in parallel.
+func dispatchSuite(t *testing.T, f Factory) {
+	newStore := sharedStore(f)
 	t.Run("JobDue", func(t *testing.T) { t.Parallel(); runJobDueTests(t, newStore) })
 	t.Run("JobClaim", func(t *testing.T) { t.Parallel(); runJobClaimTests(t, newStore) })
 	t.Run("JobClaimWeighted", func(t *testing.T) { t.Parallel(); runJobClaimWeightedTests(t, newStore) })

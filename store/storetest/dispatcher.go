@@ -23,9 +23,10 @@ type NewDispatcherFunc func(t *testing.T) store.Dispatcher
 // heldLockTTL is long enough never to expire during a test.
 const heldLockTTL = time.Minute
 
-// RunDispatcher runs the contract of store.Dispatcher against the dispatcher newDispatcher returns.
-// Subtests run in parallel.
-func RunDispatcher(t *testing.T, newDispatcher NewDispatcherFunc) {
+// ExerciseDispatcher runs the whole contract of store.Dispatcher against the dispatchers
+// newDispatcher returns. Subtests run in parallel. A dispatcher's package calls it from exactly one
+// test.
+func ExerciseDispatcher(t *testing.T, newDispatcher NewDispatcherFunc) {
 	t.Run("Ping", func(t *testing.T) {
 		b := dispatcherSetup(t, newDispatcher)
 		require.NoError(t, b.d.Ping(b.ctx))
@@ -37,6 +38,7 @@ func RunDispatcher(t *testing.T, newDispatcher NewDispatcherFunc) {
 	t.Run("LargeBatches", func(t *testing.T) { testDispatcherLargeBatches(t, newDispatcher) })
 	t.Run("WorkersAndQueuesAreSeparate", func(t *testing.T) { testDispatcherSeparate(t, newDispatcher) })
 	t.Run("InvalidArguments", func(t *testing.T) { testDispatcherInvalid(t, newDispatcher) })
+	t.Run("Counts", func(t *testing.T) { t.Parallel(); runDispatchCountsTests(t, newDispatcher) })
 }
 
 // dispatcherBundle is what a dispatcher test works with: the dispatcher, a bounded context and a queue name

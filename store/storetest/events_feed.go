@@ -10,15 +10,12 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunEventFeed checks store.EventFeed: a reader that starts now sees every later event of its
+// eventFeedSuite checks store.EventFeed: a reader that starts now sees every later event of its
 // queue (and only those, or only its principal's) in the order they were recorded, each once,
 // across reads cut by the limit. Subtests run in parallel, each on a queue of its own: other
 // tests' events pass through the same ids and are filtered out.
-func RunEventFeed[S interface {
-	store.Store
-	store.EventFeed
-}](t *testing.T, newStoreOf func(*testing.T) S) {
-	newStore := storeFunc(newStoreOf)
+func eventFeedSuite(t *testing.T, f Factory) {
+	newStore := sharedStore(f)
 	feed := func(b *bundle) store.EventFeed { return as[store.EventFeed](b.t, b.s) }
 	// start is a reader's first read.
 	start := func(b *bundle, p store.EventsReadParams) store.EventsReadParams {

@@ -13,18 +13,12 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunOperatorStore runs the contract of store.OperatorStore and of JobLeasesToCancel against the
-// store newStore returns. Subtests run in parallel.
+// operatorSuite runs the contract of store.OperatorStore and of JobLeasesToCancel. Subtests run in parallel.
 //
 // The store also implements store.DispatchStore (to bring jobs into the states those act on) and
 // store.RecoveryStore, whose JobLeasesToCancel is the heartbeat's lease check.
-func RunOperatorStore[S interface {
-	store.Store
-	store.DispatchStore
-	store.OperatorStore
-	store.RecoveryStore
-}](t *testing.T, newStoreOf func(*testing.T) S) {
-	newStore := storeFunc(newStoreOf)
+func operatorSuite(t *testing.T, f Factory) {
+	newStore := sharedStore(f)
 	t.Run("JobCancel", func(t *testing.T) { t.Parallel(); runJobCancelTests(t, newStore) })
 	t.Run("JobRetry", func(t *testing.T) { t.Parallel(); runJobRetryTests(t, newStore) })
 	t.Run("WorkerRequestShutdown", func(t *testing.T) { t.Parallel(); runWorkerShutdownTests(t, newStore) })

@@ -12,17 +12,14 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunOutboxStore runs the contract of store.OutboxStore. Its statements act on every event of the
-// store, so newStore must return a store of its own (a private database), and the subtests run one
-// after the other, each starting with nothing unpublished.
-func RunOutboxStore[S interface {
-	store.Store
-	store.OutboxStore
-}](t *testing.T, newStore func(t *testing.T) S) {
-	s := newStore(t)
+// outboxSuite runs the contract of store.OutboxStore. Its statements act on every event of the
+// store, so it takes an isolated one, and the subtests run one after the other, each starting with
+// nothing unpublished.
+func outboxSuite(t *testing.T, f Factory) {
+	s := f.IsolatedStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
-	b := &obBundle{bundle: &bundle{t: t, s: s, ctx: ctx}, os: s, last: new(store.OutboxClaim)}
+	b := &obBundle{bundle: &bundle{t: t, s: s, ctx: ctx}, os: as[store.OutboxStore](t, s), last: new(store.OutboxClaim)}
 	b.queue = b.newQueue(store.QueueCreateParams{}).Name
 	for _, tc := range []struct {
 		name string
@@ -39,7 +36,7 @@ func RunOutboxStore[S interface {
 		{"ReportWithImplicitAck", testOutboxImplicitAck},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &obBundle{bundle: b.with(t), os: s, last: b.last}
+			c := &obBundle{bundle: b.with(t), os: b.os, last: b.last}
 			c.drain()
 			tc.fn(c)
 		})
@@ -309,10 +306,7 @@ func testOutboxInvalid(b *obBundle) {
 // the limit is 1 — and the backlog counts both.
 func testOutboxImplicitAck(b *obBundle) {
 	t := b.t
-	ds, ok := b.s.(store.DispatchStore)
-	if !ok {
-		t.Skip("not a dispatch store")
-	}
+	ds := as[store.DispatchStore](t, b.s)
 	p := b.job("outbox")
 	p.Queue = b.newQueue(store.QueueCreateParams{}).Name // nothing else pending in it
 	j := b.insertOne(p)

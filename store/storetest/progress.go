@@ -11,14 +11,11 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunProgressStore checks store.ProgressStore: progress is written only for a live lease of the
+// progressSuite checks store.ProgressStore: progress is written only for a live lease of the
 // worker, replaces the previous value, is read only while its attempt runs, and is pruned once
 // the attempt is over. Subtests run in parallel.
-func RunProgressStore[S interface {
-	store.Store
-	store.ProgressStore
-}](t *testing.T, newStoreOf func(*testing.T) S) {
-	newStore := storeFunc(newStoreOf)
+func progressSuite(t *testing.T, f Factory) {
+	newStore := sharedStore(f)
 	ps := func(b *bundle) store.ProgressStore { return as[store.ProgressStore](b.t, b.s) }
 	// running returns a job RUNNING on the bundle's worker ("worker-"+queue, see move).
 	running := func(b *bundle) *queue.Job {

@@ -12,17 +12,13 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunRecoveryStore runs the contract of store.RecoveryStore (except JobLeasesToCancel, which
-// RunOperatorStore covers). The reaper's statements act on the whole store — every worker, every
-// job — so newStore must return a store of its own (a private database), and the subtests run one
-// after the other.
-func RunRecoveryStore[S interface {
-	store.Store
-	store.DispatchStore
-	store.RecoveryStore
-}](t *testing.T, newStore func(t *testing.T) S) {
-	rs := newStore(t)
-	b := &rsBundle{dsBundle: setupDispatchStore(t, func(*testing.T) store.Store { return rs }), rs: rs}
+// recoverySuite runs the contract of store.RecoveryStore (except JobLeasesToCancel, which
+// operatorSuite covers). The reaper's statements act on the whole store — every worker, every job —
+// so it takes an isolated one, and the subtests run one after the other.
+func recoverySuite(t *testing.T, f Factory) {
+	s := f.IsolatedStore(t)
+	bb := newBundle(t, func(*testing.T) store.Store { return s })
+	b := &rsBundle{dsBundle: &dsBundle{bundle: bb, ds: as[store.DispatchStore](t, s)}, rs: as[store.RecoveryStore](t, s)}
 	t.Run("JobOverdue", b.testOverdue)
 	t.Run("JobFailMany", b.testFailMany)
 	t.Run("JobSettleFailed", b.testRetryFailed)

@@ -13,20 +13,15 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunResultStore runs the contract of result retention (seed 001): keep_result false stores only
+// resultSuite runs the contract of result retention (seed 001): keep_result false stores only
 // the checksum and size; a kept result lives until a consuming fetch takes it or its queue's
 // result_retention passes. JobResultsDrop acts on every queue but each test counts only its own, so
 // the store may be shared. Subtests run in parallel.
 //
 // The store writes results with store.DispatchStore's report, takes them with store.OperatorStore's
 // consuming fetch and drops them with store.RetentionStore's pass.
-func RunResultStore[S interface {
-	store.Store
-	store.DispatchStore
-	store.OperatorStore
-	store.RetentionStore
-}](t *testing.T, newStoreOf func(*testing.T) S) {
-	newStore := storeFunc(newStoreOf)
+func resultSuite(t *testing.T, f Factory) {
+	newStore := sharedStore(f)
 	t.Run("NotKeptStoresChecksumOnly", func(t *testing.T) { testResultNotKept(t, newStore) })
 	t.Run("KeptEmptyResult", func(t *testing.T) { testResultKeptEmpty(t, newStore) })
 	t.Run("ConsumeTakesOnce", func(t *testing.T) { testResultConsume(t, newStore) })

@@ -13,18 +13,16 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunRetentionStore runs the contract of store.RetentionStore. EventsPrune acts on every event of
-// the store, so newStore must return a store of its own (a private database), and the subtests run
-// one after the other, each starting with no prunable event.
-//
-// The store also implements store.OutboxStore, to publish the events it prunes.
-func RunRetentionStore[S interface {
-	store.Store
-	store.OutboxStore
-	store.RetentionStore
-}](t *testing.T, newStore func(t *testing.T) S) {
-	s := newStore(t)
-	b := &rtBundle{bundle: setupShared(t, s), rs: s}
+// retentionSuite runs the contract of store.RetentionStore. EventsPrune acts on every event of the
+// store, so it takes an isolated one, and the subtests run one after the other, each starting with
+// no prunable event. The store's store.OutboxStore publishes the events it prunes.
+func retentionSuite(t *testing.T, f Factory) {
+	s := f.IsolatedStore(t)
+	rs := as[interface {
+		store.OutboxStore
+		store.RetentionStore
+	}](t, s)
+	b := &rtBundle{bundle: setupShared(t, s), rs: rs}
 	for _, tc := range []struct {
 		name string
 		fn   func(*rtBundle)
@@ -38,7 +36,7 @@ func RunRetentionStore[S interface {
 		{"UnpublishedExpireWithKafkaOff", testPruneUnpublished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &rtBundle{bundle: b.with(t), rs: s}
+			c := &rtBundle{bundle: b.with(t), rs: rs}
 			c.pruneAll()
 			tc.fn(c)
 		})

@@ -10,13 +10,10 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunScheduleStore checks store.ScheduleStore. Its reconcile test owns every config-owned schedule
+// scheduleSuite checks store.ScheduleStore. Its reconcile test owns every config-owned schedule
 // of the store: no other test may create one in the same store.
-func RunScheduleStore[S interface {
-	store.Store
-	store.ScheduleStore
-}](t *testing.T, newStore func(*testing.T) S) {
-	newS := storeFunc(newStore)
+func scheduleSuite(t *testing.T, f Factory) {
+	newS := sharedStore(f)
 	sched := func(b *bundle) store.ScheduleStore { return as[store.ScheduleStore](b.t, b.s) }
 	params := func(b *bundle, name string, next time.Time) store.ScheduleParams {
 		three := 3

@@ -1,6 +1,3 @@
-// Package storetest is the executable contract of store.Store: every backend's tests call RunStore,
-// and every behaviour a caller may rely on — results, errors, atomicity, races — is checked here
-// rather than in a backend's own tests.
 package storetest
 
 import (
@@ -23,16 +20,9 @@ import (
 // responsible for closing it.
 type NewStoreFunc func(t *testing.T) store.Store
 
-// storeFunc turns the typed constructor of a suite's entry point into a NewStoreFunc (nil stays nil).
-func storeFunc[S store.Store](f func(*testing.T) S) NewStoreFunc {
-	if f == nil {
-		return nil
-	}
-	return func(t *testing.T) store.Store { return f(t) }
-}
-
-// as returns the store under test as the interface C of package store. The suites' entry points
-// require C at compile time, so a failure here is a bug of the suite, reported as such.
+// as returns the store under test as the interface C of package store. Exercise runs a suite only
+// on a store implementing the interfaces the suite needs, so a failure here is a bug of the suite
+// (an interface it uses and does not list), reported as such.
 func as[C any](t testing.TB, s store.Store) C {
 	t.Helper()
 	c, ok := s.(C)
@@ -42,21 +32,21 @@ func as[C any](t testing.TB, s store.Store) C {
 	return c
 }
 
-// RunStore runs the whole contract against the store newStore returns. Subtests run in parallel.
-func RunStore(t *testing.T, newStore NewStoreFunc) {
-	t.Run("Ping", func(t *testing.T) {
-		b := setup(t, newStore)
-		require.NoError(t, b.s.Ping(b.ctx))
-	})
-	t.Run("Queue", func(t *testing.T) { t.Parallel(); runQueueTests(t, newStore) })
-	t.Run("JobInsert", func(t *testing.T) { t.Parallel(); runJobInsertTests(t, newStore) })
-	t.Run("Idempotency", func(t *testing.T) { t.Parallel(); runIdempotencyTests(t, newStore) })
-	t.Run("JobQuery", func(t *testing.T) { t.Parallel(); runJobQueryTests(t, newStore) })
-	t.Run("JobIDPrefix", func(t *testing.T) { t.Parallel(); runJobIDPrefixTests(t, newStore) })
-	t.Run("JobPages", func(t *testing.T) { t.Parallel(); runPageTests(t, newStore) })
-	t.Run("JobTransition", func(t *testing.T) { t.Parallel(); runTransitionTests(t, newStore) })
-	t.Run("Worker", func(t *testing.T) { t.Parallel(); runWorkerTests(t, newStore) })
+// The contract of store.Store itself, one suite per concern.
+
+func pingSuite(t *testing.T, f Factory) {
+	b := newBundle(t, sharedStore(f))
+	require.NoError(t, b.s.Ping(b.ctx))
 }
+
+func queueSuite(t *testing.T, f Factory)         { runQueueTests(t, sharedStore(f)) }
+func jobInsertSuite(t *testing.T, f Factory)     { runJobInsertTests(t, sharedStore(f)) }
+func idempotencySuite(t *testing.T, f Factory)   { runIdempotencyTests(t, sharedStore(f)) }
+func jobQuerySuite(t *testing.T, f Factory)      { runJobQueryTests(t, sharedStore(f)) }
+func jobIDPrefixSuite(t *testing.T, f Factory)   { runJobIDPrefixTests(t, sharedStore(f)) }
+func jobPagesSuite(t *testing.T, f Factory)      { runPageTests(t, sharedStore(f)) }
+func jobTransitionSuite(t *testing.T, f Factory) { runTransitionTests(t, sharedStore(f)) }
+func workerSuite(t *testing.T, f Factory)        { runWorkerTests(t, sharedStore(f)) }
 
 // bundle is what a test works with: the store, a context bounded by a timeout and a queue of its own.
 type bundle struct {
@@ -72,6 +62,12 @@ const testTimeout = 60 * time.Second
 func setup(t *testing.T, newStore NewStoreFunc) *bundle {
 	t.Helper()
 	t.Parallel()
+	return newBundle(t, newStore)
+}
+
+// newBundle is setup for a test Exercise has already marked parallel: a suite's own top level.
+func newBundle(t *testing.T, newStore NewStoreFunc) *bundle {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	b := &bundle{t: t, s: newStore(t), ctx: ctx}

@@ -11,12 +11,11 @@ import (
 	"github.com/jq-dev/jq/store"
 )
 
-// RunWorkerLimit runs the contract of WorkerRegisterParams.MaxLive (server.max_workers):
+// workerLimitSuite runs the contract of WorkerRegisterParams.MaxLive (server.max_workers):
 // concurrent registrations of different principals, as on several replicas, never take the cluster
-// past the limit. The limit counts every live worker of the store, so newStore must return a store
-// of its own (a private database).
-func RunWorkerLimit[S store.Store](t *testing.T, newStore func(t *testing.T) S) {
-	b := setup(t, storeFunc(newStore))
+// past the limit. The limit counts every live worker of the store: an isolated one.
+func workerLimitSuite(t *testing.T, f Factory) {
+	b := newBundle(t, isolatedStore(f))
 	const limit = 5
 	reg := func(id, principal string) error {
 		_, err := b.s.WorkerRegister(b.ctx, store.WorkerRegisterParams{ID: id, Concurrency: 1, Queues: []string{b.queue},

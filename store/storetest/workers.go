@@ -115,7 +115,7 @@ func runWorkerTests(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, 1, c.LiveOfPrincipal)
 		// The cluster-wide count moves with the other subtests' workers (they register and
 		// deregister concurrently): it holds ids[1] at least. Its exact value against a limit is
-		// RunWorkerLimit's, on a private store.
+		// workerLimitSuite's, on an isolated store.
 		require.GreaterOrEqual(t, c.Live, 1)
 	})
 
