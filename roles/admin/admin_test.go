@@ -108,7 +108,7 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 	}{
 		{named(notFound, "queue", "emails"), exitNotFound, `queue "emails" not found (jq queue list shows the queues)`},
 		{failed(named(jobNotFound, "job", "j1"), "cannot cancel job %s", "j1"), exitNotFound, `job "j1" not found (jq job list shows recent jobs)`},
-		// A retry of a job whose queue is gone: the queue is missing, not the job.
+		// The server says the queue is missing where the command names a job: the job is not called missing.
 		{failed(named(notFound, "job", "j1"), "cannot retry job %s", "j1"), exitNotFound, `cannot retry job j1: queue not found: "emails"`},
 		{notFound, exitNotFound, `queue not found: "emails"`},
 		{wire(queue.ErrInvalidArgument, "job_id \"x\" is not a UUID"), exitUsage, `job_id "x" is not a UUID`},

@@ -142,8 +142,8 @@ var listHint = map[string]string{
 }
 
 // named turns the server's "no such <what>" into an error naming the missing thing and where to find
-// the existing ones, and leaves other errors alone: a retry of a job whose queue is gone says the
-// queue is missing, not the job.
+// the existing ones, and leaves other errors alone: a missing queue is not reported as a missing job
+// because both are NOT_FOUND.
 func named(err error, what, name string) error {
 	if err != nil && errors.Is(err, notFound[what]) {
 		return &notFoundError{what: what, name: name, hint: listHint[what], err: err}
