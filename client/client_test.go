@@ -17,6 +17,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/api/apierr"
+	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/workerconn"
 	"github.com/jq-dev/jq/client"
 	"github.com/jq-dev/jq/internal/testenv"
@@ -310,6 +312,7 @@ func TestAgainstServer(t *testing.T) {
 		_, err := c.Get(ctx, uuid.NewString())
 		require.ErrorIs(t, err, queue.ErrJobNotFound)
 		require.NotErrorIs(t, err, queue.ErrQueueNotFound)
+		require.Equal(t, "JOB_NOT_FOUND", apierr.Reason(err))
 		_, err = c.Wait(ctx, uuid.NewString())
 		require.ErrorIs(t, err, queue.ErrJobNotFound)
 		_, _, err = c.Result(ctx, uuid.NewString(), false)
@@ -322,7 +325,16 @@ func TestAgainstServer(t *testing.T) {
 
 		_, err = c.Submit(ctx, client.Job{Queue: "no-such-queue", Type: "add"})
 		require.ErrorIs(t, err, queue.ErrQueueNotFound)
+		require.NotErrorIs(t, err, queue.ErrJobNotFound)
+		require.Equal(t, "QUEUE_NOT_FOUND", apierr.Reason(err), "the reason travels, not a guess from NOT_FOUND")
 		require.Contains(t, err.Error(), "no-such-queue")
+
+		// A call through the stubs maps the same way with CallError.
+		_, err = c.API().Queues.GetQueue(ctx, connect.NewRequest(&jqv1.GetQueueRequest{Name: "no-such-queue"}))
+		require.Equal(t, connect.CodeNotFound, connect.CodeOf(err))
+		err = client.CallError("", err)
+		require.ErrorIs(t, err, queue.ErrQueueNotFound)
+		require.NotErrorIs(t, err, queue.ErrJobNotFound)
 
 		for _, opt := range []client.Option{client.Priority(10), client.Priority(-1), client.MaxRetries(1000),
 			client.Timeout(-time.Second), client.TTL(-time.Second), client.IdempotencyKey(strings.Repeat("k", 300))} {

@@ -39,7 +39,7 @@ type pendingSubmit struct {
 
 type submitResult struct {
 	s   Submitted
-	err error // the call's error as the RPC returned it (callError is applied by Submit)
+	err error // the call's error as the RPC returned it (CallError is applied by Submit)
 }
 
 func newCoalescer(api *rpcclient.Client, opts rpcclient.Options) *coalescer {

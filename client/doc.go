@@ -11,10 +11,12 @@
 //	job, err := c.Wait(ctx, sub.ID) // DONE or DEAD_LETTERED
 //	res, found, err := c.Result(ctx, sub.ID, false) // res.Data on success; res.Reason, res.Error on failure
 //
-// Errors of the server come back as *Error: errors.Is matches the queue sentinel the status code
-// stands for ([queue.ErrJobNotFound], [queue.ErrQueueNotFound], [queue.ErrInvalidArgument],
+// Errors of the server come back as *Error: errors.Is matches the sentinel the server named with the
+// error's reason (a google.rpc.ErrorInfo detail; the table is package api/apierr and docs/api.md):
+// [queue.ErrJobNotFound], [queue.ErrQueueNotFound], [queue.ErrInvalidArgument],
 // [queue.ErrIdempotencyConflict], [queue.ErrIllegalTransition], [queue.ErrPermissionDenied],
-// [queue.ErrUnauthenticated]) or [ErrUnavailable], and errors.As still finds the *connect.Error.
+// [queue.ErrUnauthenticated], …; every UNAVAILABLE also matches [ErrUnavailable], and errors.As still
+// finds the *connect.Error. [CallError] maps the error of a call made through [Client.API] the same way.
 //
 // A worker (queue/executor) runs on the same connection: workerconn.New(c.API()). To insert a
 // job inside an application's own Postgres transaction, see package client/jqpgx.

@@ -6,27 +6,37 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/api/apierr"
 )
 
 // ErrUnavailable means the server could not be reached or could not complete the call (it is down,
 // shutting down, or lost its database). Reads are safe to retry, and so are submits that carry an
-// idempotency key.
-var ErrUnavailable = errors.New("jq server unavailable")
+// idempotency key. Every UNAVAILABLE answer matches it, whatever its reason.
+var ErrUnavailable = apierr.ErrUnavailable
 
 // Error is a call the server refused or could not complete. Its message is the server's, prefixed
-// with the call; errors.Is matches the sentinel its status code stands for in that call, and
-// errors.As finds the *connect.Error (code, details, metadata).
+// with the call; errors.Is matches the sentinel the server named with the error's reason (the
+// ErrorInfo detail, looked up in the API's one error table, api/apierr), and errors.As finds the
+// *connect.Error (code, details, metadata).
 type Error struct {
-	// Op is the call: "submit", "get job", "cancel job", …
+	// Op is the call: "submit", "get job", "cancel job", …; empty for [CallError] without one.
 	Op string
-	// Sentinel is the queue (or client) error the status code stands for; nil when none does.
+	// Sentinel is the error the server's reason stands for: a queue sentinel, [ErrUnavailable] or a
+	// context error; nil when the answer carries no reason of jq's (an error of the transport or a
+	// proxy).
 	Sentinel error
 	// Err is the *connect.Error of the call.
 	Err *connect.Error
+	// class is what the code says whatever the reason: [ErrUnavailable] for UNAVAILABLE, the
+	// context's error for CANCELED and DEADLINE_EXCEEDED (those also arise in the transport, with no
+	// reason); nil when Sentinel already says it.
+	class error
 }
 
 func (e *Error) Error() string {
+	if e.Op == "" {
+		return e.Err.Error()
+	}
 	msg := e.Err.Message()
 	if msg == "" {
 		msg = e.Err.Code().String()
@@ -34,36 +44,32 @@ func (e *Error) Error() string {
 	return e.Op + ": " + msg
 }
 
-// Unwrap returns the sentinel and the connect error.
+// Unwrap returns the sentinel, the code's class and the connect error.
 func (e *Error) Unwrap() []error {
-	if e.Sentinel == nil {
-		return []error{e.Err}
+	errs := make([]error, 0, 3)
+	for _, err := range []error{e.Sentinel, e.class} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return []error{e.Sentinel, e.Err}
+	return append(errs, e.Err)
 }
 
-// meaning says which sentinel the codes that depend on the call stand for.
-type meaning struct {
-	op           string
-	notFound     error // NOT_FOUND
-	precondition error // FAILED_PRECONDITION
-}
-
-// The calls, with what NOT_FOUND and FAILED_PRECONDITION mean for each (api/proto/jq/v1/job_service.proto).
-var (
-	opSubmit = meaning{"submit", queue.ErrQueueNotFound, queue.ErrIdempotencyConflict}
-	opGet    = meaning{"get job", queue.ErrJobNotFound, nil}
-	opResult = meaning{"get job result", queue.ErrJobNotFound, nil}
-	opCancel = meaning{"cancel job", queue.ErrJobNotFound, queue.ErrIllegalTransition}
-	// RetryJob's NOT_FOUND is also "its queue was deleted"; the job is what the caller named.
-	opRetry  = meaning{"retry job", queue.ErrJobNotFound, queue.ErrIllegalTransition}
-	opDelete = meaning{"delete job", queue.ErrJobNotFound, queue.ErrIllegalTransition}
+// The calls' names, the prefix of their errors' messages.
+const (
+	opSubmit = "submit"
+	opGet    = "get job"
+	opResult = "get job result"
+	opCancel = "cancel job"
+	opRetry  = "retry job"
+	opDelete = "delete job"
 )
 
-// callError is the reverse of the server's error mapping (api/server/errors.go): the connect
-// error of a call becomes an *Error carrying the matching sentinel. Errors that are not connect
-// errors (the client's own) pass through.
-func callError(m meaning, err error) error {
+// CallError is the error of a call made through [Client.API] as the client's own methods return
+// theirs: an *Error whose errors.Is matches the sentinel of the server's reason. op names the call in
+// the message; with op empty the message is the connect error's own. Errors that are not connect
+// errors pass through, and so does nil.
+func CallError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -71,30 +77,21 @@ func callError(m meaning, err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	var sentinel error
-	switch ce.Code() {
-	case connect.CodeInvalidArgument:
-		sentinel = queue.ErrInvalidArgument
-	case connect.CodeNotFound:
-		sentinel = m.notFound
-	case connect.CodeFailedPrecondition:
-		sentinel = m.precondition
-	case connect.CodeAlreadyExists:
-		sentinel = queue.ErrQueueExists
-	case connect.CodePermissionDenied:
-		sentinel = queue.ErrPermissionDenied
-	case connect.CodeUnauthenticated:
-		sentinel = queue.ErrUnauthenticated
-	case connect.CodeUnavailable:
-		sentinel = ErrUnavailable
-	case connect.CodeCanceled:
-		if !errors.Is(err, context.Canceled) {
-			sentinel = context.Canceled
-		}
-	case connect.CodeDeadlineExceeded:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			sentinel = context.DeadlineExceeded
-		}
+	if e, ok := errors.AsType[*Error](err); ok && e.Err == ce {
+		return err
 	}
-	return &Error{Op: m.op, Sentinel: sentinel, Err: ce}
+	sentinel := apierr.Sentinel(ce)
+	var class error
+	switch ce.Code() {
+	case connect.CodeUnavailable:
+		class = ErrUnavailable
+	case connect.CodeCanceled:
+		class = context.Canceled
+	case connect.CodeDeadlineExceeded:
+		class = context.DeadlineExceeded
+	}
+	if class != nil && (errors.Is(err, class) || errors.Is(sentinel, class)) {
+		class = nil
+	}
+	return &Error{Op: op, Sentinel: sentinel, Err: ce, class: class}
 }

@@ -20,7 +20,7 @@ import (
 func (c *Client) Get(ctx context.Context, id string) (*queue.Job, error) {
 	resp, err := c.api.Jobs.GetJob(ctx, connect.NewRequest(&jqv1.GetJobRequest{JobId: id}))
 	if err != nil {
-		return nil, callError(opGet, err)
+		return nil, CallError(opGet, err)
 	}
 	return api.JobFromProto(resp.Msg.GetJob()), nil
 }
@@ -115,7 +115,7 @@ type JobResult struct {
 func (c *Client) Result(ctx context.Context, id string, consume bool) (res *JobResult, found bool, err error) {
 	resp, err := c.api.Jobs.GetJobResult(ctx, connect.NewRequest(&jqv1.GetJobResultRequest{JobId: id, Consume: consume}))
 	if err != nil {
-		return nil, false, callError(opResult, err)
+		return nil, false, CallError(opResult, err)
 	}
 	if !resp.Msg.GetFound() {
 		return nil, false, nil
@@ -154,7 +154,7 @@ func (c *Client) Result(ctx context.Context, id string, consume bool) (res *JobR
 func (c *Client) Cancel(ctx context.Context, id string) (*queue.Job, error) {
 	resp, err := c.api.Jobs.CancelJob(ctx, connect.NewRequest(&jqv1.CancelJobRequest{JobId: id}))
 	if err != nil {
-		return nil, callError(opCancel, err)
+		return nil, CallError(opCancel, err)
 	}
 	j := api.JobFromProto(resp.Msg.GetJob())
 	if j != nil {
@@ -169,7 +169,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (*queue.Job, error) {
 func (c *Client) Retry(ctx context.Context, id string) (*queue.Job, error) {
 	resp, err := c.api.Jobs.RetryJob(ctx, connect.NewRequest(&jqv1.RetryJobRequest{JobId: id}))
 	if err != nil {
-		return nil, callError(opRetry, err)
+		return nil, CallError(opRetry, err)
 	}
 	return api.JobFromProto(resp.Msg.GetJob()), nil
 }
@@ -180,7 +180,7 @@ func (c *Client) Retry(ctx context.Context, id string) (*queue.Job, error) {
 func (c *Client) Delete(ctx context.Context, id string) (*queue.Job, error) {
 	resp, err := c.api.Jobs.DeleteJob(ctx, connect.NewRequest(&jqv1.DeleteJobRequest{JobId: id}))
 	if err != nil {
-		return nil, callError(opDelete, err)
+		return nil, CallError(opDelete, err)
 	}
 	return api.JobFromProto(resp.Msg.GetJob()), nil
 }

@@ -42,13 +42,13 @@ func (c *Client) Submit(ctx context.Context, job Job, opts ...Option) (Submitted
 	if c.submit != nil {
 		s, err := c.submit.submit(ctx, spec)
 		if err != nil {
-			return Submitted{}, callError(opSubmit, err)
+			return Submitted{}, CallError(opSubmit, err)
 		}
 		return s, nil
 	}
 	resp, err := c.api.Jobs.SubmitJob(ctx, connect.NewRequest(&jqv1.SubmitJobRequest{Job: spec}))
 	if err != nil {
-		return Submitted{}, callError(opSubmit, err)
+		return Submitted{}, CallError(opSubmit, err)
 	}
 	return Submitted{ID: resp.Msg.GetJobId(), Existing: resp.Msg.GetExisting()}, nil
 }
@@ -70,7 +70,7 @@ func (c *Client) SubmitMany(ctx context.Context, jobs []Job, opts ...Option) ([]
 	}
 	resp, err := c.api.Jobs.SubmitJobs(ctx, connect.NewRequest(&jqv1.SubmitJobsRequest{Jobs: specs}))
 	if err != nil {
-		return nil, callError(opSubmit, err)
+		return nil, CallError(opSubmit, err)
 	}
 	out := make([]Submitted, len(resp.Msg.GetResults()))
 	for i, r := range resp.Msg.GetResults() {

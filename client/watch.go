@@ -101,5 +101,5 @@ func watchError(err error) error {
 	if connect.CodeOf(err) == connect.CodeUnimplemented {
 		return err
 	}
-	return callError(opGet, err)
+	return CallError(opGet, err)
 }

@@ -41,6 +41,13 @@ var (
 	ErrConstraintNotFound = errors.New("constraint not found")
 	// ErrConstraintExists: a constraint with that name already exists.
 	ErrConstraintExists = errors.New("constraint already exists")
+	// ErrWorkerLost: the worker was declared OFFLINE (no heartbeat within the timeout); its jobs went
+	// back to the retry path and it must register again.
+	ErrWorkerLost = errors.New("the worker was declared OFFLINE (no heartbeat within the timeout): register again")
+	// ErrWorkerDraining: the worker is DRAINING and gets no new jobs; its assignment stream ends.
+	ErrWorkerDraining = errors.New("the worker is DRAINING: no new jobs")
+	// ErrSessionReplaced: the same worker opened a newer assignment stream, which ends the older one.
+	ErrSessionReplaced = errors.New("the worker opened a newer assignment stream")
 )
 
 // RetryAfter marks err as retryable no earlier than d from now (an HTTP endpoint's Retry-After):

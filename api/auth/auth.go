@@ -16,6 +16,9 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
+
+	"github.com/jq-dev/jq/api/apierr"
+	"github.com/jq-dev/jq/queue"
 )
 
 // Reasons a request is refused, the label of jq_auth_denied_total.
@@ -114,6 +117,24 @@ type Denial struct {
 }
 
 func (d *Denial) Error() string { return d.Msg }
+
+// connectError is the denial as the client gets it: its code and message, with the reason of the
+// sentinel the code stands for among refusals (api/apierr), so clients tell a rate limit from a
+// server limit without reading the message.
+func (d *Denial) connectError() *connect.Error {
+	var sentinel error
+	switch d.Code { //nolint:exhaustive // a denial has one of these three codes
+	case connect.CodeUnauthenticated:
+		sentinel = queue.ErrUnauthenticated
+	case connect.CodePermissionDenied:
+		sentinel = queue.ErrPermissionDenied
+	case connect.CodeResourceExhausted:
+		sentinel = apierr.ErrRateLimited
+	default:
+		return connect.NewError(d.Code, d)
+	}
+	return apierr.New(sentinel, d.Msg)
+}
 
 // Authenticate finds the principal of a request from its headers and TLS state.
 func (a *Authenticator) Authenticate(h http.Header, state *tls.ConnectionState) (*Principal, *Denial) {
@@ -218,7 +239,7 @@ func (i *interceptor) check(ctx context.Context, procedure string, h http.Header
 			who = p.Name
 		}
 		i.a.Refused(who, procedure, d)
-		return ctx, connect.NewError(d.Code, d)
+		return ctx, d.connectError()
 	}
 	return WithPrincipal(ctx, p), nil
 }

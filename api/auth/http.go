@@ -85,7 +85,7 @@ func (m *httpAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 	}
 	m.a.Refused(who, procedure, d)
-	_ = m.ew.Write(w, r, connect.NewError(d.Code, d))
+	_ = m.ew.Write(w, r, d.connectError())
 }
 
 // allowRefusal takes one refusal from host's budget.

@@ -7,7 +7,9 @@
 //   - the bytes fields' schemas say what jq accepts (api/codec): a base64 string or any other JSON
 //     value in JSON, bin or any other value in MessagePack;
 //   - the Connect-Protocol-Version header is optional, as jq's server does not require it;
-//   - no OpenAPI 3.0 "nullable" keyword in this 3.1 document (optional fields say "null" in type).
+//   - no OpenAPI 3.0 "nullable" keyword in this 3.1 document (optional fields say "null" in type);
+//   - an error detail's "debug" is a plain object: the plugin's oneOf with a discriminator on "type"
+//     refuses what Connect writes there (the detail's fields, such as ErrorInfo's reason and domain).
 //
 // buf.gen.yaml runs it as a local plugin (`go run ./api/openapi`) from the module root.
 package main
@@ -112,6 +114,15 @@ func postProcess(src []byte) ([]byte, error) {
 				bytesField(items)
 			}
 		}
+	}
+	if debug := get(get(get(get(root, "components"), "schemas"), "connect.error_details.Any"), "properties"); get(debug, "debug") != nil {
+		plain := &yaml.Node{Kind: yaml.MappingNode}
+		set(plain, "type", &yaml.Node{Kind: yaml.ScalarNode, Value: "object"})
+		set(plain, "additionalProperties", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+		set(plain, "title", &yaml.Node{Kind: yaml.ScalarNode, Value: "Debug"})
+		set(plain, "description", &yaml.Node{Kind: yaml.ScalarNode, Value: "The detail's fields as JSON, for reading; " +
+			"clients decode value. jq's errors carry a google.rpc.ErrorInfo (reason, domain jq.dev; docs/api.md, \"Errors\")."})
+		set(debug, "debug", plain)
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

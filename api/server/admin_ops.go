@@ -2,13 +2,12 @@ package apiserver
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -38,7 +37,7 @@ type adminOps struct {
 func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStatsRequest]) (*connect.Response[jqv1.GetStatsResponse], error) {
 	counter := s.counter
 	if counter == nil {
-		return nil, connect.NewError(connect.CodeUnavailable, errors.New("this server has no Redis dispatcher to count"))
+		return nil, apierr.New(apierr.ErrNotConfigured, "this server has no Redis dispatcher to count")
 	}
 	qs, err := s.store.QueueList(ctx)
 	if err != nil {
@@ -53,7 +52,7 @@ func (s *adminOps) GetStats(ctx context.Context, _ *connect.Request[jqv1.GetStat
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("redis is unavailable: %s", firstLine(err.Error())))
+		return nil, apierr.New(apierr.ErrDependencyUnavailable, "redis is unavailable: "+firstLine(err.Error()))
 	}
 	dead, err := s.store.JobCountDeadLettered(ctx)
 	if err != nil {
@@ -146,7 +145,7 @@ func (s *adminOps) PurgeDeadLetters(ctx context.Context, req *connect.Request[jq
 		return nil, err
 	}
 	if !m.GetConfirm() {
-		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("purging dead letters needs confirm (the CLI's --yes); nothing was deleted"))
+		return nil, apierr.New(apierr.ErrConfirmRequired, "purging dead letters needs confirm (the CLI's --yes); nothing was deleted")
 	}
 	n, err := s.engine.DeadLettersPurge(ctx, p)
 	if err != nil {

@@ -7,7 +7,8 @@ import (
 	"net/http"
 	"strings"
 
-	"connectrpc.com/connect"
+	"github.com/jq-dev/jq/api/apierr"
+	"github.com/jq-dev/jq/queue"
 )
 
 // errCompressedWithoutEncoding is what a request gets whose envelope says "compressed" while the
@@ -79,7 +80,7 @@ func (e *envelopeCheck) Read(p []byte) (int, error) {
 		case err != nil:
 			e.queued = e.prefix[:n] // a truncated prefix: connect reports it
 		case e.prefix[0]&flagCompressed != 0:
-			e.err = connect.NewError(connect.CodeInvalidArgument, errCompressedWithoutEncoding)
+			e.err = apierr.New(queue.ErrInvalidArgument, errCompressedWithoutEncoding.Error())
 			return 0, e.err
 		default:
 			e.queued = e.prefix[:]

@@ -10,46 +10,14 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api/apierr"
 	"github.com/jq-dev/jq/queue"
-	"github.com/jq-dev/jq/queue/engine"
 )
 
-// codeOf is the one mapping from jq's sentinel errors to gRPC codes.
-func codeOf(err error) connect.Code {
-	switch {
-	case errors.Is(err, queue.ErrInvalidArgument):
-		return connect.CodeInvalidArgument
-	case errors.Is(err, queue.ErrJobNotFound), errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, queue.ErrWorkerNotFound),
-		errors.Is(err, queue.ErrScheduleNotFound), errors.Is(err, queue.ErrConstraintNotFound):
-		return connect.CodeNotFound
-	case errors.Is(err, queue.ErrQueueExists), errors.Is(err, queue.ErrScheduleExists), errors.Is(err, queue.ErrConstraintExists):
-		return connect.CodeAlreadyExists
-	case errors.Is(err, queue.ErrQueueNotEmpty), errors.Is(err, queue.ErrIllegalTransition), errors.Is(err, queue.ErrScheduleOwnedByConfig),
-		errors.Is(err, queue.ErrIdempotencyConflict), errors.Is(err, queue.ErrStaleAttempt),
-		errors.Is(err, engine.ErrWorkerLost):
-		return connect.CodeFailedPrecondition
-	case errors.Is(err, queue.ErrLimitReached):
-		return connect.CodeResourceExhausted
-	case errors.Is(err, queue.ErrPermissionDenied):
-		return connect.CodePermissionDenied
-	case errors.Is(err, queue.ErrUnauthenticated):
-		return connect.CodeUnauthenticated
-	case errors.Is(err, queue.ErrShutdown):
-		return connect.CodeUnavailable
-	case errors.Is(err, engine.ErrSessionReplaced):
-		return connect.CodeAborted
-	case errors.Is(err, context.DeadlineExceeded):
-		return connect.CodeDeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		return connect.CodeCanceled
-	}
-	return connect.CodeUnknown
-}
-
 // toConnect converts a handler error into a connect error with a one-line,
-// human-readable message. Unexpected errors are logged in full and reach the
-// client as UNAVAILABLE (retryable: the request changed nothing or is safe to
-// repeat) without internals.
+// human-readable message and the reason of its row of the error table. Unexpected
+// errors are logged in full and reach the client as UNAVAILABLE (retryable: the
+// request changed nothing or is safe to repeat) without internals.
 func toConnect(log *zap.Logger, procedure string, err error) error {
 	if err == nil {
 		return nil
@@ -58,14 +26,15 @@ func toConnect(log *zap.Logger, procedure string, err error) error {
 	if errors.As(err, &ce) {
 		return err
 	}
-	code := codeOf(err)
-	if code == connect.CodeUnknown {
+	r, ok := apierr.Lookup(err)
+	if !ok {
 		log.Error("request failed", zap.String("procedure", procedure), zap.Error(err))
-		// Honest about the outcome: a write may have committed before the
-		// failure. Retrying is safe for requests with an idempotency key.
-		return connect.NewError(connect.CodeUnavailable, errors.New("the server could not complete the request; its outcome is unknown (retry with an idempotency key to avoid a duplicate)"))
+		// Honest about the outcome: a write may have committed before the failure.
+		// Retrying is safe for requests with an idempotency key.
+		r, _ = apierr.Lookup(apierr.ErrUnavailable)
+		return r.Error("the server could not complete the request; its outcome is unknown (retry with an idempotency key to avoid a duplicate)")
 	}
-	return connect.NewError(code, errors.New(clientMessage(err.Error())))
+	return r.Error(clientMessage(err.Error()))
 }
 
 // maxMessage bounds what a client is told. Validation quotes little of the input
@@ -92,9 +61,11 @@ func firstLine(s string) string {
 	return s
 }
 
-// errorInterceptor applies toConnect to every unary and streaming handler, so
-// handlers return plain errors and no code mapping is repeated.
-func errorInterceptor(log *zap.Logger) connect.Interceptor {
+// ErrorInterceptor applies toConnect to every unary and streaming handler, so
+// handlers return plain errors and no code mapping is repeated. The server installs
+// it on every service; it is exported for handlers served the same way elsewhere,
+// such as the client's test that sends every row of the error table over the wire.
+func ErrorInterceptor(log *zap.Logger) connect.Interceptor {
 	return &errInterceptor{log: log}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/internal/jobtrace"
@@ -126,7 +127,7 @@ func (s *jobService) GetJobResult(ctx context.Context, req *connect.Request[jqv1
 	}
 	out := &jqv1.GetJobResultResponse{State: api.StateProto(j.State)}
 	if j.ResultKept() && queue.Checksum(j.Result) != j.ResultChecksum {
-		return nil, connect.NewError(connect.CodeDataLoss, fmt.Errorf("the stored result of job %s does not match its checksum", j.ID))
+		return nil, apierr.New(apierr.ErrResultCorrupt, fmt.Sprintf("the stored result of job %s does not match its checksum", j.ID))
 	}
 	out.Result, out.Found = api.Outcome(j)
 	return connect.NewResponse(out), nil
@@ -238,14 +239,14 @@ func (s *jobService) listByIDPrefix(ctx context.Context, m *jqv1.ListJobsRequest
 	alone := proto.Clone(m).(*jqv1.ListJobsRequest)
 	alone.IdPrefix, alone.PageSize = "", 0
 	if !proto.Equal(alone, &jqv1.ListJobsRequest{}) {
-		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("id_prefix takes no other filter, page_token or include_payloads"))
+		return nil, apierr.New(queue.ErrInvalidArgument, "id_prefix takes no other filter, page_token or include_payloads")
 	}
 	limit := int(m.GetPageSize())
 	switch {
 	case limit == 0:
 		limit = store.MaxIDPrefixMatches
 	case limit < 0 || limit > store.MaxIDPrefixMatches:
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("page_size %d: with id_prefix want 1..%d", limit, store.MaxIDPrefixMatches))
+		return nil, apierr.New(queue.ErrInvalidArgument, fmt.Sprintf("page_size %d: with id_prefix want 1..%d", limit, store.MaxIDPrefixMatches))
 	}
 	ids, err := s.store.JobPrefixList(ctx, m.GetIdPrefix(), limit)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
 
@@ -71,8 +72,8 @@ func (b *pageBound) interceptor() connect.UnaryInterceptorFunc {
 			case err != nil && ctx.Err() != nil:
 				return nil, fmt.Errorf("waiting for a turn to build a page with payloads: %w", ctx.Err())
 			case err != nil:
-				return nil, connect.NewError(connect.CodeResourceExhausted,
-					fmt.Errorf("pages with %d MiB of payloads are being sent by this server, the most at once; retry later or list without include_payloads", b.size>>20))
+				return nil, apierr.New(apierr.ErrPagesBusy,
+					fmt.Sprintf("pages with %d MiB of payloads are being sent by this server, the most at once; retry later or list without include_payloads", b.size>>20))
 			}
 			resp, err := next(ctx, req)
 			if err != nil || resp == nil {

@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 )
@@ -39,7 +40,7 @@ func TestPayloadPagesBounded(t *testing.T) {
 	defer cancel()
 	_, err := h(ctx, connect.NewRequest(&jqv1.PeekQueueRequest{IncludePayloads: true}))
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the second page waited for the first")
-	require.Equal(t, connect.CodeDeadlineExceeded, codeOf(err))
+	require.Equal(t, connect.CodeDeadlineExceeded, connect.CodeOf(toConnect(zap.NewNop(), "/test", err)))
 
 	plain := make(chan error, 1)
 	go func() { _, err := h(t.Context(), connect.NewRequest(&jqv1.ListJobsRequest{})); plain <- err }()

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -29,7 +30,7 @@ type scheduleService struct {
 	now       func() time.Time
 }
 
-var errNoSchedules = connect.NewError(connect.CodeUnavailable, errors.New("this server runs no schedules"))
+var errNoSchedules = apierr.New(apierr.ErrNotConfigured, "this server runs no schedules")
 
 func (s *scheduleService) CreateSchedule(ctx context.Context, req *connect.Request[jqv1.CreateScheduleRequest]) (*connect.Response[jqv1.CreateScheduleResponse], error) {
 	if s.schedules == nil {

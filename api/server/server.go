@@ -173,7 +173,7 @@ func New(opts Options) http.Handler {
 	pages := newPageBound(int64(nPages)*page, page)
 	hopts = append(hopts,
 		// The error log sees the principal (inside auth) and the final code (outside the mapper).
-		connect.WithInterceptors(errorLogInterceptor(opts.Log, opts.ErrorLog), errorInterceptor(opts.Log),
+		connect.WithInterceptors(errorLogInterceptor(opts.Log, opts.ErrorLog), ErrorInterceptor(opts.Log),
 			pages.interceptor()),
 		// Compressing every small response costs more CPU than it saves on a
 		// LAN; only large ones (job pages, big payloads) are worth it.

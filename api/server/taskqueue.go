@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	tqv1 "github.com/jq-dev/jq/api/gen/taskqueue/v1"
 	"github.com/jq-dev/jq/queue"
@@ -105,11 +106,11 @@ func (s *taskQueueService) GetJobResult(ctx context.Context, req *connect.Reques
 	switch st {
 	case tqv1.JobStatus_DONE:
 		if !j.ResultKept() {
-			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf(
+			return nil, apierr.New(apierr.ErrResultNotRetained, fmt.Sprintf(
 				"job %s was submitted without keep_result, or its result was consumed or passed its queue's result_retention: its output is not retained", j.ID))
 		}
 		if queue.Checksum(j.Result) != j.ResultChecksum {
-			return nil, connect.NewError(connect.CodeDataLoss, fmt.Errorf("the stored result of job %s does not match its checksum", j.ID))
+			return nil, apierr.New(apierr.ErrResultCorrupt, fmt.Sprintf("the stored result of job %s does not match its checksum", j.ID))
 		}
 		out.OutputBytes, out.Checksum = j.Result, j.ResultChecksum
 	case tqv1.JobStatus_FAILED:

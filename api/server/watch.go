@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/engine"
@@ -238,7 +238,7 @@ func safetyInterval() time.Duration {
 
 // errWatchShutdown ends the streams of a replica that is shutting down (UNAVAILABLE: watch again
 // elsewhere).
-var errWatchShutdown = connect.NewError(connect.CodeUnavailable, errors.New("the server is shutting down; watch the job again"))
+var errWatchShutdown = apierr.New(queue.ErrShutdown, "the server is shutting down; watch the job again")
 
 // watchProgressInterval is how often a WatchJob stream of a running job re-reads its progress when
 // another replica may have recorded it (progress records no event, so the hub's feed never hears

@@ -2,12 +2,12 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -29,7 +29,7 @@ func (s *jobService) WatchEvents(ctx context.Context, req *connect.Request[jqv1.
 	q := req.Msg.GetQueue()
 	if q != "" {
 		if err := queue.ValidateQueueName(q); err != nil {
-			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("queue: %w", err))
+			return apierr.New(queue.ErrInvalidArgument, "queue: "+err.Error())
 		}
 		if _, err := s.store.QueueGet(ctx, q); err != nil {
 			return err

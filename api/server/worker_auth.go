@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"connectrpc.com/connect"
-
+	"github.com/jq-dev/jq/api/apierr"
 	"github.com/jq-dev/jq/api/auth"
 	"github.com/jq-dev/jq/queue"
 )
@@ -62,12 +61,12 @@ func (s *workerService) checkRegistration(ctx context.Context, id string, queues
 	switch {
 	case s.limits.MaxWorkers > 0 && c.Live >= s.limits.MaxWorkers:
 		s.refused(auth.ReasonWorkerLimit)
-		return connect.NewError(connect.CodeResourceExhausted,
-			fmt.Errorf("%d workers are registered, the most allowed (server.max_workers)", c.Live))
+		return apierr.New(queue.ErrLimitReached,
+			fmt.Sprintf("%d workers are registered, the most allowed (server.max_workers)", c.Live))
 	case owner != "" && s.limits.MaxWorkersPerPrincipal > 0 && c.LiveOfPrincipal >= s.limits.MaxWorkersPerPrincipal:
 		s.refused(auth.ReasonWorkerLimit)
-		return connect.NewError(connect.CodeResourceExhausted,
-			fmt.Errorf("%s has %d live workers, the most allowed (auth.max_workers_per_principal)", owner, c.LiveOfPrincipal))
+		return apierr.New(queue.ErrLimitReached,
+			fmt.Sprintf("%s has %d live workers, the most allowed (auth.max_workers_per_principal)", owner, c.LiveOfPrincipal))
 	}
 	return nil
 }
@@ -91,12 +90,12 @@ func (c *streamCounter) open(principal string, limits Limits) (release func(), e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if limits.MaxStreams > 0 && c.total >= limits.MaxStreams {
-		return nil, connect.NewError(connect.CodeResourceExhausted,
-			fmt.Errorf("%d %s streams are open on this server, the most allowed (server.max_streams)", c.total, c.what))
+		return nil, apierr.New(apierr.ErrStreamLimit,
+			fmt.Sprintf("%d %s streams are open on this server, the most allowed (server.max_streams)", c.total, c.what))
 	}
 	if principal != "" && limits.MaxStreamsPerPrincipal > 0 && c.by[principal] >= limits.MaxStreamsPerPrincipal {
-		return nil, connect.NewError(connect.CodeResourceExhausted,
-			fmt.Errorf("%s has %d %s streams open on this server, the most allowed (auth.max_streams_per_principal)",
+		return nil, apierr.New(apierr.ErrStreamLimit,
+			fmt.Sprintf("%s has %d %s streams open on this server, the most allowed (auth.max_streams_per_principal)",
 				principal, c.by[principal], c.what))
 	}
 	c.total++

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	"github.com/jq-dev/jq/api/auth"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/internal/jobtrace"
@@ -107,9 +108,9 @@ func (s *workerService) StreamJobs(ctx context.Context, req *connect.Request[jqv
 	}
 	switch w.Status {
 	case queue.WorkerOffline:
-		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("worker %q is OFFLINE: register again", w.ID))
+		return apierr.New(queue.ErrWorkerLost, fmt.Sprintf("worker %q is OFFLINE: register again", w.ID))
 	case queue.WorkerDraining:
-		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("worker %q is DRAINING: it gets no new jobs", w.ID))
+		return apierr.New(queue.ErrWorkerDraining, fmt.Sprintf("worker %q is DRAINING: it gets no new jobs", w.ID))
 	}
 	release, err := s.streams.open(auth.Owner(ctx), s.limits)
 	if err != nil {

@@ -60,7 +60,7 @@ var (
 	// leaf utilities that any layer above the domain may use.
 	util = []string{"internal/buildinfo", "internal/ctxtime", "internal/health", "internal/hostcheck", "internal/netlimit", "internal/term", "internal/typo"}
 	// apiClientSide is what talks to a server: the conversions, the generated stubs, the transport.
-	apiClientSide = []string{"api", "api/codec", "api/gen/...", "api/rpcclient", "queue"}
+	apiClientSide = []string{"api", "api/apierr", "api/codec", "api/gen/...", "api/rpcclient", "queue"}
 )
 
 func with(a []string, b ...string) []string { return append(append([]string{}, a...), b...) }
@@ -112,11 +112,14 @@ var Table = []Row{
 	{Pkgs: []string{"api/gen/..."}, May: []string{"api/gen/..."}},
 	{Pkgs: []string{"api"}, May: []string{"api/gen/...", "queue", "store"}},
 	{Pkgs: []string{"api/codec"}, May: []string{"queue"}},
-	{Pkgs: []string{"api/auth"}, May: []string{"api/gen/..."}},
+	// The one table of errors on the wire: the server encodes with it, the clients decode with it.
+	{Pkgs: []string{"api/apierr"}, May: []string{"queue"},
+		Third: []string{"connectrpc.com/connect", "google.golang.org/genproto/googleapis/rpc", "google.golang.org/protobuf"}},
+	{Pkgs: []string{"api/auth"}, May: []string{"api/apierr", "api/gen/...", "queue"}},
 	{Pkgs: []string{"api/openapi"}},
 	// The server side calls the engine and reads the store's interfaces; never a backend. The
 	// taskqueue.v1 facade encodes the synthetic handler's payload (queue/handlers).
-	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "queue/schedule", "store",
+	{Pkgs: []string{"api/server"}, May: with(util, "api", "api/apierr", "api/auth", "api/codec", "api/gen/...", "queue", "queue/engine", "queue/schedule", "store",
 		"queue/handlers", "internal/jobtrace", "internal/rpctrace")},
 	// The web console is served beside the API and calls it like any client: no store, no engine.
 	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue")},

@@ -302,8 +302,8 @@ func (e *Engine) CloseSessions() {
 }
 
 // ErrSessionReplaced ends a session when the same worker opens a new one
-// (ABORTED on the wire).
-var ErrSessionReplaced = errors.New("the worker opened a newer assignment stream")
+// (ABORTED on the wire). It is queue's sentinel, so the API's error table reaches it without the engine.
+var ErrSessionReplaced = queue.ErrSessionReplaced
 
 // redisDown records a failed in-flight record in Redis; the first of an outage is
 // logged as a warning.

@@ -326,8 +326,9 @@ func (e *Engine) EndSession(workerID string, err error) {
 }
 
 // ErrWorkerDraining ends the session of a drained worker: the stream ends with OK (FR-023).
-var ErrWorkerDraining = errors.New("the worker is DRAINING: no new jobs")
+var ErrWorkerDraining = queue.ErrWorkerDraining
 
 // ErrWorkerLost ends the session of a worker the reaper declared OFFLINE (FAILED_PRECONDITION on the
-// wire: the worker must register again).
-var ErrWorkerLost = errors.New("the worker was declared OFFLINE (no heartbeat within the timeout): register again")
+// wire: the worker must register again). It is queue's sentinel, so the API's error table reaches it
+// without the engine.
+var ErrWorkerLost = queue.ErrWorkerLost

@@ -14,7 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/client"
+	"github.com/jq-dev/jq/queue"
 )
 
 func TestRelative(t *testing.T) {
@@ -94,21 +97,28 @@ func TestBytesText(t *testing.T) {
 func TestExitCodesAndErrorLines(t *testing.T) {
 	t.Parallel()
 	g := &Globals{ServerAddr: "h:1", Timeout: 3 * time.Second}
-	notFound := connect.NewError(connect.CodeNotFound, errors.New(`queue not found: "emails"`))
+	// Errors as the client returns them: the server's reason names the sentinel.
+	wire := func(sentinel error, msg string) error { return client.CallError("", apierr.New(sentinel, msg)) }
+	notFound := wire(queue.ErrQueueNotFound, `queue not found: "emails"`)
+	jobNotFound := wire(queue.ErrJobNotFound, "job not found")
 	cases := []struct {
 		err  error
 		code int
 		line string
 	}{
 		{named(notFound, "queue", "emails"), exitNotFound, `queue "emails" not found (jq queue list shows the queues)`},
-		{failed(named(notFound, "job", "j1"), "cannot cancel job %s", "j1"), exitNotFound, `job "j1" not found (jq job list shows recent jobs)`},
+		{failed(named(jobNotFound, "job", "j1"), "cannot cancel job %s", "j1"), exitNotFound, `job "j1" not found (jq job list shows recent jobs)`},
+		// The server says the queue is missing where the command names a job: the job is not called missing.
+		{failed(named(notFound, "job", "j1"), "cannot retry job %s", "j1"), exitNotFound, `cannot retry job j1: queue not found: "emails"`},
 		{notFound, exitNotFound, `queue not found: "emails"`},
-		{connect.NewError(connect.CodeInvalidArgument, errors.New("job_id \"x\" is not a UUID")), exitUsage, `job_id "x" is not a UUID`},
+		{wire(queue.ErrInvalidArgument, "job_id \"x\" is not a UUID"), exitUsage, `job_id "x" is not a UUID`},
+		// A code without a reason of jq's (a proxy's answer) decides nothing: no exit code of its own.
+		{client.CallError("", connect.NewError(connect.CodeNotFound, errors.New("no route"))), exitError, "no route"},
 		{usagef("--limit 0: want 1 to 1000"), exitUsage, "--limit 0: want 1 to 1000"},
-		{failed(connect.NewError(connect.CodeFailedPrecondition, errors.New("job j is DONE")), "cannot cancel job %s", "j"), exitError, "cannot cancel job j: job j is DONE"},
+		{failed(wire(queue.ErrIllegalTransition, "job j is DONE"), "cannot cancel job %s", "j"), exitError, "cannot cancel job j: job j is DONE"},
 		{connect.NewError(connect.CodeDeadlineExceeded, context.DeadlineExceeded), exitError, "no answer from h:1 within 3s"},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), exitError, "no answer from h:1 within 3s"},
-		{connect.NewError(connect.CodeUnavailable, errors.New("dial tcp: refused\nmore")), exitError, "cannot reach the jq server at h:1: dial tcp: refused"},
+		{client.CallError("", connect.NewError(connect.CodeUnavailable, errors.New("dial tcp: refused\nmore"))), exitError, "cannot reach the jq server at h:1: dial tcp: refused"},
 		{errUnhealthy, exitError, "the system is unhealthy"},
 	}
 	for _, c := range cases {

@@ -9,13 +9,15 @@ import (
 
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/api/rpcclient"
+	"github.com/jq-dev/jq/client"
 )
 
 // How a command talks to the server: the job calls the Go client wraps (submit, get, wait, cancel,
 // retry) go through its methods, so the CLI and applications share one error mapping and one wait
-// policy; every other call goes through call, with the generated stubs underneath. Either way a
-// request is bounded by --timeout and a failure comes back with its *connect.Error reachable by
-// errors.As, which is what exitCode and errorLine read.
+// policy; every other call goes through call, with the generated stubs underneath, and its error
+// through client.CallError. Either way a request is bounded by --timeout, errors.Is matches the
+// sentinel the server's reason names (api/apierr) and errors.As finds the *connect.Error: exitCode,
+// errorLine and every hint decide on the sentinels, never on a status code.
 
 // call sends req to the server through one method of the API, named by its method expression
 // (jqv1connect.QueueServiceClient.PauseQueue), under the command's deadline (--timeout), and
@@ -39,7 +41,7 @@ func request[Req, Resp any](ctx context.Context, timeout time.Duration, rpc func
 	defer cancel()
 	resp, err := rpc(ctx, connect.NewRequest(req))
 	if err != nil {
-		return nil, err
+		return nil, client.CallError("", err)
 	}
 	return resp.Msg, nil
 }

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,8 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/queue"
 )
 
 const jobID = "6f1c2b8e-8a4e-4d43-9a3c-0d5e8f7a1b2c"
@@ -151,8 +152,8 @@ func TestCommandsThroughTheClient(t *testing.T) {
 	require.NoError(t, (&JobSubmitCmd{Queue: "emails", Type: "noop", Payload: "{}"}).Run(re))
 	require.Equal(t, jobID+"\n", out.String(), "job submit prints the id and nothing else")
 
-	refuse := func(code connect.Code, msg string) *fakeAPI {
-		return &fakeAPI{err: connect.NewError(code, errors.New(msg))}
+	refuse := func(sentinel error, msg string) *fakeAPI {
+		return &fakeAPI{err: apierr.New(sentinel, msg)}
 	}
 	for _, c := range []struct {
 		api  *fakeAPI
@@ -160,17 +161,17 @@ func TestCommandsThroughTheClient(t *testing.T) {
 		code int
 		line string
 	}{
-		{refuse(connect.CodeNotFound, "job not found"), &JobStatusCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found (jq job list shows recent jobs)`},
-		{refuse(connect.CodeNotFound, "job not found"), &JobWaitCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found (jq job list shows recent jobs)`},
-		{refuse(connect.CodeInvalidArgument, `job_id "x" is not a UUID`), &JobStatusCmd{ID: "x"}, exitUsage, `job_id "x" is not a UUID`},
-		{refuse(connect.CodeFailedPrecondition, "job j is DONE"), &JobCancelCmd{ID: "j"}, exitError, "cannot cancel job j: job j is DONE"},
-		{refuse(connect.CodeNotFound, "queue not found"), &JobSubmitCmd{Queue: "emails", Payload: "{}"}, exitNotFound,
+		{refuse(queue.ErrJobNotFound, "job not found"), &JobStatusCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found (jq job list shows recent jobs)`},
+		{refuse(queue.ErrJobNotFound, "job not found"), &JobWaitCmd{ID: jobID}, exitNotFound, `job "` + jobID + `" not found (jq job list shows recent jobs)`},
+		{refuse(queue.ErrInvalidArgument, `job_id "x" is not a UUID`), &JobStatusCmd{ID: "x"}, exitUsage, `job_id "x" is not a UUID`},
+		{refuse(queue.ErrIllegalTransition, "job j is DONE"), &JobCancelCmd{ID: "j"}, exitError, "cannot cancel job j: job j is DONE"},
+		{refuse(queue.ErrQueueNotFound, "queue not found"), &JobSubmitCmd{Queue: "emails", Payload: "{}"}, exitNotFound,
 			`queue "emails" not found; create it with: jq queue create emails (jq queue list shows the queues)`},
-		{refuse(connect.CodeNotFound, "queue not found"), &JobSubmitCmd{Queue: "my queue", Payload: "{}"}, exitNotFound,
+		{refuse(queue.ErrQueueNotFound, "queue not found"), &JobSubmitCmd{Queue: "my queue", Payload: "{}"}, exitNotFound,
 			`queue "my queue" not found; create it with: jq queue create 'my queue' (jq queue list shows the queues)`},
-		{refuse(connect.CodeInvalidArgument, "payload too large"), &JobSubmitCmd{Queue: "emails", Payload: "{}"}, exitUsage, `cannot submit to queue "emails": payload too large`},
-		{refuse(connect.CodeNotFound, "queue not found"), &QueuePauseCmd{Name: "emails"}, exitNotFound, `queue "emails" not found (jq queue list shows the queues)`},
-		{refuse(connect.CodePermissionDenied, "token may not cancel"), &JobCancelCmd{ID: "j"}, exitError, "permission denied: token may not cancel"},
+		{refuse(queue.ErrInvalidArgument, "payload too large"), &JobSubmitCmd{Queue: "emails", Payload: "{}"}, exitUsage, `cannot submit to queue "emails": payload too large`},
+		{refuse(queue.ErrQueueNotFound, "queue not found"), &QueuePauseCmd{Name: "emails"}, exitNotFound, `queue "emails" not found (jq queue list shows the queues)`},
+		{refuse(queue.ErrPermissionDenied, "token may not cancel"), &JobCancelCmd{ID: "j"}, exitError, "permission denied: token may not cancel"},
 	} {
 		re, _ := serve(t, c.api, "table")
 		err := c.cmd.Run(re)

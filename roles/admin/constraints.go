@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -8,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jq-dev/jq/api"
@@ -119,7 +119,7 @@ func (c *ConstraintCreateCmd) Run(re *runEnv) error {
 	}
 	resp, err := call(re, jqv1connect.ConstraintServiceClient.CreateConstraint, req)
 	if err != nil {
-		if connect.CodeOf(err) == connect.CodeAlreadyExists {
+		if errors.Is(err, queue.ErrConstraintExists) {
 			return fmt.Errorf("constraint %q already exists (--replace replaces it)", c.Name)
 		}
 		return failed(refusal(err), "cannot create constraint %q", c.Name)

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,8 +15,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/queue"
 )
 
 // parseCreate reads `constraint create` arguments as the CLI does.
@@ -192,8 +193,8 @@ func TestConstraintCommands(t *testing.T) {
 	require.NoError(t, (&ConstraintShowCmd{Name: "email-per-tenant", Top: 10}).Run(re))
 	require.Equal(t, printed(t, "json", &jqv1.GetConstraintResponse{Constraint: con, Usage: use}), out.String())
 
-	refuse := func(code connect.Code, msg string) *fakeConstraints {
-		return &fakeConstraints{err: connect.NewError(code, errors.New(msg))}
+	refuse := func(sentinel error, msg string) *fakeConstraints {
+		return &fakeConstraints{err: apierr.New(sentinel, msg)}
 	}
 	for _, c := range []struct {
 		api  *fakeConstraints
@@ -201,13 +202,13 @@ func TestConstraintCommands(t *testing.T) {
 		code int
 		line string
 	}{
-		{refuse(connect.CodeAlreadyExists, "constraint already exists"), parseCreate(t, "c", "--concurrency", "1"), exitError, `constraint "c" already exists (--replace replaces it)`},
-		{refuse(connect.CodeInvalidArgument, "invalid argument: no limit set: give a concurrency, a rate or both"), parseCreate(t, "c"), exitUsage,
+		{refuse(queue.ErrConstraintExists, "constraint already exists"), parseCreate(t, "c", "--concurrency", "1"), exitError, `constraint "c" already exists (--replace replaces it)`},
+		{refuse(queue.ErrInvalidArgument, "invalid argument: no limit set: give a concurrency, a rate or both"), parseCreate(t, "c"), exitUsage,
 			`cannot create constraint "c": no limit set: give a concurrency, a rate or both`},
-		{refuse(connect.CodeResourceExhausted, "100 constraints"), parseCreate(t, "c", "--concurrency", "1"), exitError, "refused by a server limit: 100 constraints"},
-		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintShowCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},
-		{refuse(connect.CodeNotFound, "constraint not found"), &ConstraintDeleteCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},
-		{refuse(connect.CodePermissionDenied, "viewer may not"), &ConstraintDeleteCmd{Name: "c"}, exitError, "permission denied: viewer may not"},
+		{refuse(queue.ErrLimitReached, "100 constraints"), parseCreate(t, "c", "--concurrency", "1"), exitError, "refused by a server limit: 100 constraints"},
+		{refuse(queue.ErrConstraintNotFound, "constraint not found"), &ConstraintShowCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},
+		{refuse(queue.ErrConstraintNotFound, "constraint not found"), &ConstraintDeleteCmd{Name: "c"}, exitNotFound, `constraint "c" not found (jq constraint list shows the constraints)`},
+		{refuse(queue.ErrPermissionDenied, "viewer may not"), &ConstraintDeleteCmd{Name: "c"}, exitError, "permission denied: viewer may not"},
 		{&fakeConstraints{}, &ConstraintShowCmd{Name: "c", Top: 101}, exitUsage, "--top 101: want 0 to 100"},
 	} {
 		re, _ := serveConstraints(t, c.api, "table")

@@ -3,11 +3,10 @@ package admin
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
-
-	"connectrpc.com/connect"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
@@ -195,7 +194,7 @@ func (p *poller) poll(ctx context.Context) ([]*jqv1.JobEvent, error) {
 	var out []*jqv1.JobEvent
 	for _, r := range stale {
 		evs, err := p.events(ctx, r.id)
-		if connect.CodeOf(err) == connect.CodeNotFound {
+		if errors.Is(err, queue.ErrJobNotFound) {
 			continue // purged meanwhile
 		}
 		if err != nil {

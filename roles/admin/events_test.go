@@ -19,9 +19,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/config"
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store/kafka"
 )
 
@@ -263,7 +265,7 @@ func (f *fakeJobs) ListJobEvents(_ context.Context, req *connect.Request[jqv1.Li
 	f.calls++
 	evs, ok := f.events[req.Msg.GetJobId()]
 	if !ok {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("job %s not found", req.Msg.GetJobId()))
+		return nil, apierr.New(queue.ErrJobNotFound, fmt.Sprintf("job %s not found", req.Msg.GetJobId()))
 	}
 	out := make([]*jqv1.JobEvent, len(evs))
 	for i, e := range evs {

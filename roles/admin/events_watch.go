@@ -6,6 +6,7 @@ import (
 	"connectrpc.com/connect"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/client"
 )
 
 // followWatch prints the events of the server's WatchEvents stream (of --queue, or of every queue)
@@ -41,6 +42,7 @@ func (c *EventsTailCmd) followWatch(re *runEnv, out *eventPrinter) (bool, error)
 			err = stream.Err()
 			_ = stream.Close()
 		}
+		err = client.CallError("", err)
 		switch {
 		case re.ctx.Err() != nil:
 			return true, nil //nolint:nilerr // Ctrl-C ends the stream, and the tail with success

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
+	"github.com/jq-dev/jq/client"
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/schedule"
 )
 
@@ -88,7 +90,7 @@ func TestScheduleCreateRefusalSaysWhatAValidSpecIs(t *testing.T) {
 	_, perr := schedule.Parse("bad", "")
 	require.Error(t, perr)
 	// What the engine returns and the API maps to INVALID_ARGUMENT (queue/engine/schedules.go).
-	server := connect.NewError(connect.CodeInvalidArgument, perr)
+	server := client.CallError("", apierr.New(queue.ErrInvalidArgument, perr.Error()))
 	err := failed(scheduleRefusal(server), "cannot create schedule %q", "x")
 	require.Equal(t, exitUsage, exitCode(err))
 	line := errorLine(err, &Globals{ServerAddr: "h:1"})

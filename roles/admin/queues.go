@@ -1,18 +1,19 @@
 package admin
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jq-dev/jq/api"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/queue"
 )
 
 // Run lists every queue with its settings.
@@ -86,7 +87,7 @@ func (c *QueueCreateCmd) Run(re *runEnv) error {
 	req.PriorityWeights = w
 	resp, err := call(re, jqv1connect.QueueServiceClient.CreateQueue, req)
 	if err != nil {
-		if connect.CodeOf(err) == connect.CodeAlreadyExists {
+		if errors.Is(err, queue.ErrQueueExists) {
 			return fmt.Errorf("queue %q already exists", c.Name)
 		}
 		return failed(err, "cannot create queue %q", c.Name)
@@ -164,7 +165,7 @@ func parseWeights(arg string) (map[int32]int32, error) {
 func (c *QueueDeleteCmd) Run(re *runEnv) error {
 	resp, err := call(re, jqv1connect.QueueServiceClient.DeleteQueue, &jqv1.DeleteQueueRequest{Name: c.Name, Force: c.Force})
 	if err != nil {
-		if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+		if errors.Is(err, queue.ErrQueueNotEmpty) {
 			return fmt.Errorf("queue %q is not empty: it still holds jobs (--force deletes them with it)", c.Name)
 		}
 		return failed(named(err, "queue", c.Name), "cannot delete queue %q", c.Name)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/jq-dev/jq/api/apierr"
 	"github.com/jq-dev/jq/api/codec"
 	"github.com/jq-dev/jq/api/rpcclient"
 	"github.com/jq-dev/jq/client"
@@ -83,13 +84,25 @@ func exitCode(err error) int {
 	if errors.As(err, &nf) {
 		return exitNotFound
 	}
-	switch connect.CodeOf(err) {
-	case connect.CodeNotFound:
-		return exitNotFound
-	case connect.CodeInvalidArgument:
+	for _, s := range notFound {
+		if errors.Is(err, s) {
+			return exitNotFound
+		}
+	}
+	if errors.Is(err, queue.ErrInvalidArgument) {
 		return exitUsage
 	}
 	return exitError
+}
+
+// notFound are the sentinels of a missing thing, by the kind of thing: the server's reason names one
+// (api/apierr), and the client's errors match it.
+var notFound = map[string]error{
+	"job":        queue.ErrJobNotFound,
+	"queue":      queue.ErrQueueNotFound,
+	"schedule":   queue.ErrScheduleNotFound,
+	"constraint": queue.ErrConstraintNotFound,
+	"worker":     queue.ErrWorkerNotFound,
 }
 
 // usageError is a bad flag or argument found before calling the server.
@@ -128,10 +141,11 @@ var listHint = map[string]string{
 	"worker":     "(jq worker list shows the workers)",
 }
 
-// named turns the server's NOT_FOUND into an error naming the missing thing and where to find the
-// existing ones, and leaves other errors alone.
+// named turns the server's "no such <what>" into an error naming the missing thing and where to find
+// the existing ones, and leaves other errors alone: a missing queue is not reported as a missing job
+// because both are NOT_FOUND.
 func named(err error, what, name string) error {
-	if err != nil && connect.CodeOf(err) == connect.CodeNotFound {
+	if err != nil && errors.Is(err, notFound[what]) {
 		return &notFoundError{what: what, name: name, hint: listHint[what], err: err}
 	}
 	return err
@@ -209,31 +223,42 @@ func errorLine(err error, g *Globals) string {
 func errorText(err error, g *Globals) string {
 	var ce *connect.Error
 	if errors.As(err, &ce) {
-		switch ce.Code() {
-		case connect.CodeDeadlineExceeded:
+		msg := firstLine(ce.Message())
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
 			return fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the server)", g.ServerAddr, g.Timeout)
-		case connect.CodeUnavailable:
-			if connect.IsWireError(err) { // the server answered: a dependency of its is down
-				return fmt.Sprintf("the jq server at %s is unavailable: %s", g.ServerAddr, firstLine(ce.Message()))
+		case errors.Is(err, client.ErrUnavailable):
+			if connect.IsWireError(ce) { // the server answered: a dependency of its is down
+				return fmt.Sprintf("the jq server at %s is unavailable: %s", g.ServerAddr, msg)
 			}
-			return fmt.Sprintf("cannot reach the jq server at %s: %s", g.ServerAddr, firstLine(ce.Message()))
-		case connect.CodeUnauthenticated:
+			return fmt.Sprintf("cannot reach the jq server at %s: %s", g.ServerAddr, msg)
+		case errors.Is(err, queue.ErrUnauthenticated):
 			if g.Token == "" && g.TokenFile == "" && g.TLSCert == "" {
 				return "the server requires a token (set JQ_TOKEN or --token-file) or a client certificate (--tls-cert, --tls-key)"
 			}
-			return fmt.Sprintf("the server did not accept these credentials: %s", firstLine(ce.Message()))
-		case connect.CodePermissionDenied:
-			return fmt.Sprintf("permission denied: %s", firstLine(ce.Message()))
-		case connect.CodeResourceExhausted:
-			return fmt.Sprintf("refused by a server limit: %s", firstLine(ce.Message()))
-		case connect.CodeUnimplemented:
-			return fmt.Sprintf("the server at %s does not implement this yet: %s", g.ServerAddr, firstLine(ce.Message()))
+			return fmt.Sprintf("the server did not accept these credentials: %s", msg)
+		case errors.Is(err, queue.ErrPermissionDenied):
+			return fmt.Sprintf("permission denied: %s", msg)
+		case isServerLimit(err):
+			return fmt.Sprintf("refused by a server limit: %s", msg)
+		case ce.Code() == connect.CodeUnimplemented: // connect's own answer for a method an older server lacks: no reason of jq's
+			return fmt.Sprintf("the server at %s does not implement this yet: %s", g.ServerAddr, msg)
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the server)", g.ServerAddr, g.Timeout)
 	}
 	return firstLine(serverMessage(err))
+}
+
+// isServerLimit says whether err is a refusal by one of the server's limits (api/apierr).
+func isServerLimit(err error) bool {
+	for _, s := range []error{queue.ErrLimitReached, apierr.ErrRateLimited, apierr.ErrStreamLimit, apierr.ErrPagesBusy} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // serverMessage is err's text, with a connect error, or the Go client's error
@@ -256,11 +281,19 @@ func serverMessage(err error) string {
 // refusal words the server's INVALID_ARGUMENT for a thing the command names already (the
 // server's text does not name it again): without the error class, which the exit code carries.
 func refusal(err error) error {
-	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+	if !errors.Is(err, queue.ErrInvalidArgument) {
 		return err
 	}
-	msg := strings.TrimPrefix(serverMessage(err), queue.ErrInvalidArgument.Error()+": ")
-	return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
+	return reworded(err, strings.TrimPrefix(serverMessage(err), queue.ErrInvalidArgument.Error()+": "))
+}
+
+// reworded is the server's error err with the message msg: same code, same sentinels.
+func reworded(err error, msg string) error {
+	ce := connect.NewError(connect.CodeOf(err), errors.New(msg))
+	if e, ok := errors.AsType[*client.Error](err); ok {
+		return &client.Error{Op: e.Op, Sentinel: e.Sentinel, Err: ce}
+	}
+	return ce
 }
 
 // actionError says what was being done when the server refused it.

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
+	"github.com/jq-dev/jq/queue"
 )
 
 // ScheduleCmd groups the schedule commands (docs/schedules.md).
@@ -210,7 +210,7 @@ func (c *ScheduleCreateCmd) Run(re *runEnv) error {
 		CatchUpMax: int32(c.CatchUpMax), Paused: c.Paused, Overlap: overlap, //nolint:gosec // checked: 0..1000
 	})
 	if err != nil {
-		if connect.CodeOf(err) == connect.CodeAlreadyExists {
+		if errors.Is(err, queue.ErrScheduleExists) {
 			return fmt.Errorf("schedule %q already exists (jq schedule update %s changes it)", c.Name, shellWord(c.Name))
 		}
 		return failed(scheduleRefusal(err), "cannot create schedule %q", c.Name)
@@ -294,7 +294,7 @@ func (c *ScheduleUpdateCmd) Run(re *runEnv) error {
 		CatchUpMax: int32(s.catchUpMax), Paused: s.paused, Overlap: overlap, //nolint:gosec // checked: 0..1000
 	})
 	if err != nil {
-		if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+		if errors.Is(err, queue.ErrScheduleOwnedByConfig) {
 			return fmt.Errorf("schedule %q is declared in the servers' configuration file: change it there", c.Name)
 		}
 		return failed(scheduleRefusal(named(err, "schedule", c.Name)), "cannot update schedule %q", c.Name)
@@ -443,7 +443,7 @@ func (c *ScheduleTriggerCmd) Run(re *runEnv) error {
 func (c *ScheduleDeleteCmd) Run(re *runEnv) error {
 	resp, err := call(re, jqv1connect.ScheduleServiceClient.DeleteSchedule, &jqv1.DeleteScheduleRequest{Name: c.Name})
 	if err != nil {
-		if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+		if errors.Is(err, queue.ErrScheduleOwnedByConfig) {
 			return fmt.Errorf("schedule %q is declared in the servers' configuration file: remove it there", c.Name)
 		}
 		return failed(named(err, "schedule", c.Name), "cannot delete schedule %q", c.Name)
@@ -484,12 +484,12 @@ const cronExamples = "; e.g. --cron '*/5 * * * *' (every 5 minutes), '0 9 * * MO
 // scheduleRefusal is refusal, with examples after a bad cron spec.
 func scheduleRefusal(err error) error {
 	err = refusal(err)
-	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+	if !errors.Is(err, queue.ErrInvalidArgument) {
 		return err
 	}
 	msg := serverMessage(err)
 	if strings.HasPrefix(msg, "cron spec") && !strings.Contains(msg, "e.g.") {
 		msg += cronExamples
 	}
-	return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
+	return reworded(err, msg)
 }
