@@ -18,32 +18,6 @@ import (
 	"github.com/jq-dev/jq/test/internal/jqbin"
 )
 
-// TestStoreDriverDefaults: auto resolves to the embedded store for --role=all with every db.* key at
-// its default, to Postgres once a database is configured or for --role=server; an explicit driver
-// stays.
-func TestStoreDriverDefaults(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		env  []string
-		args []string
-		want string
-	}{
-		{nil, []string{"--role=all"}, "driver: sqlite"},
-		{[]string{"JQ_DB_URL=postgres://u@db.example:5432/jq"}, []string{"--role=all"}, "driver: postgres"},
-		{[]string{"JQ_DB_HOST=db.example"}, []string{"--role=all"}, "driver: postgres"},
-		{nil, []string{"--role=server"}, "driver: postgres"},
-		{[]string{"JQ_STORE_DRIVER=sqlite"}, []string{"--role=server"}, "driver: sqlite"},
-		{[]string{"JQ_STORE_DRIVER=postgres"}, []string{"--role=all"}, "driver: postgres"},
-	} {
-		r := jqbin.Run(t, c.env, append(c.args, "--print-config")...)
-		require.Equal(t, 0, r.Code, "%v %v: %s", c.env, c.args, r.Stderr)
-		require.Contains(t, r.Stdout, c.want, "%v %v", c.env, c.args)
-	}
-	r := jqbin.Run(t, []string{"JQ_STORE_DRIVER=mysql"}, "--role=all", "--print-config")
-	require.Equal(t, 1, r.Code)
-	require.Contains(t, r.Stderr, "store.driver")
-}
-
 // TestEmbeddedServerRemoteWorker: --role=server on the embedded store, with Postgres and Redis
 // pointed at closed ports (it must need neither), serves a worker in another process; /readyz has
 // the one sqlite check; a second server on the same data directory exits 1 naming the holder.
