@@ -10,6 +10,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.AdminStore = (*Store)(nil)
@@ -102,26 +103,16 @@ SELECT count(*) FROM workers
 WHERE status <> 'OFFLINE' AND last_heartbeat_at > now() - $1 * interval '1 millisecond'`
 )
 
+var peekStatements = sqlstore.PeekStatements{Pending: sqlJobPeekPending, Level: sqlJobPeekPendingLevel, Dead: sqlJobPeekDead}
+
 // JobPeek implements store.AdminStore.
 func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error) {
-	limit := p.Limit
-	q, args := sqlJobPeekPending, []any{p.Queue, limit}
-	switch {
-	case p.Dead:
-		q = sqlJobPeekDead
-	case p.Priority != nil:
-		q, args = sqlJobPeekPendingLevel, append(args, *p.Priority)
-	}
-	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
+	q, args := peekStatements.For(p, p.Queue, p.Limit)
+	jobs, cut, err := s.jobPage(ctx, p.Limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {
-		return store.JobPeekResult{}, fmt.Errorf("postgres: peek jobs: %w", err)
+		return store.JobPeekResult{}, errs.Wrap("peek jobs", err)
 	}
-	if len(jobs) == 0 {
-		if err := s.queueMustExist(ctx, p.Queue); err != nil {
-			return store.JobPeekResult{}, err
-		}
-	}
-	return store.JobPeekResult{Jobs: jobs, Truncated: cut}, nil
+	return sqlstore.PeekResult(jobs, cut, func() error { return s.queueMustExist(ctx, p.Queue) })
 }
 
 // JobPurgeDeadLetters implements store.AdminStore. Events have no foreign key to their job
@@ -220,9 +211,9 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 		return fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: delete job: %w", err)
+		return errs.Wrap("delete job", err)
 	}
-	return fmt.Errorf("%w: job %s is %s, expected %s", queue.ErrStaleAttempt, id, state, p.State)
+	return sqlstore.ErrStaleDelete(id, state, p.State)
 }
 
 // JobCountDeadLettered implements store.AdminStore.

@@ -206,21 +206,10 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 		return j, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: transition job: %w", err)
+		return nil, errs.Wrap("transition job", err)
 	}
 	// Nothing matched: tell a missing job from a lost compare-and-set.
-	var (
-		state   string
-		attempt int
-	)
-	err = s.pool.QueryRow(ctx, sqlJobStateAttempt, id).Scan(&state, &attempt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: transition job: %w", err)
-	}
-	return nil, sqlstore.ErrStaleTransition(p, id, state, attempt)
+	return nil, errs.TransitionMiss("transition job", p, id, s.pool.QueryRow(ctx, sqlJobStateAttempt, id).Scan)
 }
 
 // JobEvents implements store.JobStore.

@@ -71,10 +71,7 @@ func (s *Store) QueueCreate(ctx context.Context, p store.QueueCreateParams) (*qu
 	if isCode(err, codeUniqueViolation) {
 		return nil, fmt.Errorf("%w: %q", queue.ErrQueueExists, p.Name)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: create queue: %w", err)
-	}
-	return created, nil
+	return created, errs.Wrap("create queue", err)
 }
 
 // QueueEnsure implements store.QueueStore.
@@ -100,11 +97,8 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 // QueueGet implements store.QueueStore.
 func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error) {
 	q, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueGet, name))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get queue: %w", err)
+		return nil, errs.Row("get queue", err, queue.ErrQueueNotFound, name)
 	}
 	return q, nil
 }
@@ -116,10 +110,7 @@ func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
 		return nil, fmt.Errorf("postgres: list queues: %w", err)
 	}
 	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Queue, error) { return scanQueue(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list queues: %w", err)
-	}
-	return qs, nil
+	return qs, errs.Wrap("list queues", err)
 }
 
 // QueueDelete implements store.QueueStore.
@@ -171,11 +162,8 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 	var updated *queue.Queue
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		cur, err := scanQueue(tx.QueryRow(ctx, sqlQueueGetForUpdate, p.Name))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-		}
 		if err != nil {
-			return fmt.Errorf("postgres: update queue: %w", err)
+			return errs.Row("update queue", err, queue.ErrQueueNotFound, p.Name)
 		}
 		q, err := p.Apply(cur)
 		if err != nil {
@@ -196,11 +184,8 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 // QueueSetPaused implements store.QueueStore.
 func (s *Store) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams) (*queue.Queue, error) {
 	q, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueSetPaused, p.Name, p.Paused))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: pause queue: %w", err)
+		return nil, errs.Row("pause queue", err, queue.ErrQueueNotFound, p.Name)
 	}
 	return q, nil
 }

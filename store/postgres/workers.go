@@ -142,7 +142,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 		return nil, fmt.Errorf("%w: worker id %q is registered by another principal", queue.ErrPermissionDenied, p.ID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: register worker: %w", err)
+		return nil, errs.Wrap("register worker", err)
 	}
 	return w, nil
 }
@@ -189,10 +189,7 @@ func (s *Store) workerList(ctx context.Context, sql string, args ...any) ([]*que
 		return nil, fmt.Errorf("postgres: list workers: %w", err)
 	}
 	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Worker, error) { return scanWorker(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list workers: %w", err)
-	}
-	return ws, nil
+	return ws, errs.Wrap("list workers", err)
 }
 
 // WorkerSetStatus implements store.WorkerStore.

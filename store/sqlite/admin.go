@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.AdminStore = (*Store)(nil)
@@ -116,26 +117,16 @@ SELECT count(*) FROM (
 SELECT count(*) FROM workers WHERE status <> 'OFFLINE' AND last_heartbeat_at > ?1`
 )
 
+var peekStatements = sqlstore.PeekStatements{Pending: sqlJobPeekPending, Level: sqlJobPeekPendingLevel, Dead: sqlJobPeekDead}
+
 // JobPeek implements store.AdminStore.
 func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error) {
-	limit := p.Limit
-	q, args := sqlJobPeekPending, []any{p.Queue, us(s.now()), limit}
-	switch {
-	case p.Dead:
-		q = sqlJobPeekDead
-	case p.Priority != nil:
-		q, args = sqlJobPeekPendingLevel, append(args, *p.Priority)
-	}
-	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
+	q, args := peekStatements.For(p, p.Queue, us(s.now()), p.Limit)
+	jobs, cut, err := s.jobPage(ctx, p.Limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {
-		return store.JobPeekResult{}, fmt.Errorf("sqlite: peek jobs: %w", err)
+		return store.JobPeekResult{}, errs.Wrap("peek jobs", err)
 	}
-	if len(jobs) == 0 {
-		if err := s.queueMustExist(ctx, p.Queue); err != nil {
-			return store.JobPeekResult{}, err
-		}
-	}
-	return store.JobPeekResult{Jobs: jobs, Truncated: cut}, nil
+	return sqlstore.PeekResult(jobs, cut, func() error { return s.queueMustExist(ctx, p.Queue) })
 }
 
 // JobPurgeDeadLetters implements store.AdminStore. Each batch is one write that deletes the jobs,
@@ -249,7 +240,7 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	case err != nil:
 		return fmt.Errorf("sqlite: delete job: %w", err)
 	case state != "":
-		return fmt.Errorf("%w: job %s is %s, expected %s", queue.ErrStaleAttempt, id, state, p.State)
+		return sqlstore.ErrStaleDelete(id, state, p.State)
 	}
 	return nil
 }
@@ -294,23 +285,8 @@ func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]
 
 // JobDueTypeList implements store.AdminStore.
 func (s *Store) JobDueTypeList(ctx context.Context, queueName string, except []string) ([]string, error) {
-	rows, err := s.query(ctx, sqlJobDueTypeList, queueName, us(s.now()), store.MaxDueTypesScan, listText(except))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: due job types: %w", err)
-	}
-	defer rows.Close()
-	var types []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, fmt.Errorf("sqlite: due job types: %w", err)
-		}
-		types = append(types, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: due job types: %w", err)
-	}
-	return types, nil
+	types, err := s.strings(ctx, sqlJobDueTypeList, queueName, us(s.now()), store.MaxDueTypesScan, listText(except))
+	return types, errs.Wrap("due job types", err)
 }
 
 // WorkerCountLive implements store.AdminStore.

@@ -62,7 +62,7 @@ func (s *Store) QueueCreate(ctx context.Context, p store.QueueCreateParams) (*qu
 		return nil, fmt.Errorf("%w: %q", queue.ErrQueueExists, p.Name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create queue: %w", err)
+		return nil, errs.Wrap("create queue", err)
 	}
 	return created, nil
 }
@@ -99,11 +99,8 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 // QueueGet implements store.QueueStore.
 func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error) {
 	q, err := scanQueue(s.queryRow(ctx, sqlQueueGet, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get queue: %w", err)
+		return nil, errs.Row("get queue", err, queue.ErrQueueNotFound, name)
 	}
 	return q, nil
 }
@@ -115,10 +112,7 @@ func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
 		return nil, fmt.Errorf("sqlite: list queues: %w", err)
 	}
 	qs, err := collect(rows, scanQueue)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list queues: %w", err)
-	}
-	return qs, nil
+	return qs, errs.Wrap("list queues", err)
 }
 
 // QueueDelete implements store.QueueStore.
@@ -173,11 +167,8 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 	var updated *queue.Queue
 	err := s.write(ctx, func(tx *wtx) error {
 		cur, err := scanQueue(tx.queryRow(sqlQueueGet, p.Name))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-		}
 		if err != nil {
-			return fmt.Errorf("sqlite: update queue: %w", err)
+			return errs.Row("update queue", err, queue.ErrQueueNotFound, p.Name)
 		}
 		q, err := p.Apply(cur)
 		if err != nil {
@@ -203,13 +194,22 @@ func (s *Store) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams
 		q, err = scanQueue(tx.queryRow(sqlQueueSetPaused, p.Name, p.Paused, us(tx.now)))
 		return err
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: pause queue: %w", err)
+		return nil, errs.Row("pause queue", err, queue.ErrQueueNotFound, p.Name)
 	}
 	return q, nil
+}
+
+// strings reads the one text column of the rows a statement returns.
+func (s *Store) strings(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r scanner) (string, error) {
+		var v string
+		return v, r.Scan(&v)
+	})
 }
 
 // collect scans every row with scan and closes rows.

@@ -150,7 +150,10 @@ func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*qu
 	if isUnique(err) {
 		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleExists, p.Name)
 	}
-	return sc, errs.Wrap("create schedule", err)
+	if err != nil {
+		return nil, errs.Wrap("create schedule", err)
+	}
+	return sc, nil
 }
 
 // ScheduleGet implements store.ScheduleStore.
@@ -298,7 +301,10 @@ func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvancePara
 		advanced, err = advanceSchedule(tx, p)
 		return err
 	})
-	return advanced, errs.Wrap("advance schedule", err)
+	if err != nil {
+		return false, errs.Wrap("advance schedule", err)
+	}
+	return advanced, nil
 }
 
 // advanceSchedule runs the compare-and-set of sqlScheduleAdvance and reports whether it matched.

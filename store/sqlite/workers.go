@@ -109,7 +109,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: register worker: %w", err)
+		return nil, errs.Wrap("register worker", err)
 	}
 	return w, nil
 }
@@ -131,11 +131,8 @@ func (s *Store) WorkerHeartbeat(ctx context.Context, p store.WorkerHeartbeatPara
 // WorkerGet implements store.WorkerStore.
 func (s *Store) WorkerGet(ctx context.Context, id string) (*queue.Worker, error) {
 	w, err := scanWorker(s.queryRow(ctx, sqlWorkerGet, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrWorkerNotFound, id)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get worker: %w", err)
+		return nil, errs.Row("get worker", err, queue.ErrWorkerNotFound, id)
 	}
 	return w, nil
 }
@@ -159,10 +156,7 @@ func (s *Store) workerList(ctx context.Context, q string, args ...any) ([]*queue
 		return nil, fmt.Errorf("sqlite: list workers: %w", err)
 	}
 	ws, err := collect(rows, scanWorker)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list workers: %w", err)
-	}
-	return ws, nil
+	return ws, errs.Wrap("list workers", err)
 }
 
 // WorkerSetStatus implements store.WorkerStore.

@@ -72,3 +72,16 @@ func ErrStaleTransition(p store.JobTransitionParams, id, state string, attempt i
 	return fmt.Errorf("%w: job %s is %s at attempt %d, expected %s%s", queue.ErrStaleAttempt, id,
 		state, attempt, p.From, expected)
 }
+
+// FinishQueueStats derives the rest of st from the counts a stats statement read, and sets the
+// durations it returned in microseconds: the window of recent events, the average run time and the
+// age of the oldest due job (never negative).
+func FinishQueueStats(st *queue.QueueStats, windowMicros, avgMicros, oldestMicros int64) {
+	st.TotalProcessed = st.Done + st.DeadLettered
+	if st.Finished > 0 {
+		st.ErrorRate = float64(st.FailedAttempts) / float64(st.Finished)
+	}
+	st.Window = time.Duration(windowMicros) * time.Microsecond
+	st.AvgProcessingTime = time.Duration(avgMicros) * time.Microsecond
+	st.OldestPendingAge = max(time.Duration(oldestMicros)*time.Microsecond, 0)
+}
