@@ -10,6 +10,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.DispatchStore = (*Store)(nil)
@@ -189,15 +190,7 @@ func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJo
 // JobAssignMany implements store.DispatchStore. The ids come canonical, malformed ones dropped
 // (store/storewrap); repeats of an id are dropped before the statement.
 func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*queue.Job, error) {
-	ids := make([]string, 0, len(p.IDs))
-	seen := make(map[string]bool, len(p.IDs))
-	for _, id := range p.IDs {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		ids = append(ids, id)
-	}
+	ids := sqlstore.UniqueIDs(p.IDs)
 	if len(ids) == 0 {
 		return nil, nil
 	}

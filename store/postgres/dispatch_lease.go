@@ -216,14 +216,8 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
 		return nil, err
 	}
-	b := newLeaseBatch(len(reports))
-	leases := make([]store.JobLease, len(reports))
-	bounded := make([]store.JobReportParams, len(reports))
-	for i, r := range reports {
-		bounded[i] = r.Bounded()
-		leases[i] = bounded[i].JobLease
-		b.Add(i, leases[i])
-	}
+	batch, leases, bounded := sqlstore.NewReportBatch(reports)
+	b := leaseBatch{batch}
 	from := make(map[int]queue.State, len(b.Sent)) // lease index → the state named
 	todo := slices.Clone(b.Sent)
 	for _, i := range todo {

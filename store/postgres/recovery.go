@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // The reaper's statements. Each is a compare-and-set: rows are locked and their state (and attempt)
@@ -199,38 +200,30 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	if err := store.ValidateDispatchBatch(len(fails)); err != nil {
 		return nil, err
 	}
-	b := newLeaseBatch(len(fails))
-	leases := make([]store.JobLease, len(fails))
+	batch, leases := sqlstore.NewFailBatch(fails)
+	b := leaseBatch{batch}
 	var (
 		ids      []string
 		attempts []int32
 		workers  []string
 		reasons  []string
-		errs     []string
+		errTexts []string
 	)
-	for i, f := range fails {
-		leases[i] = f.JobLease
-		if f.Reason == "" {
-			b.Outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
-				queue.ErrInvalidArgument, f.ID)}
-			continue
-		}
-		if !b.Add(i, f.JobLease) {
-			continue
-		}
+	for _, i := range b.Sent {
+		f := fails[i]
 		ids = append(ids, b.Outcomes[i].ID)
 		attempts = append(attempts, int32(f.Attempt)) // Validate bounds it to int32
 		workers = append(workers, f.WorkerID)
 		reasons = append(reasons, pgText(f.Reason))
-		errs = append(errs, pgText(f.Error))
+		errTexts = append(errTexts, pgText(f.Error))
 	}
 	if len(ids) > 0 {
-		rows, err := s.pool.Query(ctx, sqlJobFailMany, ids, attempts, workers, reasons, errs)
+		rows, err := s.pool.Query(ctx, sqlJobFailMany, ids, attempts, workers, reasons, errTexts)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: fail jobs: %w", err)
+			return nil, errs.Wrap("fail jobs", err)
 		}
 		if err := b.collect(rows, leases, queue.StateAssigned, queue.StateRunning); err != nil {
-			return nil, fmt.Errorf("postgres: fail jobs: %w", err)
+			return nil, errs.Wrap("fail jobs", err)
 		}
 	}
 	return b.Finish(leases, false), nil

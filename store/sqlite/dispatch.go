@@ -12,6 +12,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.DispatchStore = (*Store)(nil)
@@ -174,15 +175,7 @@ func claimPlain(tx *wtx, p store.JobClaimParams) ([]*queue.Job, error) {
 // JobAssignMany implements store.DispatchStore. The ids come canonical, malformed ones dropped
 // (store/storewrap); repeats of an id are dropped. The jobs come back in the order of p.IDs.
 func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*queue.Job, error) {
-	ids := make([]string, 0, len(p.IDs))
-	seen := make(map[string]bool, len(p.IDs))
-	for _, id := range p.IDs {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		ids = append(ids, id)
-	}
+	ids := sqlstore.UniqueIDs(p.IDs)
 	if len(ids) == 0 {
 		return nil, nil
 	}

@@ -173,14 +173,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
 		return nil, err
 	}
-	b := sqlstore.NewLeaseBatch(len(reports))
-	leases := make([]store.JobLease, len(reports))
-	bounded := make([]store.JobReportParams, len(reports))
-	for i, r := range reports {
-		bounded[i] = r.Bounded()
-		leases[i] = bounded[i].JobLease
-		b.Add(i, leases[i])
-	}
+	b, leases, bounded := sqlstore.NewReportBatch(reports)
 	if len(b.Sent) > 0 {
 		ids := make([]string, len(b.Sent))
 		for k, i := range b.Sent {

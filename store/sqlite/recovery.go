@@ -136,17 +136,7 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	if err := store.ValidateDispatchBatch(len(fails)); err != nil {
 		return nil, err
 	}
-	b := sqlstore.NewLeaseBatch(len(fails))
-	leases := make([]store.JobLease, len(fails))
-	for i, f := range fails {
-		leases[i] = f.JobLease
-		if f.Reason == "" {
-			b.Outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
-				queue.ErrInvalidArgument, f.ID)}
-			continue
-		}
-		b.Add(i, f.JobLease)
-	}
+	b, leases := sqlstore.NewFailBatch(fails)
 	if len(b.Sent) > 0 {
 		err := s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
@@ -158,7 +148,7 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: fail jobs: %w", err)
+			return nil, errs.Wrap("fail jobs", err)
 		}
 	}
 	return b.Finish(leases, false), nil

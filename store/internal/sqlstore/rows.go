@@ -85,3 +85,16 @@ func FinishQueueStats(st *queue.QueueStats, windowMicros, avgMicros, oldestMicro
 	st.AvgProcessingTime = time.Duration(avgMicros) * time.Microsecond
 	st.OldestPendingAge = max(time.Duration(oldestMicros)*time.Microsecond, 0)
 }
+
+// UniqueIDs are ids without repeats, in the order of their first occurrence.
+func UniqueIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
