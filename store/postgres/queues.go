@@ -119,19 +119,11 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, sqlQueueLock, p.Name).Scan(&one); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-			}
-			return fmt.Errorf("postgres: delete queue: %w", err)
+			return errs.Row("delete queue", err, queue.ErrQueueNotFound, p.Name)
 		}
-		if !p.Force {
-			var hasJobs bool
-			if err := tx.QueryRow(ctx, sqlQueueHasJobs, p.Name).Scan(&hasJobs); err != nil {
-				return fmt.Errorf("postgres: delete queue: %w", err)
-			}
-			if hasJobs {
-				return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
-			}
+		hasJobs := func(dest ...any) error { return tx.QueryRow(ctx, sqlQueueHasJobs, p.Name).Scan(dest...) }
+		if err := errs.QueueDeletable(p, hasJobs); err != nil {
+			return err
 		}
 		rows, err := tx.Query(ctx, sqlQueueDeleteJobs, p.Name)
 		if err != nil {

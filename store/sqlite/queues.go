@@ -120,19 +120,11 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 	var deleted int64
 	err := s.write(ctx, func(tx *wtx) error {
 		if _, err := scanQueue(tx.queryRow(sqlQueueGet, p.Name)); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-			}
-			return fmt.Errorf("sqlite: delete queue: %w", err)
+			return errs.Row("delete queue", err, queue.ErrQueueNotFound, p.Name)
 		}
-		if !p.Force {
-			var hasJobs bool
-			if err := tx.queryRow(sqlQueueHasJobs, p.Name).Scan(&hasJobs); err != nil {
-				return fmt.Errorf("sqlite: delete queue: %w", err)
-			}
-			if hasJobs {
-				return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
-			}
+		hasJobs := func(dest ...any) error { return tx.queryRow(sqlQueueHasJobs, p.Name).Scan(dest...) }
+		if err := errs.QueueDeletable(p, hasJobs); err != nil {
+			return err
 		}
 		rows, err := tx.query(sqlQueueDeleteJobs, p.Name)
 		if err != nil {

@@ -80,3 +80,19 @@ func (e Errors) ScheduleNotOwned(op, name string, scan func(dest ...any) error) 
 	}
 	return fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, name, owner)
 }
+
+// QueueDeletable refuses the delete of a queue that holds jobs, unless p.Force: scan reads
+// whether it holds any (it is not run with p.Force).
+func (e Errors) QueueDeletable(p store.QueueDeleteParams, scan func(dest ...any) error) error {
+	if p.Force {
+		return nil
+	}
+	var hasJobs bool
+	if err := scan(&hasJobs); err != nil {
+		return e.Wrap("delete queue", err)
+	}
+	if hasJobs {
+		return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
+	}
+	return nil
+}

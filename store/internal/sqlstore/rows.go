@@ -98,3 +98,26 @@ func UniqueIDs(ids []string) []string {
 	}
 	return out
 }
+
+// QueueDefaults are what a job takes from its queue when it sets none of its own: max retries and
+// TTL (as stored, in milliseconds).
+type QueueDefaults struct {
+	MaxRetries int
+	TTLMS      int64
+}
+
+// For is what job p stores: its max retries, TTL and timeout (milliseconds), each its own or else
+// the queue's (the timeout: queue.DefaultJobTimeout).
+func (d QueueDefaults) For(p store.JobInsertParams) (maxRetries int, ttlMS, timeoutMS int64) {
+	maxRetries, ttlMS, timeoutMS = d.MaxRetries, d.TTLMS, ToMillis(p.Timeout)
+	if p.MaxRetries != nil {
+		maxRetries = *p.MaxRetries
+	}
+	if p.TTL > 0 {
+		ttlMS = ToMillis(p.TTL)
+	}
+	if p.Timeout == 0 {
+		timeoutMS = ToMillis(queue.DefaultJobTimeout)
+	}
+	return maxRetries, ttlMS, timeoutMS
+}
