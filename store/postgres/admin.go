@@ -128,7 +128,7 @@ func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLet
 	// going forever.
 	var cutoff time.Time
 	if err := s.pool.QueryRow(ctx, sqlNow).Scan(&cutoff); err != nil {
-		return 0, fmt.Errorf("postgres: purge dead letters: %w", err)
+		return 0, errs.Wrap("purge dead letters", err)
 	}
 	var total int64
 	for {
@@ -154,17 +154,17 @@ func (s *Store) purgeBatch(ctx context.Context, queueName string, cutoff time.Ti
 			rows, err = tx.Query(ctx, sqlJobPurgeQueue, queueName, cutoff, purgeBatch)
 		}
 		if err != nil {
-			return fmt.Errorf("postgres: purge dead letters: %w", err)
+			return errs.Wrap("purge dead letters", err)
 		}
 		var d deletedJobs
 		if err := d.collect(rows); err != nil {
-			return fmt.Errorf("postgres: purge dead letters: %w", err)
+			return errs.Wrap("purge dead letters", err)
 		}
 		if len(d.ids) == 0 {
 			return nil
 		}
 		if err := d.deleteEvents(ctx, tx, false); err != nil {
-			return fmt.Errorf("postgres: purge dead letters' events: %w", err)
+			return errs.Wrap("purge dead letters' events", err)
 		}
 		n = int64(len(d.ids))
 		return nil
@@ -184,17 +184,17 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sqlJobDelete, id, string(p.State))
 		if err != nil {
-			return fmt.Errorf("postgres: delete job: %w", err)
+			return errs.Wrap("delete job", err)
 		}
 		var d deletedJobs
 		if err := d.collect(rows); err != nil {
-			return fmt.Errorf("postgres: delete job: %w", err)
+			return errs.Wrap("delete job", err)
 		}
 		if deleted = len(d.ids) == 1; !deleted {
 			return nil
 		}
 		if err := d.deleteEvents(ctx, tx, p.Unpublished); err != nil {
-			return fmt.Errorf("postgres: delete job's events: %w", err)
+			return errs.Wrap("delete job's events", err)
 		}
 		return nil
 	})
@@ -220,7 +220,7 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, sqlJobCountDeadLettered)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	out := map[string]int64{}
 	var (
@@ -232,7 +232,7 @@ func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, err
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	return out, nil
 }
@@ -241,7 +241,7 @@ func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, err
 func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, sqlJobCountReady, queues, store.MaxReadyCount)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count ready jobs: %w", err)
+		return nil, errs.Wrap("count ready jobs", err)
 	}
 	out := make(map[string]int64, len(queues))
 	var (
@@ -253,7 +253,7 @@ func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count ready jobs: %w", err)
+		return nil, errs.Wrap("count ready jobs", err)
 	}
 	return out, nil
 }
@@ -265,11 +265,11 @@ func (s *Store) JobDueTypeList(ctx context.Context, queueName string, except []s
 	}
 	rows, err := s.pool.Query(ctx, sqlJobDueTypeList, queueName, except, store.MaxDueTypesScan)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: due job types: %w", err)
+		return nil, errs.Wrap("due job types", err)
 	}
 	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("postgres: due job types: %w", err)
+		return nil, errs.Wrap("due job types", err)
 	}
 	return types, nil
 }
@@ -281,7 +281,7 @@ func (s *Store) WorkerCountLive(ctx context.Context, heartbeatTimeout time.Durat
 	}
 	var n int64
 	if err := s.pool.QueryRow(ctx, sqlWorkerCountLive, heartbeatTimeout.Milliseconds()).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: count live workers: %w", err)
+		return 0, errs.Wrap("count live workers", err)
 	}
 	return n, nil
 }
@@ -290,7 +290,7 @@ func (s *Store) queueMustExist(ctx context.Context, name string) error {
 	var exists bool
 	err := s.pool.QueryRow(ctx, sqlQueueExists, name).Scan(&exists)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("postgres: queue exists: %w", err)
+		return errs.Wrap("queue exists", err)
 	}
 	if !exists {
 		return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)

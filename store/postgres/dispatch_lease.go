@@ -195,10 +195,10 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 	if len(ids) > 0 {
 		rows, err := s.dispatch.Query(ctx, sqlJobAckMany, ids, attempts, workers, started)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 		if err := b.collect(rows, leases, queue.StateAssigned); err != nil {
-			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 	}
 	return b.Finish(leases, true), nil
@@ -226,11 +226,11 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	for round := 0; len(todo) > 0; round++ {
 		rows, err := s.dispatch.Query(ctx, sqlJobReportMany, reportArgs(b, bounded, todo, from)...)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: report jobs: %w", err)
+			return nil, errs.Wrap("report jobs", err)
 		}
 		again, err := b.collectReports(rows, todo, leases, from, round < maxReportRounds-1)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: report jobs: %w", err)
+			return nil, errs.Wrap("report jobs", err)
 		}
 		todo = again
 	}
@@ -251,7 +251,7 @@ func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from 
 		successes = make([]bool, 0, n)
 		results   = make([][]byte, 0, n)
 		checksums = make([]string, 0, n)
-		errs      = make([]string, 0, n)
+		errTexts  = make([]string, 0, n)
 		reasons   = make([]string, 0, n)
 		permanent = make([]bool, 0, n)
 		runtimes  = make([]int64, 0, n)
@@ -273,7 +273,7 @@ func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from 
 		if r.Success {
 			results = append(results, r.Result)
 			checksums = append(checksums, storedChecksum(r.Result))
-			errs = append(errs, "")
+			errTexts = append(errTexts, "")
 			reasons = append(reasons, "")
 			continue
 		}
@@ -283,10 +283,10 @@ func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from 
 		}
 		results = append(results, nil)
 		checksums = append(checksums, "")
-		errs = append(errs, pgText(r.Error))
+		errTexts = append(errTexts, pgText(r.Error))
 		reasons = append(reasons, pgText(reason))
 	}
-	return []any{ids, attempts, workers, successes, results, checksums, errs, reasons, permanent, runtimes,
+	return []any{ids, attempts, workers, successes, results, checksums, errTexts, reasons, permanent, runtimes,
 		retryMS, started, states}
 }
 

@@ -131,7 +131,7 @@ func copyJobs(ctx context.Context, pool interface {
 			return translateInsertError(err)
 		}
 		if _, err := tx.Exec(ctx, sqlCopySubmitted, ids, queues, types, ats, traces); err != nil {
-			return fmt.Errorf("postgres: insert jobs: events: %w", err)
+			return errs.Wrap("insert jobs: events", err)
 		}
 		return nil
 	})
@@ -146,7 +146,7 @@ func copyJobs(ctx context.Context, pool interface {
 func copyHead(ctx context.Context, tx pgx.Tx, names []string) (time.Time, map[string]sqlstore.QueueDefaults, error) {
 	rows, err := tx.Query(ctx, sqlCopyHead, names)
 	if err != nil {
-		return time.Time{}, nil, fmt.Errorf("postgres: insert jobs: %w", err)
+		return time.Time{}, nil, errs.Wrap("insert jobs", err)
 	}
 	var now time.Time
 	defaults := make(map[string]sqlstore.QueueDefaults, len(names))
@@ -158,14 +158,14 @@ func copyHead(ctx context.Context, tx pgx.Tx, names []string) (time.Time, map[st
 		)
 		if err := rows.Scan(&now, &name, &maxRetries, &ttlMS); err != nil {
 			rows.Close()
-			return time.Time{}, nil, fmt.Errorf("postgres: insert jobs: %w", err)
+			return time.Time{}, nil, errs.Wrap("insert jobs", err)
 		}
 		if name != nil {
 			defaults[*name] = sqlstore.QueueDefaults{MaxRetries: int(*maxRetries), TTLMS: *ttlMS}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return time.Time{}, nil, fmt.Errorf("postgres: insert jobs: %w", err)
+		return time.Time{}, nil, errs.Wrap("insert jobs", err)
 	}
 	var missing []string
 	for _, q := range names {

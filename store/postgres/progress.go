@@ -94,7 +94,7 @@ func (s *Store) JobProgressGet(ctx context.Context, id string) (*queue.JobProgre
 		return nil, nil //nolint:nilnil // no progress is not an error
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get job progress: %w", err)
+		return nil, errs.Wrap("get job progress", err)
 	}
 	pr.Percent = int(pct)
 	pr.UpdatedAt = pr.UpdatedAt.UTC()
@@ -109,7 +109,7 @@ func (s *Store) JobProgressPrune(ctx context.Context, limit int) (int64, error) 
 	}
 	tag, err := s.pool.Exec(ctx, sqlJobProgressPrune, limit)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: prune job progress: %w", err)
+		return 0, errs.Wrap("prune job progress", err)
 	}
 	return tag.RowsAffected(), nil
 }

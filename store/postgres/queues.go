@@ -85,7 +85,7 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 	case err == nil:
 		return created, true, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return nil, false, fmt.Errorf("postgres: ensure queue: %w", err)
+		return nil, false, errs.Wrap("ensure queue", err)
 	}
 	existing, err := s.QueueGet(ctx, p.Name)
 	if err != nil {
@@ -107,7 +107,7 @@ func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error)
 func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
 	rows, err := s.pool.Query(ctx, sqlQueueList)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list queues: %w", err)
+		return nil, errs.Wrap("list queues", err)
 	}
 	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Queue, error) { return scanQueue(r) })
 	return qs, errs.Wrap("list queues", err)
@@ -127,18 +127,18 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 		}
 		rows, err := tx.Query(ctx, sqlQueueDeleteJobs, p.Name)
 		if err != nil {
-			return fmt.Errorf("postgres: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		var d deletedJobs
 		if err := d.collect(rows); err != nil {
-			return fmt.Errorf("postgres: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		deleted = int64(len(d.ids))
 		if err := d.deleteEvents(ctx, tx, false); err != nil {
-			return fmt.Errorf("postgres: delete queue job events: %w", err)
+			return errs.Wrap("delete queue job events", err)
 		}
 		if _, err := tx.Exec(ctx, sqlQueueDelete, p.Name); err != nil {
-			return fmt.Errorf("postgres: delete queue: %w", err)
+			return errs.Wrap("delete queue", err)
 		}
 		return nil
 	})
@@ -163,7 +163,7 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 		}
 		updated, err = scanQueue(tx.QueryRow(ctx, sqlQueueUpdate, queueArgs(q)...))
 		if err != nil {
-			return fmt.Errorf("postgres: update queue: %w", err)
+			return errs.Wrap("update queue", err)
 		}
 		return nil
 	})

@@ -156,7 +156,7 @@ func init() {
 		{queue.StatePending, queue.StateDeadLettered}, // sqlJobExpireTTL
 	} {
 		if err := queue.CheckTransition(e.from, e.to); err != nil {
-			panic(fmt.Errorf("postgres: recovery SQL hard-codes an edge the transition table refuses: %w", err))
+			panic(errs.Wrap("recovery SQL hard-codes an edge the transition table refuses", err))
 		}
 	}
 }
@@ -172,7 +172,7 @@ func (s *Store) JobOverdue(ctx context.Context, p store.JobOverdueParams) ([]sto
 	rows, err := s.pool.Query(ctx, sqlJobOverdue, p.Deadlines.AssignedBefore(p.Now), p.Now, micros(p.Deadlines.Grace),
 		p.WorkersLost, p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: overdue jobs: %w", err)
+		return nil, errs.Wrap("overdue jobs", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OverdueLease, error) {
 		var (
@@ -190,7 +190,7 @@ func (s *Store) JobOverdue(ctx context.Context, p store.JobOverdueParams) ([]sto
 		return l, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: overdue jobs: %w", err)
+		return nil, errs.Wrap("overdue jobs", err)
 	}
 	return out, nil
 }
@@ -298,7 +298,7 @@ func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queu
 		return err
 	})
 	if err != nil {
-		return store.RetrySweep{Queues: map[string]int{}}, fmt.Errorf("postgres: settle failed jobs: %w", err)
+		return store.RetrySweep{Queues: map[string]int{}}, errs.Wrap("settle failed jobs", err)
 	}
 	return sweep, nil
 }
@@ -326,11 +326,11 @@ func (s *Store) WorkerMarkLost(ctx context.Context, timeout time.Duration) ([]st
 	}
 	rows, err := s.pool.Query(ctx, sqlWorkerMarkLost, micros(timeout))
 	if err != nil {
-		return nil, fmt.Errorf("postgres: mark lost workers: %w", err)
+		return nil, errs.Wrap("mark lost workers", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("postgres: mark lost workers: %w", err)
+		return nil, errs.Wrap("mark lost workers", err)
 	}
 	return ids, nil
 }

@@ -166,7 +166,7 @@ func (s *Store) notOwned(ctx context.Context, name string) error {
 func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams) error {
 	tag, err := s.pool.Exec(ctx, sqlScheduleDeleteOwned, p.Name, string(p.Owner))
 	if err != nil {
-		return fmt.Errorf("postgres: delete schedule: %w", err)
+		return errs.Wrap("delete schedule", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -210,7 +210,7 @@ func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcile
 		return err
 	})
 	if err != nil {
-		return store.ScheduleReconcileResult{}, fmt.Errorf("postgres: reconcile schedules: %w", err)
+		return store.ScheduleReconcileResult{}, errs.Wrap("reconcile schedules", err)
 	}
 	return res, nil
 }
@@ -223,7 +223,7 @@ func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueRe
 	}
 	var earliest *time.Time
 	if err := s.pool.QueryRow(ctx, sqlScheduleClock).Scan(&res.Now, &earliest); err != nil {
-		return res, fmt.Errorf("postgres: schedule clock: %w", err)
+		return res, errs.Wrap("schedule clock", err)
 	}
 	res.Now, res.Earliest = res.Now.UTC(), deref(earliest)
 	if res.Earliest.IsZero() || res.Earliest.After(res.Now) {
@@ -252,7 +252,7 @@ func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvancePara
 	tag, err := s.pool.Exec(ctx, sqlScheduleAdvance, p.Name, p.From, timePtr(p.Next), timePtr(p.LastFireAt), jobID,
 		p.LastOutcome, p.LastError)
 	if err != nil {
-		return false, fmt.Errorf("postgres: advance schedule: %w", err)
+		return false, errs.Wrap("advance schedule", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }

@@ -152,7 +152,7 @@ func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLet
 			return deleteJobsRest(tx, ids)
 		})
 		if err != nil {
-			return total, fmt.Errorf("sqlite: purge dead letters: %w", err)
+			return total, errs.Wrap("purge dead letters", err)
 		}
 		if n == 0 {
 			return total, nil
@@ -238,7 +238,7 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	case err != nil:
-		return fmt.Errorf("sqlite: delete job: %w", err)
+		return errs.Wrap("delete job", err)
 	case state != "":
 		return sqlstore.ErrStaleDelete(id, state, p.State)
 	}
@@ -249,7 +249,7 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.query(ctx, sqlJobCountDeadLettered)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	defer rows.Close()
 	out := map[string]int64{}
@@ -259,12 +259,12 @@ func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, err
 			n int64
 		)
 		if err := rows.Scan(&q, &n); err != nil {
-			return nil, fmt.Errorf("sqlite: count dead letters: %w", err)
+			return nil, errs.Wrap("count dead letters", err)
 		}
 		out[q] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	return out, nil
 }
@@ -276,7 +276,7 @@ func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]
 	for _, q := range queues {
 		var n int64
 		if err := s.queryRow(ctx, sqlJobCountReady, q, now, store.MaxReadyCount).Scan(&n); err != nil {
-			return nil, fmt.Errorf("sqlite: count ready jobs: %w", err)
+			return nil, errs.Wrap("count ready jobs", err)
 		}
 		out[q] = n
 	}
@@ -297,7 +297,7 @@ func (s *Store) WorkerCountLive(ctx context.Context, heartbeatTimeout time.Durat
 	var n int64
 	since := us(s.now().Add(-heartbeatTimeout.Truncate(time.Millisecond)))
 	if err := s.queryRow(ctx, sqlWorkerCountLive, since).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sqlite: count live workers: %w", err)
+		return 0, errs.Wrap("count live workers", err)
 	}
 	return n, nil
 }
@@ -305,7 +305,7 @@ func (s *Store) WorkerCountLive(ctx context.Context, heartbeatTimeout time.Durat
 func (s *Store) queueMustExist(ctx context.Context, name string) error {
 	var exists bool
 	if err := s.queryRow(ctx, sqlQueueExists, name).Scan(&exists); err != nil {
-		return fmt.Errorf("sqlite: queue exists: %w", err)
+		return errs.Wrap("queue exists", err)
 	}
 	if !exists {
 		return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -35,7 +34,7 @@ var dispatchEdges = []struct{ from, to queue.State }{
 func init() {
 	for _, e := range dispatchEdges {
 		if err := queue.CheckTransition(e.from, e.to); err != nil {
-			panic(fmt.Errorf("sqlite: dispatch SQL hard-codes an edge the transition table refuses: %w", err))
+			panic(errs.Wrap("dispatch SQL hard-codes an edge the transition table refuses", err))
 		}
 	}
 }
@@ -111,19 +110,19 @@ VALUES (?1, (SELECT n FROM jobs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 
 func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJob, error) {
 	rows, err := s.query(ctx, sqlJobDue, p.Queue, us(s.now()), p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: due jobs: %w", err)
+		return nil, errs.Wrap("due jobs", err)
 	}
 	defer rows.Close()
 	var due []store.DueJob
 	for rows.Next() {
 		var d store.DueJob
 		if err := rows.Scan(&d.ID, &d.Priority, tm{&d.CreatedAt}); err != nil {
-			return nil, fmt.Errorf("sqlite: due jobs: %w", err)
+			return nil, errs.Wrap("due jobs", err)
 		}
 		due = append(due, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: due jobs: %w", err)
+		return nil, errs.Wrap("due jobs", err)
 	}
 	return due, nil
 }
@@ -140,7 +139,7 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim jobs: %w", err)
+		return nil, errs.Wrap("claim jobs", err)
 	}
 	return jobs, nil
 }
@@ -195,7 +194,7 @@ func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: assign jobs: %w", err)
+		return nil, errs.Wrap("assign jobs", err)
 	}
 	return jobs, nil
 }

@@ -94,7 +94,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		}
 		arg, err := json.Marshal(input)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 		err = s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
@@ -122,7 +122,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 	}
 	return b.Finish(leases, true), nil
@@ -193,7 +193,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: report jobs: %w", err)
+			return nil, errs.Wrap("report jobs", err)
 		}
 	}
 	return b.Finish(leases, false), nil

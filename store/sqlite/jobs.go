@@ -68,7 +68,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
 		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get job: %w", err)
+		return nil, errs.Wrap("get job", err)
 	}
 	return j, nil
 }
@@ -116,16 +116,16 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error) {
 	rows, err := s.query(ctx, sqlJobEvents, id)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: job events: %w", err)
+		return nil, errs.Wrap("job events", err)
 	}
 	events, err := collect(rows, scanEvent)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: job events: %w", err)
+		return nil, errs.Wrap("job events", err)
 	}
 	if len(events) == 0 {
 		var exists bool
 		if err := s.queryRow(ctx, sqlJobExists, id).Scan(&exists); err != nil {
-			return nil, fmt.Errorf("sqlite: job events: %w", err)
+			return nil, errs.Wrap("job events", err)
 		}
 		if !exists {
 			return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)

@@ -85,7 +85,7 @@ func insertJobs(tx *wtx, ps []store.JobInsertParams, ids []string) ([]store.JobI
 			return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Queue)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: insert jobs: %w", err)
+			return nil, errs.Wrap("insert jobs", err)
 		}
 		defaults[p.Queue] = d
 	}
@@ -134,7 +134,7 @@ func insertJobs(tx *wtx, ps []store.JobInsertParams, ids []string) ([]store.JobI
 			return nil, translateInsertError(err)
 		}
 		if _, err := tx.exec(sqlSubmittedEvent, ids[i], p.Queue, p.Type, us(created)); err != nil {
-			return nil, fmt.Errorf("sqlite: insert jobs: %w", err)
+			return nil, errs.Wrap("insert jobs", err)
 		}
 		j := &queue.Job{
 			ID: ids[i], Queue: p.Queue, Type: p.Type, Payload: payload, Priority: p.Priority,
@@ -162,7 +162,7 @@ func jobByKey(tx *wtx, p store.JobInsertParams, hash []byte) (*queue.Job, error)
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: insert jobs: read idempotent jobs: %w", err)
+		return nil, errs.Wrap("insert jobs: read idempotent jobs", err)
 	}
 	if !bytes.Equal(held, hash) {
 		if j.Principal != p.Principal {
@@ -193,5 +193,5 @@ func translateInsertError(err error) error {
 	case isCheck(err):
 		return fmt.Errorf("%w: %w", queue.ErrInvalidArgument, err)
 	}
-	return fmt.Errorf("sqlite: insert jobs: %w", err)
+	return errs.Wrap("insert jobs", err)
 }

@@ -84,7 +84,7 @@ func (s *Store) JobProgressGet(ctx context.Context, id string) (*queue.JobProgre
 		return nil, nil //nolint:nilnil // no progress is not an error
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get job progress: %w", err)
+		return nil, errs.Wrap("get job progress", err)
 	}
 	return &pr, nil
 }
@@ -105,7 +105,7 @@ func (s *Store) JobProgressPrune(ctx context.Context, limit int) (int64, error) 
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: prune job progress: %w", err)
+		return 0, errs.Wrap("prune job progress", err)
 	}
 	return n, nil
 }

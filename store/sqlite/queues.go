@@ -91,7 +91,7 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 		return err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("sqlite: ensure queue: %w", err)
+		return nil, false, errs.Wrap("ensure queue", err)
 	}
 	return got, created, nil
 }
@@ -109,7 +109,7 @@ func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error)
 func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
 	rows, err := s.query(ctx, sqlQueueList)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list queues: %w", err)
+		return nil, errs.Wrap("list queues", err)
 	}
 	qs, err := collect(rows, scanQueue)
 	return qs, errs.Wrap("list queues", err)
@@ -128,14 +128,14 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 		}
 		rows, err := tx.query(sqlQueueDeleteJobs, p.Name)
 		if err != nil {
-			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		jobs, err := collect(rows, func(r scanner) (deletedJob, error) {
 			var j deletedJob
 			return j, r.Scan(&j.id, &j.n)
 		})
 		if err != nil {
-			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		deleted = int64(len(jobs))
 		// Their published events and progress rows, in one statement each (deleteJobsRest, as a
@@ -144,7 +144,7 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 			return fmt.Errorf("sqlite: delete queue jobs' %w", err)
 		}
 		if _, err := tx.exec(sqlQueueDelete, p.Name); err != nil {
-			return fmt.Errorf("sqlite: delete queue: %w", err)
+			return errs.Wrap("delete queue", err)
 		}
 		return nil
 	})
@@ -168,7 +168,7 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 		}
 		updated, err = scanQueue(tx.queryRow(sqlQueueUpdate, queueArgs(q, us(tx.now))...))
 		if err != nil {
-			return fmt.Errorf("sqlite: update queue: %w", err)
+			return errs.Wrap("update queue", err)
 		}
 		return nil
 	})

@@ -252,7 +252,7 @@ func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcile
 		return err
 	})
 	if err != nil {
-		return store.ScheduleReconcileResult{}, fmt.Errorf("sqlite: reconcile schedules: %w", err)
+		return store.ScheduleReconcileResult{}, errs.Wrap("reconcile schedules", err)
 	}
 	return res, nil
 }
@@ -283,7 +283,7 @@ func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueRe
 	}
 	res.Now = fromUS(us(s.now())) // as stored: microseconds
 	if err := s.queryRow(ctx, sqlScheduleEarliest).Scan(tm{&res.Earliest}); err != nil {
-		return res, fmt.Errorf("sqlite: schedule clock: %w", err)
+		return res, errs.Wrap("schedule clock", err)
 	}
 	if res.Earliest.IsZero() || res.Earliest.After(res.Now) {
 		return res, nil

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store/internal/sqlstore"
@@ -82,7 +81,7 @@ func (s *Store) QueueStats(ctx context.Context, name string) (*queue.QueueStats,
 	if st.Done > queue.ExactDoneLimit {
 		var all int64
 		if err := s.queryRow(ctx, sqlQueueCountAll, name).Scan(&all); err != nil {
-			return nil, fmt.Errorf("sqlite: queue stats: %w", err)
+			return nil, errs.Wrap("queue stats", err)
 		}
 		st.Done = max(all-st.Pending-st.Assigned-st.Running-st.Failed-st.DeadLettered, queue.ExactDoneLimit+1)
 		st.DoneEstimated = true

@@ -118,7 +118,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (store.WorkerCounts, error) {
 	var c store.WorkerCounts
 	if err := s.queryRow(ctx, sqlWorkerCounts, principal, except).Scan(&c.Live, &c.LiveOfPrincipal); err != nil {
-		return c, fmt.Errorf("sqlite: count workers: %w", err)
+		return c, errs.Wrap("count workers", err)
 	}
 	return c, nil
 }
@@ -153,7 +153,7 @@ func (s *Store) WorkerList(ctx context.Context) ([]*queue.Worker, error) {
 func (s *Store) workerList(ctx context.Context, q string, args ...any) ([]*queue.Worker, error) {
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+		return nil, errs.Wrap("list workers", err)
 	}
 	ws, err := collect(rows, scanWorker)
 	return ws, errs.Wrap("list workers", err)
