@@ -10,6 +10,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.AdminStore = (*Store)(nil)
@@ -102,26 +103,16 @@ SELECT count(*) FROM workers
 WHERE status <> 'OFFLINE' AND last_heartbeat_at > now() - $1 * interval '1 millisecond'`
 )
 
+var peekStatements = sqlstore.PeekStatements{Pending: sqlJobPeekPending, Level: sqlJobPeekPendingLevel, Dead: sqlJobPeekDead}
+
 // JobPeek implements store.AdminStore.
 func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error) {
-	limit := p.Limit
-	q, args := sqlJobPeekPending, []any{p.Queue, limit}
-	switch {
-	case p.Dead:
-		q = sqlJobPeekDead
-	case p.Priority != nil:
-		q, args = sqlJobPeekPendingLevel, append(args, *p.Priority)
-	}
-	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
+	q, args := peekStatements.For(p, p.Queue, p.Limit)
+	jobs, cut, err := s.jobPage(ctx, p.Limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {
-		return store.JobPeekResult{}, fmt.Errorf("postgres: peek jobs: %w", err)
+		return store.JobPeekResult{}, errs.Wrap("peek jobs", err)
 	}
-	if len(jobs) == 0 {
-		if err := s.queueMustExist(ctx, p.Queue); err != nil {
-			return store.JobPeekResult{}, err
-		}
-	}
-	return store.JobPeekResult{Jobs: jobs, Truncated: cut}, nil
+	return sqlstore.PeekResult(jobs, cut, func() error { return s.queueMustExist(ctx, p.Queue) })
 }
 
 // JobPurgeDeadLetters implements store.AdminStore. Events have no foreign key to their job
@@ -137,7 +128,7 @@ func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLet
 	// going forever.
 	var cutoff time.Time
 	if err := s.pool.QueryRow(ctx, sqlNow).Scan(&cutoff); err != nil {
-		return 0, fmt.Errorf("postgres: purge dead letters: %w", err)
+		return 0, errs.Wrap("purge dead letters", err)
 	}
 	var total int64
 	for {
@@ -163,17 +154,17 @@ func (s *Store) purgeBatch(ctx context.Context, queueName string, cutoff time.Ti
 			rows, err = tx.Query(ctx, sqlJobPurgeQueue, queueName, cutoff, purgeBatch)
 		}
 		if err != nil {
-			return fmt.Errorf("postgres: purge dead letters: %w", err)
+			return errs.Wrap("purge dead letters", err)
 		}
 		var d deletedJobs
 		if err := d.collect(rows); err != nil {
-			return fmt.Errorf("postgres: purge dead letters: %w", err)
+			return errs.Wrap("purge dead letters", err)
 		}
 		if len(d.ids) == 0 {
 			return nil
 		}
 		if err := d.deleteEvents(ctx, tx, false); err != nil {
-			return fmt.Errorf("postgres: purge dead letters' events: %w", err)
+			return errs.Wrap("purge dead letters' events", err)
 		}
 		n = int64(len(d.ids))
 		return nil
@@ -193,17 +184,17 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sqlJobDelete, id, string(p.State))
 		if err != nil {
-			return fmt.Errorf("postgres: delete job: %w", err)
+			return errs.Wrap("delete job", err)
 		}
 		var d deletedJobs
 		if err := d.collect(rows); err != nil {
-			return fmt.Errorf("postgres: delete job: %w", err)
+			return errs.Wrap("delete job", err)
 		}
 		if deleted = len(d.ids) == 1; !deleted {
 			return nil
 		}
 		if err := d.deleteEvents(ctx, tx, p.Unpublished); err != nil {
-			return fmt.Errorf("postgres: delete job's events: %w", err)
+			return errs.Wrap("delete job's events", err)
 		}
 		return nil
 	})
@@ -220,16 +211,16 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 		return fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: delete job: %w", err)
+		return errs.Wrap("delete job", err)
 	}
-	return fmt.Errorf("%w: job %s is %s, expected %s", queue.ErrStaleAttempt, id, state, p.State)
+	return sqlstore.ErrStaleDelete(id, state, p.State)
 }
 
 // JobCountDeadLettered implements store.AdminStore.
 func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, sqlJobCountDeadLettered)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	out := map[string]int64{}
 	var (
@@ -241,7 +232,7 @@ func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, err
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	return out, nil
 }
@@ -250,7 +241,7 @@ func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, err
 func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, sqlJobCountReady, queues, store.MaxReadyCount)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count ready jobs: %w", err)
+		return nil, errs.Wrap("count ready jobs", err)
 	}
 	out := make(map[string]int64, len(queues))
 	var (
@@ -262,7 +253,7 @@ func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count ready jobs: %w", err)
+		return nil, errs.Wrap("count ready jobs", err)
 	}
 	return out, nil
 }
@@ -274,11 +265,11 @@ func (s *Store) JobDueTypeList(ctx context.Context, queueName string, except []s
 	}
 	rows, err := s.pool.Query(ctx, sqlJobDueTypeList, queueName, except, store.MaxDueTypesScan)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: due job types: %w", err)
+		return nil, errs.Wrap("due job types", err)
 	}
 	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("postgres: due job types: %w", err)
+		return nil, errs.Wrap("due job types", err)
 	}
 	return types, nil
 }
@@ -290,7 +281,7 @@ func (s *Store) WorkerCountLive(ctx context.Context, heartbeatTimeout time.Durat
 	}
 	var n int64
 	if err := s.pool.QueryRow(ctx, sqlWorkerCountLive, heartbeatTimeout.Milliseconds()).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: count live workers: %w", err)
+		return 0, errs.Wrap("count live workers", err)
 	}
 	return n, nil
 }
@@ -299,7 +290,7 @@ func (s *Store) queueMustExist(ctx context.Context, name string) error {
 	var exists bool
 	err := s.pool.QueryRow(ctx, sqlQueueExists, name).Scan(&exists)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("postgres: queue exists: %w", err)
+		return errs.Wrap("queue exists", err)
 	}
 	if !exists {
 		return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)

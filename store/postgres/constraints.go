@@ -272,7 +272,7 @@ func (s *Store) ConstraintCreate(ctx context.Context, p store.ConstraintCreatePa
 		if errors.Is(err, queue.ErrConstraintExists) || errors.Is(err, queue.ErrLimitReached) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("postgres: create constraint: %w", err)
+		return nil, errs.Wrap("create constraint", err)
 	}
 	return out, nil
 }
@@ -284,7 +284,7 @@ func (s *Store) ConstraintGet(ctx context.Context, name string) (*queue.Constrai
 		return nil, fmt.Errorf("%w: %q", queue.ErrConstraintNotFound, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get constraint: %w", err)
+		return nil, errs.Wrap("get constraint", err)
 	}
 	return c, nil
 }
@@ -299,7 +299,7 @@ func (s *Store) ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: read constraints: %w", err)
+		return nil, errs.Wrap("read constraints", err)
 	}
 	return set, nil
 }
@@ -340,7 +340,7 @@ func (s *Store) ConstraintDelete(ctx context.Context, name string) error {
 		return err
 	})
 	if err != nil && !errors.Is(err, queue.ErrConstraintNotFound) {
-		return fmt.Errorf("postgres: delete constraint: %w", err)
+		return errs.Wrap("delete constraint", err)
 	}
 	return err
 }
@@ -400,7 +400,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 		if errors.Is(err, queue.ErrConstraintNotFound) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("postgres: constraint usage: %w", err)
+		return nil, errs.Wrap("constraint usage", err)
 	}
 	return u, nil
 }
@@ -420,7 +420,7 @@ func constraintLockKey(name string) int32 {
 func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams) (*store.ConstrainedClaim, error) {
 	conn, err := s.dispatch.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: constrained claim: %w", err)
+		return nil, errs.Wrap("constrained claim", err)
 	}
 	defer conn.Release()
 	out, err := s.claimConstrained(ctx, conn.Conn(), p, p.Expect)
@@ -428,7 +428,7 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 		out, err = s.claimConstrained(ctx, conn.Conn(), p, nil)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: constrained claim: %w", err)
+		return nil, errs.Wrap("constrained claim", err)
 	}
 	return out, nil
 }
@@ -687,7 +687,7 @@ func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBu
 	}
 	tag, err := s.pool.Exec(ctx, sqlConstraintBucketsPrune, names, refill, p.Limit)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: prune constraint buckets: %w", err)
+		return 0, errs.Wrap("prune constraint buckets", err)
 	}
 	return tag.RowsAffected(), nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -42,7 +41,7 @@ func (s *Store) DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error) 
 	snap := store.DepthSnapshot{Jobs: map[string]map[queue.State]int64{}}
 	rows, err := s.pool.Query(ctx, sqlDepthSnapshot)
 	if err != nil {
-		return snap, fmt.Errorf("postgres: depth snapshot: %w", err)
+		return snap, errs.Wrap("depth snapshot", err)
 	}
 	var (
 		kind, name, state string
@@ -53,7 +52,7 @@ func (s *Store) DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error) 
 		return nil
 	})
 	if err != nil {
-		return snap, fmt.Errorf("postgres: depth snapshot: %w", err)
+		return snap, errs.Wrap("depth snapshot", err)
 	}
 	return snap, nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.DispatchStore = (*Store)(nil)
@@ -27,7 +27,7 @@ var dispatchEdges = []struct{ from, to queue.State }{
 func checkDispatchEdges() error {
 	for _, e := range dispatchEdges {
 		if err := queue.CheckTransition(e.from, e.to); err != nil {
-			return fmt.Errorf("postgres: dispatch SQL hard-codes an edge the transition table refuses: %w", err)
+			return errs.Wrap("dispatch SQL hard-codes an edge the transition table refuses", err)
 		}
 	}
 	return nil
@@ -158,11 +158,11 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 	}
 	rows, err := s.dispatch.Query(ctx, sqlJobClaim, p.Queue, p.WorkerID, p.Limit, types)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: claim jobs: %w", err)
+		return nil, errs.Wrap("claim jobs", err)
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
 	if err != nil {
-		return nil, fmt.Errorf("postgres: claim jobs: %w", err)
+		return nil, errs.Wrap("claim jobs", err)
 	}
 	return jobs, nil
 }
@@ -172,7 +172,7 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJob, error) {
 	rows, err := s.pool.Query(ctx, sqlJobDue, p.Queue, p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: due jobs: %w", err)
+		return nil, errs.Wrap("due jobs", err)
 	}
 	due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DueJob, error) {
 		var d store.DueJob
@@ -181,7 +181,7 @@ func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJo
 		return d, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: due jobs: %w", err)
+		return nil, errs.Wrap("due jobs", err)
 	}
 	return due, nil
 }
@@ -189,25 +189,17 @@ func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJo
 // JobAssignMany implements store.DispatchStore. The ids come canonical, malformed ones dropped
 // (store/storewrap); repeats of an id are dropped before the statement.
 func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*queue.Job, error) {
-	ids := make([]string, 0, len(p.IDs))
-	seen := make(map[string]bool, len(p.IDs))
-	for _, id := range p.IDs {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		ids = append(ids, id)
-	}
+	ids := sqlstore.UniqueIDs(p.IDs)
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	rows, err := s.dispatch.Query(ctx, sqlJobAssignMany, p.WorkerID, ids)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: assign jobs: %w", err)
+		return nil, errs.Wrap("assign jobs", err)
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
 	if err != nil {
-		return nil, fmt.Errorf("postgres: assign jobs: %w", err)
+		return nil, errs.Wrap("assign jobs", err)
 	}
 	return jobs, nil
 }

@@ -195,10 +195,10 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 	if len(ids) > 0 {
 		rows, err := s.dispatch.Query(ctx, sqlJobAckMany, ids, attempts, workers, started)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 		if err := b.collect(rows, leases, queue.StateAssigned); err != nil {
-			return nil, fmt.Errorf("postgres: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 	}
 	return b.Finish(leases, true), nil
@@ -216,14 +216,8 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
 		return nil, err
 	}
-	b := newLeaseBatch(len(reports))
-	leases := make([]store.JobLease, len(reports))
-	bounded := make([]store.JobReportParams, len(reports))
-	for i, r := range reports {
-		bounded[i] = r.Bounded()
-		leases[i] = bounded[i].JobLease
-		b.Add(i, leases[i])
-	}
+	batch, leases, bounded := sqlstore.NewReportBatch(reports)
+	b := leaseBatch{batch}
 	from := make(map[int]queue.State, len(b.Sent)) // lease index → the state named
 	todo := slices.Clone(b.Sent)
 	for _, i := range todo {
@@ -232,11 +226,11 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	for round := 0; len(todo) > 0; round++ {
 		rows, err := s.dispatch.Query(ctx, sqlJobReportMany, reportArgs(b, bounded, todo, from)...)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: report jobs: %w", err)
+			return nil, errs.Wrap("report jobs", err)
 		}
 		again, err := b.collectReports(rows, todo, leases, from, round < maxReportRounds-1)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: report jobs: %w", err)
+			return nil, errs.Wrap("report jobs", err)
 		}
 		todo = again
 	}
@@ -257,7 +251,7 @@ func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from 
 		successes = make([]bool, 0, n)
 		results   = make([][]byte, 0, n)
 		checksums = make([]string, 0, n)
-		errs      = make([]string, 0, n)
+		errTexts  = make([]string, 0, n)
 		reasons   = make([]string, 0, n)
 		permanent = make([]bool, 0, n)
 		runtimes  = make([]int64, 0, n)
@@ -279,7 +273,7 @@ func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from 
 		if r.Success {
 			results = append(results, r.Result)
 			checksums = append(checksums, storedChecksum(r.Result))
-			errs = append(errs, "")
+			errTexts = append(errTexts, "")
 			reasons = append(reasons, "")
 			continue
 		}
@@ -289,10 +283,10 @@ func reportArgs(b leaseBatch, reports []store.JobReportParams, todo []int, from 
 		}
 		results = append(results, nil)
 		checksums = append(checksums, "")
-		errs = append(errs, pgText(r.Error))
+		errTexts = append(errTexts, pgText(r.Error))
 		reasons = append(reasons, pgText(reason))
 	}
-	return []any{ids, attempts, workers, successes, results, checksums, errs, reasons, permanent, runtimes,
+	return []any{ids, attempts, workers, successes, results, checksums, errTexts, reasons, permanent, runtimes,
 		retryMS, started, states}
 }
 

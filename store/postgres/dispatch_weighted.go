@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -74,7 +73,7 @@ func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams, ty
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: claim jobs: %w", err)
+		return nil, errs.Wrap("claim jobs", err)
 	}
 	return out, nil
 }

@@ -3,7 +3,10 @@ package postgres
 import (
 	"errors"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // SQLSTATE codes the store translates.
@@ -28,3 +31,6 @@ func isCode(err error, code string) bool {
 	pe := pgError(err)
 	return pe != nil && pe.Code == code
 }
+
+// errs words the store's errors ("postgres: …"; a missing row is pgx.ErrNoRows).
+var errs = sqlstore.Errors{Backend: "postgres", NoRows: pgx.ErrNoRows}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jq-dev/jq/store"
 )
@@ -34,7 +33,7 @@ func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store
 	for range 2 { // a second round when the horizon taken in the first is final at once
 		var newest, xmin, xmax int64
 		if err := s.pool.QueryRow(ctx, sqlFeedPoint).Scan(&newest, &xmin, &xmax); err != nil {
-			return store.EventsReadResult{}, fmt.Errorf("postgres: events read: %w", err)
+			return store.EventsReadResult{}, errs.Wrap("events read", err)
 		}
 		if p.FromNow {
 			return store.EventsReadResult{After: newest}, nil
@@ -66,7 +65,7 @@ func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store
 func (s *Store) feedRead(ctx context.Context, res *store.EventsReadResult, p store.EventsReadParams, limit int) (int, error) {
 	rows, err := s.pool.Query(ctx, sqlFeedRead, res.After, res.Horizon.ID, limit, p.Queue, p.Principal)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: events read: %w", err)
+		return 0, errs.Wrap("events read", err)
 	}
 	var (
 		r       eventRow
@@ -86,7 +85,7 @@ func (s *Store) feedRead(ctx context.Context, res *store.EventsReadResult, p sto
 		return nil
 	})
 	if err != nil {
-		return n, fmt.Errorf("postgres: events read: %w", err)
+		return n, errs.Wrap("events read", err)
 	}
 	if n == limit {
 		res.After = last // the rest of the range next time

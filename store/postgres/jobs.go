@@ -111,7 +111,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
 		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get job: %w", err)
+		return nil, errs.Wrap("get job", err)
 	}
 	return j, nil
 }
@@ -155,7 +155,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 		return store.JobListResult{}, sqlstore.ErrListScanBound(bound)
 	}
 	if err != nil {
-		return store.JobListResult{}, fmt.Errorf("postgres: list jobs: %w", err)
+		return store.JobListResult{}, errs.Wrap("list jobs", err)
 	}
 	if len(jobs) == 0 && p.Queue != "" {
 		// An empty page of a queue that does not exist is a mistake to report, not "no jobs" (a
@@ -206,28 +206,17 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 		return j, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: transition job: %w", err)
+		return nil, errs.Wrap("transition job", err)
 	}
 	// Nothing matched: tell a missing job from a lost compare-and-set.
-	var (
-		state   string
-		attempt int
-	)
-	err = s.pool.QueryRow(ctx, sqlJobStateAttempt, id).Scan(&state, &attempt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: transition job: %w", err)
-	}
-	return nil, sqlstore.ErrStaleTransition(p, id, state, attempt)
+	return nil, errs.TransitionMiss("transition job", p, id, s.pool.QueryRow(ctx, sqlJobStateAttempt, id).Scan)
 }
 
 // JobEvents implements store.JobStore.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error) {
 	rows, err := s.pool.Query(ctx, sqlJobEvents, id)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: job events: %w", err)
+		return nil, errs.Wrap("job events", err)
 	}
 	var (
 		r      eventRow
@@ -240,13 +229,13 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: job events: %w", err)
+		return nil, errs.Wrap("job events", err)
 	}
 	if len(events) == 0 {
 		// The retention may have taken every event of a job that is still there.
 		var exists bool
 		if err := s.pool.QueryRow(ctx, sqlJobExists, id).Scan(&exists); err != nil {
-			return nil, fmt.Errorf("postgres: job events: %w", err)
+			return nil, errs.Wrap("job events", err)
 		}
 		if !exists {
 			return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)

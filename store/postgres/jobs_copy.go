@@ -13,6 +13,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // copyMinBatch is the smallest batch inserted with COPY. COPY costs two round trips more than the
@@ -89,19 +90,7 @@ func copyJobs(ctx context.Context, pool interface {
 			traces        []any // nil: no job has a trace context (a NULL array)
 		)
 		for i, p := range ps {
-			d := defaults[p.Queue]
-			maxRetries := d.maxRetries
-			if p.MaxRetries != nil {
-				maxRetries = *p.MaxRetries
-			}
-			ttlMS := d.ttlMS
-			if p.TTL > 0 {
-				ttlMS = toMillis(p.TTL)
-			}
-			timeoutMS := toMillis(p.Timeout)
-			if p.Timeout == 0 {
-				timeoutMS = toMillis(queue.DefaultJobTimeout)
-			}
+			maxRetries, ttlMS, timeoutMS := defaults[p.Queue].For(p)
 			created := now.Add(time.Duration(i) * time.Microsecond)
 			notBefore := created
 			if !p.RunAt.IsZero() {
@@ -142,7 +131,7 @@ func copyJobs(ctx context.Context, pool interface {
 			return translateInsertError(err)
 		}
 		if _, err := tx.Exec(ctx, sqlCopySubmitted, ids, queues, types, ats, traces); err != nil {
-			return fmt.Errorf("postgres: insert jobs: events: %w", err)
+			return errs.Wrap("insert jobs: events", err)
 		}
 		return nil
 	})
@@ -152,20 +141,15 @@ func copyJobs(ctx context.Context, pool interface {
 	return results, nil
 }
 
-type queueDefaults struct {
-	maxRetries int
-	ttlMS      int64
-}
-
 // copyHead runs sqlCopyHead and fails, as the statement form does, when the batch names a queue
 // that does not exist.
-func copyHead(ctx context.Context, tx pgx.Tx, names []string) (time.Time, map[string]queueDefaults, error) {
+func copyHead(ctx context.Context, tx pgx.Tx, names []string) (time.Time, map[string]sqlstore.QueueDefaults, error) {
 	rows, err := tx.Query(ctx, sqlCopyHead, names)
 	if err != nil {
-		return time.Time{}, nil, fmt.Errorf("postgres: insert jobs: %w", err)
+		return time.Time{}, nil, errs.Wrap("insert jobs", err)
 	}
 	var now time.Time
-	defaults := make(map[string]queueDefaults, len(names))
+	defaults := make(map[string]sqlstore.QueueDefaults, len(names))
 	for rows.Next() {
 		var (
 			name       *string
@@ -174,14 +158,14 @@ func copyHead(ctx context.Context, tx pgx.Tx, names []string) (time.Time, map[st
 		)
 		if err := rows.Scan(&now, &name, &maxRetries, &ttlMS); err != nil {
 			rows.Close()
-			return time.Time{}, nil, fmt.Errorf("postgres: insert jobs: %w", err)
+			return time.Time{}, nil, errs.Wrap("insert jobs", err)
 		}
 		if name != nil {
-			defaults[*name] = queueDefaults{maxRetries: int(*maxRetries), ttlMS: *ttlMS}
+			defaults[*name] = sqlstore.QueueDefaults{MaxRetries: int(*maxRetries), TTLMS: *ttlMS}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return time.Time{}, nil, fmt.Errorf("postgres: insert jobs: %w", err)
+		return time.Time{}, nil, errs.Wrap("insert jobs", err)
 	}
 	var missing []string
 	for _, q := range names {

@@ -142,13 +142,13 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 // validateInserts checks every job of a batch and reports all the bad ones: InsertTx's, which
 // runs in an application's transaction, not through store/storewrap.
 func validateInserts(ps []store.JobInsertParams) error {
-	var errs []error
+	var bad []error
 	for i, p := range ps {
 		if err := p.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("job %d: %w", i, err))
+			bad = append(bad, fmt.Errorf("job %d: %w", i, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(bad...)
 }
 
 func anyIdempotencyKey(ps []store.JobInsertParams) bool {
@@ -320,7 +320,7 @@ func resolveExisting(ctx context.Context, tx querier, ps []store.JobInsertParams
 	}
 	rows, err := tx.Query(ctx, sqlJobByIdempotencyKey, qs, ks)
 	if err != nil {
-		return fmt.Errorf("postgres: insert jobs: read idempotent jobs: %w", err)
+		return errs.Wrap("insert jobs: read idempotent jobs", err)
 	}
 	type held struct {
 		hash []byte
@@ -331,12 +331,12 @@ func resolveExisting(ctx context.Context, tx querier, ps []store.JobInsertParams
 		var h held
 		if h.job, err = scanJob(prefixedRow{rows, &h.hash}); err != nil {
 			rows.Close()
-			return fmt.Errorf("postgres: insert jobs: read idempotent jobs: %w", err)
+			return errs.Wrap("insert jobs: read idempotent jobs", err)
 		}
 		existing[[2]string{h.job.Queue, h.job.IdempotencyKey}] = h
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres: insert jobs: read idempotent jobs: %w", err)
+		return errs.Wrap("insert jobs: read idempotent jobs", err)
 	}
 	for i, r := range results {
 		if r.Job != nil {
@@ -386,7 +386,7 @@ func translateInsertError(err error) error {
 		// out of range): the caller's input, never a reason to fail the others.
 		return fmt.Errorf("%w: %s", queue.ErrInvalidArgument, pe.Message)
 	}
-	return fmt.Errorf("postgres: insert jobs: %w", err)
+	return errs.Wrap("insert jobs", err)
 }
 
 // queueFromFKDetail turns `Key (queue)=(emails) is not present in table "queues".` into `"emails"`.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -46,7 +45,7 @@ func InsertTx(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) ([]sto
 			return nil
 		}
 		if _, err := sp.Exec(ctx, sqlNotify, queues); err != nil {
-			return fmt.Errorf("postgres: insert jobs: notify: %w", err)
+			return errs.Wrap("insert jobs: notify", err)
 		}
 		return nil
 	})

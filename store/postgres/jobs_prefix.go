@@ -2,7 +2,8 @@ package postgres
 
 import (
 	"context"
-	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
@@ -20,19 +21,8 @@ func (s *Store) JobPrefixList(ctx context.Context, prefix string, limit int) ([]
 	}
 	rows, err := s.pool.Query(ctx, sqlJobPrefixList, lo, hi, limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: job ids by prefix: %w", err)
+		return nil, errs.Wrap("job ids by prefix", err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("postgres: job ids by prefix: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: job ids by prefix: %w", err)
-	}
-	return ids, nil
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, errs.Wrap("job ids by prefix", err)
 }

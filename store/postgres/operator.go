@@ -78,7 +78,7 @@ func (s *Store) JobRequestCancel(ctx context.Context, l store.JobLease) (*queue.
 		return j, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: request cancel: %w", err)
+		return nil, errs.Wrap("request cancel", err)
 	}
 	var state string
 	err = s.pool.QueryRow(ctx, sqlJobState, id).Scan(&state)
@@ -86,7 +86,7 @@ func (s *Store) JobRequestCancel(ctx context.Context, l store.JobLease) (*queue.
 		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: request cancel: %w", err)
+		return nil, errs.Wrap("request cancel", err)
 	}
 	return nil, fmt.Errorf("%w: job %s is %s, not RUNNING at attempt %d", queue.ErrStaleAttempt, id, state, l.Attempt)
 }
@@ -99,7 +99,7 @@ func (s *Store) WorkerRequestShutdown(ctx context.Context, id string) (*queue.Wo
 			return w, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("postgres: request worker shutdown: %w", err)
+			return nil, errs.Wrap("request worker shutdown", err)
 		}
 		var status string
 		err = s.pool.QueryRow(ctx, sqlWorkerStatus, id).Scan(&status)
@@ -107,7 +107,7 @@ func (s *Store) WorkerRequestShutdown(ctx context.Context, id string) (*queue.Wo
 			return nil, fmt.Errorf("%w: %q", queue.ErrWorkerNotFound, id)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("postgres: request worker shutdown: %w", err)
+			return nil, errs.Wrap("request worker shutdown", err)
 		}
 		if queue.WorkerStatus(status) == queue.WorkerOffline {
 			return nil, fmt.Errorf("%w: worker %q is OFFLINE", queue.ErrIllegalTransition, id)
@@ -138,11 +138,11 @@ func (s *Store) JobLeasesToCancel(ctx context.Context, workerID string, leases [
 	}
 	rows, err := s.pool.Query(ctx, sqlJobLeasesToCancel, ids, attempts, workerID)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: leases to cancel: %w", err)
+		return nil, errs.Wrap("leases to cancel", err)
 	}
 	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("postgres: leases to cancel: %w", err)
+		return nil, errs.Wrap("leases to cancel", err)
 	}
 	seen := make(map[string]bool, len(stale))
 	out := stale[:0]

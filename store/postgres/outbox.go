@@ -95,7 +95,7 @@ func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (sto
 			return store.OutboxClaim{}, errors.New("postgres: events claim: no outbox cursor (migration 000012 missing)")
 		}
 		if err != nil {
-			return store.OutboxClaim{}, fmt.Errorf("postgres: events claim: %w", err)
+			return store.OutboxClaim{}, errs.Wrap("events claim", err)
 		}
 		switch {
 		case leased:
@@ -105,7 +105,7 @@ func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (sto
 				return store.OutboxClaim{}, nil // nothing new
 			}
 			if _, err := s.pool.Exec(ctx, sqlOutboxHorizon, outboxCursor); err != nil {
-				return store.OutboxClaim{}, fmt.Errorf("postgres: events claim: horizon: %w", err)
+				return store.OutboxClaim{}, errs.Wrap("events claim: horizon", err)
 			}
 			continue
 		case !final:
@@ -132,11 +132,11 @@ func (s *Store) claimTo(ctx context.Context, p store.EventsClaimParams, cursor i
 		return store.OutboxClaim{}, nil // another relay moved or leased the cursor meanwhile
 	}
 	if err != nil {
-		return store.OutboxClaim{}, fmt.Errorf("postgres: events claim: lease: %w", err)
+		return store.OutboxClaim{}, errs.Wrap("events claim: lease", err)
 	}
 	rows, err := s.pool.Query(ctx, sqlOutboxRead, cursor, horizon, p.Limit)
 	if err != nil {
-		return c, fmt.Errorf("postgres: events claim: %w", err)
+		return c, errs.Wrap("events claim", err)
 	}
 	var (
 		r      eventRow
@@ -166,7 +166,7 @@ func (s *Store) claimTo(ctx context.Context, p store.EventsClaimParams, cursor i
 		return nil
 	})
 	if err != nil {
-		return c, fmt.Errorf("postgres: events claim: %w", err)
+		return c, errs.Wrap("events claim", err)
 	}
 	// A short read reached the horizon: the ids between the last row and it were never
 	// committed, and marking the claim moves the cursor over them.
@@ -184,7 +184,7 @@ func (s *Store) EventsMarkPublished(ctx context.Context, c store.OutboxClaim) er
 	}
 	tag, err := s.pool.Exec(ctx, sqlOutboxAdvance, outboxCursor, c.Lease, c.Through)
 	if err != nil {
-		return fmt.Errorf("postgres: events mark published: %w", err)
+		return errs.Wrap("events mark published", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: the outbox lease %d was taken over by another relay", queue.ErrStaleAttempt, c.Lease)
@@ -198,7 +198,7 @@ func (s *Store) EventsRelease(ctx context.Context, c store.OutboxClaim) error {
 		return nil
 	}
 	if _, err := s.pool.Exec(ctx, sqlOutboxRelease, outboxCursor, c.Lease); err != nil {
-		return fmt.Errorf("postgres: events release: %w", err)
+		return errs.Wrap("events release", err)
 	}
 	return nil
 }
@@ -210,7 +210,7 @@ func (s *Store) OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error) 
 		ageUS int64
 	)
 	if err := s.pool.QueryRow(ctx, sqlOutboxBacklog, outboxCursor).Scan(&b.Events, &ageUS); err != nil {
-		return store.OutboxBacklog{}, fmt.Errorf("postgres: outbox backlog: %w", err)
+		return store.OutboxBacklog{}, errs.Wrap("outbox backlog", err)
 	}
 	b.OldestAge = max(0, time.Duration(ageUS)*time.Microsecond)
 	return b, nil

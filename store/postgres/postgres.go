@@ -9,7 +9,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"time"
 
@@ -50,7 +49,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
+		return nil, errs.Wrap("parse DSN", err)
 	}
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
@@ -79,17 +78,17 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	maps.Copy(dcfg.ConnConfig.RuntimeParams, dispatchParams)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: create pool: %w", err)
+		return nil, errs.Wrap("create pool", err)
 	}
 	dispatch, err := pgxpool.NewWithConfig(ctx, dcfg)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: create dispatch pool: %w", err)
+		return nil, errs.Wrap("create dispatch pool", err)
 	}
 	s := &Store{pool: pool, dispatch: dispatch, listScanBound: jobListScanBound}
 	if err := pool.Ping(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("postgres: ping: %w", err)
+		return nil, errs.Wrap("ping", err)
 	}
 	return s, nil
 }
@@ -119,7 +118,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Ping checks that a connection to the database works.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
+		return errs.Wrap("ping", err)
 	}
 	return nil
 }

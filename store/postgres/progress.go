@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.ProgressStore = (*Store)(nil)
@@ -53,55 +54,33 @@ DELETE FROM job_progress p USING c WHERE p.job_id = c.job_id`
 
 // JobProgressSet implements store.ProgressStore.
 func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams) ([]store.LeaseOutcome, error) {
-	outs := make([]store.LeaseOutcome, len(p.Updates))
-	last := make(map[string]int, len(p.Updates)) // canonical id → index of its last valid update
-	for i, u := range p.Updates {
-		id, err := store.ParseJobID(u.ID)
-		outs[i].ID = id
-		if err != nil {
-			outs[i].ID, outs[i].Err = u.ID, err
-			continue
-		}
-		if err := u.ValidateUpdate(); err != nil {
-			outs[i].Err = err
-			continue
-		}
-		last[id] = i
-	}
-	if len(last) > 0 {
+	b := sqlstore.NewProgressBatch(p)
+	applied := make(map[string]bool, len(b.IDs))
+	if len(b.IDs) > 0 {
 		var (
-			ids      = make([]string, 0, len(last))
-			attempts = make([]int32, 0, len(last))
-			percents = make([]int16, 0, len(last))
-			messages = make([]string, 0, len(last))
+			attempts = make([]int32, 0, len(b.IDs))
+			percents = make([]int16, 0, len(b.IDs))
+			messages = make([]string, 0, len(b.IDs))
 		)
-		for id, i := range last {
-			u := p.Updates[i]
-			ids = append(ids, id)
+		for _, id := range b.IDs {
+			u := p.Updates[b.Last[id]]
 			attempts = append(attempts, int32(u.Attempt)) // 1..MaxInt32 (ValidateUpdate)
 			percents = append(percents, int16(u.Percent)) // 0..100 (ValidateUpdate)
 			messages = append(messages, u.Message)
 		}
-		rows, err := s.pool.Query(ctx, sqlJobProgressSet, ids, attempts, percents, messages, p.WorkerID)
+		rows, err := s.pool.Query(ctx, sqlJobProgressSet, b.IDs, attempts, percents, messages, p.WorkerID)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: set job progress: %w", err)
+			return nil, errs.Wrap("set job progress", err)
 		}
 		written, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
-			return nil, fmt.Errorf("postgres: set job progress: %w", err)
+			return nil, errs.Wrap("set job progress", err)
 		}
-		applied := make(map[string]bool, len(written))
 		for _, id := range written {
 			applied[id] = true
 		}
-		for i := range outs {
-			if outs[i].Err == nil && !applied[outs[i].ID] {
-				outs[i].Err = fmt.Errorf("%w: job %s is not held by worker %s at attempt %d",
-					queue.ErrStaleAttempt, outs[i].ID, p.WorkerID, p.Updates[i].Attempt)
-			}
-		}
 	}
-	return outs, nil
+	return b.Finish(p, applied), nil
 }
 
 // JobProgressGet implements store.ProgressStore.
@@ -115,7 +94,7 @@ func (s *Store) JobProgressGet(ctx context.Context, id string) (*queue.JobProgre
 		return nil, nil //nolint:nilnil // no progress is not an error
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get job progress: %w", err)
+		return nil, errs.Wrap("get job progress", err)
 	}
 	pr.Percent = int(pct)
 	pr.UpdatedAt = pr.UpdatedAt.UTC()
@@ -130,7 +109,7 @@ func (s *Store) JobProgressPrune(ctx context.Context, limit int) (int64, error) 
 	}
 	tag, err := s.pool.Exec(ctx, sqlJobProgressPrune, limit)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: prune job progress: %w", err)
+		return 0, errs.Wrap("prune job progress", err)
 	}
 	return tag.RowsAffected(), nil
 }

@@ -71,10 +71,7 @@ func (s *Store) QueueCreate(ctx context.Context, p store.QueueCreateParams) (*qu
 	if isCode(err, codeUniqueViolation) {
 		return nil, fmt.Errorf("%w: %q", queue.ErrQueueExists, p.Name)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: create queue: %w", err)
-	}
-	return created, nil
+	return created, errs.Wrap("create queue", err)
 }
 
 // QueueEnsure implements store.QueueStore.
@@ -88,7 +85,7 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 	case err == nil:
 		return created, true, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return nil, false, fmt.Errorf("postgres: ensure queue: %w", err)
+		return nil, false, errs.Wrap("ensure queue", err)
 	}
 	existing, err := s.QueueGet(ctx, p.Name)
 	if err != nil {
@@ -100,11 +97,8 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 // QueueGet implements store.QueueStore.
 func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error) {
 	q, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueGet, name))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get queue: %w", err)
+		return nil, errs.Row("get queue", err, queue.ErrQueueNotFound, name)
 	}
 	return q, nil
 }
@@ -113,13 +107,10 @@ func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error)
 func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
 	rows, err := s.pool.Query(ctx, sqlQueueList)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list queues: %w", err)
+		return nil, errs.Wrap("list queues", err)
 	}
 	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Queue, error) { return scanQueue(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list queues: %w", err)
-	}
-	return qs, nil
+	return qs, errs.Wrap("list queues", err)
 }
 
 // QueueDelete implements store.QueueStore.
@@ -128,34 +119,26 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, sqlQueueLock, p.Name).Scan(&one); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-			}
-			return fmt.Errorf("postgres: delete queue: %w", err)
+			return errs.Row("delete queue", err, queue.ErrQueueNotFound, p.Name)
 		}
-		if !p.Force {
-			var hasJobs bool
-			if err := tx.QueryRow(ctx, sqlQueueHasJobs, p.Name).Scan(&hasJobs); err != nil {
-				return fmt.Errorf("postgres: delete queue: %w", err)
-			}
-			if hasJobs {
-				return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
-			}
+		hasJobs := func(dest ...any) error { return tx.QueryRow(ctx, sqlQueueHasJobs, p.Name).Scan(dest...) }
+		if err := errs.QueueDeletable(p, hasJobs); err != nil {
+			return err
 		}
 		rows, err := tx.Query(ctx, sqlQueueDeleteJobs, p.Name)
 		if err != nil {
-			return fmt.Errorf("postgres: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		var d deletedJobs
 		if err := d.collect(rows); err != nil {
-			return fmt.Errorf("postgres: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		deleted = int64(len(d.ids))
 		if err := d.deleteEvents(ctx, tx, false); err != nil {
-			return fmt.Errorf("postgres: delete queue job events: %w", err)
+			return errs.Wrap("delete queue job events", err)
 		}
 		if _, err := tx.Exec(ctx, sqlQueueDelete, p.Name); err != nil {
-			return fmt.Errorf("postgres: delete queue: %w", err)
+			return errs.Wrap("delete queue", err)
 		}
 		return nil
 	})
@@ -171,11 +154,8 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 	var updated *queue.Queue
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		cur, err := scanQueue(tx.QueryRow(ctx, sqlQueueGetForUpdate, p.Name))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-		}
 		if err != nil {
-			return fmt.Errorf("postgres: update queue: %w", err)
+			return errs.Row("update queue", err, queue.ErrQueueNotFound, p.Name)
 		}
 		q, err := p.Apply(cur)
 		if err != nil {
@@ -183,7 +163,7 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 		}
 		updated, err = scanQueue(tx.QueryRow(ctx, sqlQueueUpdate, queueArgs(q)...))
 		if err != nil {
-			return fmt.Errorf("postgres: update queue: %w", err)
+			return errs.Wrap("update queue", err)
 		}
 		return nil
 	})
@@ -196,11 +176,8 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 // QueueSetPaused implements store.QueueStore.
 func (s *Store) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams) (*queue.Queue, error) {
 	q, err := scanQueue(s.pool.QueryRow(ctx, sqlQueueSetPaused, p.Name, p.Paused))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: pause queue: %w", err)
+		return nil, errs.Row("pause queue", err, queue.ErrQueueNotFound, p.Name)
 	}
 	return q, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // The reaper's statements. Each is a compare-and-set: rows are locked and their state (and attempt)
@@ -155,7 +156,7 @@ func init() {
 		{queue.StatePending, queue.StateDeadLettered}, // sqlJobExpireTTL
 	} {
 		if err := queue.CheckTransition(e.from, e.to); err != nil {
-			panic(fmt.Errorf("postgres: recovery SQL hard-codes an edge the transition table refuses: %w", err))
+			panic(errs.Wrap("recovery SQL hard-codes an edge the transition table refuses", err))
 		}
 	}
 }
@@ -171,7 +172,7 @@ func (s *Store) JobOverdue(ctx context.Context, p store.JobOverdueParams) ([]sto
 	rows, err := s.pool.Query(ctx, sqlJobOverdue, p.Deadlines.AssignedBefore(p.Now), p.Now, micros(p.Deadlines.Grace),
 		p.WorkersLost, p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: overdue jobs: %w", err)
+		return nil, errs.Wrap("overdue jobs", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OverdueLease, error) {
 		var (
@@ -189,7 +190,7 @@ func (s *Store) JobOverdue(ctx context.Context, p store.JobOverdueParams) ([]sto
 		return l, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: overdue jobs: %w", err)
+		return nil, errs.Wrap("overdue jobs", err)
 	}
 	return out, nil
 }
@@ -199,38 +200,30 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	if err := store.ValidateDispatchBatch(len(fails)); err != nil {
 		return nil, err
 	}
-	b := newLeaseBatch(len(fails))
-	leases := make([]store.JobLease, len(fails))
+	batch, leases := sqlstore.NewFailBatch(fails)
+	b := leaseBatch{batch}
 	var (
 		ids      []string
 		attempts []int32
 		workers  []string
 		reasons  []string
-		errs     []string
+		errTexts []string
 	)
-	for i, f := range fails {
-		leases[i] = f.JobLease
-		if f.Reason == "" {
-			b.Outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
-				queue.ErrInvalidArgument, f.ID)}
-			continue
-		}
-		if !b.Add(i, f.JobLease) {
-			continue
-		}
+	for _, i := range b.Sent {
+		f := fails[i]
 		ids = append(ids, b.Outcomes[i].ID)
 		attempts = append(attempts, int32(f.Attempt)) // Validate bounds it to int32
 		workers = append(workers, f.WorkerID)
 		reasons = append(reasons, pgText(f.Reason))
-		errs = append(errs, pgText(f.Error))
+		errTexts = append(errTexts, pgText(f.Error))
 	}
 	if len(ids) > 0 {
-		rows, err := s.pool.Query(ctx, sqlJobFailMany, ids, attempts, workers, reasons, errs)
+		rows, err := s.pool.Query(ctx, sqlJobFailMany, ids, attempts, workers, reasons, errTexts)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: fail jobs: %w", err)
+			return nil, errs.Wrap("fail jobs", err)
 		}
 		if err := b.collect(rows, leases, queue.StateAssigned, queue.StateRunning); err != nil {
-			return nil, fmt.Errorf("postgres: fail jobs: %w", err)
+			return nil, errs.Wrap("fail jobs", err)
 		}
 	}
 	return b.Finish(leases, false), nil
@@ -305,7 +298,7 @@ func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queu
 		return err
 	})
 	if err != nil {
-		return store.RetrySweep{Queues: map[string]int{}}, fmt.Errorf("postgres: settle failed jobs: %w", err)
+		return store.RetrySweep{Queues: map[string]int{}}, errs.Wrap("settle failed jobs", err)
 	}
 	return sweep, nil
 }
@@ -333,11 +326,11 @@ func (s *Store) WorkerMarkLost(ctx context.Context, timeout time.Duration) ([]st
 	}
 	rows, err := s.pool.Query(ctx, sqlWorkerMarkLost, micros(timeout))
 	if err != nil {
-		return nil, fmt.Errorf("postgres: mark lost workers: %w", err)
+		return nil, errs.Wrap("mark lost workers", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("postgres: mark lost workers: %w", err)
+		return nil, errs.Wrap("mark lost workers", err)
 	}
 	return ids, nil
 }

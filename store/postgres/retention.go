@@ -94,13 +94,13 @@ func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int
 	if !p.Unpublished {
 		var c int64
 		if err := s.pool.QueryRow(ctx, sqlOutboxPublished, outboxCursor).Scan(&c); err != nil {
-			return 0, fmt.Errorf("postgres: events prune: %w", err)
+			return 0, errs.Wrap("events prune", err)
 		}
 		through = &c
 	}
 	var n int64
 	if err := s.pool.QueryRow(ctx, sqlEventsPrune, p.OlderThan.Microseconds(), p.Limit, through).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: events prune: %w", err)
+		return 0, errs.Wrap("events prune", err)
 	}
 	return n, nil
 }

@@ -103,22 +103,14 @@ func scanQueue(row pgx.Row) (*queue.Queue, error) {
 
 func scanWorker(row pgx.Row) (*queue.Worker, error) {
 	var (
-		w      queue.Worker
-		status string
+		w queue.Worker
+		r sqlstore.WorkerRow
 	)
-	var breakers []breakerRow
-	if err := row.Scan(&w.ID, &w.Hostname, &status, &w.Concurrency, &w.Queues, &w.Version,
-		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested, &w.Principal, &breakers, &w.Types); err != nil {
+	if err := row.Scan(&w.ID, &w.Hostname, &r.Status, &w.Concurrency, &w.Queues, &w.Version,
+		&w.RunningJobs, &w.StartedAt, &w.LastHeartbeatAt, &w.ShutdownRequested, &w.Principal, &r.Breakers, &w.Types); err != nil {
 		return nil, err
 	}
-	w.Status = queue.WorkerStatus(status)
-	for _, b := range breakers {
-		w.Breakers = append(w.Breakers, queue.QueueBreaker{Queue: b.Queue, State: queue.BreakerState(b.State),
-			FailureRate: b.FailureRate, Samples: b.Samples, Since: b.Since.UTC()})
-	}
-	if w.Queues == nil {
-		w.Queues = []string{}
-	}
+	r.Into(&w)
 	w.StartedAt = w.StartedAt.UTC()
 	w.LastHeartbeatAt = w.LastHeartbeatAt.UTC()
 	return &w, nil
@@ -143,22 +135,8 @@ func jsonText(m map[string]string) string {
 	return string(b)
 }
 
-// breakerRow is one element of workers.breakers (jsonb): field names fixed here, not by the
-// domain type's.
-type breakerRow struct {
-	Queue       string    `json:"queue"`
-	State       string    `json:"state"`
-	FailureRate float64   `json:"failure_rate"`
-	Samples     int       `json:"samples"`
-	Since       time.Time `json:"since"`
-}
-
 func breakersJSON(bs []queue.QueueBreaker) ([]byte, error) {
-	rows := make([]breakerRow, len(bs))
-	for i, b := range bs {
-		rows[i] = breakerRow{Queue: b.Queue, State: string(b.State), FailureRate: b.FailureRate, Samples: b.Samples, Since: b.Since.UTC()}
-	}
-	return json.Marshal(rows)
+	return json.Marshal(sqlstore.BreakerRows(bs))
 }
 
 // emptyChecksum is the SHA-256 of no bytes, the checksum of every empty result.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // Schedules of periodic jobs (store.ScheduleStore, migration 000013).
@@ -94,9 +94,6 @@ UPDATE schedules SET next_fire_at = $3,
 WHERE name = $1 AND next_fire_at = $2`
 )
 
-// maxScheduleDue bounds ScheduleDue's limit.
-const maxScheduleDue = 1000
-
 func scheduleArgs(p store.ScheduleParams) []any {
 	t := p.Template
 	payload := t.Payload
@@ -111,26 +108,17 @@ func scheduleArgs(p store.ScheduleParams) []any {
 func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 	var (
 		s                  queue.Schedule
-		timeoutMS, ttlMS   int64
-		missed, owner, ovl string
-		labels             map[string]string
+		r                  sqlstore.ScheduleRow
 		nextFire, lastFire *time.Time
 	)
 	err := row.Scan(&s.Name, &s.Template.Queue, &s.Template.Type, &s.Template.Payload, &s.Template.Priority,
-		&s.Template.MaxRetries, &timeoutMS, &labels, &s.Cron, &s.TimeZone, &missed, &s.CatchUpMax, &s.Paused, &owner,
-		&nextFire, &lastFire, &s.LastJobID, &s.LastOutcome, &s.LastError, &s.CreatedAt, &s.UpdatedAt,
-		&ovl, &ttlMS, &s.Template.KeepResult)
+		&s.Template.MaxRetries, &r.TimeoutMS, &r.Labels, &s.Cron, &s.TimeZone, &r.Missed, &s.CatchUpMax, &s.Paused,
+		&r.Owner, &nextFire, &lastFire, &s.LastJobID, &s.LastOutcome, &s.LastError, &s.CreatedAt, &s.UpdatedAt,
+		&r.Overlap, &r.TTLMS, &s.Template.KeepResult)
 	if err != nil {
 		return nil, err
 	}
-	s.Template.Timeout, s.Template.TTL, s.Overlap = fromMillis(timeoutMS), fromMillis(ttlMS), queue.OverlapPolicy(ovl)
-	if len(labels) > 0 {
-		s.Template.Labels = labels
-	}
-	if s.Template.Payload == nil {
-		s.Template.Payload = []byte{}
-	}
-	s.Missed, s.Owner = queue.MissedPolicy(missed), queue.ScheduleOwner(owner)
+	r.Into(&s)
 	s.NextFireAt, s.LastFireAt = deref(nextFire), deref(lastFire)
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
 	return &s, nil
@@ -142,35 +130,22 @@ func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*qu
 	if isCode(err, codeUniqueViolation) {
 		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleExists, p.Name)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: create schedule: %w", err)
-	}
-	return sc, nil
+	return sc, errs.Wrap("create schedule", err)
 }
 
 // ScheduleGet implements store.ScheduleStore.
 func (s *Store) ScheduleGet(ctx context.Context, name string) (*queue.Schedule, error) {
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleGet, name))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get schedule: %w", err)
+		return nil, errs.Row("get schedule", err, queue.ErrScheduleNotFound, name)
 	}
 	return sc, nil
 }
 
 // ScheduleList implements store.ScheduleStore.
 func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
-	rows, err := s.pool.Query(ctx, sqlScheduleList)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list schedules: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Schedule, error) { return scanSchedule(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list schedules: %w", err)
-	}
-	return out, nil
+	out, err := s.schedules(ctx, sqlScheduleList)
+	return out, errs.Wrap("list schedules", err)
 }
 
 // ScheduleUpdate implements store.ScheduleStore.
@@ -179,30 +154,19 @@ func (s *Store) ScheduleUpdate(ctx context.Context, p store.ScheduleParams) (*qu
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.notOwned(ctx, p.Name)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: update schedule: %w", err)
-	}
-	return sc, nil
+	return sc, errs.Wrap("update schedule", err)
 }
 
 // notOwned says why a write of the owner's row changed nothing: no such schedule, or another owner.
 func (s *Store) notOwned(ctx context.Context, name string) error {
-	var owner string
-	err := s.pool.QueryRow(ctx, sqlScheduleOwner, name).Scan(&owner)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, name)
-	case err != nil:
-		return fmt.Errorf("postgres: schedule owner: %w", err)
-	}
-	return fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, name, owner)
+	return errs.ScheduleNotOwned("schedule owner", name, s.pool.QueryRow(ctx, sqlScheduleOwner, name).Scan)
 }
 
 // ScheduleDelete implements store.ScheduleStore.
 func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams) error {
 	tag, err := s.pool.Exec(ctx, sqlScheduleDeleteOwned, p.Name, string(p.Owner))
 	if err != nil {
-		return fmt.Errorf("postgres: delete schedule: %w", err)
+		return errs.Wrap("delete schedule", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -213,11 +177,8 @@ func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams
 // ScheduleSetPaused implements store.ScheduleStore.
 func (s *Store) ScheduleSetPaused(ctx context.Context, p store.ScheduleSetPausedParams) (*queue.Schedule, error) {
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlScheduleSetPaused, p.Name, p.Paused, timePtr(p.NextFireAt)))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: pause schedule: %w", err)
+		return nil, errs.Row("pause schedule", err, queue.ErrScheduleNotFound, p.Name)
 	}
 	return sc, nil
 }
@@ -230,7 +191,6 @@ func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcile
 		return res, err
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res = store.ScheduleReconcileResult{}
 		rows, err := tx.Query(ctx, sqlScheduleOwners, names)
 		if err != nil {
 			return err
@@ -240,35 +200,17 @@ func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcile
 		if _, err := pgx.ForEachRow(rows, []any{&name, &owner}, func() error { owners[name] = owner; return nil }); err != nil {
 			return err
 		}
-		for _, sp := range p.Schedules {
-			prev, exists := owners[sp.Name]
-			takeOver := exists && prev != string(queue.OwnerConfig)
-			if _, err := tx.Exec(ctx, sqlScheduleUpsert, append(scheduleArgs(sp), takeOver)...); err != nil {
-				return err
-			}
-			switch {
-			case !exists:
-				res.Created = append(res.Created, sp.Name)
-			case takeOver:
-				res.TakenOver = append(res.TakenOver, sp.Name)
-				res.Updated = append(res.Updated, sp.Name)
-			default:
-				res.Updated = append(res.Updated, sp.Name)
-			}
-		}
-		for n, o := range owners {
-			if o == string(queue.OwnerConfig) && !slices.Contains(names, n) {
-				if _, err := tx.Exec(ctx, sqlScheduleDeleteOwned, n, o); err != nil {
-					return err
-				}
-				res.Deleted = append(res.Deleted, n)
-			}
-		}
-		slices.Sort(res.Deleted)
-		return nil
+		res, err = sqlstore.ReconcileSchedules(p, names, owners, func(sp store.ScheduleParams, takeOver bool) error {
+			_, err := tx.Exec(ctx, sqlScheduleUpsert, append(scheduleArgs(sp), takeOver)...)
+			return err
+		}, func(name, owner string) error {
+			_, err := tx.Exec(ctx, sqlScheduleDeleteOwned, name, owner)
+			return err
+		})
+		return err
 	})
 	if err != nil {
-		return store.ScheduleReconcileResult{}, fmt.Errorf("postgres: reconcile schedules: %w", err)
+		return store.ScheduleReconcileResult{}, errs.Wrap("reconcile schedules", err)
 	}
 	return res, nil
 }
@@ -276,26 +218,29 @@ func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcile
 // ScheduleDue implements store.ScheduleStore.
 func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueResult, error) {
 	var res store.ScheduleDueResult
-	if limit < 1 || limit > maxScheduleDue {
-		return res, fmt.Errorf("%w: schedule due limit %d: want 1..%d", queue.ErrInvalidArgument, limit, maxScheduleDue)
+	if err := sqlstore.CheckScheduleDueLimit(limit); err != nil {
+		return res, err
 	}
 	var earliest *time.Time
 	if err := s.pool.QueryRow(ctx, sqlScheduleClock).Scan(&res.Now, &earliest); err != nil {
-		return res, fmt.Errorf("postgres: schedule clock: %w", err)
+		return res, errs.Wrap("schedule clock", err)
 	}
 	res.Now, res.Earliest = res.Now.UTC(), deref(earliest)
 	if res.Earliest.IsZero() || res.Earliest.After(res.Now) {
 		return res, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlScheduleDue, res.Now, limit)
+	var err error
+	res.Due, err = s.schedules(ctx, sqlScheduleDue, res.Now, limit)
+	return res, errs.Wrap("due schedules", err)
+}
+
+// schedules reads the schedules a statement returns.
+func (s *Store) schedules(ctx context.Context, sql string, args ...any) ([]*queue.Schedule, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return res, fmt.Errorf("postgres: due schedules: %w", err)
+		return nil, err
 	}
-	res.Due, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Schedule, error) { return scanSchedule(r) })
-	if err != nil {
-		return res, fmt.Errorf("postgres: due schedules: %w", err)
-	}
-	return res, nil
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Schedule, error) { return scanSchedule(r) })
 }
 
 // ScheduleAdvance implements store.ScheduleStore.
@@ -307,7 +252,7 @@ func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvancePara
 	tag, err := s.pool.Exec(ctx, sqlScheduleAdvance, p.Name, p.From, timePtr(p.Next), timePtr(p.LastFireAt), jobID,
 		p.LastOutcome, p.LastError)
 	if err != nil {
-		return false, fmt.Errorf("postgres: advance schedule: %w", err)
+		return false, errs.Wrap("advance schedule", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -353,7 +298,6 @@ func (s *Store) ScheduleFire(ctx context.Context, ps []store.ScheduleFireParams)
 	}
 	var out []store.ScheduleFireResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		out = make([]store.ScheduleFireResult, len(ps))
 		rows, err := tx.Query(ctx, sqlScheduleFireLock, names, froms)
 		if err != nil {
 			return err
@@ -378,36 +322,29 @@ func (s *Store) ScheduleFire(ctx context.Context, ps []store.ScheduleFireParams)
 				return err
 			}
 		}
+		var advanced []store.ScheduleAdvanceParams
+		out, advanced = sqlstore.ScheduleFireResults(ps, func(i int) bool { return due[ps[i].Name] }, res)
 		var (
-			advNames, outcomes, errs []string
-			nexts, lastFires         []*time.Time
-			jobIDs                   []*string
+			advNames, outcomes, lastErrs []string
+			nexts, lastFires             []*time.Time
+			jobIDs                       []*string
 		)
-		for i, p := range ps {
-			if !due[p.Name] {
-				continue
-			}
-			out[i] = store.ScheduleFireResult{Fired: true, Jobs: res[:len(p.Jobs):len(p.Jobs)]}
-			res = res[len(p.Jobs):]
-			a := p.Advanced(out[i].Jobs)
+		for _, a := range advanced {
 			var id *string
 			if a.LastJobID != "" {
 				id = &a.LastJobID
 			}
 			advNames, nexts, lastFires = append(advNames, a.Name), append(nexts, timePtr(a.Next)), append(lastFires, timePtr(a.LastFireAt))
-			jobIDs, outcomes, errs = append(jobIDs, id), append(outcomes, a.LastOutcome), append(errs, a.LastError)
+			jobIDs, outcomes, lastErrs = append(jobIDs, id), append(outcomes, a.LastOutcome), append(lastErrs, a.LastError)
 		}
 		if len(advNames) == 0 {
 			return nil
 		}
-		_, err = tx.Exec(ctx, sqlScheduleFireAdvance, advNames, nexts, lastFires, jobIDs, outcomes, errs)
+		_, err = tx.Exec(ctx, sqlScheduleFireAdvance, advNames, nexts, lastFires, jobIDs, outcomes, lastErrs)
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrInvalidArgument) || errors.Is(err, queue.ErrIdempotencyConflict) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("postgres: fire schedules: %w", err)
+		return nil, errs.WrapExcept("fire schedules", err, sqlstore.ScheduleFireKeep...)
 	}
 	return out, nil
 }

@@ -22,7 +22,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (version uint, dirty bool, er
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("postgres: schema version: %w", err)
+		return 0, false, errs.Wrap("schema version", err)
 	case v < 0:
 		return 0, dirty, fmt.Errorf("postgres: schema version %d is negative", v)
 	}

@@ -2,13 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // sqlQueueStats computes one queue's statistics from what stays small however long the
@@ -126,21 +122,12 @@ func (s *Store) QueueStats(ctx context.Context, name string) (*queue.QueueStats,
 		&estimated, &doneEstimate,
 		&st.Finished, &st.FailedAttempts, &st.FinishedLastMinute, &st.FailedLastMinute,
 		&windowMicros, &avgMicros, &oldMs)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: queue stats: %w", err)
+		return nil, errs.Row("queue stats", err, queue.ErrQueueNotFound, name)
 	}
 	if estimated {
 		st.Done, st.DoneEstimated = doneEstimate, true
 	}
-	st.TotalProcessed = st.Done + st.DeadLettered
-	if st.Finished > 0 {
-		st.ErrorRate = float64(st.FailedAttempts) / float64(st.Finished)
-	}
-	st.Window = time.Duration(windowMicros) * time.Microsecond
-	st.AvgProcessingTime = time.Duration(avgMicros) * time.Microsecond
-	st.OldestPendingAge = max(time.Duration(oldMs)*time.Microsecond, 0)
+	sqlstore.FinishQueueStats(&st, windowMicros, avgMicros, oldMs)
 	return &st, nil
 }

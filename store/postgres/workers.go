@@ -142,7 +142,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 		return nil, fmt.Errorf("%w: worker id %q is registered by another principal", queue.ErrPermissionDenied, p.ID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: register worker: %w", err)
+		return nil, errs.Wrap("register worker", err)
 	}
 	return w, nil
 }
@@ -151,7 +151,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (store.WorkerCounts, error) {
 	var c store.WorkerCounts
 	if err := s.pool.QueryRow(ctx, sqlWorkerCounts, principal, except).Scan(&c.Live, &c.LiveOfPrincipal); err != nil {
-		return c, fmt.Errorf("postgres: count workers: %w", err)
+		return c, errs.Wrap("count workers", err)
 	}
 	return c, nil
 }
@@ -160,7 +160,7 @@ func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (sto
 func (s *Store) WorkerHeartbeat(ctx context.Context, p store.WorkerHeartbeatParams) (*queue.Worker, error) {
 	breakers, err := breakersJSON(p.Breakers)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: heartbeat worker: %w", err)
+		return nil, errs.Wrap("heartbeat worker", err)
 	}
 	return s.workerRow(ctx, "heartbeat", sqlWorkerHeartbeat, p.ID, string(breakers))
 }
@@ -186,13 +186,10 @@ func (s *Store) WorkerList(ctx context.Context) ([]*queue.Worker, error) {
 func (s *Store) workerList(ctx context.Context, sql string, args ...any) ([]*queue.Worker, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list workers: %w", err)
+		return nil, errs.Wrap("list workers", err)
 	}
 	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Worker, error) { return scanWorker(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list workers: %w", err)
-	}
-	return ws, nil
+	return ws, errs.Wrap("list workers", err)
 }
 
 // WorkerSetStatus implements store.WorkerStore.

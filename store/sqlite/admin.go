@@ -9,6 +9,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.AdminStore = (*Store)(nil)
@@ -116,26 +117,16 @@ SELECT count(*) FROM (
 SELECT count(*) FROM workers WHERE status <> 'OFFLINE' AND last_heartbeat_at > ?1`
 )
 
+var peekStatements = sqlstore.PeekStatements{Pending: sqlJobPeekPending, Level: sqlJobPeekPendingLevel, Dead: sqlJobPeekDead}
+
 // JobPeek implements store.AdminStore.
 func (s *Store) JobPeek(ctx context.Context, p store.JobPeekParams) (store.JobPeekResult, error) {
-	limit := p.Limit
-	q, args := sqlJobPeekPending, []any{p.Queue, us(s.now()), limit}
-	switch {
-	case p.Dead:
-		q = sqlJobPeekDead
-	case p.Priority != nil:
-		q, args = sqlJobPeekPendingLevel, append(args, *p.Priority)
-	}
-	jobs, cut, err := s.jobPage(ctx, limit, p.WithData, p.MaxBytes, q, args...)
+	q, args := peekStatements.For(p, p.Queue, us(s.now()), p.Limit)
+	jobs, cut, err := s.jobPage(ctx, p.Limit, p.WithData, p.MaxBytes, q, args...)
 	if err != nil {
-		return store.JobPeekResult{}, fmt.Errorf("sqlite: peek jobs: %w", err)
+		return store.JobPeekResult{}, errs.Wrap("peek jobs", err)
 	}
-	if len(jobs) == 0 {
-		if err := s.queueMustExist(ctx, p.Queue); err != nil {
-			return store.JobPeekResult{}, err
-		}
-	}
-	return store.JobPeekResult{Jobs: jobs, Truncated: cut}, nil
+	return sqlstore.PeekResult(jobs, cut, func() error { return s.queueMustExist(ctx, p.Queue) })
 }
 
 // JobPurgeDeadLetters implements store.AdminStore. Each batch is one write that deletes the jobs,
@@ -161,7 +152,7 @@ func (s *Store) JobPurgeDeadLetters(ctx context.Context, p store.JobPurgeDeadLet
 			return deleteJobsRest(tx, ids)
 		})
 		if err != nil {
-			return total, fmt.Errorf("sqlite: purge dead letters: %w", err)
+			return total, errs.Wrap("purge dead letters", err)
 		}
 		if n == 0 {
 			return total, nil
@@ -247,9 +238,9 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	case err != nil:
-		return fmt.Errorf("sqlite: delete job: %w", err)
+		return errs.Wrap("delete job", err)
 	case state != "":
-		return fmt.Errorf("%w: job %s is %s, expected %s", queue.ErrStaleAttempt, id, state, p.State)
+		return sqlstore.ErrStaleDelete(id, state, p.State)
 	}
 	return nil
 }
@@ -258,7 +249,7 @@ func (s *Store) JobDelete(ctx context.Context, p store.JobDeleteParams) error {
 func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.query(ctx, sqlJobCountDeadLettered)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	defer rows.Close()
 	out := map[string]int64{}
@@ -268,12 +259,12 @@ func (s *Store) JobCountDeadLettered(ctx context.Context) (map[string]int64, err
 			n int64
 		)
 		if err := rows.Scan(&q, &n); err != nil {
-			return nil, fmt.Errorf("sqlite: count dead letters: %w", err)
+			return nil, errs.Wrap("count dead letters", err)
 		}
 		out[q] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: count dead letters: %w", err)
+		return nil, errs.Wrap("count dead letters", err)
 	}
 	return out, nil
 }
@@ -285,7 +276,7 @@ func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]
 	for _, q := range queues {
 		var n int64
 		if err := s.queryRow(ctx, sqlJobCountReady, q, now, store.MaxReadyCount).Scan(&n); err != nil {
-			return nil, fmt.Errorf("sqlite: count ready jobs: %w", err)
+			return nil, errs.Wrap("count ready jobs", err)
 		}
 		out[q] = n
 	}
@@ -294,23 +285,8 @@ func (s *Store) JobCountReady(ctx context.Context, queues []string) (map[string]
 
 // JobDueTypeList implements store.AdminStore.
 func (s *Store) JobDueTypeList(ctx context.Context, queueName string, except []string) ([]string, error) {
-	rows, err := s.query(ctx, sqlJobDueTypeList, queueName, us(s.now()), store.MaxDueTypesScan, listText(except))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: due job types: %w", err)
-	}
-	defer rows.Close()
-	var types []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, fmt.Errorf("sqlite: due job types: %w", err)
-		}
-		types = append(types, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: due job types: %w", err)
-	}
-	return types, nil
+	types, err := s.strings(ctx, sqlJobDueTypeList, queueName, us(s.now()), store.MaxDueTypesScan, listText(except))
+	return types, errs.Wrap("due job types", err)
 }
 
 // WorkerCountLive implements store.AdminStore.
@@ -321,7 +297,7 @@ func (s *Store) WorkerCountLive(ctx context.Context, heartbeatTimeout time.Durat
 	var n int64
 	since := us(s.now().Add(-heartbeatTimeout.Truncate(time.Millisecond)))
 	if err := s.queryRow(ctx, sqlWorkerCountLive, since).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sqlite: count live workers: %w", err)
+		return 0, errs.Wrap("count live workers", err)
 	}
 	return n, nil
 }
@@ -329,7 +305,7 @@ func (s *Store) WorkerCountLive(ctx context.Context, heartbeatTimeout time.Durat
 func (s *Store) queueMustExist(ctx context.Context, name string) error {
 	var exists bool
 	if err := s.queryRow(ctx, sqlQueueExists, name).Scan(&exists); err != nil {
-		return fmt.Errorf("sqlite: queue exists: %w", err)
+		return errs.Wrap("queue exists", err)
 	}
 	if !exists {
 		return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)

@@ -172,7 +172,7 @@ func (s *Store) ConstraintCreate(ctx context.Context, p store.ConstraintCreatePa
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create constraint: %w", err)
+		return nil, errs.Wrap("create constraint", err)
 	}
 	return out, nil
 }
@@ -184,7 +184,7 @@ func (s *Store) ConstraintGet(ctx context.Context, name string) (*queue.Constrai
 		return nil, fmt.Errorf("%w: %s", queue.ErrConstraintNotFound, queue.Excerpt(name))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get constraint: %w", err)
+		return nil, errs.Wrap("get constraint", err)
 	}
 	return c, nil
 }
@@ -194,19 +194,19 @@ func (s *Store) ConstraintGet(ctx context.Context, name string) (*queue.Constrai
 func (s *Store) ConstraintSet(ctx context.Context) (*queue.ConstraintSet, error) {
 	tx, err := s.rdb.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: constraint set: %w", err)
+		return nil, errs.Wrap("constraint set", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	set := &queue.ConstraintSet{}
 	if err := tx.QueryRowContext(ctx, sqlConstraintGen).Scan(&set.Gen); err != nil {
-		return nil, fmt.Errorf("sqlite: constraint set: %w", err)
+		return nil, errs.Wrap("constraint set", err)
 	}
 	rows, err := tx.QueryContext(ctx, sqlConstraintAll)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: constraint set: %w", err)
+		return nil, errs.Wrap("constraint set", err)
 	}
 	if set.Constraints, err = scanConstraints(rows); err != nil {
-		return nil, fmt.Errorf("sqlite: constraint set: %w", err)
+		return nil, errs.Wrap("constraint set", err)
 	}
 	return set, nil
 }
@@ -230,7 +230,7 @@ func (s *Store) ConstraintDelete(ctx context.Context, name string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: delete constraint: %w", err)
+		return errs.Wrap("delete constraint", err)
 	}
 	return nil
 }
@@ -243,7 +243,7 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 	}
 	rows, err := s.query(ctx, sqlConstraintKeyUsage, queue.LimitEntry(c.Name, ""))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+		return nil, errs.Wrap("constraint usage", err)
 	}
 	defer rows.Close()
 	running := map[string]int{}
@@ -251,17 +251,17 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 		var key string
 		var n int
 		if err := rows.Scan(&key, &n); err != nil {
-			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+			return nil, errs.Wrap("constraint usage", err)
 		}
 		running[key] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+		return nil, errs.Wrap("constraint usage", err)
 	}
 	active := map[string]queue.Bucket{}
 	if !c.Rate.IsZero() {
 		if err := s.activeBuckets(ctx, c, active); err != nil {
-			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+			return nil, errs.Wrap("constraint usage", err)
 		}
 	}
 	keys := sqlstore.UsageKeys(p, running, active)
@@ -269,19 +269,19 @@ func (s *Store) ConstraintUsage(ctx context.Context, p store.ConstraintUsagePara
 	if !c.Rate.IsZero() && len(keys) > 0 {
 		brows, err := s.query(ctx, sqlConstraintKeyBuckets, c.Name, listText(keys))
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+			return nil, errs.Wrap("constraint usage", err)
 		}
 		defer brows.Close()
 		for brows.Next() {
 			var key string
 			var b queue.Bucket
 			if err := brows.Scan(&key, &b.Tokens, tm{&b.At}); err != nil {
-				return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+				return nil, errs.Wrap("constraint usage", err)
 			}
 			buckets[key] = b
 		}
 		if err := brows.Err(); err != nil {
-			return nil, fmt.Errorf("sqlite: constraint usage: %w", err)
+			return nil, errs.Wrap("constraint usage", err)
 		}
 	}
 	return sqlstore.Usage(c, running, active, keys, buckets, s.now()), nil
@@ -297,7 +297,7 @@ func (s *Store) JobClaimConstrained(ctx context.Context, p store.JobClaimParams)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: constrained claim: %w", err)
+		return nil, errs.Wrap("constrained claim", err)
 	}
 	return out, nil
 }
@@ -628,7 +628,7 @@ func (s *Store) ConstraintBucketsPrune(ctx context.Context, p store.ConstraintBu
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: prune constraint buckets: %w", err)
+		return 0, errs.Wrap("prune constraint buckets", err)
 	}
 	return n, nil
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -35,7 +34,7 @@ func (s *Store) DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error) 
 	snap := store.DepthSnapshot{Jobs: map[string]map[queue.State]int64{}}
 	rows, err := s.query(ctx, sqlDepthSnapshot)
 	if err != nil {
-		return snap, fmt.Errorf("sqlite: depth snapshot: %w", err)
+		return snap, errs.Wrap("depth snapshot", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -44,12 +43,12 @@ func (s *Store) DepthSnapshot(ctx context.Context) (store.DepthSnapshot, error) 
 			n                 int64
 		)
 		if err := rows.Scan(&kind, &name, &state, &n); err != nil {
-			return snap, fmt.Errorf("sqlite: depth snapshot: %w", err)
+			return snap, errs.Wrap("depth snapshot", err)
 		}
 		sqlstore.DepthRow(&snap, kind, name, state, n)
 	}
 	if err := rows.Err(); err != nil {
-		return snap, fmt.Errorf("sqlite: depth snapshot: %w", err)
+		return snap, errs.Wrap("depth snapshot", err)
 	}
 	return snap, nil
 }

@@ -5,13 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.DispatchStore = (*Store)(nil)
@@ -34,7 +34,7 @@ var dispatchEdges = []struct{ from, to queue.State }{
 func init() {
 	for _, e := range dispatchEdges {
 		if err := queue.CheckTransition(e.from, e.to); err != nil {
-			panic(fmt.Errorf("sqlite: dispatch SQL hard-codes an edge the transition table refuses: %w", err))
+			panic(errs.Wrap("dispatch SQL hard-codes an edge the transition table refuses", err))
 		}
 	}
 }
@@ -110,19 +110,19 @@ VALUES (?1, (SELECT n FROM jobs WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 
 func (s *Store) JobDue(ctx context.Context, p store.JobDueParams) ([]store.DueJob, error) {
 	rows, err := s.query(ctx, sqlJobDue, p.Queue, us(s.now()), p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: due jobs: %w", err)
+		return nil, errs.Wrap("due jobs", err)
 	}
 	defer rows.Close()
 	var due []store.DueJob
 	for rows.Next() {
 		var d store.DueJob
 		if err := rows.Scan(&d.ID, &d.Priority, tm{&d.CreatedAt}); err != nil {
-			return nil, fmt.Errorf("sqlite: due jobs: %w", err)
+			return nil, errs.Wrap("due jobs", err)
 		}
 		due = append(due, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: due jobs: %w", err)
+		return nil, errs.Wrap("due jobs", err)
 	}
 	return due, nil
 }
@@ -139,7 +139,7 @@ func (s *Store) JobClaim(ctx context.Context, p store.JobClaimParams) ([]*queue.
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim jobs: %w", err)
+		return nil, errs.Wrap("claim jobs", err)
 	}
 	return jobs, nil
 }
@@ -174,15 +174,7 @@ func claimPlain(tx *wtx, p store.JobClaimParams) ([]*queue.Job, error) {
 // JobAssignMany implements store.DispatchStore. The ids come canonical, malformed ones dropped
 // (store/storewrap); repeats of an id are dropped. The jobs come back in the order of p.IDs.
 func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*queue.Job, error) {
-	ids := make([]string, 0, len(p.IDs))
-	seen := make(map[string]bool, len(p.IDs))
-	for _, id := range p.IDs {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		ids = append(ids, id)
-	}
+	ids := sqlstore.UniqueIDs(p.IDs)
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -202,7 +194,7 @@ func (s *Store) JobAssignMany(ctx context.Context, p store.JobAssignParams) ([]*
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: assign jobs: %w", err)
+		return nil, errs.Wrap("assign jobs", err)
 	}
 	return jobs, nil
 }

@@ -94,7 +94,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 		}
 		arg, err := json.Marshal(input)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 		err = s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
@@ -122,7 +122,7 @@ func (s *Store) JobAckMany(ctx context.Context, leases []store.JobLease) ([]stor
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: ack jobs: %w", err)
+			return nil, errs.Wrap("ack jobs", err)
 		}
 	}
 	return b.Finish(leases, true), nil
@@ -173,14 +173,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 	if err := store.ValidateDispatchBatch(len(reports)); err != nil {
 		return nil, err
 	}
-	b := sqlstore.NewLeaseBatch(len(reports))
-	leases := make([]store.JobLease, len(reports))
-	bounded := make([]store.JobReportParams, len(reports))
-	for i, r := range reports {
-		bounded[i] = r.Bounded()
-		leases[i] = bounded[i].JobLease
-		b.Add(i, leases[i])
-	}
+	b, leases, bounded := sqlstore.NewReportBatch(reports)
 	if len(b.Sent) > 0 {
 		ids := make([]string, len(b.Sent))
 		for k, i := range b.Sent {
@@ -200,7 +193,7 @@ func (s *Store) JobReportMany(ctx context.Context, reports []store.JobReportPara
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: report jobs: %w", err)
+			return nil, errs.Wrap("report jobs", err)
 		}
 	}
 	return b.Finish(leases, false), nil

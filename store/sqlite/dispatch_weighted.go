@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -39,7 +38,7 @@ func (s *Store) jobClaimWeighted(ctx context.Context, p store.JobClaimParams) ([
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim jobs: %w", err)
+		return nil, errs.Wrap("claim jobs", err)
 	}
 	return jobs, nil
 }

@@ -1,10 +1,13 @@
 package sqlite
 
 import (
+	"database/sql"
 	"errors"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // sqliteCode returns the extended result code of a SQLite error inside err, or 0.
@@ -24,3 +27,6 @@ func isUnique(err error) bool {
 func isCheck(err error) bool {
 	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_CHECK
 }
+
+// errs words the store's errors ("sqlite: …"; a missing row is sql.ErrNoRows).
+var errs = sqlstore.Errors{Backend: "sqlite", NoRows: sql.ErrNoRows}

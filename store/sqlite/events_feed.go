@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jq-dev/jq/queue"
@@ -37,7 +36,7 @@ LIMIT ?5`
 func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store.EventsReadResult, error) {
 	var newest int64
 	if err := s.queryRow(ctx, sqlFeedNewest).Scan(&newest); err != nil {
-		return store.EventsReadResult{}, fmt.Errorf("sqlite: events read: %w", err)
+		return store.EventsReadResult{}, errs.Wrap("events read", err)
 	}
 	if p.FromNow {
 		return store.EventsReadResult{After: newest}, nil
@@ -48,7 +47,7 @@ func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store
 	}
 	rows, err := s.query(ctx, sqlFeedRead, p.After, newest, p.Queue, p.Principal, p.Limit)
 	if err != nil {
-		return store.EventsReadResult{}, fmt.Errorf("sqlite: events read: %w", err)
+		return store.EventsReadResult{}, errs.Wrap("events read", err)
 	}
 	defer rows.Close()
 	var (
@@ -63,7 +62,7 @@ func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store
 		)
 		if err := rows.Scan(&id, &e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
 			&e.WorkerID, &e.Attempt, tm{&e.At}, tm{&via}); err != nil {
-			return store.EventsReadResult{}, fmt.Errorf("sqlite: events read: %w", err)
+			return store.EventsReadResult{}, errs.Wrap("events read", err)
 		}
 		n++
 		e.From, e.To = queue.State(from), queue.State(to)
@@ -73,7 +72,7 @@ func (s *Store) EventsRead(ctx context.Context, p store.EventsReadParams) (store
 		res.Events = append(res.Events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return store.EventsReadResult{}, fmt.Errorf("sqlite: events read: %w", err)
+		return store.EventsReadResult{}, errs.Wrap("events read", err)
 	}
 	if n == p.Limit {
 		res.After, res.Pending = id, true // full: the rest of the range at once

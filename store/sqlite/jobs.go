@@ -8,7 +8,6 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
-	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 const (
@@ -69,7 +68,7 @@ func (s *Store) JobGet(ctx context.Context, id string) (*queue.Job, error) {
 		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get job: %w", err)
+		return nil, errs.Wrap("get job", err)
 	}
 	return j, nil
 }
@@ -107,37 +106,26 @@ func (s *Store) JobTransition(ctx context.Context, p store.JobTransitionParams) 
 		return j, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlite: transition job: %w", err)
+		return nil, errs.Wrap("transition job", err)
 	}
 	// Nothing matched: tell a missing job from a lost compare-and-set.
-	var (
-		state   string
-		attempt int
-	)
-	err = s.queryRow(ctx, sqlJobStateAttempt, id).Scan(&state, &attempt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: transition job: %w", err)
-	}
-	return nil, sqlstore.ErrStaleTransition(p, id, state, attempt)
+	return nil, errs.TransitionMiss("transition job", p, id, s.queryRow(ctx, sqlJobStateAttempt, id).Scan)
 }
 
 // JobEvents implements store.JobStore.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]queue.Event, error) {
 	rows, err := s.query(ctx, sqlJobEvents, id)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: job events: %w", err)
+		return nil, errs.Wrap("job events", err)
 	}
 	events, err := collect(rows, scanEvent)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: job events: %w", err)
+		return nil, errs.Wrap("job events", err)
 	}
 	if len(events) == 0 {
 		var exists bool
 		if err := s.queryRow(ctx, sqlJobExists, id).Scan(&exists); err != nil {
-			return nil, fmt.Errorf("sqlite: job events: %w", err)
+			return nil, errs.Wrap("job events", err)
 		}
 		if !exists {
 			return nil, fmt.Errorf("%w: %s", queue.ErrJobNotFound, id)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 const (
@@ -72,24 +73,19 @@ func newJobIDs(ps []store.JobInsertParams) ([]string, error) {
 	return ids, nil
 }
 
-type queueDefaults struct {
-	maxRetries int
-	ttlMS      int64
-}
-
 func insertJobs(tx *wtx, ps []store.JobInsertParams, ids []string) ([]store.JobInsertResult, error) {
-	defaults := map[string]queueDefaults{}
+	defaults := map[string]sqlstore.QueueDefaults{}
 	for _, p := range ps {
 		if _, ok := defaults[p.Queue]; ok {
 			continue
 		}
-		var d queueDefaults
-		err := tx.queryRow(sqlQueueDefaults, p.Queue).Scan(&d.maxRetries, &d.ttlMS)
+		var d sqlstore.QueueDefaults
+		err := tx.queryRow(sqlQueueDefaults, p.Queue).Scan(&d.MaxRetries, &d.TTLMS)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Queue)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: insert jobs: %w", err)
+			return nil, errs.Wrap("insert jobs", err)
 		}
 		defaults[p.Queue] = d
 	}
@@ -110,19 +106,7 @@ func insertJobs(tx *wtx, ps []store.JobInsertParams, ids []string) ([]store.JobI
 		// Rows of one batch keep their submit order under the scheduler's (priority, created_at)
 		// FIFO: each is a microsecond after the one before.
 		created := tx.now.Add(time.Duration(i) * time.Microsecond).Truncate(time.Microsecond)
-		d := defaults[p.Queue]
-		maxRetries := d.maxRetries
-		if p.MaxRetries != nil {
-			maxRetries = *p.MaxRetries
-		}
-		ttlMS := d.ttlMS
-		if p.TTL > 0 {
-			ttlMS = toMillis(p.TTL)
-		}
-		timeout := p.Timeout
-		if timeout == 0 {
-			timeout = queue.DefaultJobTimeout
-		}
+		maxRetries, ttlMS, timeoutMS := defaults[p.Queue].For(p)
 		notBefore := created
 		if !p.RunAt.IsZero() {
 			notBefore = p.RunAt.UTC().Truncate(time.Microsecond)
@@ -144,17 +128,17 @@ func insertJobs(tx *wtx, ps []store.JobInsertParams, ids []string) ([]store.JobI
 			limitKeys, limitGen = entriesText(p.Limits.Entries), p.Limits.Gen
 		}
 		_, err := tx.exec(sqlJobInsert, ids[i], p.Queue, p.Type, payload, p.Priority, maxRetries, ttlMS,
-			toMillis(timeout), us(notBefore), usPtr(expiresAt), p.IdempotencyKey, hash, mapText(p.Labels),
+			timeoutMS, us(notBefore), usPtr(expiresAt), p.IdempotencyKey, hash, mapText(p.Labels),
 			p.KeepResult, mapText(p.TraceContext), us(created), p.Principal, limitKeys, limitGen)
 		if err != nil {
 			return nil, translateInsertError(err)
 		}
 		if _, err := tx.exec(sqlSubmittedEvent, ids[i], p.Queue, p.Type, us(created)); err != nil {
-			return nil, fmt.Errorf("sqlite: insert jobs: %w", err)
+			return nil, errs.Wrap("insert jobs", err)
 		}
 		j := &queue.Job{
 			ID: ids[i], Queue: p.Queue, Type: p.Type, Payload: payload, Priority: p.Priority,
-			State: queue.StatePending, MaxRetries: maxRetries, TTL: fromMillis(ttlMS), Timeout: fromMillis(toMillis(timeout)),
+			State: queue.StatePending, MaxRetries: maxRetries, TTL: fromMillis(ttlMS), Timeout: fromMillis(timeoutMS),
 			NotBefore: notBefore, ExpiresAt: expiresAt, IdempotencyKey: p.IdempotencyKey,
 			KeepResult: p.KeepResult, CreatedAt: created, UpdatedAt: created, Principal: p.Principal,
 		}
@@ -178,7 +162,7 @@ func jobByKey(tx *wtx, p store.JobInsertParams, hash []byte) (*queue.Job, error)
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: insert jobs: read idempotent jobs: %w", err)
+		return nil, errs.Wrap("insert jobs: read idempotent jobs", err)
 	}
 	if !bytes.Equal(held, hash) {
 		if j.Principal != p.Principal {
@@ -209,5 +193,5 @@ func translateInsertError(err error) error {
 	case isCheck(err):
 		return fmt.Errorf("%w: %w", queue.ErrInvalidArgument, err)
 	}
-	return fmt.Errorf("sqlite: insert jobs: %w", err)
+	return errs.Wrap("insert jobs", err)
 }

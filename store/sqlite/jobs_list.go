@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -62,7 +61,7 @@ func (s *Store) JobList(ctx context.Context, p store.JobListParams) (store.JobLi
 		return store.JobListResult{}, sqlstore.ErrListScanBound(bound)
 	}
 	if err != nil {
-		return store.JobListResult{}, fmt.Errorf("sqlite: list jobs: %w", err)
+		return store.JobListResult{}, errs.Wrap("list jobs", err)
 	}
 	if len(jobs) == 0 && p.Queue != "" {
 		if _, err := s.QueueGet(ctx, p.Queue); err != nil {

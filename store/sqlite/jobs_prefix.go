@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
@@ -18,21 +17,6 @@ func (s *Store) JobPrefixList(ctx context.Context, prefix string, limit int) ([]
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.query(ctx, sqlJobPrefixList, lo, hi, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: job ids by prefix: %w", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("sqlite: job ids by prefix: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: job ids by prefix: %w", err)
-	}
-	return ids, nil
+	ids, err := s.strings(ctx, sqlJobPrefixList, lo, hi, limit)
+	return ids, errs.Wrap("job ids by prefix", err)
 }

@@ -80,7 +80,7 @@ func (s *Store) JobRequestCancel(ctx context.Context, l store.JobLease) (*queue.
 	case errors.Is(err, queue.ErrJobNotFound):
 		return nil, err
 	case err != nil:
-		return nil, fmt.Errorf("sqlite: request cancel: %w", err)
+		return nil, errs.Wrap("request cancel", err)
 	case j == nil:
 		return nil, fmt.Errorf("%w: job %s is %s, not RUNNING at attempt %d", queue.ErrStaleAttempt, id, state, l.Attempt)
 	}
@@ -114,7 +114,7 @@ func (s *Store) WorkerRequestShutdown(ctx context.Context, id string) (*queue.Wo
 	case errors.Is(err, queue.ErrWorkerNotFound):
 		return nil, err
 	case err != nil:
-		return nil, fmt.Errorf("sqlite: request worker shutdown: %w", err)
+		return nil, errs.Wrap("request worker shutdown", err)
 	case w == nil:
 		return nil, fmt.Errorf("%w: worker %q is %s", queue.ErrIllegalTransition, id, status)
 	}
@@ -155,7 +155,7 @@ func (s *Store) JobLeasesToCancel(ctx context.Context, workerID string, leases [
 	jobs := make(map[string]held, len(order))
 	rows, err := s.query(ctx, sqlJobLeaseStates, listText(order))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: leases to cancel: %w", err)
+		return nil, errs.Wrap("leases to cancel", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -164,12 +164,12 @@ func (s *Store) JobLeasesToCancel(ctx context.Context, workerID string, leases [
 			h  held
 		)
 		if err := rows.Scan(&id, &h.state, &h.attempt, &h.worker, &h.cancel); err != nil {
-			return nil, fmt.Errorf("sqlite: leases to cancel: %w", err)
+			return nil, errs.Wrap("leases to cancel", err)
 		}
 		jobs[id] = h
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: leases to cancel: %w", err)
+		return nil, errs.Wrap("leases to cancel", err)
 	}
 	var out []string
 	for _, id := range order {

@@ -77,7 +77,7 @@ func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (sto
 		return store.OutboxClaim{}, errors.New("sqlite: events claim: no outbox cursor")
 	}
 	if err != nil {
-		return store.OutboxClaim{}, fmt.Errorf("sqlite: events claim: %w", err)
+		return store.OutboxClaim{}, errs.Wrap("events claim", err)
 	}
 	if leased || newest <= cursor {
 		return store.OutboxClaim{}, nil
@@ -92,7 +92,7 @@ func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (sto
 		return err
 	})
 	if err != nil {
-		return store.OutboxClaim{}, fmt.Errorf("sqlite: events claim: lease: %w", err)
+		return store.OutboxClaim{}, errs.Wrap("events claim: lease", err)
 	}
 	if c.Lease == 0 {
 		return store.OutboxClaim{}, nil
@@ -113,7 +113,7 @@ func (s *Store) EventsClaim(ctx context.Context, p store.EventsClaimParams) (sto
 func (s *Store) outboxRead(ctx context.Context, c *store.OutboxClaim, cursor int64, limit int) error {
 	rows, err := s.query(ctx, sqlOutboxRead, cursor, limit)
 	if err != nil {
-		return fmt.Errorf("sqlite: events claim: %w", err)
+		return errs.Wrap("events claim", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -125,7 +125,7 @@ func (s *Store) outboxRead(ctx context.Context, c *store.OutboxClaim, cursor int
 		)
 		if err := rows.Scan(&e.ID, &e.JobID, &e.Seq, &e.Queue, &e.Type, &from, &to, &e.Reason, &e.Error,
 			&e.WorkerID, &e.Attempt, tm{&e.At}, tm{&via}, jsonCol{&trace}); err != nil {
-			return fmt.Errorf("sqlite: events claim: %w", err)
+			return errs.Wrap("events claim", err)
 		}
 		n := 1
 		if !via.IsZero() {
@@ -148,7 +148,7 @@ func (s *Store) outboxRead(ctx context.Context, c *store.OutboxClaim, cursor int
 		c.Events = append(c.Events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite: events claim: %w", err)
+		return errs.Wrap("events claim", err)
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func (s *Store) EventsMarkPublished(ctx context.Context, c store.OutboxClaim) er
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: events mark published: %w", err)
+		return errs.Wrap("events mark published", err)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: the outbox lease %d was taken over by another relay", queue.ErrStaleAttempt, c.Lease)
@@ -186,7 +186,7 @@ func (s *Store) EventsRelease(ctx context.Context, c store.OutboxClaim) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: events release: %w", err)
+		return errs.Wrap("events release", err)
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func (s *Store) OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error) 
 		oldestUS int64
 	)
 	if err := s.queryRow(ctx, sqlOutboxBacklog, outboxCursor).Scan(&b.Events, &oldestUS); err != nil {
-		return store.OutboxBacklog{}, fmt.Errorf("sqlite: outbox backlog: %w", err)
+		return store.OutboxBacklog{}, errs.Wrap("outbox backlog", err)
 	}
 	if b.Events > 0 && oldestUS > 0 {
 		b.OldestAge = max(0, s.now().Sub(fromUS(oldestUS)).Truncate(time.Microsecond))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.ProgressStore = (*Store)(nil)
@@ -47,34 +48,16 @@ WHERE job_id IN (
 // JobProgressSet implements store.ProgressStore: one write for the batch, the last update of each
 // job applied.
 func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams) ([]store.LeaseOutcome, error) {
-	outs := make([]store.LeaseOutcome, len(p.Updates))
-	last := make(map[string]int, len(p.Updates)) // canonical id → index of its last valid update
-	var order []string                           // the ids of last, in batch order
-	for i, u := range p.Updates {
-		id, err := store.ParseJobID(u.ID)
-		outs[i].ID = id
-		if err != nil {
-			outs[i].ID, outs[i].Err = u.ID, err
-			continue
-		}
-		if err := u.ValidateUpdate(); err != nil {
-			outs[i].Err = err
-			continue
-		}
-		if _, ok := last[id]; !ok {
-			order = append(order, id)
-		}
-		last[id] = i
+	b := sqlstore.NewProgressBatch(p)
+	applied := make(map[string]bool, len(b.IDs))
+	if len(b.IDs) == 0 {
+		return b.Outcomes, nil
 	}
-	if len(order) == 0 {
-		return outs, nil
-	}
-	applied := make(map[string]bool, len(order))
 	err := s.write(ctx, func(tx *wtx) error {
 		clear(applied)
 		now := us(tx.now)
-		for _, id := range order {
-			u := p.Updates[last[id]]
+		for _, id := range b.IDs {
+			u := p.Updates[b.Last[id]]
 			res, err := tx.exec(sqlJobProgressSet, id, u.Attempt, u.Percent, u.Message, p.WorkerID, now)
 			if err != nil {
 				return err
@@ -88,15 +71,9 @@ func (s *Store) JobProgressSet(ctx context.Context, p store.JobProgressSetParams
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: set job progress: %w", err)
+		return nil, errs.Wrap("set job progress", err)
 	}
-	for i := range outs {
-		if outs[i].Err == nil && !applied[outs[i].ID] {
-			outs[i].Err = fmt.Errorf("%w: job %s is not held by worker %s at attempt %d",
-				queue.ErrStaleAttempt, outs[i].ID, p.WorkerID, p.Updates[i].Attempt)
-		}
-	}
-	return outs, nil
+	return b.Finish(p, applied), nil
 }
 
 // JobProgressGet implements store.ProgressStore.
@@ -107,7 +84,7 @@ func (s *Store) JobProgressGet(ctx context.Context, id string) (*queue.JobProgre
 		return nil, nil //nolint:nilnil // no progress is not an error
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get job progress: %w", err)
+		return nil, errs.Wrap("get job progress", err)
 	}
 	return &pr, nil
 }
@@ -128,7 +105,7 @@ func (s *Store) JobProgressPrune(ctx context.Context, limit int) (int64, error) 
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: prune job progress: %w", err)
+		return 0, errs.Wrap("prune job progress", err)
 	}
 	return n, nil
 }

@@ -62,7 +62,7 @@ func (s *Store) QueueCreate(ctx context.Context, p store.QueueCreateParams) (*qu
 		return nil, fmt.Errorf("%w: %q", queue.ErrQueueExists, p.Name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create queue: %w", err)
+		return nil, errs.Wrap("create queue", err)
 	}
 	return created, nil
 }
@@ -91,7 +91,7 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 		return err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("sqlite: ensure queue: %w", err)
+		return nil, false, errs.Wrap("ensure queue", err)
 	}
 	return got, created, nil
 }
@@ -99,11 +99,8 @@ func (s *Store) QueueEnsure(ctx context.Context, p store.QueueCreateParams) (*qu
 // QueueGet implements store.QueueStore.
 func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error) {
 	q, err := scanQueue(s.queryRow(ctx, sqlQueueGet, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get queue: %w", err)
+		return nil, errs.Row("get queue", err, queue.ErrQueueNotFound, name)
 	}
 	return q, nil
 }
@@ -112,13 +109,10 @@ func (s *Store) QueueGet(ctx context.Context, name string) (*queue.Queue, error)
 func (s *Store) QueueList(ctx context.Context) ([]*queue.Queue, error) {
 	rows, err := s.query(ctx, sqlQueueList)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list queues: %w", err)
+		return nil, errs.Wrap("list queues", err)
 	}
 	qs, err := collect(rows, scanQueue)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list queues: %w", err)
-	}
-	return qs, nil
+	return qs, errs.Wrap("list queues", err)
 }
 
 // QueueDelete implements store.QueueStore.
@@ -126,30 +120,22 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 	var deleted int64
 	err := s.write(ctx, func(tx *wtx) error {
 		if _, err := scanQueue(tx.queryRow(sqlQueueGet, p.Name)); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-			}
-			return fmt.Errorf("sqlite: delete queue: %w", err)
+			return errs.Row("delete queue", err, queue.ErrQueueNotFound, p.Name)
 		}
-		if !p.Force {
-			var hasJobs bool
-			if err := tx.queryRow(sqlQueueHasJobs, p.Name).Scan(&hasJobs); err != nil {
-				return fmt.Errorf("sqlite: delete queue: %w", err)
-			}
-			if hasJobs {
-				return fmt.Errorf("%w: %q holds jobs; force deletes them", queue.ErrQueueNotEmpty, p.Name)
-			}
+		hasJobs := func(dest ...any) error { return tx.queryRow(sqlQueueHasJobs, p.Name).Scan(dest...) }
+		if err := errs.QueueDeletable(p, hasJobs); err != nil {
+			return err
 		}
 		rows, err := tx.query(sqlQueueDeleteJobs, p.Name)
 		if err != nil {
-			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		jobs, err := collect(rows, func(r scanner) (deletedJob, error) {
 			var j deletedJob
 			return j, r.Scan(&j.id, &j.n)
 		})
 		if err != nil {
-			return fmt.Errorf("sqlite: delete queue jobs: %w", err)
+			return errs.Wrap("delete queue jobs", err)
 		}
 		deleted = int64(len(jobs))
 		// Their published events and progress rows, in one statement each (deleteJobsRest, as a
@@ -158,7 +144,7 @@ func (s *Store) QueueDelete(ctx context.Context, p store.QueueDeleteParams) (int
 			return fmt.Errorf("sqlite: delete queue jobs' %w", err)
 		}
 		if _, err := tx.exec(sqlQueueDelete, p.Name); err != nil {
-			return fmt.Errorf("sqlite: delete queue: %w", err)
+			return errs.Wrap("delete queue", err)
 		}
 		return nil
 	})
@@ -173,11 +159,8 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 	var updated *queue.Queue
 	err := s.write(ctx, func(tx *wtx) error {
 		cur, err := scanQueue(tx.queryRow(sqlQueueGet, p.Name))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-		}
 		if err != nil {
-			return fmt.Errorf("sqlite: update queue: %w", err)
+			return errs.Row("update queue", err, queue.ErrQueueNotFound, p.Name)
 		}
 		q, err := p.Apply(cur)
 		if err != nil {
@@ -185,7 +168,7 @@ func (s *Store) QueueUpdate(ctx context.Context, p store.QueueUpdateParams) (*qu
 		}
 		updated, err = scanQueue(tx.queryRow(sqlQueueUpdate, queueArgs(q, us(tx.now))...))
 		if err != nil {
-			return fmt.Errorf("sqlite: update queue: %w", err)
+			return errs.Wrap("update queue", err)
 		}
 		return nil
 	})
@@ -203,13 +186,22 @@ func (s *Store) QueueSetPaused(ctx context.Context, p store.QueueSetPausedParams
 		q, err = scanQueue(tx.queryRow(sqlQueueSetPaused, p.Name, p.Paused, us(tx.now)))
 		return err
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, p.Name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: pause queue: %w", err)
+		return nil, errs.Row("pause queue", err, queue.ErrQueueNotFound, p.Name)
 	}
 	return q, nil
+}
+
+// strings reads the one text column of the rows a statement returns.
+func (s *Store) strings(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r scanner) (string, error) {
+		var v string
+		return v, r.Scan(&v)
+	})
 }
 
 // collect scans every row with scan and closes rows.

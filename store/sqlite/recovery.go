@@ -107,7 +107,7 @@ func (s *Store) JobOverdue(ctx context.Context, p store.JobOverdueParams) ([]sto
 	rows, err := s.query(ctx, sqlJobOverdue, us(p.Deadlines.AssignedBefore(p.Now)), us(p.Now),
 		p.Deadlines.Grace.Microseconds(), p.WorkersLost, p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: overdue jobs: %w", err)
+		return nil, errs.Wrap("overdue jobs", err)
 	}
 	defer rows.Close()
 	var out []store.OverdueLease
@@ -119,14 +119,14 @@ func (s *Store) JobOverdue(ctx context.Context, p store.JobOverdueParams) ([]sto
 		)
 		if err := rows.Scan(&l.ID, &l.Attempt, &l.WorkerID, &l.Queue, &state, tm{&l.UpdatedAt}, tm{&l.StartedAt},
 			&timeoutMS, &l.WorkerLost); err != nil {
-			return nil, fmt.Errorf("sqlite: overdue jobs: %w", err)
+			return nil, errs.Wrap("overdue jobs", err)
 		}
 		l.State = queue.State(state)
 		l.Timeout = fromMillis(timeoutMS)
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: overdue jobs: %w", err)
+		return nil, errs.Wrap("overdue jobs", err)
 	}
 	return out, nil
 }
@@ -136,17 +136,7 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 	if err := store.ValidateDispatchBatch(len(fails)); err != nil {
 		return nil, err
 	}
-	b := sqlstore.NewLeaseBatch(len(fails))
-	leases := make([]store.JobLease, len(fails))
-	for i, f := range fails {
-		leases[i] = f.JobLease
-		if f.Reason == "" {
-			b.Outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
-				queue.ErrInvalidArgument, f.ID)}
-			continue
-		}
-		b.Add(i, f.JobLease)
-	}
+	b, leases := sqlstore.NewFailBatch(fails)
 	if len(b.Sent) > 0 {
 		err := s.write(ctx, func(tx *wtx) error {
 			now := us(tx.now)
@@ -158,7 +148,7 @@ func (s *Store) JobFailMany(ctx context.Context, fails []store.JobFailParams) ([
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: fail jobs: %w", err)
+			return nil, errs.Wrap("fail jobs", err)
 		}
 	}
 	return b.Finish(leases, false), nil
@@ -244,7 +234,7 @@ func (s *Store) JobSettleFailed(ctx context.Context, limit int, decide func(queu
 		return nil
 	})
 	if err != nil {
-		return store.RetrySweep{Queues: map[string]int{}}, fmt.Errorf("sqlite: settle failed jobs: %w", err)
+		return store.RetrySweep{Queues: map[string]int{}}, errs.Wrap("settle failed jobs", err)
 	}
 	return sweep, nil
 }
@@ -314,7 +304,7 @@ func (s *Store) JobExpireTTL(ctx context.Context, limit int) (map[string]int, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: expire jobs: %w", err)
+		return nil, errs.Wrap("expire jobs", err)
 	}
 	return byQueue, nil
 }
@@ -356,7 +346,7 @@ func (s *Store) WorkerMarkLost(ctx context.Context, timeout time.Duration) ([]st
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: mark lost workers: %w", err)
+		return nil, errs.Wrap("mark lost workers", err)
 	}
 	return ids, nil
 }

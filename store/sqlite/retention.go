@@ -61,7 +61,7 @@ func (s *Store) EventsPrune(ctx context.Context, p store.EventsPruneParams) (int
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: events prune: %w", err)
+		return 0, errs.Wrap("events prune", err)
 	}
 	return n, nil
 }
@@ -90,7 +90,7 @@ func (s *Store) JobResultsDrop(ctx context.Context, limit int) (map[string]int, 
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: drop expired results: %w", err)
+		return nil, errs.Wrap("drop expired results", err)
 	}
 	return out, nil
 }

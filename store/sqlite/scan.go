@@ -211,41 +211,20 @@ func scanEvent(row scanner) (queue.Event, error) {
 
 func scanWorker(row scanner) (*queue.Worker, error) {
 	var (
-		w        queue.Worker
-		status   string
-		breakers []breakerRow
+		w queue.Worker
+		r sqlstore.WorkerRow
 	)
-	if err := row.Scan(&w.ID, &w.Hostname, &status, &w.Concurrency, jsonCol{&w.Queues}, &w.Version,
+	if err := row.Scan(&w.ID, &w.Hostname, &r.Status, &w.Concurrency, jsonCol{&w.Queues}, &w.Version,
 		&w.RunningJobs, tm{&w.StartedAt}, tm{&w.LastHeartbeatAt}, &w.ShutdownRequested, &w.Principal,
-		jsonCol{&breakers}, jsonCol{&w.Types}); err != nil {
+		jsonCol{&r.Breakers}, jsonCol{&w.Types}); err != nil {
 		return nil, err
 	}
-	w.Status = queue.WorkerStatus(status)
-	for _, b := range breakers {
-		w.Breakers = append(w.Breakers, queue.QueueBreaker{Queue: b.Queue, State: queue.BreakerState(b.State),
-			FailureRate: b.FailureRate, Samples: b.Samples, Since: b.Since.UTC()})
-	}
-	if w.Queues == nil {
-		w.Queues = []string{}
-	}
+	r.Into(&w)
 	return &w, nil
 }
 
-// breakerRow is one element of workers.breakers, as in Postgres.
-type breakerRow struct {
-	Queue       string    `json:"queue"`
-	State       string    `json:"state"`
-	FailureRate float64   `json:"failure_rate"`
-	Samples     int       `json:"samples"`
-	Since       time.Time `json:"since"`
-}
-
 func breakersText(bs []queue.QueueBreaker) string {
-	rows := make([]breakerRow, len(bs))
-	for i, b := range bs {
-		rows[i] = breakerRow{Queue: b.Queue, State: string(b.State), FailureRate: b.FailureRate, Samples: b.Samples, Since: b.Since.UTC()}
-	}
-	return jsonText(rows)
+	return jsonText(sqlstore.BreakerRows(bs))
 }
 
 // Durations are stored as milliseconds (sqlstore.ToMillis).

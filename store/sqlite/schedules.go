@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 var _ store.ScheduleStore = (*Store)(nil)
@@ -99,9 +99,6 @@ UPDATE schedules SET next_fire_at = ?3,
 WHERE name = ?1 AND next_fire_at = ?2`
 )
 
-// maxScheduleDue bounds ScheduleDue's limit.
-const maxScheduleDue = 1000
-
 func scheduleArgs(p store.ScheduleParams, now time.Time) []any {
 	t := p.Template
 	payload := t.Payload
@@ -119,40 +116,27 @@ func scheduleArgs(p store.ScheduleParams, now time.Time) []any {
 
 func scanSchedule(row scanner) (*queue.Schedule, error) {
 	var (
-		s                  queue.Schedule
-		timeoutMS, ttlMS   int64
-		missed, owner, ovl string
-		labels             map[string]string
+		s queue.Schedule
+		r sqlstore.ScheduleRow
 	)
 	err := row.Scan(&s.Name, &s.Template.Queue, &s.Template.Type, &s.Template.Payload, &s.Template.Priority,
-		&s.Template.MaxRetries, &timeoutMS, jsonCol{&labels}, &s.Cron, &s.TimeZone, &missed, &s.CatchUpMax, &s.Paused,
-		&owner, tm{&s.NextFireAt}, tm{&s.LastFireAt}, &s.LastJobID, &s.LastOutcome, &s.LastError,
-		tm{&s.CreatedAt}, tm{&s.UpdatedAt}, &ovl, &ttlMS, &s.Template.KeepResult)
+		&s.Template.MaxRetries, &r.TimeoutMS, jsonCol{&r.Labels}, &s.Cron, &s.TimeZone, &r.Missed, &s.CatchUpMax,
+		&s.Paused, &r.Owner, tm{&s.NextFireAt}, tm{&s.LastFireAt}, &s.LastJobID, &s.LastOutcome, &s.LastError,
+		tm{&s.CreatedAt}, tm{&s.UpdatedAt}, &r.Overlap, &r.TTLMS, &s.Template.KeepResult)
 	if err != nil {
 		return nil, err
 	}
-	s.Template.Timeout, s.Template.TTL, s.Overlap = fromMillis(timeoutMS), fromMillis(ttlMS), queue.OverlapPolicy(ovl)
-	if len(labels) > 0 {
-		s.Template.Labels = labels
-	}
-	if s.Template.Payload == nil {
-		s.Template.Payload = []byte{}
-	}
-	s.Missed, s.Owner = queue.MissedPolicy(missed), queue.ScheduleOwner(owner)
+	r.Into(&s)
 	return &s, nil
 }
 
-func scanSchedules(rows *sql.Rows) ([]*queue.Schedule, error) {
-	defer rows.Close()
-	var out []*queue.Schedule
-	for rows.Next() {
-		sc, err := scanSchedule(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sc)
+// schedules reads the schedules a statement returns.
+func (s *Store) schedules(ctx context.Context, q string, args ...any) ([]*queue.Schedule, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return collect(rows, scanSchedule)
 }
 
 // ScheduleCreate implements store.ScheduleStore.
@@ -167,7 +151,7 @@ func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*qu
 		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleExists, p.Name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create schedule: %w", err)
+		return nil, errs.Wrap("create schedule", err)
 	}
 	return sc, nil
 }
@@ -175,61 +159,47 @@ func (s *Store) ScheduleCreate(ctx context.Context, p store.ScheduleParams) (*qu
 // ScheduleGet implements store.ScheduleStore.
 func (s *Store) ScheduleGet(ctx context.Context, name string) (*queue.Schedule, error) {
 	sc, err := scanSchedule(s.queryRow(ctx, sqlScheduleGet, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get schedule: %w", err)
+		return nil, errs.Row("get schedule", err, queue.ErrScheduleNotFound, name)
 	}
 	return sc, nil
 }
 
 // ScheduleList implements store.ScheduleStore.
 func (s *Store) ScheduleList(ctx context.Context) ([]*queue.Schedule, error) {
-	rows, err := s.query(ctx, sqlScheduleList)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
-	}
-	out, err := scanSchedules(rows)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
-	}
-	return out, nil
+	out, err := s.schedules(ctx, sqlScheduleList)
+	return out, errs.Wrap("list schedules", err)
 }
 
 // ScheduleUpdate implements store.ScheduleStore. A schedule that is not changed is told apart in
 // the same write: missing, or owned by another.
 func (s *Store) ScheduleUpdate(ctx context.Context, p store.ScheduleParams) (*queue.Schedule, error) {
 	var (
-		sc    *queue.Schedule
-		owner string
+		sc   *queue.Schedule
+		miss error
 	)
 	err := s.write(ctx, func(tx *wtx) error {
 		var err error
-		owner = ""
+		sc, miss = nil, nil
 		sc, err = scanSchedule(tx.queryRow(sqlScheduleUpdate, scheduleArgs(p, tx.now)...))
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
+		if errors.Is(err, sql.ErrNoRows) {
+			miss = errs.ScheduleNotOwned("update schedule", p.Name, tx.queryRow(sqlScheduleOwner, p.Name).Scan)
+			return nil
 		}
-		return tx.queryRow(sqlScheduleOwner, p.Name).Scan(&owner)
+		return err
 	})
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
-	case err != nil:
-		return nil, fmt.Errorf("sqlite: update schedule: %w", err)
-	case owner != "":
-		return nil, fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, p.Name, owner)
+	if err != nil {
+		return nil, errs.Wrap("update schedule", err)
 	}
-	return sc, nil
+	return sc, miss
 }
 
 // ScheduleDelete implements store.ScheduleStore. A schedule that is not deleted is told apart in
 // the same write: missing, or owned by another.
 func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams) error {
-	var owner string
+	var miss error
 	err := s.write(ctx, func(tx *wtx) error {
-		owner = ""
+		miss = nil
 		res, err := tx.exec(sqlScheduleDeleteOwned, p.Name, string(p.Owner))
 		if err != nil {
 			return err
@@ -237,17 +207,13 @@ func (s *Store) ScheduleDelete(ctx context.Context, p store.ScheduleDeleteParams
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return err
 		}
-		return tx.queryRow(sqlScheduleOwner, p.Name).Scan(&owner)
+		miss = errs.ScheduleNotOwned("delete schedule", p.Name, tx.queryRow(sqlScheduleOwner, p.Name).Scan)
+		return nil
 	})
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
-	case err != nil:
-		return fmt.Errorf("sqlite: delete schedule: %w", err)
-	case owner != "":
-		return fmt.Errorf("%w: %q is owned by %s", queue.ErrScheduleOwnedByConfig, p.Name, owner)
+	if err != nil {
+		return errs.Wrap("delete schedule", err)
 	}
-	return nil
+	return miss
 }
 
 // ScheduleSetPaused implements store.ScheduleStore.
@@ -258,11 +224,8 @@ func (s *Store) ScheduleSetPaused(ctx context.Context, p store.ScheduleSetPaused
 		sc, err = scanSchedule(tx.queryRow(sqlScheduleSetPaused, p.Name, p.Paused, usPtr(p.NextFireAt), us(tx.now)))
 		return err
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrScheduleNotFound, p.Name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: pause schedule: %w", err)
+		return nil, errs.Row("pause schedule", err, queue.ErrScheduleNotFound, p.Name)
 	}
 	return sc, nil
 }
@@ -275,40 +238,21 @@ func (s *Store) ScheduleReconcile(ctx context.Context, p store.ScheduleReconcile
 		return res, err
 	}
 	err = s.write(ctx, func(tx *wtx) error {
-		res = store.ScheduleReconcileResult{}
 		owners, err := scheduleOwners(tx, names)
 		if err != nil {
 			return err
 		}
-		for _, sp := range p.Schedules {
-			prev, exists := owners[sp.Name]
-			takeOver := exists && prev != string(queue.OwnerConfig)
-			if _, err := tx.exec(sqlScheduleUpsert, append(scheduleArgs(sp, tx.now), takeOver)...); err != nil {
-				return err
-			}
-			switch {
-			case !exists:
-				res.Created = append(res.Created, sp.Name)
-			case takeOver:
-				res.TakenOver = append(res.TakenOver, sp.Name)
-				res.Updated = append(res.Updated, sp.Name)
-			default:
-				res.Updated = append(res.Updated, sp.Name)
-			}
-		}
-		for n, o := range owners {
-			if o == string(queue.OwnerConfig) && !slices.Contains(names, n) {
-				if _, err := tx.exec(sqlScheduleDeleteOwned, n, o); err != nil {
-					return err
-				}
-				res.Deleted = append(res.Deleted, n)
-			}
-		}
-		slices.Sort(res.Deleted)
-		return nil
+		res, err = sqlstore.ReconcileSchedules(p, names, owners, func(sp store.ScheduleParams, takeOver bool) error {
+			_, err := tx.exec(sqlScheduleUpsert, append(scheduleArgs(sp, tx.now), takeOver)...)
+			return err
+		}, func(name, owner string) error {
+			_, err := tx.exec(sqlScheduleDeleteOwned, name, owner)
+			return err
+		})
+		return err
 	})
 	if err != nil {
-		return store.ScheduleReconcileResult{}, fmt.Errorf("sqlite: reconcile schedules: %w", err)
+		return store.ScheduleReconcileResult{}, errs.Wrap("reconcile schedules", err)
 	}
 	return res, nil
 }
@@ -334,46 +278,48 @@ func scheduleOwners(tx *wtx, names []string) (map[string]string, error) {
 // ScheduleDue implements store.ScheduleStore.
 func (s *Store) ScheduleDue(ctx context.Context, limit int) (store.ScheduleDueResult, error) {
 	var res store.ScheduleDueResult
-	if limit < 1 || limit > maxScheduleDue {
-		return res, fmt.Errorf("%w: schedule due limit %d: want 1..%d", queue.ErrInvalidArgument, limit, maxScheduleDue)
+	if err := sqlstore.CheckScheduleDueLimit(limit); err != nil {
+		return res, err
 	}
 	res.Now = fromUS(us(s.now())) // as stored: microseconds
 	if err := s.queryRow(ctx, sqlScheduleEarliest).Scan(tm{&res.Earliest}); err != nil {
-		return res, fmt.Errorf("sqlite: schedule clock: %w", err)
+		return res, errs.Wrap("schedule clock", err)
 	}
 	if res.Earliest.IsZero() || res.Earliest.After(res.Now) {
 		return res, nil
 	}
-	rows, err := s.query(ctx, sqlScheduleDue, us(res.Now), limit)
-	if err != nil {
-		return res, fmt.Errorf("sqlite: due schedules: %w", err)
-	}
-	if res.Due, err = scanSchedules(rows); err != nil {
-		return res, fmt.Errorf("sqlite: due schedules: %w", err)
-	}
-	return res, nil
+	var err error
+	res.Due, err = s.schedules(ctx, sqlScheduleDue, us(res.Now), limit)
+	return res, errs.Wrap("due schedules", err)
 }
 
 // ScheduleAdvance implements store.ScheduleStore.
 func (s *Store) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams) (bool, error) {
+	var advanced bool
+	err := s.write(ctx, func(tx *wtx) error {
+		var err error
+		advanced, err = advanceSchedule(tx, p)
+		return err
+	})
+	if err != nil {
+		return false, errs.Wrap("advance schedule", err)
+	}
+	return advanced, nil
+}
+
+// advanceSchedule runs the compare-and-set of sqlScheduleAdvance and reports whether it matched.
+func advanceSchedule(tx *wtx, p store.ScheduleAdvanceParams) (bool, error) {
 	var jobID any
 	if p.LastJobID != "" {
 		jobID = p.LastJobID
 	}
-	var n int64
-	err := s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(sqlScheduleAdvance, p.Name, us(p.From), usPtr(p.Next), usPtr(p.LastFireAt), jobID,
-			p.LastOutcome, p.LastError, us(tx.now))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	res, err := tx.exec(sqlScheduleAdvance, p.Name, us(p.From), usPtr(p.Next), usPtr(p.LastFireAt), jobID,
+		p.LastOutcome, p.LastError, us(tx.now))
 	if err != nil {
-		return false, fmt.Errorf("sqlite: advance schedule: %w", err)
+		return false, err
 	}
-	return n == 1, nil
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // sqlScheduleStillDue: the schedule is still due as the fire loop read it (not deleted, paused or
@@ -397,7 +343,6 @@ func (s *Store) ScheduleFire(ctx context.Context, ps []store.ScheduleFireParams)
 	}
 	var out []store.ScheduleFireResult
 	err = s.write(ctx, func(tx *wtx) error {
-		out = make([]store.ScheduleFireResult, len(ps))
 		due := make([]bool, len(ps))
 		var jobs []store.JobInsertParams
 		var ids []string
@@ -420,29 +365,17 @@ func (s *Store) ScheduleFire(ctx context.Context, ps []store.ScheduleFireParams)
 				return err
 			}
 		}
-		for i, p := range ps {
-			if !due[i] {
-				continue
-			}
-			out[i] = store.ScheduleFireResult{Fired: true, Jobs: res[:len(p.Jobs):len(p.Jobs)]}
-			res = res[len(p.Jobs):]
-			a := p.Advanced(out[i].Jobs)
-			var jobID any
-			if a.LastJobID != "" {
-				jobID = a.LastJobID
-			}
-			if _, err := tx.exec(sqlScheduleAdvance, a.Name, us(a.From), usPtr(a.Next), usPtr(a.LastFireAt), jobID,
-				a.LastOutcome, a.LastError, us(tx.now)); err != nil {
+		var advanced []store.ScheduleAdvanceParams
+		out, advanced = sqlstore.ScheduleFireResults(ps, func(i int) bool { return due[i] }, res)
+		for _, a := range advanced {
+			if _, err := advanceSchedule(tx, a); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrInvalidArgument) || errors.Is(err, queue.ErrIdempotencyConflict) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("sqlite: fire schedules: %w", err)
+		return nil, errs.WrapExcept("fire schedules", err, sqlstore.ScheduleFireKeep...)
 	}
 	return out, nil
 }

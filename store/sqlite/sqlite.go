@@ -103,7 +103,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	// The database holds payloads and results: only its owner reads it, and nobody else may
 	// replace it. SQLite gives the -wal and -shm files the database file's mode.
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create the data directory: %w", err)
+		return nil, errs.Wrap("create the data directory", err)
 	}
 	if err := checkOwner(filepath.Dir(path), true); err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return fmt.Errorf("sqlite: ping: %w", err)
+		return errs.Wrap("ping", err)
 	}
 	if s.w.stopped() {
 		return errors.New("sqlite: ping: the store is closed")
@@ -242,11 +242,11 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 func migrate(ctx context.Context, conn *sql.Conn) error {
 	var version int
 	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return fmt.Errorf("sqlite: read the schema version: %w", err)
+		return errs.Wrap("read the schema version", err)
 	}
 	files, err := fs.Glob(schemaFS, "schema/*.sql")
 	if err != nil {
-		return fmt.Errorf("sqlite: schema: %w", err)
+		return errs.Wrap("schema", err)
 	}
 	sort.Strings(files)
 	if len(files) < version {
@@ -259,7 +259,7 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 		}
 		body, err := schemaFS.ReadFile(f)
 		if err != nil {
-			return fmt.Errorf("sqlite: schema: %w", err)
+			return errs.Wrap("schema", err)
 		}
 		if err := execTx(ctx, conn, string(body)+"\nPRAGMA user_version = "+strconv.Itoa(n)+";"); err != nil {
 			return fmt.Errorf("sqlite: apply %s: %w", f, err)

@@ -2,12 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-	"time"
 
 	"github.com/jq-dev/jq/queue"
+	"github.com/jq-dev/jq/store/internal/sqlstore"
 )
 
 // sqlQueueStats computes one queue's statistics as the Postgres store's queue_stats does: the live
@@ -78,26 +75,17 @@ func (s *Store) QueueStats(ctx context.Context, name string) (*queue.QueueStats,
 		&st.Pending, &st.Assigned, &st.Running, &st.Done, &st.Failed, &st.DeadLettered,
 		&st.Finished, &st.FailedAttempts, &st.FinishedLastMinute, &st.FailedLastMinute,
 		&windowMicros, &avgMicros, &oldMicros)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrQueueNotFound, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: queue stats: %w", err)
+		return nil, errs.Row("queue stats", err, queue.ErrQueueNotFound, name)
 	}
 	if st.Done > queue.ExactDoneLimit {
 		var all int64
 		if err := s.queryRow(ctx, sqlQueueCountAll, name).Scan(&all); err != nil {
-			return nil, fmt.Errorf("sqlite: queue stats: %w", err)
+			return nil, errs.Wrap("queue stats", err)
 		}
 		st.Done = max(all-st.Pending-st.Assigned-st.Running-st.Failed-st.DeadLettered, queue.ExactDoneLimit+1)
 		st.DoneEstimated = true
 	}
-	st.TotalProcessed = st.Done + st.DeadLettered
-	if st.Finished > 0 {
-		st.ErrorRate = float64(st.FailedAttempts) / float64(st.Finished)
-	}
-	st.Window = time.Duration(windowMicros) * time.Microsecond
-	st.AvgProcessingTime = time.Duration(avgMicros) * time.Microsecond
-	st.OldestPendingAge = max(time.Duration(oldMicros)*time.Microsecond, 0)
+	sqlstore.FinishQueueStats(&st, windowMicros, avgMicros, oldMicros)
 	return &st, nil
 }

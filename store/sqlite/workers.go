@@ -109,7 +109,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: register worker: %w", err)
+		return nil, errs.Wrap("register worker", err)
 	}
 	return w, nil
 }
@@ -118,7 +118,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p store.WorkerRegisterParams
 func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (store.WorkerCounts, error) {
 	var c store.WorkerCounts
 	if err := s.queryRow(ctx, sqlWorkerCounts, principal, except).Scan(&c.Live, &c.LiveOfPrincipal); err != nil {
-		return c, fmt.Errorf("sqlite: count workers: %w", err)
+		return c, errs.Wrap("count workers", err)
 	}
 	return c, nil
 }
@@ -131,11 +131,8 @@ func (s *Store) WorkerHeartbeat(ctx context.Context, p store.WorkerHeartbeatPara
 // WorkerGet implements store.WorkerStore.
 func (s *Store) WorkerGet(ctx context.Context, id string) (*queue.Worker, error) {
 	w, err := scanWorker(s.queryRow(ctx, sqlWorkerGet, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", queue.ErrWorkerNotFound, id)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get worker: %w", err)
+		return nil, errs.Row("get worker", err, queue.ErrWorkerNotFound, id)
 	}
 	return w, nil
 }
@@ -156,13 +153,10 @@ func (s *Store) WorkerList(ctx context.Context) ([]*queue.Worker, error) {
 func (s *Store) workerList(ctx context.Context, q string, args ...any) ([]*queue.Worker, error) {
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+		return nil, errs.Wrap("list workers", err)
 	}
 	ws, err := collect(rows, scanWorker)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list workers: %w", err)
-	}
-	return ws, nil
+	return ws, errs.Wrap("list workers", err)
 }
 
 // WorkerSetStatus implements store.WorkerStore.

@@ -116,10 +116,10 @@ func (w *writer) run() {
 // failure rolls back only that write.
 func (w *writer) commit(group []*writeReq) {
 	ctx := context.Background()
-	errs := make([]error, len(group))
+	outs := make([]error, len(group))
 	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		for _, r := range group {
-			r.err <- fmt.Errorf("sqlite: begin: %w", err)
+			r.err <- errs.Wrap("begin", err)
 		}
 		return
 	}
@@ -127,7 +127,7 @@ func (w *writer) commit(group []*writeReq) {
 	for i, r := range group {
 		// A write alone needs no savepoint: its failure rolls back the transaction (the statement
 		// journal of a savepoint costs ~10 % of the writer in a drain).
-		if errs[i] = w.apply(r, len(group) > 1); errs[i] == nil {
+		if outs[i] = w.apply(r, len(group) > 1); outs[i] == nil {
 			applied++
 		}
 	}
@@ -137,14 +137,14 @@ func (w *writer) commit(group []*writeReq) {
 	}
 	if _, err := w.conn.ExecContext(ctx, end); err != nil {
 		_, _ = w.conn.ExecContext(ctx, "ROLLBACK")
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = fmt.Errorf("sqlite: commit: %w", err)
+		for i := range outs {
+			if outs[i] == nil {
+				outs[i] = errs.Wrap("commit", err)
 			}
 		}
 	}
 	for i, r := range group {
-		r.err <- errs[i]
+		r.err <- outs[i]
 	}
 }
 
@@ -160,7 +160,7 @@ func (w *writer) apply(r *writeReq, savepoint bool) error {
 	}
 	ctx := context.Background()
 	if _, err := w.conn.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-		return fmt.Errorf("sqlite: savepoint: %w", err)
+		return errs.Wrap("savepoint", err)
 	}
 	err := r.fn(tx)
 	if err != nil {

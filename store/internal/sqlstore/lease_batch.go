@@ -71,3 +71,34 @@ func (b *LeaseBatch) Finish(leases []store.JobLease, idempotent bool) []store.Le
 	}
 	return b.Outcomes
 }
+
+// NewReportBatch is the bookkeeping of a batch of reports, with each report bounded
+// (JobReportParams.Bounded) and its lease.
+func NewReportBatch(reports []store.JobReportParams) (b *LeaseBatch, leases []store.JobLease, bounded []store.JobReportParams) {
+	b = NewLeaseBatch(len(reports))
+	leases = make([]store.JobLease, len(reports))
+	bounded = make([]store.JobReportParams, len(reports))
+	for i, r := range reports {
+		bounded[i] = r.Bounded()
+		leases[i] = bounded[i].JobLease
+		b.Add(i, leases[i])
+	}
+	return b, leases, bounded
+}
+
+// NewFailBatch is the bookkeeping of a batch of fails, with their leases: a fail without a reason
+// is refused on its own.
+func NewFailBatch(fails []store.JobFailParams) (*LeaseBatch, []store.JobLease) {
+	b := NewLeaseBatch(len(fails))
+	leases := make([]store.JobLease, len(fails))
+	for i, f := range fails {
+		leases[i] = f.JobLease
+		if f.Reason == "" {
+			b.Outcomes[i] = store.LeaseOutcome{ID: f.ID, Err: fmt.Errorf("%w: fail %s: a reason is required",
+				queue.ErrInvalidArgument, f.ID)}
+			continue
+		}
+		b.Add(i, f.JobLease)
+	}
+	return b, leases
+}

@@ -72,3 +72,52 @@ func ErrStaleTransition(p store.JobTransitionParams, id, state string, attempt i
 	return fmt.Errorf("%w: job %s is %s at attempt %d, expected %s%s", queue.ErrStaleAttempt, id,
 		state, attempt, p.From, expected)
 }
+
+// FinishQueueStats derives the rest of st from the counts a stats statement read, and sets the
+// durations it returned in microseconds: the window of recent events, the average run time and the
+// age of the oldest due job (never negative).
+func FinishQueueStats(st *queue.QueueStats, windowMicros, avgMicros, oldestMicros int64) {
+	st.TotalProcessed = st.Done + st.DeadLettered
+	if st.Finished > 0 {
+		st.ErrorRate = float64(st.FailedAttempts) / float64(st.Finished)
+	}
+	st.Window = time.Duration(windowMicros) * time.Microsecond
+	st.AvgProcessingTime = time.Duration(avgMicros) * time.Microsecond
+	st.OldestPendingAge = max(time.Duration(oldestMicros)*time.Microsecond, 0)
+}
+
+// UniqueIDs are ids without repeats, in the order of their first occurrence.
+func UniqueIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// QueueDefaults are what a job takes from its queue when it sets none of its own: max retries and
+// TTL (as stored, in milliseconds).
+type QueueDefaults struct {
+	MaxRetries int
+	TTLMS      int64
+}
+
+// For is what job p stores: its max retries, TTL and timeout (milliseconds), each its own or else
+// the queue's (the timeout: queue.DefaultJobTimeout).
+func (d QueueDefaults) For(p store.JobInsertParams) (maxRetries int, ttlMS, timeoutMS int64) {
+	maxRetries, ttlMS, timeoutMS = d.MaxRetries, d.TTLMS, ToMillis(p.Timeout)
+	if p.MaxRetries != nil {
+		maxRetries = *p.MaxRetries
+	}
+	if p.TTL > 0 {
+		ttlMS = ToMillis(p.TTL)
+	}
+	if p.Timeout == 0 {
+		timeoutMS = ToMillis(queue.DefaultJobTimeout)
+	}
+	return maxRetries, ttlMS, timeoutMS
+}
