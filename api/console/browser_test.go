@@ -221,10 +221,12 @@ func TestBrowser(t *testing.T) {
 		strconv.Quote(first)+` })()`, chromedp.WithPollingTimeout(20*time.Second)))
 	require.Equal(t, true, eval(`window.notReloaded === true`), "the progress moved without a reload")
 
-	// The header search finds a job by the 8 characters every table shows.
+	// The header search finds a job by the 8 characters every table shows. The page it leaves is a
+	// job's page too, so the wait is for the address, not for a job page's heading.
 	do("search by prefix",
 		chromedp.SendKeys(chromedp.CSS(`.search input`), id[:8]),
 		chromedp.Submit(chromedp.CSS(`.search input`)),
+		waitPath("/jobs/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`h1 code.id`)),
 	)
 	require.Equal(t, "/jobs/"+id, eval(`location.pathname`))
@@ -438,4 +440,29 @@ func TestBrowser(t *testing.T) {
 			"%s shows a viewer a button", p)
 	}
 	do("viewer shot", chromedp.Navigate(e.ui+"/queues/parked"), visible(`main h1`), shot("queue-viewer"))
+}
+
+// waitPath waits until the page's address is path. It polls from outside the page: a navigation
+// destroys the page's context, which ends an in-page poll with an error.
+func waitPath(path string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(20 * time.Second)
+		var at string
+		for {
+			if v, err := chromedp.Evaluate[string](`location.pathname`)(ctx, tg); err == nil {
+				if at = v; at == path {
+					return nil
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				return fmt.Errorf("the page is at %q, not %q", at, path)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
 }
