@@ -29,7 +29,9 @@ var (
 // code reaches a store: behind store/storewrap, which validates the arguments.
 type factory struct{}
 
-func (factory) Store(t testing.TB) store.Store { return storewrap.Wrap(newStore(t), storewrap.Options{}) }
+func (factory) Store(t testing.TB) store.Store {
+	return storewrap.Wrap(newStore(t), storewrap.Options{})
+}
 func (factory) IsolatedStore(t testing.TB) store.Store {
 	return storewrap.Wrap(privateStore(t), storewrap.Options{})
 }
