@@ -14,9 +14,11 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jq-dev/jq/api"
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/api/rpcclient"
+	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/queue/executor"
 )
 
@@ -189,27 +191,51 @@ func (r *Conn) Deregister(ctx context.Context, p executor.DeregisterParams) erro
 	return nil
 }
 
-// remoteErr maps a status code to the protocol errors of Conn, keeping the
+// remoteErr wraps a failed call's error in the protocol error of Conn it is (kindOf), keeping the
 // original error in the chain.
 func remoteErr(op string, err error) error {
-	var kind error
+	if kind := kindOf(err); kind != nil {
+		return fmt.Errorf("%s: %w: %w", op, kind, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// kindOf is the executor's category of a failed call, or nil. The server's reason (api/apierr)
+// names its error, so a stale attempt or a missing job is never read as a worker the server lost,
+// though they share codes with it; the code decides only for an error without a reason: the
+// transport's own (unreachable, timed out, not implemented) and a server from before the reasons.
+func kindOf(err error) error {
+	if s := apierr.Sentinel(err); s != nil {
+		switch {
+		case errors.Is(s, queue.ErrInvalidArgument):
+			return executor.ErrInvalid
+		case errors.Is(s, queue.ErrUnauthenticated), errors.Is(s, queue.ErrPermissionDenied):
+			return executor.ErrNotAllowed
+		case errors.Is(s, queue.ErrWorkerNotFound):
+			return executor.ErrUnknownWorker
+		case errors.Is(s, queue.ErrWorkerLost), errors.Is(s, queue.ErrWorkerDraining):
+			return executor.ErrWorkerInactive
+		}
+		if c := connect.CodeOf(err); c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded {
+			return executor.ErrUnreachable // shutting down, a dependency down, an outcome unknown
+		}
+		return nil
+	}
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument:
-		kind = executor.ErrInvalid
+		return executor.ErrInvalid
 	case connect.CodeUnauthenticated, connect.CodePermissionDenied:
-		kind = executor.ErrNotAllowed
+		return executor.ErrNotAllowed
 	case connect.CodeNotFound:
-		kind = executor.ErrUnknownWorker
+		return executor.ErrUnknownWorker
 	case connect.CodeFailedPrecondition:
-		kind = executor.ErrWorkerInactive
+		return executor.ErrWorkerInactive
 	case connect.CodeUnavailable, connect.CodeDeadlineExceeded:
-		kind = executor.ErrUnreachable
+		return executor.ErrUnreachable
 	case connect.CodeUnimplemented:
-		kind = executor.ErrUnsupported
-	default:
-		return fmt.Errorf("%s: %w", op, err)
+		return executor.ErrUnsupported
 	}
-	return fmt.Errorf("%s: %w: %w", op, kind, err)
+	return nil
 }
 
 func leaseToProto(l executor.Lease) *jqv1.JobLease {

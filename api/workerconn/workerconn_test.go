@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jq-dev/jq/api/apierr"
 	jqv1 "github.com/jq-dev/jq/api/gen/jq/v1"
 	"github.com/jq-dev/jq/api/gen/jq/v1/jqv1connect"
 	"github.com/jq-dev/jq/api/rpcclient"
@@ -37,6 +38,7 @@ type stubWorkers struct {
 	hb       *jqv1.HeartbeatRequest
 	dereg    int
 	errCode  connect.Code // when set, unary calls fail with it
+	errAs    error        // when set, unary calls fail with it as the server sends it (apierr)
 	hbReply  *jqv1.HeartbeatResponse
 	// sendAndEnd: the stream sends a keepalive and the assignments, then ends
 	// OK; otherwise it stays open until the client goes.
@@ -47,6 +49,9 @@ type stubWorkers struct {
 func (s *stubWorkers) fail() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.errAs != nil {
+		return apierr.New(s.errAs, "scripted failure")
+	}
 	if s.errCode != 0 {
 		return connect.NewError(s.errCode, errors.New("scripted failure"))
 	}
@@ -272,6 +277,36 @@ func TestConnErrorMapping(t *testing.T) {
 	defer c.Close()
 	_, err = workerconn.New(c).Register(t.Context(), executor.RegisterParams{WorkerID: "w"})
 	require.ErrorIs(t, err, executor.ErrUnreachable)
+}
+
+// TestConnErrorReasons: with a reason, the error the server names decides, not its code — a stale
+// attempt (FAILED_PRECONDITION) is not a worker gone inactive, a missing job (NOT_FOUND) is not an
+// unknown worker. Every row of the API's error table, through the real transport.
+func TestConnErrorReasons(t *testing.T) {
+	t.Parallel()
+	want := map[error]error{
+		queue.ErrInvalidArgument:  executor.ErrInvalid,
+		queue.ErrUnauthenticated:  executor.ErrNotAllowed,
+		queue.ErrPermissionDenied: executor.ErrNotAllowed,
+		queue.ErrWorkerNotFound:   executor.ErrUnknownWorker,
+		queue.ErrWorkerLost:       executor.ErrWorkerInactive,
+		queue.ErrWorkerDraining:   executor.ErrWorkerInactive,
+	}
+	kinds := []error{executor.ErrInvalid, executor.ErrNotAllowed, executor.ErrUnknownWorker,
+		executor.ErrWorkerInactive, executor.ErrUnreachable, executor.ErrUnsupported}
+	for _, row := range apierr.Table {
+		kind, ok := want[row.Err]
+		if !ok && (row.Code == connect.CodeUnavailable || row.Code == connect.CodeDeadlineExceeded) {
+			kind = executor.ErrUnreachable
+		}
+		stub := &stubWorkers{errAs: row.Err}
+		_, err := workerconn.New(serveStub(t, stub)).Heartbeat(t.Context(), executor.HeartbeatParams{WorkerID: "w1"})
+		require.Error(t, err, row.Reason)
+		require.Equal(t, row.Reason, apierr.Reason(err), "the reason stays in the chain")
+		for _, k := range kinds {
+			require.Equal(t, errors.Is(kind, k), errors.Is(err, k), "%s vs %v", row.Reason, k)
+		}
+	}
 }
 
 // TestConnEndToEnd runs the executor over the real transport against the

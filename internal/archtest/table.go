@@ -125,7 +125,7 @@ var Table = []Row{
 	{Pkgs: []string{"api/console"}, May: with(util, "api", "api/auth", "api/codec", "api/gen/...", "api/rpcclient", "queue")},
 	// The client side: the transport, and the worker's connection over it.
 	{Pkgs: []string{"api/rpcclient"}, May: []string{"api/gen/...", "internal/rpctrace"}},
-	{Pkgs: []string{"api/workerconn"}, May: []string{"api", "api/gen/...", "api/rpcclient", "queue", "queue/executor"}},
+	{Pkgs: []string{"api/workerconn"}, May: []string{"api", "api/apierr", "api/gen/...", "api/rpcclient", "queue", "queue/executor"}},
 
 	// The Go client of applications; jqpgx inserts inside the application's own pgx transaction, so
 	// it is the one package outside roles that names a backend.
