@@ -34,6 +34,7 @@ import (
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/storewrap"
 )
 
 var testDSN string
@@ -95,13 +96,15 @@ func (h *harness) startReplica() replica {
 	rdb, _ := testenv.NewRedis(t) // its own client; keys live under h.prefix
 	disp, err := redisstore.New(h.ctx, redisstore.Config{Client: rdb, KeyPrefix: h.prefix})
 	require.NoError(t, err)
+	// As production reaches a store: behind the wrapper that validates every call.
+	wst := storewrap.Wrap(st, storewrap.Options{})
 	eng, err := engine.New(engine.Options{
-		Store: st, Dispatcher: disp, Notifier: st, Log: h.log,
+		Store: wst, Dispatcher: disp, Notifier: st, Log: h.log,
 		SchedulerInterval: 100 * time.Millisecond, LockTTL: 30 * time.Second,
 	})
 	require.NoError(t, err)
 	handler := apiserver.New(apiserver.Options{
-		Store: st, Engine: eng, Log: h.log, Version: buildinfo.Get(),
+		Store: wst, Engine: eng, Log: h.log, Version: buildinfo.Get(),
 		Limits:  apiserver.Limits{MaxPayloadBytes: 1 << 20},
 		Workers: apiserver.WorkerTiming{HeartbeatInterval: time.Second, HeartbeatTimeout: 10 * time.Second},
 	})

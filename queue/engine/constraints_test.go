@@ -15,6 +15,7 @@ import (
 	"github.com/jq-dev/jq/store"
 	"github.com/jq-dev/jq/store/postgres"
 	"github.com/jq-dev/jq/store/redis"
+	"github.com/jq-dev/jq/store/storewrap"
 )
 
 // A constraint created on one replica reaches another at once, by NOTIFY, not at the end of its
@@ -32,7 +33,7 @@ func TestConstraintChangeNotifiesReplicas(t *testing.T) {
 		rdb, _ := testenv.NewRedis(t)
 		disp, err := redisstore.New(h.ctx, redisstore.Config{Client: rdb, KeyPrefix: h.prefix})
 		require.NoError(t, err)
-		eng, err := engine.New(engine.Options{Store: st, Dispatcher: disp, Notifier: st, Log: zap.NewNop(),
+		eng, err := engine.New(engine.Options{Store: storewrap.Wrap(st, storewrap.Options{}), Dispatcher: disp, Notifier: st, Log: zap.NewNop(),
 			SchedulerInterval: time.Minute})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
