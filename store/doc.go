@@ -15,8 +15,9 @@
 // ErrQueueNotFound, ErrQueueExists, ErrQueueNotEmpty, ErrJobNotFound, ErrWorkerNotFound,
 // ErrIllegalTransition, ErrStaleAttempt, ErrIdempotencyConflict and ErrInvalidArgument. Anything else
 // is an infrastructure failure (connection lost, timeout) that the caller may retry. Argument checks
-// shared by all backends live in this package (the Validate methods), so every backend refuses the same
-// input with the same error; a malformed job id is ErrInvalidArgument, never ErrJobNotFound.
+// live in this package (the Validate methods) and run once, in store/storewrap, the wrapper every
+// component reaches a store through, before the backend sees the call: every backend refuses the same
+// input with the same error, and a malformed job id is ErrInvalidArgument, never ErrJobNotFound.
 //
 // # Submitting jobs
 //
