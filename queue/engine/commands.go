@@ -185,15 +185,14 @@ type HeartbeatAnswer struct {
 
 // WorkerHeartbeat records a worker's liveness and its circuit breakers, and answers with the
 // operator's command and the leases it should stop. A worker declared OFFLINE must register again
-// (ErrIllegalTransition): its leases were failed.
+// (queue.ErrWorkerLost): its leases were failed.
 func (e *Engine) WorkerHeartbeat(ctx context.Context, p store.WorkerHeartbeatParams, held []store.JobLease) (HeartbeatAnswer, error) {
 	w, err := e.opts.Store.WorkerHeartbeat(ctx, p)
 	if err != nil {
 		return HeartbeatAnswer{}, err
 	}
 	if w.Status == queue.WorkerOffline {
-		return HeartbeatAnswer{}, fmt.Errorf("%w: worker %q was declared OFFLINE: its leases are gone; register again",
-			queue.ErrIllegalTransition, p.ID)
+		return HeartbeatAnswer{}, fmt.Errorf("%w: worker %q: its leases are gone", queue.ErrWorkerLost, p.ID)
 	}
 	// The stream's session, when it is on this replica, honours the breakers at once; elsewhere
 	// the next (re)opened stream reads them from the worker's row.

@@ -219,5 +219,5 @@ func TestWorkerCommands(t *testing.T) {
 	_, err = c.eng.WorkerShutdown(c.ctx, w.ID)
 	require.ErrorIs(t, err, queue.ErrIllegalTransition)
 	_, err = c.eng.WorkerHeartbeat(c.ctx, store.WorkerHeartbeatParams{ID: w.ID}, nil)
-	require.ErrorIs(t, err, queue.ErrIllegalTransition, "an OFFLINE worker must register again")
+	require.ErrorIs(t, err, queue.ErrWorkerLost, "an OFFLINE worker must register again")
 }
