@@ -288,6 +288,18 @@ func (p QueueUpdateParams) Apply(cur *queue.Queue) (*queue.Queue, error) {
 	return q, nil
 }
 
+// ValidateInserts checks every job of a batch for JobInsertMany and reports all the bad ones
+// together, each with its index in the batch.
+func ValidateInserts(ps []JobInsertParams) error {
+	var bad []error
+	for i, p := range ps {
+		if err := p.Validate(); err != nil {
+			bad = append(bad, fmt.Errorf("job %d: %w", i, err))
+		}
+	}
+	return errors.Join(bad...)
+}
+
 // Validate checks one job's arguments (not whether its queue exists). Zero TTL and Timeout mean
 // "the default"; the API refuses an explicit zero before it gets here.
 func (p JobInsertParams) Validate() error {

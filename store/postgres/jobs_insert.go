@@ -3,7 +3,6 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -137,18 +136,6 @@ func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) (
 		return nil, err
 	}
 	return results, nil
-}
-
-// validateInserts checks every job of a batch and reports all the bad ones: InsertTx's, which
-// runs in an application's transaction, not through store/storewrap.
-func validateInserts(ps []store.JobInsertParams) error {
-	var bad []error
-	for i, p := range ps {
-		if err := p.Validate(); err != nil {
-			bad = append(bad, fmt.Errorf("job %d: %w", i, err))
-		}
-	}
-	return errors.Join(bad...)
 }
 
 func anyIdempotencyKey(ps []store.JobInsertParams) bool {

@@ -24,7 +24,7 @@ func InsertTx(ctx context.Context, tx pgx.Tx, ps []store.JobInsertParams) ([]sto
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	if err := validateInserts(ps); err != nil {
+	if err := store.ValidateInserts(ps); err != nil { // not through store/storewrap: an application's transaction
 		return nil, err
 	}
 	var results []store.JobInsertResult

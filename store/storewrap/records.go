@@ -2,8 +2,6 @@ package storewrap
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/jq-dev/jq/queue"
 	"github.com/jq-dev/jq/store"
@@ -57,7 +55,7 @@ func (s *Store) QueueStats(ctx context.Context, name string) (*queue.QueueStats,
 // JobInsertMany implements store.JobStore. Every job of the batch is checked, and all the bad ones
 // reported together.
 func (s *Store) JobInsertMany(ctx context.Context, ps []store.JobInsertParams) ([]store.JobInsertResult, error) {
-	return call(ctx, s, "JobInsertMany", func() error { return validateInserts(ps) },
+	return call(ctx, s, "JobInsertMany", func() error { return store.ValidateInserts(ps) },
 		func(ctx context.Context) ([]store.JobInsertResult, error) { return s.b.JobInsertMany(ctx, ps) })
 }
 
@@ -138,15 +136,4 @@ func (s *Store) WorkerCounts(ctx context.Context, principal, except string) (sto
 	return call(ctx, s, "WorkerCounts", nil, func(ctx context.Context) (store.WorkerCounts, error) {
 		return s.b.WorkerCounts(ctx, principal, except)
 	})
-}
-
-// validateInserts checks every job of a batch and reports all the bad ones.
-func validateInserts(ps []store.JobInsertParams) error {
-	var errs []error
-	for i, p := range ps {
-		if err := p.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("job %d: %w", i, err))
-		}
-	}
-	return errors.Join(errs...)
 }
